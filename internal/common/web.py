@@ -1,0 +1,187 @@
+"""HTTP plumbing every daemon shares: the error body, request ids, JSON in and out."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+import structlog
+from aiohttp import web
+
+from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
+
+log = structlog.get_logger()
+T = TypeVar("T")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+REQUEST_ID_HEADER = "X-Request-ID"
+REQUEST_ID_KEY = "request_id"  # request[...] slot holding the id
+_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_encoder = msgspec.json.Encoder()
+
+
+def error_body(code: str, message: str, request_id: str, field: str | None = None) -> dict[str, Any]:
+    """The one error shape of every daemon (pinned by tests/test_error_shape.py)."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        err["field"] = field
+    return {"error": err, "request_id": request_id}
+
+
+def error_response(status: int, code: str, message: str, request_id: str,
+                   field: str | None = None) -> web.Response:
+    return web.Response(
+        status=status,
+        body=_encoder.encode(error_body(code, message, request_id, field)),
+        content_type="application/json",
+        headers={REQUEST_ID_HEADER: request_id},
+    )
+
+
+def json_response(obj: Any, status: int = 200) -> web.Response:
+    """Encode with msgspec (structs, dataclasses, dicts) into a JSON response."""
+    return web.Response(status=status, body=_encoder.encode(obj), content_type="application/json")
+
+
+def request_id(request: web.Request) -> str:
+    rid = request.get(REQUEST_ID_KEY)
+    return rid if isinstance(rid, str) else ""
+
+
+_HTTP_CODES = {
+    400: "invalid_argument", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
+    415: "unsupported_media_type", 429: "too_many_requests",
+}
+
+
+@web.middleware
+async def context_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Bind a request id, map exceptions to the error body, log one access line."""
+    incoming = request.headers.get(REQUEST_ID_HEADER, "")
+    rid = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+    request[REQUEST_ID_KEY] = rid
+    started = time.perf_counter()
+    with structlog.contextvars.bound_contextvars(request_id=rid):
+        try:
+            resp = await handler(request)
+        except LakehouseError as exc:
+            if exc.status >= 500 and exc.code == "internal":
+                log.error("request_failed", error=exc.message, path=request.path)
+                resp = error_response(500, "internal", "internal error", rid)
+            else:
+                resp = error_response(exc.status, exc.code, exc.message, rid, exc.field)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            code = _HTTP_CODES.get(exc.status, "http_error")
+            message = exc.reason
+            if exc.status == 413:
+                message = f"request body larger than {request.client_max_size} bytes"
+            elif exc.status == 404:
+                message = f"no route for {request.method} {request.path}"
+            resp = error_response(exc.status, code, message, rid)
+        except Exception:
+            log.exception("request_crashed", path=request.path)
+            resp = error_response(500, "internal", "internal error", rid)
+        resp.headers[REQUEST_ID_HEADER] = rid
+        log.info(
+            "request",
+            method=request.method,
+            path=request.path,
+            status=resp.status,
+            ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return resp
+
+
+def _field_from_msgspec(message: str) -> str | None:
+    """'Expected `int`, got `str` - at `$.items[0].id`' -> 'items[0].id'."""
+    m = re.search(r"at `\$\.?([^`]*)`", message)
+    if m is None:
+        return None
+    return m.group(1) or None
+
+
+def _first_non_finite(obj: Any, path: str = "") -> str | None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "$"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found = _first_non_finite(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found = _first_non_finite(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def decode(raw: bytes, type_: type[T]) -> T:
+    """Decode and validate JSON; errors become 400s that name the field."""
+    if not raw.strip():
+        raise InvalidArgument("request body is empty; expected a JSON object", code="invalid_json")
+    try:
+        return msgspec.json.decode(raw, type=type_)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        field = _field_from_msgspec(msg)
+        if field is None and "missing required field" in msg:
+            m = re.search(r"field `([^`]+)`", msg)
+            field = m.group(1) if m else None
+        elif field is not None and "missing required field" in msg:
+            m = re.search(r"field `([^`]+)`", msg)
+            field = f"{field}.{m.group(1)}" if m else field
+        elif field is not None and "unknown field" in msg:
+            m = re.search(r"field `([^`]+)`", msg)
+            field = f"{field}.{m.group(1)}" if m else field
+        elif field is None and "unknown field" in msg:
+            m = re.search(r"field `([^`]+)`", msg)
+            field = m.group(1) if m else None
+        text = msg.replace("Number out of range", "number out of range (must be finite)")
+        raise InvalidArgument(f"{field or 'body'}: {text}", field=field) from None
+    except msgspec.DecodeError as exc:
+        # NaN and Infinity are not JSON; find where they are to name the field.
+        try:
+            loose = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidArgument(f"malformed JSON: {exc}", code="invalid_json") from None
+        where = _first_non_finite(loose)
+        if where is not None:
+            raise InvalidArgument(f"{where}: must be a finite number", field=where) from None
+        raise InvalidArgument(f"malformed JSON: {exc}", code="invalid_json") from None
+
+
+async def read_json(request: web.Request, type_: type[T]) -> T:
+    """Read the whole body (bounded by client_max_size) and decode it as type_."""
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise PayloadTooLarge(
+            f"request body larger than {request.client_max_size} bytes"
+        ) from None
+    return decode(raw, type_)
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return json_response({"status": "ok"})
+
+
+def make_base_app(max_body_bytes: int = 64 * 1024 * 1024) -> web.Application:
+    """An Application with the shared middleware and /healthz."""
+    app = web.Application(client_max_size=max_body_bytes, middlewares=[context_middleware])
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
+def run(app: web.Application, host: str, port: int) -> None:
+    """Serve until SIGINT/SIGTERM; aiohttp runs the cleanup contexts on the way out."""
+    web.run_app(app, host=host, port=port, access_log=None, print=None, handle_signals=True)

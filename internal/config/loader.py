@@ -1,0 +1,185 @@
+"""Reads lakehouse.toml and LAKEHOUSE_* overrides into a frozen Config."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from internal.config.sections import SECRET_KEYS, Config
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# Short aliases users expect; the generic form is LAKEHOUSE_<SECTION>_<KEY>.
+ENV_ALIASES = {
+    "LAKEHOUSE_PG_DSN": ("vectord", "dsn"),
+    "LAKEHOUSE_TOKEN": ("gateway", "tokens"),
+}
+# Settings that name a path; relative ones are taken from the config file's folder.
+PATH_KEYS = {("vectord", "data_dir"), ("sync", "wiki_dir")}
+
+
+class ConfigError(Exception):
+    """A setting that is unknown, of the wrong type, or contradicts another."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"config error: {key}: {reason}")
+        self.key = key
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _coerce(key: str, hint: Any, value: Any) -> Any:
+    """Check a TOML value against a field's type; convert lists to tuples."""
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif origin is tuple:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(key, f"expected a list of strings, got {json.dumps(value, default=str)}")
+    elif origin is dict:
+        if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):
+            return dict(value)
+        raise ConfigError(key, f"expected a table of strings, got {json.dumps(value, default=str)}")
+    expected = getattr(hint, "__name__", str(hint))
+    raise ConfigError(key, f"expected {expected}, got {json.dumps(value, default=str)}")
+
+
+def _parse_env(key: str, hint: Any, raw: str) -> Any:
+    """Turn an environment string into the TOML-ish value _coerce expects."""
+    origin = typing.get_origin(hint)
+    try:
+        if hint is bool:
+            low = raw.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if hint is int:
+            return int(raw)
+        if hint is float:
+            return float(raw)
+        if origin is tuple:
+            return [part.strip() for part in raw.split(",") if part.strip()]
+        if origin is dict:
+            parsed = json.loads(raw)
+            return parsed
+    except ValueError:
+        expected = getattr(hint, "__name__", str(hint))
+        raise ConfigError(key, f"expected {expected}, got {json.dumps(raw)}") from None
+    return raw
+
+
+def _build(raw: Mapping[str, Any], env: Mapping[str, str], base_dir: Path) -> Config:
+    sections: dict[str, Any] = {}
+    top_hints = typing.get_type_hints(Config)
+    for name in raw:
+        if name not in top_hints:
+            raise ConfigError(name, "unknown section")
+    for section_name, section_cls in top_hints.items():
+        table = raw.get(section_name, {})
+        if not isinstance(table, Mapping):
+            raise ConfigError(section_name, "expected a table")
+        hints = typing.get_type_hints(section_cls)
+        for key in table:
+            if key not in hints:
+                raise ConfigError(f"{section_name}.{key}", "unknown key")
+        values: dict[str, Any] = {}
+        for fname, hint in hints.items():
+            dotted = f"{section_name}.{fname}"
+            env_name = f"LAKEHOUSE_{section_name}_{fname}".upper()
+            value: Any = dataclasses.MISSING
+            if fname in table:
+                value = table[fname]
+            for alias, target in ENV_ALIASES.items():
+                if target == (section_name, fname) and alias in env:
+                    value = _parse_env(dotted, hint, env[alias])
+            if env_name in env:
+                value = _parse_env(dotted, hint, env[env_name])
+            if value is dataclasses.MISSING:
+                continue
+            value = _coerce(dotted, hint, value)
+            if (section_name, fname) in PATH_KEYS and value and not Path(value).is_absolute():
+                value = str((base_dir / value).resolve())
+            values[fname] = value
+        obj = section_cls(**values)
+        for fname in (f.name for f in dataclasses.fields(section_cls)):
+            if (section_name, fname) in PATH_KEYS and fname not in values:
+                default = getattr(obj, fname)
+                if default and not Path(default).is_absolute():
+                    obj = dataclasses.replace(obj, **{fname: str((base_dir / default).resolve())})
+        try:
+            obj.validate()
+        except ValueError as exc:
+            key, _, reason = str(exc).partition(": ")
+            raise ConfigError(f"{section_name}.{key}", reason) from None
+        sections[section_name] = obj
+    return Config(**sections)
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path | None:
+    """The file to read: $LAKEHOUSE_CONFIG, else ./lakehouse.toml when present."""
+    env = os.environ if env is None else env
+    explicit = env.get("LAKEHOUSE_CONFIG")
+    if explicit:
+        return Path(explicit)
+    local = Path("lakehouse.toml")
+    return local if local.exists() else None
+
+
+def load(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read the config file (if any) and the environment into a Config."""
+    env = os.environ if env is None else env
+    path = path if path is not None else config_path(env)
+    raw: dict[str, Any] = {}
+    base_dir = Path.cwd()
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(str(path), "file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(str(path), f"invalid TOML: {exc}") from None
+        base_dir = path.resolve().parent
+    return _build(raw, env, base_dir)
+
+
+def load_or_exit(path: Path | None = None) -> Config:
+    """load(), or print the error and exit with code 1 (for daemon mains)."""
+    try:
+        return load(path)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def redacted(cfg: Config) -> dict[str, Any]:
+    """The config as a dict with secrets replaced, for the start-up log line."""
+    out = dataclasses.asdict(cfg)
+    for dotted in SECRET_KEYS:
+        section, key = dotted.split(".")
+        if out[section].get(key):
+            out[section][key] = "***"
+    return out

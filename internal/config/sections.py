@@ -1,0 +1,183 @@
+"""The settings of every daemon, one frozen dataclass a section of lakehouse.toml.
+
+Each field's type is what the loader checks; `validate()` checks the pairs that
+only make sense together and raises ValueError("key: reason").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
+GATEWAY_PORT = 3210
+EMBEDD_PORT = 3211
+VECTORD_PORT = 3212
+MATRIXD_PORT = 3217
+SYNCD_PORT = 3218
+
+
+def _url(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "info"
+    # json | console | auto (console on a terminal, JSON otherwise)
+    format: str = "auto"
+
+    def validate(self) -> None:
+        if self.level not in ("debug", "info", "warning", "error"):
+            raise ValueError("level: expected one of debug, info, warning, error")
+        if self.format not in ("json", "console", "auto"):
+            raise ValueError("format: expected one of json, console, auto")
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    host: str = "127.0.0.1"
+    port: int = GATEWAY_PORT
+    # Each upstream is a list of addresses served round-robin.
+    embedd: tuple[str, ...] = (_url(EMBEDD_PORT),)
+    vectord: tuple[str, ...] = (_url(VECTORD_PORT),)
+    matrixd: tuple[str, ...] = (_url(MATRIXD_PORT),)
+    syncd: tuple[str, ...] = (_url(SYNCD_PORT),)
+    tokens: tuple[str, ...] = ()
+    max_body_bytes: int = 32 * 1024 * 1024
+    embed_timeout: float = 60.0
+    vectors_timeout: float = 60.0
+    matrix_timeout: float = 60.0
+    sync_timeout: float = 3600.0
+    # How long an address that failed is skipped before it is tried again.
+    backoff_seconds: float = 5.0
+
+    def validate(self) -> None:
+        for name in ("embedd", "vectord", "matrixd", "syncd"):
+            if not getattr(self, name):
+                raise ValueError(f"{name}: needs at least one address")
+        if self.max_body_bytes <= 0:
+            raise ValueError("max_body_bytes: must be positive")
+        if any(not t for t in self.tokens):
+            raise ValueError("tokens: a token may not be empty")
+
+
+@dataclass(frozen=True)
+class EmbeddConfig:
+    host: str = "127.0.0.1"
+    port: int = EMBEDD_PORT
+    # local | ollama | openai: the backend used when a request names no model.
+    backend: str = "local"
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_model: str = "nomic-embed-text"
+    ollama_dim: int = 768
+    openai_base_url: str = ""
+    openai_api_key: str = ""
+    openai_model: str = ""
+    openai_dim: int = 0
+    max_texts: int = 256
+    batch_size: int = 8
+    max_wait_ms: float = 2.0
+    cache_size: int = 20000
+    timeout_seconds: float = 60.0
+    threads: int = 0  # 0: onnxruntime's choice
+
+    def validate(self) -> None:
+        if self.backend not in ("local", "ollama", "openai"):
+            raise ValueError("backend: expected one of local, ollama, openai")
+        if self.backend == "openai" and not (self.openai_base_url and self.openai_model):
+            raise ValueError("openai_base_url: backend 'openai' needs openai_base_url and openai_model")
+        if self.max_texts <= 0:
+            raise ValueError("max_texts: must be positive")
+        if self.batch_size <= 0:
+            raise ValueError("batch_size: must be positive")
+        if self.cache_size < 0:
+            raise ValueError("cache_size: must not be negative")
+
+
+@dataclass(frozen=True)
+class VectordConfig:
+    host: str = "127.0.0.1"
+    port: int = VECTORD_PORT
+    # Empty: start the embedded PostgreSQL in data_dir.
+    dsn: str = ""
+    data_dir: str = "var/pg"
+    pool_min: int = 2
+    pool_max: int = 10
+    max_batch: int = 1000
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    ef_search: int = 100
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    rrf_k: int = 60
+    default_language: str = "english"
+
+    def validate(self) -> None:
+        if self.pool_min < 1 or self.pool_max < self.pool_min:
+            raise ValueError("pool_max: must be >= pool_min >= 1")
+        if not 1 <= self.max_batch <= 10000:
+            raise ValueError("max_batch: must be in 1..10000")
+        if not 1 <= self.ef_search <= 1000:
+            raise ValueError("ef_search: must be in 1..1000")
+        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
+            raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
+        if self.rrf_k < 1:
+            raise ValueError("rrf_k: must be >= 1")
+
+
+@dataclass(frozen=True)
+class MatrixdConfig:
+    host: str = "127.0.0.1"
+    port: int = MATRIXD_PORT
+    vectord_url: str = _url(VECTORD_PORT)
+    embedd_url: str = _url(EMBEDD_PORT)
+    timeout_seconds: float = 30.0
+    max_k: int = 1000
+    playbook_corpus: str = "playbook_memory"
+    playbook_top_k: int = 20
+    playbook_max_distance: float = 0.35
+
+    def validate(self) -> None:
+        if not self.vectord_url:
+            raise ValueError("vectord_url: required")
+        if self.max_k < 1:
+            raise ValueError("max_k: must be >= 1")
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    host: str = "127.0.0.1"
+    port: int = SYNCD_PORT
+    # Empty: sync is off and its endpoints answer 503 sync_not_configured.
+    wiki_dir: str = ""
+    corpus: str = "wiki"
+    interval: float = 300.0
+    ignore: tuple[str, ...] = ("_index.md", ".*")
+    # folder -> language, e.g. {"pages.de" = "de"}
+    languages: dict[str, str] = field(default_factory=dict)
+    vectord_url: str = _url(VECTORD_PORT)
+    embedd_url: str = _url(EMBEDD_PORT)
+    batch_size: int = 64
+    chunk_chars: int = 2000
+
+    def validate(self) -> None:
+        if self.interval <= 0:
+            raise ValueError("interval: must be positive")
+        if self.wiki_dir and not self.embedd_url:
+            raise ValueError("embedd_url: sync needs an embedding backend")
+        if self.batch_size < 1:
+            raise ValueError("batch_size: must be >= 1")
+
+
+@dataclass(frozen=True)
+class Config:
+    log: LogConfig = field(default_factory=LogConfig)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    embedd: EmbeddConfig = field(default_factory=EmbeddConfig)
+    vectord: VectordConfig = field(default_factory=VectordConfig)
+    matrixd: MatrixdConfig = field(default_factory=MatrixdConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+
+
+# Keys whose values never reach a log line.
+SECRET_KEYS = frozenset({"gateway.tokens", "embedd.openai_api_key", "vectord.dsn"})

