@@ -59,7 +59,7 @@ def _apply_settings(server: object, dsn: str) -> str:
                 changed = True
     if not changed:
         return dsn
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import time
 
     pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)  # type: ignore[attr-defined]
     from pgserver.utils import PostmasterInfo
@@ -72,12 +72,12 @@ def _apply_settings(server: object, dsn: str) -> str:
 
 def start(data_dir: str | Path) -> EmbeddedPostgres:
     """Start (or attach to) the embedded server in data_dir and return its DSN."""
-    import pgserver
+    from pgserver.postgres_server import get_server
 
     path = Path(data_dir).expanduser().resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(path, cleanup_mode="stop")
+        server = get_server(path, cleanup_mode="stop")
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"embedded PostgreSQL failed to start in {path}: {exc}") from exc
     dsn = _apply_settings(server, str(server.get_uri()))
