@@ -1,0 +1,3 @@
+from internal.cli.main import main
+
+raise SystemExit(main())
