@@ -7,12 +7,11 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-if [ "${1:-}" = "--dev" ]; then
-  .venv/bin/python -m pip install -q -e '.[dev]'
-else
-  .venv/bin/python -m pip install -q -e .
-fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1
+target=.
+[ "${1:-}" = "--dev" ] && target='.[dev]'
+# pip's notes about this machine's extra package folders are noise; errors still show.
+.venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
 # The smoke scripts assert with curl and jq.
 if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
   if command -v apt-get >/dev/null; then
