@@ -1,0 +1,210 @@
+"""Fusion of the semantic, lexical and symbolic layers into one ranking (no I/O).
+
+Inputs are the branches' candidate lists, best first, each with a score where larger
+is better (callers turn a distance into a similarity first), plus the symbolic score
+of each candidate (the share of soft preferences it matches) when preferences were
+given. Every method returns the union of the candidates, best first:
+
+- `rrf`: sum over layers of w / (k + rank), rank starting at 1 (Cormack et al. 2009).
+- `weighted`: convex combination of per-layer min-max normalised scores.
+- `dbsf`: like weighted, but each layer is normalised by mean ± 3 standard deviations
+  of its scores and clipped to [0, 1] (distribution-based score fusion, as in Qdrant).
+
+A candidate missing from a layer contributes 0 for it. Weights are normalised over the
+layers in play (a branch with no candidates, or no preferences, drops out), so an empty
+branch leaves the other branch's order unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+VECTOR = "vector"
+LEXICAL = "lexical"
+SYMBOLIC = "symbolic"
+LAYERS = (VECTOR, LEXICAL, SYMBOLIC)
+METHODS = ("rrf", "weighted", "dbsf")
+
+DEFAULT_RRF_K = 60
+DEFAULT_WEIGHTS: Mapping[str, float] = {VECTOR: 0.5, LEXICAL: 0.3, SYMBOLIC: 0.2}
+
+Branch = Sequence[tuple[str, float]]  # (id, score), best first
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One candidate after fusion: its fused score and what each layer said."""
+
+    id: str
+    score: float
+    scores: dict[str, float | None] = field(default_factory=dict)  # raw, per layer
+    ranks: dict[str, int | None] = field(default_factory=dict)  # 1-based, per layer
+    matched_layers: tuple[str, ...] = ()
+
+
+def normalise_weights(weights: Mapping[str, float], layers: Sequence[str]) -> dict[str, float]:
+    """Weights of the given layers scaled to sum to 1 (equal when they sum to 0)."""
+    for name, w in weights.items():
+        if name not in LAYERS:
+            raise ValueError(f"weights.{name}: unknown layer; expected one of {', '.join(LAYERS)}")
+        if not math.isfinite(w) or w < 0:
+            raise ValueError(f"weights.{name}: must be a finite number >= 0")
+    picked = {name: float(weights.get(name, 0.0)) for name in layers}
+    total = sum(picked.values())
+    if total <= 0:
+        return {name: 1.0 / len(layers) for name in layers} if layers else {}
+    return {name: w / total for name, w in picked.items()}
+
+
+def minmax(scores: Sequence[float]) -> list[float]:
+    """Scale to [0, 1] by the list's min and max; all-equal scores all become 1."""
+    if not scores:
+        return []
+    lo, hi = min(scores), max(scores)
+    if hi == lo:
+        return [1.0] * len(scores)
+    return [(s - lo) / (hi - lo) for s in scores]
+
+
+def dbsf_normalise(scores: Sequence[float]) -> list[float]:
+    """Scale so mean - 3σ → 0 and mean + 3σ → 1, clipped; zero spread gives 0.5."""
+    if not scores:
+        return []
+    n = len(scores)
+    mean = sum(scores) / n
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
+    if std == 0:
+        return [0.5] * n
+    lo = mean - 3 * std
+    return [min(1.0, max(0.0, (s - lo) / (6 * std))) for s in scores]
+
+
+def _symbolic_ranks(symbolic: Mapping[str, float]) -> dict[str, int]:
+    """Competition ranks (1, 2, 2, 4) of the candidates matching any preference."""
+    ordered = sorted((s for s in symbolic.values() if s > 0), reverse=True)
+    first: dict[float, int] = {}
+    for i, s in enumerate(ordered, 1):
+        first.setdefault(s, i)
+    return {cid: first[s] for cid, s in symbolic.items() if s > 0}
+
+
+def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None
+             ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, dict[str, int]]]:
+    """Union of candidate ids (first-seen order) and each layer's raw scores and ranks."""
+    for name in branches:
+        if name not in (VECTOR, LEXICAL):
+            raise ValueError(f"unknown branch {name!r}")
+    order: list[str] = []
+    seen: set[str] = set()
+    raw: dict[str, dict[str, float]] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, hits in branches.items():
+        raw[name], ranks[name] = {}, {}
+        for rank, (cid, score) in enumerate(hits, 1):
+            if cid in raw[name]:
+                continue  # keep a duplicate's best (first) rank
+            raw[name][cid] = float(score)
+            ranks[name][cid] = rank
+            if cid not in seen:
+                seen.add(cid)
+                order.append(cid)
+    if symbolic is not None:
+        raw[SYMBOLIC] = {cid: float(symbolic.get(cid, 0.0)) for cid in order}
+        ranks[SYMBOLIC] = _symbolic_ranks(raw[SYMBOLIC])
+    return order, raw, ranks
+
+
+def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapping[str, float]],
+            ranks: Mapping[str, Mapping[str, int]]) -> list[Fused]:
+    def best_rank(cid: str) -> int:
+        return min((r[cid] for r in ranks.values() if cid in r), default=1 << 30)
+
+    position = {cid: i for i, cid in enumerate(order)}
+    ids = sorted(order, key=lambda c: (-fused[c], best_rank(c), position[c]))
+    out: list[Fused] = []
+    for cid in ids:
+        scores: dict[str, float | None] = {}
+        cranks: dict[str, int | None] = {}
+        matched: list[str] = []
+        for layer in LAYERS:
+            if layer not in raw:
+                continue
+            scores[layer] = raw[layer].get(cid)
+            cranks[layer] = ranks[layer].get(cid)
+            if cranks[layer] is not None:
+                matched.append(layer)
+        out.append(Fused(cid, fused[cid], scores, cranks, tuple(matched)))
+    return out
+
+
+def _active(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None) -> list[str]:
+    layers = [name for name in (VECTOR, LEXICAL) if branches.get(name)]
+    if symbolic is not None and layers:
+        layers.append(SYMBOLIC)
+    return layers
+
+
+def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
+        symbolic: Mapping[str, float] | None = None,
+        weights: Mapping[str, float] | None = None) -> list[Fused]:
+    """Reciprocal Rank Fusion; symbolic ranks count candidates matching a preference.
+
+    Without weights every layer counts alike (the classic formula); with weights each
+    term is scaled by the layer's normalised weight.
+    """
+    if k < 1:
+        raise ValueError("rrf_k: must be >= 1")
+    order, raw, ranks = _collect(branches, symbolic)
+    layers = _active(branches, symbolic)
+    w = normalise_weights(weights, layers) if weights is not None else dict.fromkeys(layers, 1.0)
+    fused = {
+        cid: sum(w[layer] / (k + ranks[layer][cid]) for layer in layers if cid in ranks[layer])
+        for cid in order
+    }
+    return _finish(order, fused, raw, ranks)
+
+
+def _normalised_fusion(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None,
+                       weights: Mapping[str, float], method: str) -> list[Fused]:
+    order, raw, ranks = _collect(branches, symbolic)
+    layers = _active(branches, symbolic)
+    w = normalise_weights(weights, layers)
+    norm: dict[str, dict[str, float]] = {}
+    for layer in layers:
+        if layer == SYMBOLIC:
+            # A share of preferences is already on [0, 1] and comparable across queries.
+            norm[layer] = raw[layer]
+            continue
+        ids = list(raw[layer])
+        values = [raw[layer][cid] for cid in ids]
+        scaled = minmax(values) if method == "weighted" else dbsf_normalise(values)
+        norm[layer] = dict(zip(ids, scaled, strict=True))
+    fused = {cid: sum(w[layer] * norm[layer].get(cid, 0.0) for layer in layers) for cid in order}
+    return _finish(order, fused, raw, ranks)
+
+
+def weighted(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
+             symbolic: Mapping[str, float] | None = None) -> list[Fused]:
+    """Convex combination of min-max normalised layer scores."""
+    return _normalised_fusion(branches, symbolic, weights, "weighted")
+
+
+def dbsf(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
+         symbolic: Mapping[str, float] | None = None) -> list[Fused]:
+    """Distribution-based score fusion: mean ± 3σ normalisation, then weighted sum."""
+    return _normalised_fusion(branches, symbolic, weights, "dbsf")
+
+
+def fuse(method: str, branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
+         weights: Mapping[str, float] | None = None,
+         symbolic: Mapping[str, float] | None = None) -> list[Fused]:
+    """Dispatch on the method name (rrf | weighted | dbsf)."""
+    if method == "rrf":
+        return rrf(branches, k=k, symbolic=symbolic, weights=weights)
+    if method == "weighted":
+        return weighted(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic)
+    if method == "dbsf":
+        return dbsf(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic)
+    raise ValueError(f"fusion: unknown method {method!r}; expected one of {', '.join(METHODS)}")
