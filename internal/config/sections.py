@@ -67,25 +67,44 @@ class EmbeddConfig:
     port: int = EMBEDD_PORT
     # local | ollama | openai: the backend used when a request names no model.
     backend: str = "local"
+    # Backends served beside `backend`; a request's "model" picks one of them.
+    backends: tuple[str, ...] = ()
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
-    ollama_dim: int = 768
+    ollama_dim: int = 768  # 0: learned from the first answer
+    # nomic-embed-text expects these; set both to "" for models that do not.
+    ollama_query_prefix: str = "search_query: "
+    ollama_document_prefix: str = "search_document: "
+    # ".../v1" gets "/embeddings" appended; a bare "http://host:port" gets "/v1/embeddings".
     openai_base_url: str = ""
     openai_api_key: str = ""
     openai_model: str = ""
-    openai_dim: int = 0
+    openai_dim: int = 0  # 0: learned from the first answer
     max_texts: int = 256
     batch_size: int = 8
     max_wait_ms: float = 2.0
     cache_size: int = 20000
     timeout_seconds: float = 60.0
-    threads: int = 0  # 0: onnxruntime's choice
+    threads: int = 0  # onnxruntime intra-op threads per model call; 0: its choice
+    workers: int = 1  # model calls run at once (worker threads)
+
+    def enabled(self) -> tuple[str, ...]:
+        """The default backend first, then the others configured."""
+        return (self.backend, *dict.fromkeys(b for b in self.backends if b != self.backend))
 
     def validate(self) -> None:
         if self.backend not in ("local", "ollama", "openai"):
             raise ValueError("backend: expected one of local, ollama, openai")
-        if self.backend == "openai" and not (self.openai_base_url and self.openai_model):
+        if any(b not in ("local", "ollama", "openai") for b in self.backends):
+            raise ValueError("backends: expected a list of local, ollama, openai")
+        if "openai" in self.enabled() and not (self.openai_base_url and self.openai_model):
             raise ValueError("openai_base_url: backend 'openai' needs openai_base_url and openai_model")
+        if "ollama" in self.enabled() and not (self.ollama_host and self.ollama_model):
+            raise ValueError("ollama_host: backend 'ollama' needs ollama_host and ollama_model")
+        if self.workers < 1 or self.threads < 0:
+            raise ValueError("workers: must be >= 1 (and threads >= 0)")
+        if self.max_wait_ms < 0 or self.timeout_seconds <= 0:
+            raise ValueError("max_wait_ms: must be >= 0 (and timeout_seconds > 0)")
         if self.max_texts <= 0:
             raise ValueError("max_texts: must be positive")
         if self.batch_size <= 0:

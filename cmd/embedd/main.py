@@ -1,0 +1,3 @@
+from internal.embedd.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""The embedding backends embedd can serve: local ONNX, Ollama, OpenAI-compatible.
+
+Each takes texts that already carry any input_type prefix and returns L2-normalised
+vectors in order. Remote failures become UpstreamError (502, the upstream's words)
+or UpstreamTimeout (504).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import httpx
+import msgspec
+import numpy as np
+import ollama
+
+from internal.common.errors import UpstreamError, UpstreamTimeout
+from internal.config import EmbeddConfig
+from internal.embedd.coalesce import Coalescer
+from internal.embedd.local import Encoded, LocalModel
+
+
+class Backend(ABC):
+    kind: str  # local | ollama | openai
+    model: str
+    dim: int | None  # None until a remote model's first answer tells us
+
+    def prefix(self, input_type: str) -> str:
+        """Text put before each input for this input_type ("" for most models)."""
+        return ""
+
+    @abstractmethod
+    async def embed(self, texts: list[str]) -> Encoded: ...
+
+    async def close(self) -> None:
+        return None
+
+    def _check(self, rows: list[list[float]], n: int) -> Encoded:
+        """Validate a remote answer's shape and dimension, then L2-normalise it."""
+        if len(rows) != n:
+            raise UpstreamError(f"{self.kind}: asked for {n} embeddings, got {len(rows)}")
+        try:
+            arr = np.asarray(rows, dtype=np.float32)
+        except ValueError:
+            raise UpstreamError(f"{self.kind}: embeddings of different lengths") from None
+        if arr.ndim != 2 or arr.shape[1] == 0:
+            raise UpstreamError(f"{self.kind}: answer holds no embeddings")
+        if self.dim is None:
+            self.dim = int(arr.shape[1])
+        elif arr.shape[1] != self.dim:
+            raise UpstreamError(
+                f"{self.kind}: model {self.model!r} returned {arr.shape[1]}-d vectors, "
+                f"configured dim is {self.dim}")
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        if not np.all(np.isfinite(arr)) or np.any(norms == 0):
+            raise UpstreamError(f"{self.kind}: answer holds a zero or non-finite vector")
+        return Encoded((arr / norms).astype(np.float32), [])
+
+
+class LocalBackend(Backend):
+    """all-MiniLM-L6-v2 int8 ONNX, calls coalesced across requests, run in threads."""
+
+    kind = "local"
+
+    def __init__(self, model: LocalModel, executor: ThreadPoolExecutor, coalescer: Coalescer) -> None:
+        self.local = model
+        self.model = model.id
+        self.dim = model.dim
+        self._executor = executor
+        self.coalescer = coalescer
+
+    @classmethod
+    async def open(cls, cfg: EmbeddConfig) -> LocalBackend:
+        """Load the model in a thread so the event loop keeps serving."""
+        executor = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="embed")
+        loop = asyncio.get_running_loop()
+        model = await loop.run_in_executor(executor, LocalModel, cfg.threads)
+        coalescer = Coalescer(model.embed, executor, batch_size=cfg.batch_size,
+                              max_wait=cfg.max_wait_ms / 1000.0, workers=cfg.workers)
+        return cls(model, executor, coalescer)
+
+    async def embed(self, texts: list[str]) -> Encoded:
+        return await self.coalescer.embed(texts)
+
+    async def close(self) -> None:
+        await self.coalescer.close()
+        self._executor.shutdown(wait=True)
+
+
+class OllamaBackend(Backend):
+    """The ollama package's AsyncClient: POST {host}/api/embed."""
+
+    kind = "ollama"
+
+    def __init__(self, cfg: EmbeddConfig) -> None:
+        self.model = cfg.ollama_model
+        self.dim = cfg.ollama_dim or None
+        self._prefixes = {"query": cfg.ollama_query_prefix,
+                          "document": cfg.ollama_document_prefix}
+        self._client = ollama.AsyncClient(host=cfg.ollama_host, timeout=cfg.timeout_seconds)
+        self.host = cfg.ollama_host
+
+    def prefix(self, input_type: str) -> str:
+        return self._prefixes.get(input_type, "")
+
+    async def embed(self, texts: list[str]) -> Encoded:
+        try:
+            resp = await self._client.embed(model=self.model, input=texts)
+        except ollama.ResponseError as exc:
+            raise UpstreamError(f"ollama: {exc.error} (HTTP {exc.status_code})") from None
+        except httpx.TimeoutException:
+            raise UpstreamTimeout(f"ollama at {self.host} did not answer in time") from None
+        except (ConnectionError, httpx.HTTPError) as exc:
+            raise UpstreamError(f"ollama at {self.host}: {exc}") from None
+        return self._check([list(v) for v in resp.embeddings], len(texts))
+
+    async def close(self) -> None:
+        await self._client.close()  # type: ignore[no-untyped-call]
+
+
+def openai_embeddings_url(base_url: str) -> str:
+    """{base_url}/embeddings when base_url has a path (".../v1", as the OpenAI SDK
+    takes it), else {base_url}/v1/embeddings (a bare "http://host:port")."""
+    base = base_url.rstrip("/")
+    if urlsplit(base).path in ("", "/"):
+        return f"{base}/v1/embeddings"
+    return f"{base}/embeddings"
+
+
+class OpenAIBackend(Backend):
+    """Any OpenAI-compatible server: POST /v1/embeddings, optional bearer key."""
+
+    kind = "openai"
+
+    def __init__(self, cfg: EmbeddConfig, session: aiohttp.ClientSession) -> None:
+        self.model = cfg.openai_model
+        self.dim = cfg.openai_dim or None
+        self.url = openai_embeddings_url(cfg.openai_base_url)
+        self._headers = {"Content-Type": "application/json"}
+        if cfg.openai_api_key:
+            self._headers["Authorization"] = f"Bearer {cfg.openai_api_key}"
+        self._session = session
+        self._timeout = aiohttp.ClientTimeout(total=cfg.timeout_seconds)
+
+    async def embed(self, texts: list[str]) -> Encoded:
+        body = msgspec.json.encode({"model": self.model, "input": texts,
+                                    "encoding_format": "float"})
+        try:
+            async with self._session.post(self.url, data=body, headers=self._headers,
+                                          timeout=self._timeout) as resp:
+                raw = await resp.read()
+                status = resp.status
+        except asyncio.TimeoutError:
+            raise UpstreamTimeout(f"openai at {self.url} did not answer in time") from None
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"openai at {self.url}: {exc}") from None
+        try:
+            payload: Any = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            payload = None
+        if status >= 400:
+            raise UpstreamError(f"openai: {_openai_message(payload, raw)} (HTTP {status})")
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list):
+            raise UpstreamError("openai: answer has no data list")
+        try:
+            ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
+            rows = [list(d["embedding"]) for d in ordered]
+        except (AttributeError, KeyError, TypeError, ValueError):
+            raise UpstreamError("openai: malformed data items (need index and embedding)") from None
+        return self._check(rows, len(texts))
+
+
+def _openai_message(payload: Any, raw: bytes) -> str:
+    if isinstance(payload, dict):
+        err = payload.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return raw[:500].decode("utf-8", "replace") or "empty answer"
