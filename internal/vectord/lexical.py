@@ -13,3 +13,8 @@ async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
     Called inside the create-corpus transaction, after the items table exists.
     """
     return None
+
+
+async def drop_corpus(conn: psycopg.AsyncConnection, corpus_id: int) -> None:
+    """Drop the lexical side tables of a corpus; call in the delete-corpus transaction."""
+    return None
