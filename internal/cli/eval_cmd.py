@@ -1,0 +1,90 @@
+"""`lakehouse eval`: retrieval quality of every search mode on a BEIR-format data set."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from internal.common.errors import LakehouseError
+from internal.config import load_or_exit
+from internal.evaluation.beir import DatasetError
+from internal.evaluation.runner import MODES, SearchOptions
+
+
+def register(subparsers: Any) -> None:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "eval",
+        help="nDCG@10, Recall@100 and MRR@10 of each search mode on a BEIR data set",
+        description=(
+            "Ingest DIR/corpus.jsonl into vectord (reusing a corpus already ingested with the "
+            "same content), run the queries judged in DIR/qrels/SPLIT.tsv in each mode and "
+            "print the metrics side by side. Uses the configured vectord and embedd when they "
+            "answer, otherwise starts them in-process and stops them after."
+        ),
+    )
+    p.add_argument("--dataset", required=True, metavar="DIR", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    p.add_argument("--split", required=True, metavar="NAME", help="reads qrels/NAME.tsv")
+    p.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE ('-': stdout)")
+    p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
+                   help=f"modes to run (default: all): {', '.join(MODES)}")
+    p.add_argument("--corpus", help="vectord corpus caching the data set (default: eval_<dataset name>)")
+    p.add_argument("--in-process", action="store_true",
+                   help="start vectord and embedd in-process even if configured ones answer")
+    p.add_argument("--rrf-k", type=int, help="RRF k for hybrid-rrf (default: vectord's)")
+    p.add_argument("--weights", metavar="V,L[,S]",
+                   help="vector,lexical[,symbolic] weights for hybrid-weighted and hybrid-dbsf")
+    p.add_argument("--candidates", type=int, help="candidates each branch feeds the fusion")
+    p.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace) -> SearchOptions:
+    hybrid: dict[str, Any] = {}
+    if args.rrf_k is not None:
+        hybrid["rrf_k"] = args.rrf_k
+    if args.candidates is not None:
+        hybrid["candidates"] = args.candidates
+    if args.weights:
+        try:
+            values = [float(v) for v in args.weights.split(",")]
+        except ValueError:
+            raise SystemExit(f"--weights: expected numbers like 0.5,0.3,0.2, got {args.weights!r}") from None
+        if not 2 <= len(values) <= 3:
+            raise SystemExit("--weights: expected 2 or 3 numbers (vector,lexical[,symbolic])")
+        hybrid["weights"] = dict(zip(("vector", "lexical", "symbolic"), values, strict=False))
+    return SearchOptions(hybrid=hybrid)
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\rembedding corpus: {done}/{total}", end="" if done < total else "\n",
+          file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from internal.common import logs
+    from internal.evaluation.harness import evaluate_dataset
+
+    cfg = load_or_exit(Path(args.config) if args.config else None)
+    logs.configure("warning", cfg.log.format)
+    try:
+        report = asyncio.run(evaluate_dataset(
+            cfg, args.dataset, args.split, args.modes, options=_options(args),
+            corpus=args.corpus, in_process=args.in_process, progress=_progress,
+        ))
+    except (DatasetError, ValueError) as exc:
+        print(f"eval: {exc}", file=sys.stderr)
+        return 2
+    except (LakehouseError, RuntimeError) as exc:
+        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return 1
+    print(report.table())
+    if args.json:
+        text = json.dumps(report.to_json(), indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0 if report.ok else 1

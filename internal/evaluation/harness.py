@@ -1,0 +1,53 @@
+"""One evaluation end to end: daemons up, corpus ingested (or reused), modes scored."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from internal.config import Config
+from internal.embed.client import EmbedClient
+from internal.evaluation import beir
+from internal.evaluation.ingest import Progress, ingest
+from internal.evaluation.report import Report
+from internal.evaluation.runner import MODES, SearchOptions, run_modes
+from internal.evaluation.services import services
+from internal.vectord.client import VectordClient
+
+
+async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
+                           modes: Sequence[str] = tuple(MODES), *,
+                           options: SearchOptions | None = None,
+                           corpus: str | None = None, in_process: bool = False,
+                           vectord_url: str | None = None, embedd_url: str | None = None,
+                           progress: Progress | None = None) -> Report:
+    """Load the data set, bring its corpus up to date, and score every mode."""
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+    dataset = beir.load(folder, split)
+    name = corpus or beir.corpus_name(dataset)
+    options = options or SearchOptions()
+    async with services(cfg, in_process=in_process, vectord_url=vectord_url,
+                        embedd_url=embedd_url) as ends, aiohttp.ClientSession() as session:
+        # Embedding a large batch on a shared CPU can take minutes.
+        vc = VectordClient(session, ends.vectord_url, timeout=600.0)
+        ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
+        ing = await ingest(vc, ec, name, dataset.docs, progress=progress)
+        results, embed_seconds = await run_modes(vc, ec, name, dataset, modes, ing.model, options)
+        settings: dict[str, Any] = {
+            "corpus": name,
+            "model": ing.model,
+            "depth": 100,
+            "started": list(ends.started),
+            "hybrid_options": dict(options.hybrid),
+            "bm25_k1": cfg.vectord.bm25_k1,
+            "bm25_b": cfg.vectord.bm25_b,
+            "rrf_k": cfg.vectord.rrf_k,
+        }
+    return Report(dataset=dataset.name, split=split, docs=len(dataset.docs),
+                  queries=len(dataset.queries), ingest=ing, query_embed_seconds=embed_seconds,
+                  results=results, settings=settings)
