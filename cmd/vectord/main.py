@@ -1,0 +1,3 @@
+from internal.vectord.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,40 @@
+"""Rows of the items table -> search hits (docs/API.md), one function per branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from internal.vectord.models import Corpus, Hit
+
+
+def hit(corpus: Corpus, row: dict[str, Any], *, distance: float | None = None,
+        score: float | None = None, ranks: dict[str, int | None] | None = None,
+        scores: dict[str, float | None] | None = None) -> Hit:
+    return Hit(
+        id=row["id"], corpus=corpus.name, distance=distance, score=score,
+        ranks={"vector": None, "lexical": None, **(ranks or {})},
+        scores={"vector": None, "lexical": None, **(scores or {})},
+        text=row["text"], title=row["title"], tags=list(row["tags"] or []),
+        metadata=row["metadata"] or {}, language=row["language"], updated_at=row["updated_at"])
+
+
+def similarity(metric: str, distance: float) -> float:
+    """Larger is nearer: cosine similarity, inner product, or negated L2 distance."""
+    if metric == "cosine":
+        return 1.0 - distance
+    return -distance  # ip: pgvector's <#> is the negated inner product
+
+
+def from_vector_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
+    """Vector-branch rows (best first, each with `distance`) as hits ranked from 1."""
+    out = []
+    for rank, row in enumerate(rows, start=1):
+        d = float(row["distance"])
+        out.append(hit(corpus, row, distance=d, ranks={"vector": rank},
+                       scores={"vector": similarity(corpus.metric, d)}))
+    return out
+
+
+def from_keyword_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
+    """Keyword rows, newest first: no distance, no score."""
+    return [hit(corpus, row) for row in rows]

@@ -1,0 +1,105 @@
+"""vectord's request and response shapes (docs/API.md), decoded and encoded by msgspec."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+Metric = Literal["cosine", "l2", "ip"]
+Mode = Literal["vector", "keyword", "lexical", "hybrid"]
+
+# HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
+MAX_DIM = 2000
+MAX_K = 1000  # also the ceiling of hnsw.ef_search
+
+
+class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    dim: int
+    metric: Metric = "cosine"
+    language: str | None = None
+    model: str | None = None
+    # True: no HNSW index until POST .../index (bulk loads build it once, afterwards).
+    defer_index: bool = False
+
+
+class Item(msgspec.Struct, forbid_unknown_fields=True):
+    id: str
+    vector: list[float]
+    text: str
+    title: str | None = None
+    tags: list[str] = []
+    metadata: dict[str, Any] = {}
+    language: str | None = None
+
+
+class UpsertRequest(msgspec.Struct, forbid_unknown_fields=True):
+    items: list[Item]
+    model: str | None = None
+
+
+class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
+    ids: list[str]
+
+
+class Filter(msgspec.Struct, forbid_unknown_fields=True):
+    """Hard filters; internal.vectord.filters turns one into a SQL where-clause."""
+
+    metadata: dict[str, Any] | None = None
+    id_prefix: str | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+
+
+class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
+    mode: Mode = "vector"
+    query_vector: list[float] | None = None
+    query_text: str | None = None
+    k: int = 10
+    ef_search: int | None = None
+    language: str | None = None
+    filter: Filter | None = None
+
+
+class Corpus(msgspec.Struct, frozen=True):
+    """A registry row. `id` names the items table (vectord_items_<id>); never shown to clients."""
+
+    id: int
+    name: str
+    dim: int
+    metric: Metric
+    language: str
+    model: str | None
+    keyword_index: str  # "trgm" (pg_trgm GIN index) or "scan" (plain ILIKE scan)
+    created_at: datetime
+
+    def public(self, count: int) -> dict[str, Any]:
+        return {
+            "name": self.name, "dim": self.dim, "metric": self.metric,
+            "language": self.language, "model": self.model, "count": count,
+            "created_at": self.created_at,
+        }
+
+
+class Hit(msgspec.Struct):
+    id: str
+    corpus: str
+    distance: float | None
+    score: float | None
+    ranks: dict[str, int | None]
+    scores: dict[str, float | None]
+    text: str
+    title: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    language: str
+    updated_at: datetime
+
+
+class SearchResponse(msgspec.Struct):
+    corpus: str
+    mode: str
+    hits: list[Hit]
+    took_ms: float

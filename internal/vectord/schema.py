@@ -1,0 +1,144 @@
+"""vectord's schema: versioned, idempotent migrations and the per-corpus items tables.
+
+Each corpus's items live in their own table, `vectord_items_<registry id>`, so each
+has its own vector(dim) column and its own HNSW index with the metric's operator
+class. The table name comes from the numeric id, never from the user's corpus name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+import structlog
+from psycopg import sql
+
+log = structlog.get_logger()
+
+# Any constant will do as long as every replica uses the same one.
+MIGRATION_LOCK_ID = 0x7EC70D
+
+# Append-only: a migration, once released, is never edited; add a new version.
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS vectord_corpora (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name          text NOT NULL UNIQUE,
+    dim           integer NOT NULL CHECK (dim BETWEEN 1 AND 2000),
+    metric        text NOT NULL CHECK (metric IN ('cosine', 'l2', 'ip')),
+    language      text NOT NULL,
+    model         text,
+    keyword_index text NOT NULL CHECK (keyword_index IN ('trgm', 'scan')),
+    created_at    timestamptz NOT NULL DEFAULT now()
+);
+"""),
+]
+
+OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}
+OPERATOR = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
+
+# The expression the keyword mode searches; the trigram index is over exactly this.
+KEYWORD_EXPR = sql.SQL("lower(coalesce(title, '') || ' ' || text)")
+
+
+@dataclass(frozen=True)
+class DbInfo:
+    """What the server offers, found at start-up."""
+
+    version: int  # schema version after migrating
+    vector_version: str
+    trgm: bool  # pg_trgm installed: keyword search uses a trigram GIN index
+
+
+def items_table(corpus_id: int) -> sql.Identifier:
+    return sql.Identifier(f"vectord_items_{int(corpus_id)}")
+
+
+def hnsw_index(corpus_id: int) -> sql.Identifier:
+    return sql.Identifier(f"vectord_items_{int(corpus_id)}_hnsw")
+
+
+async def migrate(dsn: str) -> DbInfo:
+    """Bring the schema up to date; safe when several replicas start together."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
+        try:
+            await conn.execute("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    component text NOT NULL,
+                    version integer NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (component, version))""")
+            cur = await conn.execute(
+                "SELECT coalesce(max(version), 0) FROM schema_migrations WHERE component = 'vectord'")
+            row = await cur.fetchone()
+            current = int(row[0]) if row else 0
+            for version, ddl in MIGRATIONS:
+                if version <= current:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(ddl)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (component, version) VALUES ('vectord', %s)",
+                        (version,))
+                log.info("schema_migrated", component="vectord", version=version)
+                current = version
+            trgm = await _ensure_trgm(conn)
+            cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = await cur.fetchone()
+            vector_version = str(row[0]) if row else "?"
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
+    return DbInfo(version=current, vector_version=vector_version, trgm=trgm)
+
+
+async def _ensure_trgm(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> bool:
+    """Install pg_trgm when the server has it; False means keyword search scans."""
+    cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'")
+    if await cur.fetchone() is None:
+        log.warning("pg_trgm_unavailable", fallback="keyword search scans without an index")
+        return False
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    except psycopg.errors.InsufficientPrivilege:
+        cur = await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+        if await cur.fetchone() is None:
+            log.warning("pg_trgm_not_permitted", fallback="keyword search scans without an index")
+            return False
+    return True
+
+
+def create_items_sql(corpus_id: int, dim: int, keyword_index: str) -> list[sql.Composed]:
+    """DDL of one corpus's table and its non-vector indexes."""
+    table = items_table(corpus_id)
+    stmts = [
+        sql.SQL("""CREATE TABLE {table} (
+            id           text COLLATE "C" PRIMARY KEY,
+            embedding    vector({dim}) NOT NULL,
+            title        text,
+            text         text NOT NULL,
+            tags         text[] NOT NULL DEFAULT '{{}}',
+            metadata     jsonb NOT NULL DEFAULT '{{}}',
+            language     regconfig NOT NULL,
+            content_hash text NOT NULL,
+            created_at   timestamptz NOT NULL DEFAULT now(),
+            updated_at   timestamptz NOT NULL DEFAULT now())""").format(
+            table=table, dim=sql.Literal(int(dim))),
+        sql.SQL("CREATE INDEX {name} ON {table} USING gin (metadata jsonb_path_ops)").format(
+            name=sql.Identifier(f"vectord_items_{corpus_id}_metadata"), table=table),
+        sql.SQL("CREATE INDEX {name} ON {table} (updated_at DESC, id)").format(
+            name=sql.Identifier(f"vectord_items_{corpus_id}_updated"), table=table),
+    ]
+    if keyword_index == "trgm":
+        stmts.append(sql.SQL("CREATE INDEX {name} ON {table} USING gin (({expr}) gin_trgm_ops)").format(
+            name=sql.Identifier(f"vectord_items_{corpus_id}_trgm"), table=table, expr=KEYWORD_EXPR))
+    return stmts
+
+
+def create_hnsw_sql(corpus_id: int, metric: str, m: int, ef_construction: int) -> sql.Composed:
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {opclass}) "
+        "WITH (m = {m}, ef_construction = {efc})").format(
+        name=hnsw_index(corpus_id), table=items_table(corpus_id),
+        opclass=sql.SQL(OPCLASS[metric]), m=sql.Literal(int(m)), efc=sql.Literal(int(ef_construction)))

@@ -1,0 +1,322 @@
+"""vectord's data access: the corpus registry and each corpus's items table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from internal.common.errors import Conflict, NotFound
+from internal.common.hashing import content_hash
+from internal.config import VectordConfig
+from internal.vectord import lexical, schema
+from internal.vectord.filters import escape_like, is_filtered, like_prefix
+from internal.vectord.models import Corpus, Item
+
+T = TypeVar("T")
+Conn = AsyncConnection[Any]
+
+# How long a registry row read by this replica is trusted; another replica may have
+# set the model label or dropped the corpus meanwhile (a dropped table is noticed at
+# once: UndefinedTable makes us re-read the registry and retry).
+CORPUS_TTL_SECONDS = 5.0
+
+CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at"
+SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
+LIST_CORPORA = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora ORDER BY name"
+INSERT_CORPUS = f"""
+INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index)
+VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s)
+RETURNING {CORPUS_COLUMNS}"""
+DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
+# KEY SHARE: a concurrent delete waits for this upsert, a concurrent label update does not.
+LOCK_CORPUS = "SELECT model FROM vectord_corpora WHERE id = %(id)s FOR KEY SHARE"
+LABEL_CORPUS = """
+UPDATE vectord_corpora SET model = %(model)s WHERE id = %(id)s AND model IS NULL"""
+
+UPSERT = """
+INSERT INTO {table} AS t (id, embedding, title, text, tags, metadata, language, content_hash)
+VALUES (%(id)s, %(embedding)s, %(title)s, %(text)s, %(tags)s, %(metadata)s,
+        %(language)s::regconfig, %(content_hash)s)
+ON CONFLICT (id) DO UPDATE SET
+    embedding = EXCLUDED.embedding, title = EXCLUDED.title, text = EXCLUDED.text,
+    tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, language = EXCLUDED.language,
+    content_hash = EXCLUDED.content_hash, updated_at = now()
+WHERE t.content_hash IS DISTINCT FROM EXCLUDED.content_hash
+   OR t.embedding IS DISTINCT FROM EXCLUDED.embedding"""
+
+ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, updated_at"
+GET_ITEM = f"""
+SELECT {ITEM_COLUMNS}, embedding, content_hash, created_at FROM {{table}} WHERE id = %(id)s"""
+DELETE_ITEMS = "DELETE FROM {table} WHERE id = ANY(%(ids)s)"
+LIST_IDS = """
+SELECT id, content_hash, updated_at FROM {table}
+WHERE id LIKE %(prefix)s AND id > %(after)s ORDER BY id LIMIT %(limit)s"""
+
+VECTOR_SEARCH = f"""
+SELECT {ITEM_COLUMNS}, embedding {{op}} %(q)s AS distance FROM {{table}}
+WHERE {{where}} ORDER BY distance LIMIT %(k)s"""
+# relaxed_order may return rows slightly out of order: sort them again.
+VECTOR_SEARCH_RELAXED = f"""
+WITH relaxed AS MATERIALIZED ({VECTOR_SEARCH})
+SELECT * FROM relaxed ORDER BY distance"""
+SET_SEARCH = """
+SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
+KEYWORD_SEARCH = f"""
+SELECT {ITEM_COLUMNS} FROM {{table}}
+WHERE {{expr}} LIKE %(pattern)s AND {{where}}
+ORDER BY updated_at DESC, id LIMIT %(k)s"""
+
+
+@dataclass
+class PreparedItem:
+    """One validated item, ready to be written."""
+
+    id: str
+    embedding: npt.NDArray[np.float32]
+    title: str | None
+    text: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    language: str
+    content_hash: str
+
+    @staticmethod
+    def of(it: Item, embedding: npt.NDArray[np.float32], language: str) -> PreparedItem:
+        return PreparedItem(
+            id=it.id, embedding=embedding, title=it.title, text=it.text, tags=it.tags,
+            metadata=it.metadata, language=language,
+            content_hash=content_hash(it.title, it.text, it.tags, it.metadata, language))
+
+    def params(self) -> dict[str, Any]:
+        return {"id": self.id, "embedding": self.embedding, "title": self.title,
+                "text": self.text, "tags": self.tags, "metadata": Jsonb(self.metadata),
+                "language": self.language, "content_hash": self.content_hash}
+
+
+class Store:
+    """The registry and the items tables, over one pool."""
+
+    def __init__(self, pool: AsyncConnectionPool, cfg: VectordConfig, db: schema.DbInfo) -> None:
+        self.pool = pool
+        self.cfg = cfg
+        self.db = db
+        self._cache: dict[str, tuple[float, Corpus]] = {}
+
+    # --- corpora -------------------------------------------------------------
+
+    async def _fetch_corpus(self, conn: Conn, name: str) -> Corpus | None:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(SELECT_CORPUS, {"name": name})
+        row = await cur.fetchone()
+        if row is None:
+            self._cache.pop(name, None)
+            return None
+        corpus = Corpus(**row)
+        self._cache[name] = (time.monotonic(), corpus)
+        return corpus
+
+    async def corpus(self, name: str, *, fresh: bool = False) -> Corpus:
+        """The registry row of name (cached briefly), or NotFound."""
+        hit = self._cache.get(name)
+        if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
+            return hit[1]
+        async with self.pool.connection() as conn:
+            corpus = await self._fetch_corpus(conn, name)
+        if corpus is None:
+            raise NotFound(f"corpus {name!r} not found")
+        return corpus
+
+    async def with_corpus(self, name: str, fn: Callable[[Corpus], Awaitable[T]]) -> T:
+        """Run fn on the corpus; if its table vanished (dropped elsewhere), re-read once."""
+        corpus = await self.corpus(name)
+        try:
+            return await fn(corpus)
+        except psycopg.errors.UndefinedTable:
+            self._cache.pop(name, None)
+            corpus = await self.corpus(name, fresh=True)
+            return await fn(corpus)
+
+    async def create_corpus(self, name: str, dim: int, metric: str, language: str,
+                            model: str | None, defer_index: bool) -> Corpus:
+        keyword_index = "trgm" if self.db.trgm else "scan"
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            try:
+                await cur.execute(INSERT_CORPUS, {
+                    "name": name, "dim": dim, "metric": metric, "language": language,
+                    "model": model, "keyword_index": keyword_index})
+            except psycopg.errors.UniqueViolation:
+                raise Conflict(f"corpus {name!r} already exists", field="name") from None
+            row = await cur.fetchone()
+            assert row is not None
+            corpus = Corpus(**row)
+            for stmt in schema.create_items_sql(corpus.id, dim, keyword_index):
+                await conn.execute(stmt)
+            if not defer_index:
+                await conn.execute(schema.create_hnsw_sql(
+                    corpus.id, metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+            await lexical.install_corpus(conn, schema.items_table(corpus.id), corpus.id)
+        self._cache[name] = (time.monotonic(), corpus)
+        return corpus
+
+    async def count(self, conn: Conn, corpus: Corpus) -> int:
+        cur = await conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(schema.items_table(corpus.id)))
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def describe(self, name: str) -> dict[str, Any]:
+        async def run(corpus: Corpus) -> dict[str, Any]:
+            async with self.pool.connection() as conn:
+                fresh = await self._fetch_corpus(conn, corpus.name)
+                if fresh is None:
+                    raise NotFound(f"corpus {name!r} not found")
+                return fresh.public(await self.count(conn, fresh))
+        return await self.with_corpus(name, run)
+
+    async def list_corpora(self) -> list[dict[str, Any]]:
+        out = []
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(LIST_CORPORA)
+            for row in await cur.fetchall():
+                corpus = Corpus(**row)
+                try:
+                    n = await self.count(conn, corpus)
+                except psycopg.errors.UndefinedTable:
+                    continue  # dropped between the two statements
+                out.append(corpus.public(n))
+        return out
+
+    async def delete_corpus(self, name: str) -> None:
+        async with self.pool.connection() as conn, conn.transaction():
+            corpus = await self._fetch_corpus(conn, name)
+            if corpus is None:
+                raise NotFound(f"corpus {name!r} not found")
+            await conn.execute(DELETE_CORPUS, {"id": corpus.id})
+            await conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
+                schema.items_table(corpus.id)))
+        self._cache.pop(name, None)
+
+    async def build_index(self, name: str) -> dict[str, Any]:
+        """Build the corpus's HNSW index if missing (after a deferred bulk load)."""
+        corpus = await self.corpus(name, fresh=True)
+        started = time.perf_counter()
+        async with self.pool.connection() as conn:
+            # Session settings: reset before the connection goes back to the pool.
+            await conn.execute("SET maintenance_work_mem = '1GB'")
+            await conn.execute("SET max_parallel_maintenance_workers = 2")
+            try:
+                await conn.execute(schema.create_hnsw_sql(
+                    corpus.id, corpus.metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+            finally:
+                await conn.execute("RESET maintenance_work_mem")
+                await conn.execute("RESET max_parallel_maintenance_workers")
+        return {"corpus": name, "index": "hnsw", "seconds": round(time.perf_counter() - started, 3)}
+
+    # --- items ---------------------------------------------------------------
+
+    async def upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None) -> int:
+        """Write the whole batch in one transaction, or nothing."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
+            row = await cur.fetchone()
+            if row is None:
+                raise psycopg.errors.UndefinedTable("corpus dropped")  # with_corpus re-reads
+            stored = row[0]
+            if model is not None and stored is None:
+                await conn.execute(LABEL_CORPUS, {"id": corpus.id, "model": model})
+                cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
+                row = await cur.fetchone()
+                stored = row[0] if row else None
+            if model is not None and stored != model:
+                raise Conflict(
+                    f"model: corpus {corpus.name!r} holds vectors of model {stored!r}, "
+                    f"not {model!r}", field="model", code="model_mismatch")
+            stmt = sql.SQL(UPSERT).format(table=schema.items_table(corpus.id))
+            async with conn.cursor() as wcur:
+                await wcur.executemany(stmt, [it.params() for it in items])
+        if model is not None and corpus.model is None:
+            self._cache.pop(corpus.name, None)
+        return len(items)
+
+    async def get_item(self, corpus: Corpus, item_id: str) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(sql.SQL(GET_ITEM).format(table=schema.items_table(corpus.id)),
+                              {"id": item_id})
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}")
+        row["vector"] = [float(x) for x in row.pop("embedding").to_numpy()]
+        row["corpus"] = corpus.name
+        return row
+
+    async def delete_items(self, corpus: Corpus, ids: list[str]) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                sql.SQL(DELETE_ITEMS).format(table=schema.items_table(corpus.id)), {"ids": ids})
+            return cur.rowcount
+
+    async def list_ids(self, corpus: Corpus, prefix: str, after: str, limit: int
+                       ) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(sql.SQL(LIST_IDS).format(table=schema.items_table(corpus.id)),
+                              {"prefix": like_prefix(prefix), "after": after, "limit": limit})
+            return await cur.fetchall()
+
+    # --- search --------------------------------------------------------------
+
+    async def vector_search(self, corpus: Corpus, query: npt.NDArray[np.float32], k: int,
+                            ef_search: int, where: sql.Composable, params: dict[str, Any]
+                            ) -> list[dict[str, Any]]:
+        filtered = is_filtered(where)
+        stmt = vector_search_sql(corpus, where)
+        # hnsw returns at most ef_search rows, so it must be at least k.
+        ef = str(max(ef_search, k))
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            # Both settings are set on every search (session level: no BEGIN/COMMIT),
+            # and pipelined with the query: one round trip.
+            async with conn.pipeline():
+                await conn.execute(SET_SEARCH, (ef, "relaxed_order" if filtered else "off"))
+                await cur.execute(stmt, {**params, "q": query, "k": k})
+            return await cur.fetchall()
+
+    async def keyword_search(self, corpus: Corpus, text: str, k: int, where: sql.Composable,
+                             params: dict[str, Any]) -> list[dict[str, Any]]:
+        stmt = sql.SQL(KEYWORD_SEARCH).format(
+            table=schema.items_table(corpus.id), expr=schema.KEYWORD_EXPR, where=where)
+        pattern = "%" + escape_like(text.lower()) + "%"
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, {**params, "pattern": pattern, "k": k})
+            return await cur.fetchall()
+
+    async def ping(self) -> dict[str, Any]:
+        async with self.pool.connection(timeout=5.0) as conn:
+            cur = await conn.execute("SELECT current_setting('server_version')")
+            row = await cur.fetchone()
+        return {"status": "ok", "server_version": row[0] if row else "?",
+                "vector": self.db.vector_version,
+                "keyword_index": "trgm" if self.db.trgm else "scan",
+                "schema_version": self.db.version}
+
+
+def vector_search_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:
+    """The vector branch's query; a filtered one reads the HNSW index iteratively."""
+    template = VECTOR_SEARCH_RELAXED if is_filtered(where) else VECTOR_SEARCH
+    return sql.SQL(template).format(
+        op=sql.SQL(schema.OPERATOR[corpus.metric]), table=schema.items_table(corpus.id),
+        where=where)

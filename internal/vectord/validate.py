@@ -1,0 +1,85 @@
+"""Checks on names, vectors and items before anything reaches SQL (no I/O)."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from internal.common.errors import InvalidArgument
+from internal.vectord.models import MAX_DIM, MAX_K, Item
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+MAX_ID_LEN = 512
+_json = msgspec.json.Encoder()
+
+
+def corpus_name(name: str, field: str = "name") -> str:
+    if not NAME_RE.match(name):
+        raise InvalidArgument(
+            f"{field}: {name[:80]!r} is not a valid corpus name "
+            "(lowercase letter, then up to 62 lowercase letters, digits or underscores)",
+            field=field)
+    return name
+
+
+def dim(value: int, field: str = "dim") -> int:
+    if not 1 <= value <= MAX_DIM:
+        raise InvalidArgument(f"{field}: must be in 1..{MAX_DIM}, got {value}", field=field)
+    return value
+
+
+def k(value: int, field: str = "k") -> int:
+    if not 1 <= value <= MAX_K:
+        raise InvalidArgument(f"{field}: must be in 1..{MAX_K}, got {value}", field=field)
+    return value
+
+
+def vector(values: list[float], expected_dim: int, metric: str, field: str) -> npt.NDArray[np.float32]:
+    """The vector as float32, or InvalidArgument naming the field."""
+    if len(values) != expected_dim:
+        raise InvalidArgument(f"{field}: expected {expected_dim} numbers, got {len(values)}",
+                              field=field)
+    with np.errstate(over="ignore"):
+        arr = np.asarray(values, dtype=np.float32)
+    if not np.isfinite(arr).all():
+        bad = int(np.argmin(np.isfinite(arr)))
+        raise InvalidArgument(
+            f"{field}[{bad}]: must be a finite number within float32 range, got {values[bad]}",
+            field=field)
+    if metric == "cosine" and not arr.any():
+        raise InvalidArgument(f"{field}: a zero vector has no direction (cosine metric)",
+                              field=field)
+    return arr
+
+
+def _no_nul(value: str, field: str) -> None:
+    if "\x00" in value:
+        raise InvalidArgument(f"{field}: must not contain NUL characters", field=field)
+
+
+def item_id(value: str, field: str) -> str:
+    if not value:
+        raise InvalidArgument(f"{field}: must not be empty", field=field)
+    if len(value) > MAX_ID_LEN:
+        raise InvalidArgument(f"{field}: longer than {MAX_ID_LEN} characters", field=field)
+    _no_nul(value, field)
+    return value
+
+
+def item(it: Item, index: int, expected_dim: int, metric: str) -> npt.NDArray[np.float32]:
+    """Check one item of a batch; errors name `items[index].<field>`."""
+    base = f"items[{index}]"
+    item_id(it.id, f"{base}.id")
+    arr = vector(it.vector, expected_dim, metric, f"{base}.vector")
+    _no_nul(it.text, f"{base}.text")
+    if it.title is not None:
+        _no_nul(it.title, f"{base}.title")
+    for j, tag in enumerate(it.tags):
+        _no_nul(tag, f"{base}.tags[{j}]")
+    if b"\\u0000" in _json.encode(it.metadata):
+        raise InvalidArgument(f"{base}.metadata: must not contain NUL characters",
+                              field=f"{base}.metadata")
+    return arr
