@@ -1,0 +1,3 @@
+from internal.gateway.server import main
+
+raise SystemExit(main())

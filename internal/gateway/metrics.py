@@ -1,0 +1,78 @@
+"""Prometheus metrics of one gateway app, in its own registry (not the global one)."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+from internal.common.web import Handler
+
+_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    """Request counts and latencies per route, and per upstream daemon."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "lakehouse_gateway_requests", "Requests served by the gateway",
+            ("method", "route", "status"), registry=self.registry)
+        self.latency = Histogram(
+            "lakehouse_gateway_request_seconds", "Gateway request latency until the response is sent",
+            ("method", "route"), buckets=_BUCKETS, registry=self.registry)
+        self.upstream_requests = Counter(
+            "lakehouse_gateway_upstream_requests", "Requests sent to upstream daemons",
+            ("upstream", "status"), registry=self.registry)
+        self.upstream_latency = Histogram(
+            "lakehouse_gateway_upstream_seconds", "Upstream latency until response headers arrive",
+            ("upstream",), buckets=_BUCKETS, registry=self.registry)
+
+    def observe_upstream(self, upstream: str, status: str, seconds: float) -> None:
+        self.upstream_requests.labels(upstream, status).inc()
+        self.upstream_latency.labels(upstream).observe(seconds)
+
+    def middleware(self) -> Middleware:
+        metrics = self
+
+        @web.middleware
+        async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+            started = time.perf_counter()
+            status = 500
+            try:
+                resp = await handler(request)
+                status = resp.status
+                return resp
+            except web.HTTPException as exc:
+                status = exc.status
+                raise
+            finally:
+                route = _route_label(request)
+                metrics.requests.labels(request.method, route, str(status)).inc()
+                metrics.latency.labels(request.method, route).observe(time.perf_counter() - started)
+
+        return metrics_middleware
+
+    async def handler(self, _: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        resp = web.Response(body=body)
+        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return resp
+
+
+def _route_label(request: web.Request) -> str:
+    """The route template, never the raw path (bounded label cardinality)."""
+    route = request.match_info.route
+    resource = route.resource if route is not None else None
+    if resource is None:
+        return "unmatched"
+    return resource.canonical

@@ -1,0 +1,102 @@
+"""/openapi.json built from the route table and the contract's msgspec Structs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from internal.gateway import schemas as s
+from internal.gateway.routes import ROUTES, Route
+
+_REF = "#/components/schemas/{name}"
+_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
+
+# The gateway's own routes: (method, path, summary, response type, content type).
+OWN_ROUTES: tuple[tuple[str, str, str, type | None, str], ...] = (
+    ("GET", "/healthz", "The gateway is up", s.Health, "application/json"),
+    ("GET", "/readyz", "Every daemon and PostgreSQL ready, per component", s.Ready, "application/json"),
+    ("GET", "/metrics", "Prometheus metrics", None, "text/plain"),
+    ("GET", "/openapi.json", "This document", None, "application/json"),
+)
+_PASSTHROUGH_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def openapi_path(template: str) -> str:
+    """aiohttp template -> OpenAPI path: '/v1/x/{tail:.*}' -> '/v1/x/{tail}'."""
+    return _PARAM.sub(r"{\1}", template)
+
+
+def _ref(t: type) -> dict[str, Any]:
+    return {"$ref": _REF.format(name=t.__name__)}
+
+
+def _json(t: type | None) -> dict[str, Any]:
+    return {"application/json": {"schema": _ref(t) if t is not None else {"type": "object"}}}
+
+
+def _errors(secured: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "4XX": {"description": "Bad request (the daemon's own error)", "content": _json(s.ErrorBody)},
+        "502": {"description": "The daemon failed", "content": _json(s.ErrorBody)},
+        "503": {"description": "The daemon is unreachable (`<daemon>_unavailable`)", "content": _json(s.ErrorBody)},
+        "504": {"description": "The daemon did not answer in time", "content": _json(s.ErrorBody)},
+    }
+    if secured:
+        out["401"] = {"description": "Missing or invalid bearer token", "content": _json(s.ErrorBody)}
+    return out
+
+
+def _operation(route: Route, method: str, secured: bool) -> dict[str, Any]:
+    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+              for name in _PARAM.findall(route.path)]
+    op: dict[str, Any] = {
+        "summary": route.summary,
+        "operationId": f"{method}_{route.upstream}_{openapi_path(route.path)}",
+        "tags": [route.upstream],
+        "responses": {str(route.status): {"description": "OK", "content": _json(route.response)},
+                      **_errors(secured)},
+    }
+    if params:
+        op["parameters"] = params
+    if route.request is not None:
+        op["requestBody"] = {"required": True, "content": _json(route.request)}
+    elif route.method == "*" and method in ("post", "put", "patch"):
+        op["requestBody"] = {"required": False, "content": _json(None)}
+    if secured:
+        op["security"] = [{"bearer": []}]
+    return op
+
+
+def build(secured: bool) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every route the gateway serves."""
+    paths: dict[str, dict[str, Any]] = {}
+    for method, path, summary, resp, ctype in OWN_ROUTES:
+        content = ({ctype: {"schema": _ref(resp)}} if resp is not None
+                   else {ctype: {"schema": {"type": "string" if ctype == "text/plain" else "object"}}})
+        op: dict[str, Any] = {"summary": summary, "operationId": f"gateway{path.replace('/', '_')}",
+                              "tags": ["gateway"], "responses": {"200": {"description": "OK", "content": content}}}
+        if path == "/readyz":
+            op["responses"]["503"] = {"description": "Not ready", "content": _json(s.Ready)}
+        if secured and path == "/metrics":
+            op["security"] = [{"bearer": []}]
+        paths.setdefault(path, {})[method.lower()] = op
+    for route in ROUTES:
+        methods = _PASSTHROUGH_METHODS if route.method == "*" else (route.method.lower(),)
+        for method in methods:
+            paths.setdefault(openapi_path(route.path), {})[method] = _operation(route, method, secured)
+    types: list[type] = [s.ErrorBody, s.Health, s.Ready]
+    for route in ROUTES:
+        types += [t for t in (route.request, route.response) if t is not None]
+    _, components = msgspec.json.schema_components(list(dict.fromkeys(types)), ref_template=_REF)
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "Lakehouse", "version": "0.1.0",
+                 "description": "Multi-corpus retrieval behind one gateway. Error body: ErrorBody."},
+        "paths": paths,
+        "components": {"schemas": components},
+    }
+    if secured:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    return doc

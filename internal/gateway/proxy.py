@@ -1,0 +1,146 @@
+"""Reverse proxy to one upstream daemon: bodies streamed both ways, never buffered whole."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import aiohttp
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict
+
+from internal.common.errors import PayloadTooLarge, Unavailable, UpstreamTimeout
+from internal.common.web import REQUEST_ID_HEADER, request_id
+from internal.gateway.metrics import Metrics
+from internal.gateway.upstreams import Upstream
+
+log = structlog.get_logger()
+
+# RFC 9110 §7.6.1 connection-specific headers, plus ones the hop recomputes.
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+    "trailer", "trailers", "transfer-encoding", "upgrade", "host",
+})
+_CHUNK = 64 * 1024
+
+
+def _forward_headers(headers: CIMultiDict[str] | object, extra_drop: frozenset[str] = frozenset()
+                     ) -> CIMultiDict[str]:
+    out: CIMultiDict[str] = CIMultiDict()
+    items = headers.items() if hasattr(headers, "items") else ()
+    connection_named: set[str] = set()
+    for key, value in items:
+        if key.lower() == "connection":
+            connection_named |= {v.strip().lower() for v in value.split(",")}
+    for key, value in items:
+        low = key.lower()
+        if low in HOP_BY_HOP or low in connection_named or low in extra_drop:
+            continue
+        out.add(key, value)
+    return out
+
+
+class _Body:
+    """The request body in chunks, cut off once it passes the limit.
+
+    aiohttp wraps an error raised while sending into a ClientConnectionError, so
+    the overflow is remembered here for the caller to turn into a 413.
+    """
+
+    def __init__(self, request: web.Request, limit: int) -> None:
+        self.request = request
+        self.limit = limit
+        self.too_large = False
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self.request.content.iter_chunked(_CHUNK):
+            seen += len(chunk)
+            if seen > self.limit:
+                self.too_large = True
+                raise PayloadTooLarge(f"request body larger than {self.limit} bytes")
+            yield chunk
+
+
+class Proxy:
+    """Sends a request to the first reachable address of an upstream and relays the answer."""
+
+    def __init__(self, session: aiohttp.ClientSession, metrics: Metrics, max_body_bytes: int) -> None:
+        self.session = session
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+
+    async def forward(self, request: web.Request, upstream: Upstream, timeout: float
+                      ) -> web.StreamResponse:
+        declared = request.content_length
+        if declared is not None and declared > self.max_body_bytes:
+            raise PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
+        too_large = PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
+        # The gateway's own token is not the daemon's business.
+        headers = _forward_headers(request.headers, frozenset({"authorization"}))
+        headers[REQUEST_ID_HEADER] = request_id(request)
+        last_error = ""
+        for address in upstream.order():
+            url = f"{address}{request.rel_url.raw_path_qs}"
+            body = _Body(request, self.max_body_bytes)
+            data = body.chunks() if request.body_exists else None
+            started = time.perf_counter()
+            try:
+                upstream_resp = await self.session.request(
+                    request.method, url, headers=headers, data=data,
+                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(timeout, 5.0),
+                                                  sock_read=timeout),
+                    allow_redirects=False,
+                )
+            except aiohttp.ClientConnectorError as exc:
+                # Nothing was sent: safe to try the next address.
+                upstream.mark_failed(address)
+                self.metrics.observe_upstream(upstream.name, "unreachable", time.perf_counter() - started)
+                log.warning("upstream_unreachable", upstream=upstream.name, address=address, error=str(exc))
+                last_error = f"{upstream.name} unreachable at {address}"
+                continue
+            except asyncio.TimeoutError:
+                self.metrics.observe_upstream(upstream.name, "timeout", time.perf_counter() - started)
+                raise UpstreamTimeout(
+                    f"{upstream.name} did not answer {request.method} {request.path} within {timeout:g}s"
+                ) from None
+            except aiohttp.ClientError as exc:
+                if body.too_large:
+                    raise too_large from None
+                upstream.mark_failed(address)
+                self.metrics.observe_upstream(upstream.name, "error", time.perf_counter() - started)
+                log.warning("upstream_failed", upstream=upstream.name, address=address, error=str(exc))
+                raise Unavailable(f"{upstream.name} failed at {address}: connection lost",
+                                  code=f"{upstream.name}_unavailable") from None
+            upstream.mark_ok(address)
+            self.metrics.observe_upstream(upstream.name, str(upstream_resp.status),
+                                          time.perf_counter() - started)
+            return await self._relay(request, upstream_resp, upstream.name)
+        raise Unavailable(last_error or f"{upstream.name} unavailable",
+                          code=f"{upstream.name}_unavailable")
+
+    async def _relay(self, request: web.Request, upstream_resp: aiohttp.ClientResponse,
+                     name: str) -> web.StreamResponse:
+        """Stream the daemon's answer to the client: status, headers and body unchanged."""
+        async with upstream_resp:
+            headers = _forward_headers(upstream_resp.headers)
+            # Set before prepare(): the middleware's own header comes too late for a stream.
+            headers[REQUEST_ID_HEADER] = request_id(request)
+            resp = web.StreamResponse(status=upstream_resp.status, reason=upstream_resp.reason,
+                                      headers=headers)
+            if upstream_resp.content_length is not None:
+                resp.content_length = upstream_resp.content_length
+            await resp.prepare(request)
+            try:
+                async for chunk in upstream_resp.content.iter_chunked(_CHUNK):
+                    await resp.write(chunk)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                # Headers are gone; the only honest signal left is a cut connection.
+                log.warning("upstream_stream_broken", upstream=name, error=str(exc))
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
+            await resp.write_eof()
+            return resp

@@ -1,0 +1,67 @@
+"""/readyz of the gateway: every daemon's /readyz, and PostgreSQL as vectord sees it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from internal.gateway.upstreams import Upstream
+
+_TIMEOUT = aiohttp.ClientTimeout(total=3.0)
+
+
+async def _probe(session: aiohttp.ClientSession, address: str) -> tuple[int, Any]:
+    try:
+        async with session.get(f"{address}/readyz", timeout=_TIMEOUT) as resp:
+            raw = await resp.read()
+            try:
+                body = msgspec.json.decode(raw) if raw else None
+            except msgspec.DecodeError:
+                body = raw[:200].decode("utf-8", "replace")
+            return resp.status, body
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        return 0, f"unreachable: {exc.__class__.__name__}"
+
+
+def _postgres_of(vectord_body: Any) -> Any:
+    """PostgreSQL's entry in vectord's readyz components, whatever vectord names it."""
+    comps = vectord_body.get("components") if isinstance(vectord_body, dict) else None
+    if not isinstance(comps, dict):
+        return None
+    for key in ("postgres", "postgresql", "pg", "database", "db"):
+        if key in comps:
+            return comps[key]
+    return None
+
+
+def _is_ok(entry: Any) -> bool:
+    if isinstance(entry, dict):
+        return entry.get("status") in ("ok", True)
+    return entry in ("ok", True)
+
+
+async def check(session: aiohttp.ClientSession, upstreams: dict[str, Upstream]
+                ) -> tuple[bool, dict[str, Any]]:
+    """(all ready, per-component status); an upstream with several addresses is
+    ready when one of them is."""
+    probes = [(name, addr) for name, up in upstreams.items() for addr in up.addresses]
+    results = await asyncio.gather(*(_probe(session, addr) for _, addr in probes))
+    components: dict[str, Any] = {}
+    for (name, addr), (status, body) in zip(probes, results, strict=True):
+        state = "ok" if status == 200 else ("unavailable" if status == 0 else "not_ready")
+        entry = {"status": state, "address": addr, "detail": body}
+        prev = components.get(name)
+        if prev is None or (prev["status"] != "ok" and state == "ok"):
+            components[name] = entry
+        pg = _postgres_of(body) if name == "vectord" else None
+        if pg is not None and ("postgres" not in components or _is_ok(pg)):
+            components["postgres"] = {"status": "ok" if _is_ok(pg) else "not_ready",
+                                      "address": None, "detail": pg}
+    if "vectord" in upstreams and "postgres" not in components:
+        components["postgres"] = {"status": "unavailable", "address": None,
+                                  "detail": "unknown: vectord did not report it"}
+    ready = all(c["status"] == "ok" for c in components.values())
+    return ready, components

@@ -1,0 +1,58 @@
+"""The gateway's public routes: which daemon serves each, and what it takes and gives.
+
+One table drives both the router (so metrics are labelled per route) and
+/openapi.json (so the document cannot drift from what is served).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from internal.gateway import schemas as s
+
+# Upstream name -> the GatewayConfig field holding its per-route timeout.
+TIMEOUT_FIELDS = {
+    "embedd": "embed_timeout",
+    "vectord": "vectors_timeout",
+    "matrixd": "matrix_timeout",
+    "syncd": "sync_timeout",
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str  # "*" for a catch-all passthrough
+    path: str  # aiohttp/OpenAPI template
+    upstream: str
+    summary: str
+    request: type | None = None
+    response: type | None = None
+    status: int = 200
+
+
+_C = "/v1/vectors/corpora/{name}"
+
+ROUTES: tuple[Route, ...] = (
+    Route("POST", "/v1/embed", "embedd", "Embed texts", s.EmbedRequest, s.EmbedResponse),
+    Route("GET", "/v1/embed/models", "embedd", "List embedding models", None, s.ModelsResponse),
+    Route("POST", "/v1/vectors/corpora", "vectord", "Create a corpus", s.CreateCorpus, s.Corpus, 201),
+    Route("GET", "/v1/vectors/corpora", "vectord", "List corpora", None, s.CorpusList),
+    Route("GET", _C, "vectord", "Get a corpus", None, s.Corpus),
+    Route("DELETE", _C, "vectord", "Delete a corpus", None, s.CorpusDeleted),
+    Route("POST", f"{_C}/items", "vectord", "Upsert items (all or nothing)", s.UpsertRequest, s.Upserted),
+    Route("GET", f"{_C}/items/{{id}}", "vectord", "Get one item", None, s.StoredItem),
+    Route("POST", f"{_C}/items/delete", "vectord", "Delete items by id", s.DeleteItems, s.ItemsDeleted),
+    Route("GET", f"{_C}/ids", "vectord", "List ids with content hashes (keyset pages)", None, s.IdsPage),
+    Route("POST", f"{_C}/search", "vectord", "Search one corpus", s.SearchRequest, s.SearchResponse),
+    Route("GET", "/v1/matrix/corpora", "matrixd", "Corpora available to matrix search", None, s.MatrixCorpora),
+    Route("POST", "/v1/matrix/search", "matrixd", "Search many corpora at once", s.MatrixSearchRequest, s.MatrixSearchResponse),
+    Route("POST", "/v1/matrix/playbooks/record", "matrixd", "Record feedback on an answer", s.RecordRequest, s.RecordResponse),
+    Route("POST", "/v1/matrix/relevance", "matrixd", "Score chunks against a focus file", s.RelevanceRequest, s.RelevanceResponse),
+    Route("POST", "/v1/sync/run", "syncd", "Run one wiki sync now", None, s.SyncRun),
+    Route("GET", "/v1/sync/status", "syncd", "Wiki sync status", None, s.Passthrough),
+    # Anything else under a daemon's prefix is passed through unchanged.
+    Route("*", "/v1/embed/{tail:.*}", "embedd", "Other embedd routes (passthrough)"),
+    Route("*", "/v1/vectors/{tail:.*}", "vectord", "Other vectord routes (passthrough)"),
+    Route("*", "/v1/matrix/{tail:.*}", "matrixd", "Other matrixd routes (passthrough)"),
+    Route("*", "/v1/sync/{tail:.*}", "syncd", "Other syncd routes (passthrough)"),
+)

@@ -1,0 +1,92 @@
+"""The gateway: one port for users, routing /v1/* to the daemons that serve it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from internal.common import logs
+from internal.common.web import Handler, json_response, make_base_app, run
+from internal.config import Config, load_or_exit, redacted
+from internal.gateway import openapi, readiness
+from internal.gateway.auth import make_auth_middleware
+from internal.gateway.metrics import Metrics
+from internal.gateway.proxy import Proxy
+from internal.gateway.routes import ROUTES, TIMEOUT_FIELDS, Route
+from internal.gateway.upstreams import Upstream
+
+log = structlog.get_logger()
+
+SESSION = web.AppKey("session", aiohttp.ClientSession)
+PROXY = web.AppKey("proxy", Proxy)
+UPSTREAMS = web.AppKey("upstreams", dict[str, Upstream])
+METRICS = web.AppKey("metrics", Metrics)
+
+
+def make_upstreams(cfg: Config) -> dict[str, Upstream]:
+    g = cfg.gateway
+    return {name: Upstream(name, getattr(g, name), g.backoff_seconds) for name in TIMEOUT_FIELDS}
+
+
+def _proxy_handler(cfg: Config, route: Route) -> Handler:
+    timeout = float(getattr(cfg.gateway, TIMEOUT_FIELDS[route.upstream]))
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        app = request.app
+        return await app[PROXY].forward(request, app[UPSTREAMS][route.upstream], timeout)
+
+    return handler
+
+
+def make_app(cfg: Config) -> web.Application:
+    """The gateway app: proxy routes, health, readiness, metrics, API document."""
+    app = make_base_app(max_body_bytes=cfg.gateway.max_body_bytes)
+    metrics = Metrics()
+    app[METRICS] = metrics
+    app[UPSTREAMS] = make_upstreams(cfg)
+    # Metrics see the final status, so they wrap the error-rendering middleware.
+    app.middlewares.insert(0, metrics.middleware())
+    if cfg.gateway.tokens:
+        app.middlewares.append(make_auth_middleware(cfg.gateway.tokens))
+    document = openapi.build(secured=bool(cfg.gateway.tokens))
+
+    async def session_ctx(app: web.Application) -> AsyncIterator[None]:
+        # auto_decompress off: bodies are relayed byte for byte, Content-Encoding intact.
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=256, keepalive_timeout=30)
+        async with aiohttp.ClientSession(connector=connector, auto_decompress=False,
+                                         cookie_jar=aiohttp.DummyCookieJar()) as session:
+            app[SESSION] = session
+            app[PROXY] = Proxy(session, metrics, cfg.gateway.max_body_bytes)
+            yield
+
+    app.cleanup_ctx.append(session_ctx)
+
+    async def readyz(request: web.Request) -> web.Response:
+        ready, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
+        return json_response({"status": "ok" if ready else "degraded", "components": components},
+                             status=200 if ready else 503)
+
+    async def openapi_json(_: web.Request) -> web.Response:
+        return json_response(document)
+
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics.handler)
+    app.router.add_get("/openapi.json", openapi_json)
+    for route in ROUTES:
+        app.router.add_route(route.method, route.path, _proxy_handler(cfg, route))
+    return app
+
+
+def main() -> int:
+    cfg = load_or_exit()
+    logs.configure(cfg.log.level, cfg.log.format, service="gateway")
+    log.info("config", **redacted(cfg))
+    run(make_app(cfg), cfg.gateway.host, cfg.gateway.port)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""Upstream address pools: round-robin, with a failed address skipped for a while."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+
+
+class Upstream:
+    """One daemon behind the gateway, served by one or more addresses.
+
+    `order()` gives the addresses to try for one request: the healthy ones in
+    round-robin order, then the ones in back-off (soonest to recover first), so a
+    daemon that came back is used at once even when it is the only address.
+    """
+
+    def __init__(self, name: str, addresses: Sequence[str], backoff_seconds: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not addresses:
+            raise ValueError(f"{name}: needs at least one address")
+        self.name = name
+        self.addresses = tuple(a.rstrip("/") for a in addresses)
+        self.backoff_seconds = backoff_seconds
+        self._clock = clock
+        self._turn = itertools.count()
+        self._failed_until: dict[str, float] = {}
+
+    def order(self) -> list[str]:
+        """Addresses to try, in order, for one request."""
+        now = self._clock()
+        healthy = [a for a in self.addresses if self._failed_until.get(a, 0.0) <= now]
+        resting = sorted((a for a in self.addresses if a not in healthy),
+                         key=lambda a: self._failed_until[a])
+        turn = next(self._turn)
+        if healthy:
+            start = turn % len(healthy)
+            healthy = healthy[start:] + healthy[:start]
+        return healthy + resting
+
+    def mark_failed(self, address: str) -> None:
+        """Skip this address until the back-off period has passed."""
+        self._failed_until[address] = self._clock() + self.backoff_seconds
+
+    def mark_ok(self, address: str) -> None:
+        self._failed_until.pop(address, None)
+
+    def resting(self) -> list[str]:
+        """Addresses currently in back-off."""
+        now = self._clock()
+        return [a for a, until in self._failed_until.items() if until > now]
