@@ -155,12 +155,23 @@ class MatrixdConfig:
     playbook_corpus: str = "playbook_memory"
     playbook_top_k: int = 20
     playbook_max_distance: float = 0.35
+    # k of the rank-based cross-corpus merge for lexical and keyword modes
+    rrf_k: int = 60
+    max_corpora: int = 64
 
     def validate(self) -> None:
         if not self.vectord_url:
             raise ValueError("vectord_url: required")
         if self.max_k < 1:
             raise ValueError("max_k: must be >= 1")
+        if not 1 <= self.playbook_top_k <= self.max_k:
+            raise ValueError("playbook_top_k: must be in 1..max_k")
+        if self.playbook_max_distance < 0:
+            raise ValueError("playbook_max_distance: must not be negative")
+        if self.rrf_k < 1:
+            raise ValueError("rrf_k: must be >= 1")
+        if self.max_corpora < 1:
+            raise ValueError("max_corpora: must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -178,14 +189,20 @@ class SyncConfig:
     embedd_url: str = _url(EMBEDD_PORT)
     batch_size: int = 64
     chunk_chars: int = 2000
+    # Run once right at start-up (else the first run is one interval later).
+    run_on_start: bool = True
 
     def validate(self) -> None:
         if self.interval <= 0:
             raise ValueError("interval: must be positive")
         if self.wiki_dir and not self.embedd_url:
             raise ValueError("embedd_url: sync needs an embedding backend")
-        if self.batch_size < 1:
-            raise ValueError("batch_size: must be >= 1")
+        if self.wiki_dir and not self.vectord_url:
+            raise ValueError("vectord_url: sync needs vectord")
+        if not 1 <= self.batch_size <= 256:
+            raise ValueError("batch_size: must be in 1..256 (embedd's max_texts default)")
+        if self.chunk_chars < 200:
+            raise ValueError("chunk_chars: must be >= 200")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+from internal.matrixd.server import main
+
+raise SystemExit(main())
