@@ -1,0 +1,1 @@
+"""`lakehouse up`: the whole stack as supervised child processes."""

@@ -1,0 +1,65 @@
+"""The embedded PostgreSQL as `lakehouse up` holds it: started once, stopped on the way out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import structlog
+
+from internal.pg import embedded
+
+log = structlog.get_logger()
+
+# pgserver counts the processes holding a server in this file and stops it when the
+# last one lets go; a holder killed with SIGKILL stays listed and the server would
+# never stop, so dead holders are dropped before we take our handle.
+_HANDLES = ".handle_pids.json"
+
+
+def prune_dead_holders(data_dir: Path) -> list[int]:
+    """Remove pids of processes that no longer exist from pgserver's holder list."""
+    path = data_dir / _HANDLES
+    try:
+        pids = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return []
+    alive = [p for p in pids if isinstance(p, int) and psutil.pid_exists(p)]
+    dead = [p for p in pids if p not in alive]
+    if dead:
+        path.write_text(json.dumps(alive))
+        log.info("postgres_dead_holders_pruned", pids=dead)
+    return dead
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The running postmaster's pid from postmaster.pid, if it is alive."""
+    try:
+        first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+        pid = int(first)
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if psutil.pid_exists(pid) else None
+
+
+def start(data_dir: str) -> embedded.EmbeddedPostgres:
+    path = Path(data_dir).expanduser().resolve()
+    prune_dead_holders(path)
+    return embedded.start(path)
+
+
+def stop(server: embedded.EmbeddedPostgres, wait: float = 15.0) -> bool:
+    """Let go of the server and wait for the postmaster to exit; True when it did."""
+    pid = postmaster_pid(server.data_dir)
+    server.stop()
+    if pid is None:
+        return True
+    try:
+        psutil.Process(pid).wait(wait)
+    except psutil.NoSuchProcess:
+        pass
+    except psutil.TimeoutExpired:
+        log.warning("postgres_still_running", pid=pid, data_dir=str(server.data_dir))
+        return False
+    return True

@@ -1,0 +1,90 @@
+"""`lakehouse up` end to end: PostgreSQL once, the daemons supervised, a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+import structlog
+
+from internal.config import Config
+from internal.pg.embedded import EmbeddedPostgres
+from internal.stack import postgres
+from internal.stack.plan import plan
+from internal.stack.supervisor import Supervisor
+
+log = structlog.get_logger()
+
+
+def _interrupt(signum: int, _: FrameType | None) -> None:
+    raise KeyboardInterrupt(signum)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
+                 ready_timeout: float, out: TextIO) -> int:
+    specs = plan(cfg, dsn, config_file)
+    sup = Supervisor(specs, log_dir=log_dir)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, sup.stopping.set)
+    try:
+        await sup.start()
+        pending = await sup.wait_ready(ready_timeout)
+        if sup.stopping.is_set():
+            return 0
+        if pending:
+            print(f"lakehouse up: not ready after {ready_timeout:g}s: {', '.join(pending)}", file=sys.stderr)
+            for name in pending:
+                if log_dir is not None:
+                    print(f"--- {name} log:\n{_tail(log_dir / f'{name}.log')}", file=sys.stderr)
+            return 1
+        gateway = sup.children["gateway"].spec.url
+        for child in sup.children.values():
+            print(f"  {child.spec.name:<8} {child.spec.url}  pid {child.proc.pid if child.proc else '-'}", file=out)
+        print(f"Lakehouse is up: {gateway}", file=out, flush=True)
+        log.info("stack_ready", gateway=gateway)
+        await sup.stopping.wait()
+        log.info("stack_stopping")
+        return 0
+    finally:
+        await sup.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = None,
+       ready_timeout: float = 180.0, out: TextIO = sys.stdout) -> int:
+    """Run the stack until SIGINT/SIGTERM; 0 after a clean stop, 1 if it never got ready."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    pg: EmbeddedPostgres | None = None
+    try:
+        dsn = cfg.vectord.dsn
+        if not dsn:
+            print(f"starting PostgreSQL in {cfg.vectord.data_dir}", file=out, flush=True)
+            pg = postgres.start(cfg.vectord.data_dir)
+            dsn = pg.dsn
+        return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out))
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        # A second Ctrl-C must not leave PostgreSQL running half-stopped.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if pg is not None:
+            stopped = postgres.stop(pg)
+            log.info("postgres_stopped" if stopped else "postgres_left_running",
+                     data_dir=str(pg.data_dir))
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print("Lakehouse stopped", file=out, flush=True)

@@ -1,0 +1,179 @@
+"""Runs the daemons as child processes, restarts the ones that die, stops them all.
+
+Children get their own process group, so a Ctrl-C in the terminal reaches only the
+supervisor, which then stops them in order (gateway first) and PostgreSQL last.
+On Linux each child also asks the kernel for SIGTERM if the supervisor dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import aiohttp
+import psutil
+import structlog
+
+from internal.stack.plan import ChildSpec
+
+log = structlog.get_logger()
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM this child when the supervisor goes (Linux only)."""
+    os.setpgrp()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Restart delays: first, doubling up to cap; reset after a run of `healthy` seconds."""
+
+    first: float = 0.5
+    cap: float = 30.0
+    healthy: float = 60.0
+
+    def delay(self, failures: int) -> float:
+        return float(min(self.cap, self.first * (2 ** max(0, failures - 1))))
+
+
+@dataclass
+class Child:
+    spec: ChildSpec
+    proc: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    failures: int = 0
+    started_at: float = 0.0
+    last_exit: int | None = None
+    log_file: IO[bytes] | None = None
+    pids: set[int] = field(default_factory=set)  # every process it ever had, for the final check
+
+
+class Supervisor:
+    """Starts, watches and stops a set of daemons."""
+
+    def __init__(self, specs: list[ChildSpec], *, log_dir: Path | None = None,
+                 backoff: Backoff | None = None, python: str = sys.executable,
+                 on_event: Callable[[str, Child], None] | None = None) -> None:
+        self.children = {s.name: Child(s) for s in specs}
+        self.log_dir = log_dir
+        self.backoff = backoff or Backoff()
+        self.python = python
+        self.on_event = on_event
+        self.stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def _spawn(self, child: Child) -> None:
+        env = {**os.environ, **child.spec.env}
+        out: int | IO[bytes] | None = None
+        if self.log_dir is not None:
+            if child.log_file is None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                child.log_file = (self.log_dir / f"{child.spec.name}.log").open("ab")
+            out = child.log_file
+        child.proc = await asyncio.create_subprocess_exec(
+            self.python, "-m", child.spec.module, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=out, stderr=out, preexec_fn=_die_with_parent,
+        )
+        child.pids.add(child.proc.pid)
+        child.started_at = time.monotonic()
+        log.info("daemon_started", daemon=child.spec.name, pid=child.proc.pid, url=child.spec.url)
+
+    async def _watch(self, child: Child) -> None:
+        """Keep one daemon running until the supervisor stops."""
+        while True:
+            assert child.proc is not None
+            code = await child.proc.wait()
+            child.last_exit = code
+            if self.stopping.is_set():
+                return
+            ran = time.monotonic() - child.started_at
+            child.failures = 1 if ran >= self.backoff.healthy else child.failures + 1
+            delay = self.backoff.delay(child.failures)
+            log.warning("daemon_exited", daemon=child.spec.name, pid=child.proc.pid, code=code,
+                        ran_seconds=round(ran, 1), restart_in=delay)
+            if self.on_event:
+                self.on_event("exited", child)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), delay)
+            if self.stopping.is_set():
+                return
+            await self._spawn(child)
+            child.restarts += 1
+            log.info("daemon_restarted", daemon=child.spec.name, pid=child.proc.pid,
+                     restarts=child.restarts)
+            if self.on_event:
+                self.on_event("restarted", child)
+
+    async def start(self) -> None:
+        """Spawn every daemon and begin watching them."""
+        for child in self.children.values():
+            await self._spawn(child)
+            self._tasks.append(asyncio.create_task(self._watch(child)))
+
+    async def wait_ready(self, timeout: float) -> list[str]:
+        """Poll each daemon's /readyz until all answer 200; the names still not ready."""
+        deadline = time.monotonic() + timeout
+        pending = dict(self.children)
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0)) as session:
+            while pending and time.monotonic() < deadline and not self.stopping.is_set():
+                for name, child in list(pending.items()):
+                    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
+                        async with session.get(f"{child.spec.url}/readyz") as resp:
+                            if resp.status == 200:
+                                log.info("daemon_ready", daemon=name, url=child.spec.url)
+                                del pending[name]
+                if pending:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self.stopping.wait(), 0.25)
+        return list(pending)
+
+    async def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM every daemon (gateway first), SIGKILL what is left after `grace`."""
+        self.stopping.set()
+        procs: list[psutil.Process] = []
+        for child in reversed(list(self.children.values())):
+            proc = child.proc
+            if proc is None or proc.returncode is not None:
+                continue
+            with contextlib.suppress(psutil.NoSuchProcess):
+                parent = psutil.Process(proc.pid)
+                family = [parent, *parent.children(recursive=True)]
+                child.pids.update(p.pid for p in family)
+                procs.extend(family)
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            log.info("daemon_stopping", daemon=child.spec.name, pid=proc.pid)
+        waits = [c.proc.wait() for c in self.children.values() if c.proc is not None]
+        try:
+            await asyncio.wait_for(asyncio.gather(*waits), grace)
+        except asyncio.TimeoutError:
+            log.warning("daemons_killed_after_grace", grace=grace)
+        # Whatever is left (a stuck daemon, or a worker it spawned) is killed.
+        _, alive = await asyncio.to_thread(psutil.wait_procs, procs, 0.1)
+        for p in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        if alive:
+            await asyncio.to_thread(psutil.wait_procs, alive, 5.0)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for child in self.children.values():
+            if child.log_file is not None:
+                child.log_file.close()
+                child.log_file = None
+        log.info("daemons_stopped")

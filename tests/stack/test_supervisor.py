@@ -1,0 +1,67 @@
+"""The supervisor restarts a daemon that dies and leaves nothing behind when stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import psutil
+
+from internal.config import Config
+from internal.stack.plan import ChildSpec, plan
+from internal.stack.supervisor import Backoff, Supervisor
+from tests.stack.ports import free_port
+
+
+def test_plan_wires_ports_and_upstreams() -> None:
+    from tests.helpers import with_section
+
+    cfg = with_section(with_section(Config(), "vectord", port=4012), "sync", port=4018)
+    specs = {s.name: s for s in plan(cfg, "postgresql:///x?host=/tmp", "/etc/lh.toml")}
+    assert list(specs) == ["embedd", "vectord", "matrixd", "syncd", "gateway"]
+    env = specs["gateway"].env
+    assert env["LAKEHOUSE_GATEWAY_VECTORD"] == "http://127.0.0.1:4012"
+    assert env["LAKEHOUSE_SYNC_PORT"] == "4018"
+    assert env["LAKEHOUSE_MATRIXD_VECTORD_URL"] == "http://127.0.0.1:4012"
+    assert env["LAKEHOUSE_SYNC_VECTORD_URL"] == "http://127.0.0.1:4012"
+    assert env["LAKEHOUSE_PG_DSN"] == "postgresql:///x?host=/tmp"
+    assert env["LAKEHOUSE_CONFIG"] == "/etc/lh.toml"
+    assert specs["syncd"].url == "http://127.0.0.1:4018"
+    # Every child sees the same wiring.
+    assert all(s.env == env for s in specs.values())
+
+
+def test_backoff_doubles_to_a_cap() -> None:
+    b = Backoff(first=0.5, cap=4.0)
+    assert [b.delay(n) for n in (1, 2, 3, 4, 5, 9)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+
+
+def _fake(name: str) -> ChildSpec:
+    port = free_port()
+    return ChildSpec(name, "tests.stack.fake_daemon", "127.0.0.1", port, {"FAKE_PORT": str(port)})
+
+
+async def test_supervisor_restarts_a_killed_daemon() -> None:
+    sup = Supervisor([_fake("alpha"), _fake("beta")], backoff=Backoff(first=0.2))
+    await sup.start()
+    try:
+        assert await sup.wait_ready(60) == []
+        beta = sup.children["beta"]
+        assert beta.proc is not None
+        first_pid = beta.proc.pid
+        os.kill(first_pid, signal.SIGKILL)
+        for _ in range(200):
+            if beta.restarts == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert beta.restarts == 1
+        assert beta.proc.pid != first_pid
+        assert beta.last_exit == -signal.SIGKILL
+        assert await sup.wait_ready(60) == []  # serving again
+        assert sup.children["alpha"].restarts == 0
+    finally:
+        await sup.stop()
+    pids = set().union(*(c.pids for c in sup.children.values()))
+    assert len(pids) == 3
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
