@@ -53,6 +53,14 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     updated_before: datetime | None = None
 
 
+class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
+    """BM25 term-frequency weights of the title (A), text (B) and tags (C) fields."""
+
+    title: float = 1.0
+    text: float = 1.0
+    tags: float = 1.0
+
+
 class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode = "vector"
     query_vector: list[float] | None = None
@@ -61,6 +69,12 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     ef_search: int | None = None
     language: str | None = None
     filter: Filter | None = None
+    # lexical and hybrid modes (issue 3); None: the [vectord] setting.
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
+    field_weights: FieldWeights | None = None
+    rrf_k: int | None = None
+    candidates: int | None = None  # hybrid: how many hits each branch feeds the fusion
 
 
 class Corpus(msgspec.Struct, frozen=True):

@@ -17,7 +17,7 @@ from internal.common.web import json_response, make_base_app, read_json, run
 from internal.config import Config, load_or_exit, redacted
 from internal.pg import embedded
 from internal.pg.pool import make_pool
-from internal.vectord import hits, language, schema, validate
+from internal.vectord import hits, language, lexical_search, schema, validate
 from internal.vectord.filters import build_where
 from internal.vectord.models import (
     Corpus,
@@ -213,6 +213,8 @@ async def search_keyword(store: Store, corpus: Corpus, req: SearchRequest,
 SEARCHERS: dict[str, Searcher] = {
     "vector": search_vector,
     "keyword": search_keyword,
+    "lexical": lexical_search.search_lexical,
+    "hybrid": lexical_search.search_hybrid,
 }
 
 

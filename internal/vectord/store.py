@@ -206,6 +206,7 @@ class Store:
             await conn.execute(DELETE_CORPUS, {"id": corpus.id})
             await conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
                 schema.items_table(corpus.id)))
+            await lexical.drop_corpus(conn, corpus.id)
         self._cache.pop(name, None)
 
     async def build_index(self, name: str) -> dict[str, Any]:
