@@ -156,7 +156,7 @@ class Store:
                     "name": name, "dim": dim, "metric": metric, "language": language,
                     "model": model, "keyword_index": keyword_index})
             except psycopg.errors.UniqueViolation:
-                raise Conflict(f"corpus {name!r} already exists", field="name") from None
+                raise Conflict(f"name: corpus {name!r} already exists", field="name") from None
             row = await cur.fetchone()
             assert row is not None
             corpus = Corpus(**row)
