@@ -28,13 +28,21 @@ class VectordClient(ServiceClient):
         return out
 
     async def create_corpus(self, name: str, dim: int, metric: str = "cosine",
-                            language: str | None = None, model: str | None = None) -> dict[str, Any]:
+                            language: str | None = None, model: str | None = None,
+                            defer_index: bool = False) -> dict[str, Any]:
         body: dict[str, Any] = {"name": name, "dim": dim, "metric": metric}
         if language:
             body["language"] = language
         if model:
             body["model"] = model
+        if defer_index:
+            body["defer_index"] = True
         out: dict[str, Any] = await self.call("POST", "/v1/vectors/corpora", body)
+        return out
+
+    async def build_index(self, name: str, timeout: float = 3600.0) -> dict[str, Any]:
+        """Build the HNSW index of a corpus created with defer_index (idempotent)."""
+        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/index", {}, timeout=timeout)
         return out
 
     async def delete_corpus(self, name: str) -> None:
