@@ -1,0 +1,3 @@
+from internal.syncd.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,247 @@
+"""Markdown wiki pages into stored chunks: front matter, title, heading-aligned splits.
+
+No I/O: the runner reads files and hands their text here. A chunk's id is
+`<path>#<n>` (path relative to the wiki, `/`-separated), and its content hash is
+`internal.common.hashing.content_hash` over exactly what vectord stores, so the
+`/ids` listing tells the sync which chunks are unchanged without embedding them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from internal.common.errors import InvalidArgument
+from internal.common.hashing import content_hash
+from internal.vectord import language as lang
+
+PAGE_SUFFIXES = (".md", ".markdown")
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_ATX_EMPTY = re.compile(r"^ {0,3}#{1,6}[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CHUNK_ID = re.compile(r"^(.*)#(\d+)$")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One stored item: what vectord gets, minus the vector."""
+
+    id: str
+    text: str
+    title: str
+    metadata: dict[str, str]
+    language: str | None
+    # What the embedder sees: later chunks carry the page title for context.
+    embed_text: str
+    hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Must match vectord's content_hash over (title, text, tags, metadata, language).
+        object.__setattr__(self, "hash",
+                           content_hash(self.title, self.text, None, self.metadata, self.language))
+
+    def item(self, vector: list[float]) -> dict[str, Any]:
+        """The vectord upsert item for this chunk."""
+        out: dict[str, Any] = {"id": self.id, "vector": vector, "text": self.text,
+                               "title": self.title, "metadata": self.metadata}
+        if self.language:
+            out["language"] = self.language
+        return out
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    title: str
+    chunks: tuple[Chunk, ...]
+
+
+def is_page(name: str) -> bool:
+    return name.lower().endswith(PAGE_SUFFIXES)
+
+
+def is_ignored(relpath: str, globs: Iterable[str]) -> bool:
+    """True when any path component, or the whole relative path, matches a glob."""
+    parts = PurePosixPath(relpath).parts
+    for glob in globs:
+        if fnmatch.fnmatchcase(relpath, glob):
+            return True
+        if any(fnmatch.fnmatchcase(part, glob) for part in parts):
+            return True
+    return False
+
+
+def page_of(chunk_id: str) -> str | None:
+    """'a/b.md#3' -> 'a/b.md'; None for ids the sync did not make."""
+    m = _CHUNK_ID.match(chunk_id)
+    return m.group(1) if m else None
+
+
+def folder_of(relpath: str) -> str:
+    return str(PurePosixPath(relpath).parent)
+
+
+def language_for(relpath: str, languages: Mapping[str, str]) -> str | None:
+    """The mapped language of the nearest folder: 'pages.de/common/x.md' -> languages['pages.de'].
+
+    A key may be a folder name or a folder path relative to the wiki; the deepest
+    folder that matches wins. None means: let vectord detect it.
+    """
+    if not languages:
+        return None
+    parent = PurePosixPath(relpath).parent
+    for folder in (parent, *parent.parents):
+        if str(folder) == ".":
+            break
+        for key in (str(folder), folder.name):
+            if key in languages:
+                return languages[key]
+    return None
+
+
+def resolve_language(relpath: str, meta: Mapping[str, Any], body: str,
+                     languages: Mapping[str, str]) -> str:
+    """The page's regconfig: front matter, else the folder map, else detected from the body.
+
+    Resolved here exactly as vectord would (same module), and always sent explicitly,
+    so the content hash the sync computes equals the one vectord stores.
+    """
+    own = meta.get("language") or meta.get("lang")
+    if isinstance(own, str) and own.strip():
+        try:
+            return lang.normalize_language(own, "language")
+        except InvalidArgument:
+            pass  # a page's unknown word does not stop the sync: fall back
+    mapped = language_for(relpath, languages)
+    if mapped:
+        return lang.normalize_language(mapped, "sync.languages")
+    return lang.detect(body)
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """YAML front matter between '---' lines at the very top; ({}, text) when absent or invalid."""
+    text = text.removeprefix("\ufeff")
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != "---":
+        return {}, text
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            try:
+                meta = yaml.safe_load("".join(lines[1:i]))
+            except yaml.YAMLError:
+                return {}, text
+            if meta is None:
+                meta = {}
+            if not isinstance(meta, dict):
+                return {}, text
+            return meta, "".join(lines[i + 1:])
+    return {}, text
+
+
+def _headings(lines: list[str]) -> list[int]:
+    """Indexes of ATX heading lines outside fenced code blocks."""
+    out: list[int] = []
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if m:
+            mark = m.group(1)
+            if fence is None:
+                fence = mark
+            elif mark[0] == fence[0] and len(mark) >= len(fence):
+                fence = None
+            continue
+        if fence is None and (_ATX.match(line) or _ATX_EMPTY.match(line)):
+            out.append(i)
+    return out
+
+
+def first_heading(body: str) -> str | None:
+    lines = body.splitlines()
+    for i in _headings(lines):
+        m = _ATX.match(lines[i])
+        if m and m.group(2).strip():
+            return m.group(2).strip()
+    return None
+
+
+def title_of(meta: Mapping[str, Any], body: str, relpath: str) -> str:
+    """Front matter title, else the first heading, else the file name without suffix."""
+    title = meta.get("title")
+    if isinstance(title, (str, int, float)) and str(title).strip():
+        return str(title).strip()
+    return first_heading(body) or PurePosixPath(relpath).stem
+
+
+def split_sections(body: str) -> list[str]:
+    """The body cut before each heading (the text before the first heading is a section)."""
+    lines = body.splitlines(keepends=True)
+    cuts = [0, *(i for i in _headings(lines) if i > 0), len(lines)]
+    sections = ["".join(lines[a:b]) for a, b in itertools.pairwise(cuts)]
+    return [s for s in sections if s.strip()]
+
+
+def _split_long(section: str, max_chars: int) -> list[str]:
+    """A section over max_chars: cut at blank lines, then hard-cut what is still too long."""
+    parts: list[str] = []
+    current = ""
+    for para in re.split(r"\n[ \t]*\n", section):
+        while len(para) > max_chars:
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(para[:max_chars])
+            para = para[max_chars:]
+        candidate = f"{current}\n\n{para}" if current else para
+        if len(candidate) <= max_chars:
+            current = candidate
+        else:
+            parts.append(current)
+            current = para
+    if current:
+        parts.append(current)
+    return parts
+
+
+def chunk_body(body: str, max_chars: int) -> list[str]:
+    """Heading-aligned chunks of at most max_chars: whole sections packed greedily."""
+    chunks: list[str] = []
+    current = ""
+    for section in split_sections(body):
+        section = section.strip("\n")
+        pieces = [section] if len(section) <= max_chars else _split_long(section, max_chars)
+        for piece in pieces:
+            candidate = f"{current}\n\n{piece}" if current else piece
+            if len(candidate) <= max_chars:
+                current = candidate
+            else:
+                chunks.append(current)
+                current = piece
+    if current:
+        chunks.append(current)
+    return [c.strip() for c in chunks if c.strip()]
+
+
+def build_page(relpath: str, text: str, languages: Mapping[str, str], max_chars: int) -> Page:
+    """Turn one page's text into its chunks with title, path, folder and language."""
+    meta, body = split_front_matter(text)
+    title = title_of(meta, body, relpath)
+    language = resolve_language(relpath, meta, body, languages)
+    metadata = {"title": title, "path": relpath, "folder": folder_of(relpath)}
+    if language:
+        metadata["language"] = language
+    # A blank page still exists: it is stored as its title, so the corpus lists it.
+    texts = chunk_body(body, max_chars) or [title]
+    chunks = tuple(
+        Chunk(id=f"{relpath}#{n}", text=t, title=title, metadata=metadata, language=language,
+              embed_text=t if n == 0 else f"{title}\n\n{t}")
+        for n, t in enumerate(texts)
+    )
+    return Page(path=relpath, title=title, chunks=chunks)

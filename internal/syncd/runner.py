@@ -1,0 +1,299 @@
+"""One sync run (scan, diff, embed, upsert, delete) and the lock that keeps runs apart.
+
+Order of writes, so a crash anywhere loses nothing and the next run converges: a
+page's new chunks are upserted before its stale chunks are deleted, and a page is
+deleted only when its file is gone. Unchanged chunks (same content hash as vectord's
+`/ids` listing) are never embedded again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import structlog
+
+from internal.common.errors import LakehouseError, NotFound, ServiceError
+from internal.embed.client import EmbedClient
+from internal.syncd import diff
+from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
+from internal.vectord.client import VectordClient
+
+log = structlog.get_logger()
+DELETE_BATCH = 1000  # vectord's max_batch default
+ROOT = "."  # the `path` of an error that concerns the whole run, not one page
+
+Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    wiki_dir: Path
+    corpus: str
+    ignore: tuple[str, ...] = ("_index.md", ".*")
+    languages: dict[str, str] = field(default_factory=dict)
+    batch_size: int = 64
+    chunk_chars: int = 2000
+
+
+@dataclass(frozen=True)
+class PageError:
+    path: str
+    error: str
+
+
+@dataclass
+class RunResult:
+    """The answer of POST /v1/sync/run (first six fields are the contract)."""
+
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    errors: list[PageError] = field(default_factory=list)
+    seconds: float = 0.0
+    pages: int = 0             # pages in the directory (after ignores)
+    chunks: int = 0            # chunks those pages make
+    ignored: int = 0           # files skipped by the ignore globs
+    embedded_pages: int = 0    # pages with at least one chunk sent to the embedder
+    embedded_chunks: int = 0
+    embed_calls: int = 0
+    embed_seconds: float = 0.0
+    started_at: str = ""
+    finished_at: str = ""
+
+
+@dataclass
+class Scan:
+    pages: dict[str, Page] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # path -> reason
+    unlisted: dict[str, str] = field(default_factory=dict)    # folder -> reason
+    ignored: int = 0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def scan(settings: SyncSettings) -> Scan:
+    """Walk the wiki and chunk every page (blocking: run it in a thread)."""
+    root = settings.wiki_dir
+    out = Scan()
+
+    def on_error(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else root
+        rel = where.relative_to(root).as_posix() if where != root else ROOT
+        out.unlisted[rel] = f"cannot list folder: {exc.strerror or exc}"
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+        base = Path(dirpath)
+        rel_dir = base.relative_to(root)
+        kept_dirs = []
+        for d in sorted(dirnames):
+            if is_ignored((rel_dir / d).as_posix(), settings.ignore):
+                out.ignored += 1
+            else:
+                kept_dirs.append(d)
+        dirnames[:] = kept_dirs
+        for name in sorted(filenames):
+            if not is_page(name):
+                continue
+            rel = (rel_dir / name).as_posix()
+            if is_ignored(rel, settings.ignore):
+                out.ignored += 1
+                continue
+            try:
+                text = (base / name).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                out.unreadable[rel] = f"cannot read: {exc}"
+                continue
+            out.pages[rel] = build_page(rel, text, settings.languages, settings.chunk_chars)
+    return out
+
+
+def _retryable_one_by_one(exc: Exception) -> bool:
+    """A 4xx from the embedder blames the input: retry page by page to find the culprit."""
+    return isinstance(exc, ServiceError) and 400 <= exc.status < 500 and exc.status not in (408, 429)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, LakehouseError):
+        return f"{exc.code}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Syncer:
+    """Runs syncs of one directory into one corpus; never two at once."""
+
+    def __init__(self, settings: SyncSettings, vectord: VectordClient, embed: EmbedClient) -> None:
+        self.settings = settings
+        self.vectord = vectord
+        self.embed = embed
+        self._lock = asyncio.Lock()
+        self._queued: asyncio.Future[RunResult] | None = None
+        self.running = False
+        self.runs = 0
+        self.last: RunResult | None = None
+
+    async def request_run(self, progress: Progress | None = None) -> RunResult:
+        """Run after any active run finishes; callers that arrive while one is queued share it.
+
+        A run that is already under way may have scanned the directory before the
+        caller's edit, so an on-demand request never just returns the active run's result.
+        """
+        if self._queued is None or self._queued.done():
+            self._queued = asyncio.ensure_future(self._run_locked(progress))
+        return await asyncio.shield(self._queued)
+
+    async def _run_locked(self, progress: Progress | None) -> RunResult:
+        async with self._lock:
+            self._queued = None  # from here on, a new request queues the next run
+            self.running = True
+            try:
+                result = await self.run_once(progress)
+            finally:
+                self.running = False
+            self.runs += 1
+            self.last = result
+            return result
+
+    async def run_once(self, progress: Progress | None = None) -> RunResult:
+        """One full pass; failures are reported in the result, never raised."""
+        started = time.perf_counter()
+        result = RunResult(started_at=_now())
+        try:
+            await self._run(result, progress)
+        except (LakehouseError, aiohttp.ClientError, OSError) as exc:
+            result.errors.append(PageError(ROOT, _describe(exc)))
+            log.warning("sync_failed", corpus=self.settings.corpus, error=_describe(exc))
+        result.seconds = round(time.perf_counter() - started, 3)
+        result.embed_seconds = round(result.embed_seconds, 3)
+        result.finished_at = _now()
+        log.info("sync_done", corpus=self.settings.corpus, added=result.added,
+                 updated=result.updated, deleted=result.deleted, unchanged=result.unchanged,
+                 errors=len(result.errors), embedded_chunks=result.embedded_chunks,
+                 seconds=result.seconds)
+        return result
+
+    async def _ensure_corpus(self) -> str:
+        """The corpus's model; the corpus is created with the embedder's model and dim."""
+        name = self.settings.corpus
+        try:
+            corpus = await self.vectord.get_corpus(name)
+        except ServiceError as exc:
+            if exc.status != 404:
+                raise
+        else:
+            model = corpus.get("model")
+            if model:
+                return str(model)
+        info = await self.embed.models()
+        default = str(info.get("default", ""))
+        models = info.get("models")
+        dims = {str(m.get("id")): int(m.get("dim", 0)) for m in models
+                if isinstance(m, dict)} if isinstance(models, list) else {}
+        if default not in dims or dims[default] <= 0:
+            raise NotFound(f"embedd lists no dimension for its default model {default!r}")
+        try:
+            await self.vectord.create_corpus(name, dims[default], metric="cosine",
+                                             language="auto", model=default)
+            log.info("sync_corpus_created", corpus=name, model=default, dim=dims[default])
+        except ServiceError as exc:
+            if exc.status != 409:  # created meanwhile by someone else: fine
+                raise
+        return default
+
+    async def _run(self, result: RunResult, progress: Progress | None) -> None:
+        s = self.settings
+        if not s.wiki_dir.is_dir():
+            # Never "sync" a missing (unmounted, renamed) wiki: that would delete everything.
+            raise NotFound(f"wiki_dir {str(s.wiki_dir)!r} is not a directory")
+        found = await asyncio.to_thread(scan, s)
+        result.pages = len(found.pages)
+        result.chunks = sum(len(p.chunks) for p in found.pages.values())
+        result.ignored = found.ignored
+        for path, reason in sorted({**found.unlisted, **found.unreadable}.items()):
+            result.errors.append(PageError(path, reason))
+
+        model = await self._ensure_corpus()
+        stored: dict[str, str] = {}
+        async for row in self.vectord.iter_ids(s.corpus):
+            stored[str(row["id"])] = str(row.get("content_hash") or "")
+        desired = {path: {c.id: c.hash for c in page.chunks} for path, page in found.pages.items()}
+        p = diff.plan(desired, stored, unreadable=found.unreadable, unlisted=found.unlisted)
+        result.unchanged = len(p.unchanged)
+
+        failed: set[str] = set()
+        chunk_by_id = {c.id: c for page in found.pages.values() for c in page.chunks}
+        todo: list[Chunk] = [chunk_by_id[cid] for page in sorted(p.embed) for cid in p.embed[page]]
+        result.embedded_pages = len(p.embed)
+        if progress:
+            progress(0, len(todo))
+        done = 0
+        for i in range(0, len(todo), s.batch_size):
+            batch = todo[i:i + s.batch_size]
+            await self._write_batch(batch, model, failed, result)
+            done += len(batch)
+            if progress:
+                progress(done, len(todo))
+
+        # Stale chunks go only after the page's new chunks are in (crash-safe order).
+        stale_ids: list[tuple[str, str]] = [
+            (page, cid) for page in sorted(p.stale) if page not in failed for cid in p.stale[page]
+        ]
+        for i in range(0, len(stale_ids), DELETE_BATCH):
+            part = stale_ids[i:i + DELETE_BATCH]
+            try:
+                await self.vectord.delete_items(s.corpus, [cid for _, cid in part])
+            except (LakehouseError, aiohttp.ClientError) as exc:
+                for page in sorted({page for page, _ in part}):
+                    failed.add(page)
+                    result.errors.append(PageError(page, f"delete: {_describe(exc)}"))
+
+        result.added = sum(1 for page in p.added if page not in failed)
+        result.updated = sum(1 for page in p.changed if page not in failed)
+        result.deleted = sum(1 for page in p.deleted if page not in failed)
+
+    async def _write_batch(self, batch: list[Chunk], model: str, failed: set[str],
+                           result: RunResult) -> None:
+        """Embed and upsert one batch; on failure, the batch's pages land in errors."""
+        try:
+            await self._embed_upsert(batch, model, result)
+            return
+        except (LakehouseError, aiohttp.ClientError) as exc:
+            pages = sorted({c.metadata["path"] for c in batch})
+            if len(pages) == 1 or not _retryable_one_by_one(exc):
+                for page in pages:
+                    failed.add(page)
+                    result.errors.append(PageError(page, _describe(exc)))
+                log.warning("sync_batch_failed", pages=len(pages), error=_describe(exc))
+                return
+        # The embedder refused the input: find the page(s) at fault, keep the rest.
+        for page in sorted({c.metadata["path"] for c in batch}):
+            part = [c for c in batch if c.metadata["path"] == page]
+            try:
+                await self._embed_upsert(part, model, result)
+            except (LakehouseError, aiohttp.ClientError) as exc:
+                failed.add(page)
+                result.errors.append(PageError(page, _describe(exc)))
+
+    async def _embed_upsert(self, batch: list[Chunk], model: str, result: RunResult) -> None:
+        t0 = time.perf_counter()
+        result.embed_calls += 1
+        emb = await self.embed.embed([c.embed_text for c in batch], input_type="document",
+                                     model=model)
+        result.embed_seconds += time.perf_counter() - t0
+        if len(emb.vectors) != len(batch):
+            raise ServiceError(502, "upstream_error",
+                               f"embedd returned {len(emb.vectors)} vectors for {len(batch)} texts",
+                               service="embedd")
+        result.embedded_chunks += len(batch)
+        items: list[dict[str, Any]] = [c.item(v) for c, v in zip(batch, emb.vectors, strict=True)]
+        await self.vectord.upsert(self.settings.corpus, items, model=emb.model)

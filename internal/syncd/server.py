@@ -1,0 +1,169 @@
+"""syncd: keeps a corpus equal to a directory of markdown pages, on a ticker and on demand.
+
+Its own daemon (not matrixd) so a slow or crashing sync never takes query serving
+down; it needs only embedd and vectord. See DECISIONS.md, "Wiki sync".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from internal.common import logs
+from internal.common.client import ServiceClient
+from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
+from internal.common.web import json_response, make_base_app, run
+from internal.config import Config, ConfigError, SyncConfig, load_or_exit, redacted
+from internal.embed.client import EmbedClient
+from internal.syncd.runner import Syncer, SyncSettings
+from internal.syncd.ticker import Ticker
+from internal.vectord import language
+from internal.vectord.client import VectordClient
+
+log = structlog.get_logger()
+
+
+class SyncState:
+    """What a configured syncd holds: the syncer, its ticker and the ticker's task."""
+
+    def __init__(self, syncer: Syncer, ticker: Ticker, health: list[ServiceClient]) -> None:
+        self.syncer = syncer
+        self.ticker = ticker
+        self.health = health
+
+
+STATE = web.AppKey("sync_state", SyncState)
+SESSION = web.AppKey("session", aiohttp.ClientSession)
+
+
+def settings_of(cfg: SyncConfig) -> SyncSettings:
+    return SyncSettings(wiki_dir=Path(cfg.wiki_dir), corpus=cfg.corpus, ignore=cfg.ignore,
+                        languages=dict(cfg.languages), batch_size=cfg.batch_size,
+                        chunk_chars=cfg.chunk_chars)
+
+
+def check_config(cfg: SyncConfig) -> None:
+    """Start-up checks that need the file system (the loader checked the rest)."""
+    if not cfg.wiki_dir:
+        return
+    if not Path(cfg.wiki_dir).is_dir():
+        raise ConfigError("sync.wiki_dir", f"{cfg.wiki_dir!r} does not exist or is not a directory")
+    if not cfg.embedd_url:
+        raise ConfigError("sync.embedd_url", "sync needs an embedding backend")
+    for folder, code in cfg.languages.items():
+        try:
+            language.normalize_language(code, f"sync.languages.{folder}")
+        except InvalidArgument as exc:
+            raise ConfigError(f"sync.languages.{folder}",
+                              f"unknown language {code!r} (an ISO 639-1 code or a PostgreSQL "
+                              "text search configuration; 'simple' for none)") from exc
+
+
+def _state(request: web.Request) -> SyncState:
+    state = request.app.get(STATE)
+    if state is None:
+        raise Unavailable("sync is off: [sync] wiki_dir is not set", code="sync_not_configured")
+    return state
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+async def run_handler(request: web.Request) -> web.Response:
+    state = _state(request)
+    result = await state.syncer.request_run()
+    return json_response(result)
+
+
+async def status_handler(request: web.Request) -> web.Response:
+    state = _state(request)
+    s = state.syncer
+    last = s.last
+    body: dict[str, Any] = {
+        "wiki_dir": str(s.settings.wiki_dir),
+        "corpus": s.settings.corpus,
+        "interval": state.ticker.interval,
+        "running": s.running,
+        "runs": s.runs,
+        "last_run": last,
+        "last_run_at": last.started_at if last else None,
+        "last_finished_at": last.finished_at if last else None,
+        "next_run_at": _iso(state.ticker.next_run_at),
+    }
+    return json_response(body)
+
+
+async def readyz(request: web.Request) -> web.Response:
+    state = request.app.get(STATE)
+    if state is None:
+        return json_response({"status": "ok", "components": {"sync": "not_configured"}})
+    components: dict[str, str] = {}
+    for client in state.health:
+        try:
+            await client.call("GET", "/healthz", timeout=2.0)
+            components[client.service] = "ok"
+        except LakehouseError as exc:
+            components[client.service] = exc.message
+    ok = all(v == "ok" for v in components.values())
+    return json_response({"status": "ok" if ok else "degraded", "components": components},
+                         status=200 if ok else 503)
+
+
+def make_app(cfg: Config) -> web.Application:
+    """The syncd app; raises ConfigError when wiki_dir is set but unusable."""
+    check_config(cfg.sync)
+    app = make_base_app()
+    app.router.add_get("/readyz", readyz)
+    app.router.add_post("/v1/sync/run", run_handler)
+    app.router.add_get("/v1/sync/status", status_handler)
+    if not cfg.sync.wiki_dir:
+        return app
+
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        async with aiohttp.ClientSession() as session:
+            app[SESSION] = session
+            vectord = VectordClient(session, cfg.sync.vectord_url)
+            embed = EmbedClient(session, cfg.sync.embedd_url)
+            syncer = Syncer(settings_of(cfg.sync), vectord, embed)
+            ticker = Ticker(syncer, cfg.sync.interval, cfg.sync.run_on_start)
+            app[STATE] = SyncState(syncer, ticker, [vectord, embed])
+            task = asyncio.create_task(ticker.loop(), name="sync-ticker")
+            try:
+                yield
+            finally:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+
+    app.cleanup_ctx.append(resources)
+    return app
+
+
+def main() -> int:
+    cfg = load_or_exit()
+    logs.configure(cfg.log.level, cfg.log.format, service="syncd")
+    log.info("config", config=redacted(cfg))
+    try:
+        app = make_app(cfg)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    if not cfg.sync.wiki_dir:
+        log.warning("sync_not_configured", reason="[sync] wiki_dir is not set")
+    run(app, cfg.sync.host, cfg.sync.port)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

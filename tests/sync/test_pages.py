@@ -1,0 +1,124 @@
+"""Chunking, titles, ignores and folder languages (pure module, no I/O)."""
+
+from __future__ import annotations
+
+from internal.common.hashing import content_hash
+from internal.syncd.pages import (
+    build_page,
+    chunk_body,
+    is_ignored,
+    language_for,
+    page_of,
+    split_front_matter,
+    title_of,
+)
+
+
+def test_front_matter_title_beats_heading() -> None:
+    text = "---\ntitle: Deploy guide\ntags: [ops]\n---\n# deploy\n\nSteps.\n"
+    meta, body = split_front_matter(text)
+    assert meta["title"] == "Deploy guide"
+    assert body.startswith("# deploy")
+    assert title_of(meta, body, "ops/deploy.md") == "Deploy guide"
+
+
+def test_title_falls_back_to_heading_then_file_name() -> None:
+    assert title_of({}, "intro\n\n## tar\n\ntext", "x/tar.md") == "tar"
+    assert title_of({}, "no heading here", "x/tar.md") == "tar"
+    # A '#' inside a code fence is not a heading.
+    assert title_of({}, "```sh\n# comment\n```\n# real\n", "x.md") == "real"
+
+
+def test_broken_front_matter_is_kept_as_text() -> None:
+    text = "---\ntitle: [unclosed\n---\nbody\n"
+    meta, body = split_front_matter(text)
+    assert meta == {}
+    assert body == text
+
+
+def test_short_page_is_one_chunk_with_metadata() -> None:
+    page = build_page("pages.de/common/tar.md", "# tar\n\n> Archivierer.\n", {"pages.de": "de"}, 2000)
+    assert [c.id for c in page.chunks] == ["pages.de/common/tar.md#0"]
+    chunk = page.chunks[0]
+    assert chunk.title == "tar"
+    # Languages are resolved as vectord resolves them (ISO code -> regconfig).
+    assert chunk.language == "german"
+    assert chunk.metadata == {"title": "tar", "path": "pages.de/common/tar.md",
+                              "folder": "pages.de/common", "language": "german"}
+    assert chunk.item([0.0])["language"] == "german"
+    # The hash is what vectord computes over the stored fields.
+    assert chunk.hash == content_hash("tar", chunk.text, [], chunk.metadata, "german")
+
+
+def test_long_page_splits_along_headings() -> None:
+    sections = [f"## part {i}\n\n" + ("word " * 80) for i in range(6)]
+    body = "# Big page\n\nintro\n\n" + "\n".join(sections)
+    chunks = chunk_body(body, 1000)
+    assert len(chunks) > 1
+    assert all(len(c) <= 1000 for c in chunks)
+    # Every chunk after the first starts at a heading: no section is cut in two.
+    assert all(c.startswith("## part") for c in chunks[1:])
+    assert "".join(chunks).replace("\n", "").replace(" ", "") == body.replace("\n", "").replace(" ", "")
+
+
+def test_oversized_section_is_cut_at_paragraphs() -> None:
+    body = "# T\n\n" + "\n\n".join("p" * 300 for _ in range(10))
+    chunks = chunk_body(body, 700)
+    assert len(chunks) >= 5
+    assert all(len(c) <= 700 for c in chunks)
+
+
+def test_shrinking_page_has_fewer_chunk_ids() -> None:
+    long = "# T\n\n" + "\n\n".join(f"## s{i}\n\n" + "x " * 200 for i in range(5))
+    big = build_page("a.md", long, {}, 500)
+    small = build_page("a.md", "# T\n\nshort now\n", {}, 500)
+    assert len(big.chunks) == 5
+    assert [c.id for c in small.chunks] == ["a.md#0"]
+
+
+def test_later_chunks_embed_with_title() -> None:
+    long = "# Title\n\n" + "\n\n".join(f"## s{i}\n\n" + "x " * 200 for i in range(3))
+    page = build_page("a.md", long, {}, 500)
+    assert page.chunks[1].embed_text.startswith("Title\n\n## s")
+    assert page.chunks[0].embed_text == page.chunks[0].text
+
+
+def test_blank_page_is_still_stored() -> None:
+    page = build_page("docs/empty.md", "\n\n", {}, 2000)
+    assert [(c.id, c.text) for c in page.chunks] == [("docs/empty.md#0", "empty")]
+
+
+def test_ignore_globs() -> None:
+    globs = ("_index.md", ".*")
+    assert is_ignored("_index.md", globs)
+    assert is_ignored("pages/_index.md", globs)
+    assert is_ignored(".hidden.md", globs)
+    assert is_ignored(".git/HEAD.md", globs)
+    assert not is_ignored("pages/common/tar.md", globs)
+    assert is_ignored("drafts/x.md", ("drafts/*",))
+
+
+def test_folder_language_map() -> None:
+    langs = {"pages.de": "de", "pages.fr": "fr", "docs/intern/de": "german"}
+    assert language_for("pages.de/common/tar.md", langs) == "de"
+    assert language_for("pages.fr/linux/ls.md", langs) == "fr"
+    assert language_for("docs/intern/de/a.md", langs) == "german"
+    assert language_for("pages/common/tar.md", langs) is None
+    assert language_for("top.md", langs) is None
+    # Front matter may name the language itself.
+    page = build_page("pages/x.md", "---\nlanguage: es\n---\n# x\n", langs, 2000)
+    assert page.chunks[0].language == "spanish"
+
+
+def test_unmapped_language_is_detected() -> None:
+    de = "# tar\n\n> Archiviert Dateien und extrahiert sie wieder aus einem Archiv.\n"
+    en = "# tar\n\n> Archives files and extracts them again from an archive file.\n"
+    assert build_page("x/a.md", de, {}, 2000).chunks[0].language == "german"
+    assert build_page("x/a.md", en, {}, 2000).chunks[0].language == "english"
+    assert build_page("x/a.md", "# ls\n", {}, 2000).chunks[0].language == "simple"
+
+
+def test_page_of_chunk_ids() -> None:
+    assert page_of("pages/common/tar.md#0") == "pages/common/tar.md"
+    assert page_of("a#b.md#12") == "a#b.md"
+    assert page_of("not-a-chunk") is None
