@@ -213,21 +213,22 @@ _BM25 = """
 lex_st AS (
   SELECT coalesce(sum(n), 0)::float8 AS n,
          (%(lex_wa)s * coalesce(sum(sum_a), 0) + %(lex_wb)s * coalesce(sum(sum_b), 0)
-          + %(lex_wc)s * coalesce(sum(sum_c), 0))::float8 / greatest(sum(n), 1) AS avgdl
+          + %(lex_wc)s * coalesce(sum(sum_c), 0))::float8
+         / greatest(coalesce(sum(n), 0), 1)::float8 AS avgdl
   FROM {stats}),
 lex_p AS (
   SELECT p.item_id,
          %(lex_wa)s * p.tf_a + %(lex_wb)s * p.tf_b + %(lex_wc)s * p.tf_c AS tf,
          %(lex_wa)s * p.dl_a + %(lex_wb)s * p.dl_b + %(lex_wc)s * p.dl_c AS dl,
-         count(*) OVER (PARTITION BY p.lexeme) AS df
+         count(*) OVER (PARTITION BY p.lexeme)::float8 AS df
   FROM {postings} p
   WHERE p.lexeme = ANY (ARRAY({lexemes}))),
 lex_s AS (
   SELECT lex_p.item_id AS id,
-         sum(ln(1 + (lex_st.n - lex_p.df + 0.5) / (lex_p.df + 0.5))
-             * lex_p.tf * (%(lex_k1)s + 1)
-             / (lex_p.tf + %(lex_k1)s * (1 - %(lex_b)s
-                                         + %(lex_b)s * lex_p.dl / greatest(lex_st.avgdl, 1e-9))))
+         sum(ln(1.0::float8 + (lex_st.n - lex_p.df + 0.5::float8) / (lex_p.df + 0.5::float8))
+             * lex_p.tf * (%(lex_k1)s + 1.0::float8)
+             / (lex_p.tf + %(lex_k1)s * (1.0::float8 - %(lex_b)s
+                                         + %(lex_b)s * lex_p.dl / lex_st.avgdl)))
            AS score
   FROM lex_p, lex_st
   WHERE lex_p.tf > 0
