@@ -431,3 +431,62 @@ async def test_relevance_inside_search(http: aiohttp.ClientSession, matrix: str,
     assert [h["id"] for h in out["hits"]] == ["c0"]
     assert out["hits"][0]["relevance"]["score"] > 0
     assert {d["id"] for d in out["relevance"]["dropped"]} == {"c1", "c2"}
+
+
+# ---- lexical and hybrid -------------------------------------------------------------------
+
+async def test_hybrid_is_the_default_with_text(http: aiohttp.ClientSession, matrix: str,
+                                               two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    out = await _search(http, matrix, {"query_text": "largest planet", "corpora": [a, b]})
+    assert out["mode"] == "hybrid" and out["degraded"] == []
+    assert (out["hits"][0]["corpus"], out["hits"][0]["id"]) == (b, "d1")
+    scores = [h["merge_score"] for h in out["hits"]]
+    assert scores == sorted(scores, reverse=True)
+    assert all(h["merge_score"] == h["score"] for h in out["hits"])
+
+
+async def test_lexical_merges_by_rank_within_corpus(http: aiohttp.ClientSession, matrix: str,
+                                                    two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    out = await _search(http, matrix, {"query_text": "largest", "mode": "lexical",
+                                       "corpora": [a, b]})
+    assert {(h["corpus"], h["id"]) for h in out["hits"]} == {(a, "d2"), (b, "d1")}
+    assert all(h["merge_score"] == 1 / 61 and h["corpus_rank"] == 1 for h in out["hits"])
+    assert all(h["score"] > 0 for h in out["hits"])  # the corpus's own BM25 is kept
+
+
+async def test_hybrid_degrades_to_lexical_when_embedd_down(
+        http: aiohttp.ClientSession, base_cfg: Config, vectord_url: str,
+        two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    server = await start_matrix(base_cfg, vectord_url, "http://127.0.0.1:1")
+    try:
+        status, out = await post(http, f"{url_of(server)}/v1/matrix/search",
+                                 {"query_text": "largest", "corpora": [a, b],
+                                  "use_playbook": True})
+    finally:
+        await server.close()
+    assert status == 200, out
+    assert out["requested_mode"] == "hybrid" and out["mode"] == "lexical"
+    assert out["degraded"] == ["embedding_unavailable", "playbook_unavailable"]
+    assert {(h["corpus"], h["id"]) for h in out["hits"]} == {(a, "d2"), (b, "d1")}
+
+
+async def test_playbook_boost_in_a_score_ranked_mode(http: aiohttp.ClientSession, matrix: str,
+                                                     two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    pb = unique("pb")
+    q = {"query_text": "largest", "mode": "lexical", "corpora": [a, b], "playbook_corpus": pb}
+    base = await _search(http, matrix, q)
+    last = base["hits"][-1]
+    status, _ = await post(http, f"{matrix}/v1/matrix/playbooks/record",
+                           {"query_text": "largest", "answer_id": last["id"],
+                            "answer_corpus": last["corpus"], "score": 1.0, "playbook_corpus": pb})
+    assert status == 200
+    out = await _search(http, matrix, {**q, "use_playbook": True})
+    top = out["hits"][0]
+    assert (top["corpus"], top["id"]) == (last["corpus"], last["id"])
+    assert top["merge_score"] == last["merge_score"] / 0.5
+    assert top["original_merge_score"] == last["merge_score"]
+    assert out["playbook_boosted"] == 1
