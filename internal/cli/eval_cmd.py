@@ -59,8 +59,11 @@ def _options(args: argparse.Namespace) -> SearchOptions:
 
 
 def _progress(done: int, total: int) -> None:
-    print(f"\rembedding corpus: {done}/{total}", end="" if done < total else "\n",
-          file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(f"\rembedding corpus: {done}/{total}", end="" if done < total else "\n",
+              file=sys.stderr, flush=True)
+    elif done == total or done % 1024 < 64:
+        print(f"embedding corpus: {done}/{total}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:

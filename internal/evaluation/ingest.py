@@ -37,6 +37,7 @@ class IngestReport:
     corpus: str
     model: str
     docs: int
+    empty: int  # documents with neither title nor text: nothing to embed, not stored
     embedded: int
     reused: int
     deleted: int
@@ -99,6 +100,8 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
     started = time.perf_counter()
     model, dim = await default_model(ec)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
+    empty = sum(1 for doc in docs if not embed_text(doc).strip())
+    docs = [doc for doc in docs if embed_text(doc).strip()]
     stored = {row["id"]: row["content_hash"] async for row in vc.iter_ids(name)}
     wanted = {doc.id: doc_hash(doc) for doc in docs}
     todo = [doc for doc in docs if stored.get(doc.id) != wanted[doc.id]]
@@ -121,7 +124,7 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
 
     batches = [todo[i:i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
     await asyncio.gather(*(one(b) for b in batches))
-    report = IngestReport(corpus=name, model=model, docs=len(docs), embedded=len(todo),
+    report = IngestReport(corpus=name, model=model, docs=len(docs), empty=empty, embedded=len(todo),
                           reused=len(docs) - len(todo), deleted=len(stale), rebuilt=rebuilt,
                           seconds=time.perf_counter() - started)
     log.info("eval_ingested", corpus=name, embedded=report.embedded, reused=report.reused,

