@@ -1,0 +1,87 @@
+"""syncd over HTTP: not configured, bad config at start-up, run and status."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from internal.config import Config, ConfigError
+from internal.syncd.server import make_app
+from tests.helpers import ROOT, serve, url_of, with_section
+from tests.sync.conftest import LANGUAGES, expected_pages
+
+
+async def test_unconfigured_sync_answers_503(base_cfg: Config, http: aiohttp.ClientSession) -> None:
+    server = await serve(make_app(with_section(base_cfg, "sync", wiki_dir="")))
+    try:
+        for method, path in (("POST", "/v1/sync/run"), ("GET", "/v1/sync/status")):
+            async with http.request(method, url_of(server) + path) as resp:
+                body = await resp.json()
+                assert resp.status == 503
+                assert body["error"]["code"] == "sync_not_configured"
+        async with http.get(url_of(server) + "/healthz") as resp:
+            assert resp.status == 200
+    finally:
+        await server.close()
+
+
+def test_missing_wiki_dir_or_bad_language_is_a_config_error(base_cfg: Config, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sync\.wiki_dir"):
+        make_app(with_section(base_cfg, "sync", wiki_dir=str(tmp_path / "nope")))
+    with pytest.raises(ConfigError, match=r"sync\.languages\.pages\.xx"):
+        make_app(with_section(base_cfg, "sync", wiki_dir=str(tmp_path),
+                              languages={"pages.xx": "klingon"}))
+
+
+@pytest.mark.parametrize("env, reason", [
+    ({"LAKEHOUSE_SYNC_WIKI_DIR": "/nonexistent/wiki"}, "sync.wiki_dir"),
+    ({"LAKEHOUSE_SYNC_WIKI_DIR": "/tmp", "LAKEHOUSE_SYNC_EMBEDD_URL": ""}, "sync.embedd_url"),
+])
+def test_daemon_exits_1_at_start_up(env: dict[str, str], reason: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "internal.syncd.server"], cwd=ROOT, capture_output=True,
+        text=True, timeout=60, env={**os.environ, "LAKEHOUSE_SYNC_PORT": "0", **env})
+    assert proc.returncode == 1
+    assert reason in proc.stderr
+
+
+async def test_run_and_status_over_http(
+        base_cfg: Config, wiki: Path, corpus: str, http: aiohttp.ClientSession,
+        vectord_url: str, embedd_url: str) -> None:
+    cfg = with_section(base_cfg, "sync", wiki_dir=str(wiki), corpus=corpus,
+                       vectord_url=vectord_url, embedd_url=embedd_url, interval=3600.0,
+                       run_on_start=False, languages=dict(LANGUAGES))
+    server = await serve(make_app(cfg))
+    base = url_of(server)
+    try:
+        async with http.get(base + "/v1/sync/status") as resp:
+            status = await resp.json()
+        assert resp.status == 200
+        assert status["last_run"] is None and status["running"] is False
+        assert status["next_run_at"] and status["corpus"] == corpus
+
+        async with http.post(base + "/v1/sync/run") as resp:
+            result = await resp.json()
+        assert resp.status == 200
+        assert {"added", "updated", "deleted", "unchanged", "errors", "seconds"} <= set(result)
+        assert result["added"] == len(expected_pages(wiki)) and result["errors"] == []
+
+        (wiki / "pages" / "common" / "7z.md").unlink()
+        async with http.post(base + "/v1/sync/run") as resp:
+            second = await resp.json()
+        assert (second["deleted"], second["added"]) == (1, 0)
+
+        async with http.get(base + "/v1/sync/status") as resp:
+            status = await resp.json()
+        assert status["runs"] == 2 and status["last_run"]["deleted"] == 1
+        assert status["last_run_at"] and status["last_finished_at"]
+        async with http.get(base + "/readyz") as resp:
+            assert resp.status == 200
+            assert (await resp.json())["components"] == {"vectord": "ok", "embedd": "ok"}
+    finally:
+        await server.close()
