@@ -95,7 +95,19 @@ async def test_search_hit_shape(vectord_url: str, http: aiohttp.ClientSession) -
     assert top["id"] == "doc-0007" and top["title"] == "T7" and top["metadata"] == {"i": 7}
     assert top["tags"] == ["x"] and top["corpus"] == name and top["score"] is None
     assert top["ranks"]["lexical"] is None and top["language"] == "english"
-    assert set(top) == {"id", "corpus", "distance", "score", "ranks", "scores", "text",
+    assert set(top) >= {"id", "corpus", "distance", "score", "ranks", "scores", "text",
                         "title", "tags", "metadata", "language", "updated_at"}
     distances = [h["distance"] for h in hits]
     assert distances == sorted(distances)
+
+
+async def test_repeated_id_in_batch_last_wins(vectord_url: str,
+                                              http: aiohttp.ClientSession) -> None:
+    name = await make_corpus(http, vectord_url, dim=4)
+    batch = [item(1, 4, text="first"), item(2, 4), item(1, 4, text="second")]
+    status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": batch})
+    assert status == 200, body
+    _, got = await call(http, "GET", f"{vectord_url}{C}/{name}/items/doc-0001")
+    assert got["text"] == "second"
+    _, corpus = await call(http, "GET", f"{vectord_url}{C}/{name}")
+    assert corpus["count"] == 2
