@@ -79,7 +79,3 @@ class LocalModel:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return Encoded(vectors, truncated)
-
-    def count_tokens(self, text: str) -> int:
-        """Word pieces of text including [CLS]/[SEP], before truncation (for sorting)."""
-        return len(self._tok.encode(text).ids)
