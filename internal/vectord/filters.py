@@ -6,7 +6,10 @@ so they never collide with the search's own (`q`, `k`, ...).
 
 from __future__ import annotations
 
-from datetime import timezone
+import math
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 from psycopg import sql
@@ -29,17 +32,32 @@ def escape_like(text: str) -> str:
 
 def build_where(flt: Filter | None, field: str = "filter") -> tuple[sql.Composable, dict[str, Any]]:
     """The where-clause (TRUE when there is nothing to filter) and its parameters."""
-    if flt is None:
+    clauses, params = build_clauses(flt, field, "f_")
+    if not clauses:
         return TRUE, {}
+    return sql.SQL(" AND ").join(clauses), params
+
+
+def build_clauses(flt: Filter | None, field: str = "filter", prefix: str = "f_"
+                  ) -> tuple[list[sql.Composable], dict[str, Any]]:
+    """One boolean SQL expression per condition given, and their parameters.
+
+    Filters AND them; soft preferences (`prefer`, prefix "p_") count how many hold.
+    """
+    if flt is None:
+        return [], {}
     clauses: list[sql.Composable] = []
     params: dict[str, Any] = {}
+
+    def param(name: str, value: Any) -> sql.Composable:
+        params[prefix + name] = value
+        return sql.Placeholder(prefix + name)
+
     if flt.metadata:
-        clauses.append(sql.SQL("metadata @> %(f_metadata)s"))
-        params["f_metadata"] = Jsonb(flt.metadata)
+        clauses.append(sql.SQL("metadata @> {}").format(param("metadata", Jsonb(flt.metadata))))
     if flt.id_prefix:
         # id is COLLATE "C", so LIKE 'prefix%' is a range scan on the primary key.
-        clauses.append(sql.SQL("id LIKE %(f_id_prefix)s"))
-        params["f_id_prefix"] = like_prefix(flt.id_prefix)
+        clauses.append(sql.SQL("id LIKE {}").format(param("id_prefix", like_prefix(flt.id_prefix))))
     after, before = flt.updated_after, flt.updated_before
     if after is not None and after.tzinfo is None:
         after = after.replace(tzinfo=timezone.utc)
@@ -49,14 +67,87 @@ def build_where(flt: Filter | None, field: str = "filter") -> tuple[sql.Composab
         raise InvalidArgument(f"{field}.updated_before: must be later than updated_after",
                               field=f"{field}.updated_before")
     if after is not None:
-        clauses.append(sql.SQL("updated_at > %(f_updated_after)s"))
-        params["f_updated_after"] = after
+        clauses.append(sql.SQL("updated_at > {}").format(param("updated_after", after)))
     if before is not None:
-        clauses.append(sql.SQL("updated_at < %(f_updated_before)s"))
-        params["f_updated_before"] = before
-    if not clauses:
-        return TRUE, {}
-    return sql.SQL(" AND ").join(clauses), params
+        clauses.append(sql.SQL("updated_at < {}").format(param("updated_before", before)))
+    clauses.extend(_symbolic_clauses(flt, field, param))
+    return clauses, params
+
+
+_FIELD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$")
+
+
+def _field_name(name: str, where: str) -> str:
+    if not _FIELD_RE.match(name):
+        raise InvalidArgument(f"{where}: expected a metadata key (letters, digits, _ . : -), "
+                              f"got {name[:40]!r}", field=where)
+    return name
+
+
+def _symbolic_clauses(flt: Filter, field: str,
+                      param: Callable[[str, Any], sql.Composable]) -> list[sql.Composable]:
+    """Tags, type, date and number ranges, parent id, field presence (issue 8).
+
+    Metadata values of the wrong JSON type (a date that does not parse, a number
+    stored as text) never match and never raise: a filter cannot fail on data.
+    """
+    out: list[sql.Composable] = []
+    if flt.tags_any:
+        out.append(sql.SQL("tags && {}::text[]").format(param("tags_any", list(flt.tags_any))))
+    if flt.tags_all:
+        out.append(sql.SQL("tags @> {}::text[]").format(param("tags_all", list(flt.tags_all))))
+    if flt.type is not None:
+        types = [flt.type] if isinstance(flt.type, str) else list(flt.type)
+        if not types:
+            raise InvalidArgument(f"{field}.type: must name at least one type", field=f"{field}.type")
+        out.append(sql.SQL("(metadata->>'type') = ANY({}::text[])").format(param("type", types)))
+    if flt.date is not None:
+        d = flt.date
+        key = param("date_field", _field_name(d.field, f"{field}.date.field"))
+        if d.after is None and d.before is None:
+            raise InvalidArgument(f"{field}.date: give after, before or both", field=f"{field}.date")
+        after, before = _utc(d.after), _utc(d.before)
+        if after is not None and before is not None and after >= before:
+            raise InvalidArgument(f"{field}.date.before: must be later than after",
+                                  field=f"{field}.date.before")
+        value = sql.SQL("(CASE WHEN pg_input_is_valid(metadata->>{k}, 'timestamptz') "
+                        "THEN (metadata->>{k})::timestamptz END)").format(k=key)
+        parts = []
+        if after is not None:
+            parts.append(sql.SQL("{} >= {}").format(value, param("date_after", after)))
+        if before is not None:
+            parts.append(sql.SQL("{} < {}").format(value, param("date_before", before)))
+        out.append(sql.SQL("coalesce({}, false)").format(sql.SQL(" AND ").join(parts)))
+    if flt.range is not None:
+        r = flt.range
+        key = param("range_field", _field_name(r.field, f"{field}.range.field"))
+        value = sql.SQL("(CASE WHEN jsonb_typeof(metadata->{k}) = 'number' "
+                        "THEN (metadata->>{k})::float8 END)").format(k=key)
+        parts = []
+        for name, op in (("gte", ">="), ("gt", ">"), ("lte", "<="), ("lt", "<")):
+            bound = getattr(r, name)
+            if bound is None:
+                continue
+            if not math.isfinite(bound):
+                raise InvalidArgument(f"{field}.range.{name}: must be finite",
+                                      field=f"{field}.range.{name}")
+            parts.append(sql.SQL("{} {} {}").format(value, sql.SQL(op), param(f"range_{name}", float(bound))))
+        if not parts:
+            raise InvalidArgument(f"{field}.range: give gte, gt, lte or lt", field=f"{field}.range")
+        out.append(sql.SQL("coalesce({}, false)").format(sql.SQL(" AND ").join(parts)))
+    if flt.parent_id is not None:
+        out.append(sql.SQL("(metadata->>'parent_id') = {}").format(param("parent_id", flt.parent_id)))
+    if flt.has:
+        for i, name in enumerate(flt.has):
+            _field_name(name, f"{field}.has[{i}]")
+        out.append(sql.SQL("metadata ?& {}::text[]").format(param("has", list(flt.has))))
+    return out
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
 
 
 def is_filtered(where: sql.Composable) -> bool:

@@ -27,6 +27,7 @@ SYMBOLIC = "symbolic"
 LAYERS = (VECTOR, LEXICAL, SYMBOLIC)
 METHODS = ("rrf", "weighted", "dbsf")
 
+DEFAULT_METHOD = "rrf"  # hybrid's fusion when a request names none
 DEFAULT_RRF_K = 60
 DEFAULT_WEIGHTS: Mapping[str, float] = {VECTOR: 0.5, LEXICAL: 0.3, SYMBOLIC: 0.2}
 

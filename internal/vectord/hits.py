@@ -9,13 +9,18 @@ from internal.vectord.models import Corpus, Hit
 
 def hit(corpus: Corpus, row: dict[str, Any], *, distance: float | None = None,
         score: float | None = None, ranks: dict[str, int | None] | None = None,
-        scores: dict[str, float | None] | None = None) -> Hit:
+        scores: dict[str, float | None] | None = None,
+        matched_layers: list[str] | None = None) -> Hit:
+    all_ranks: dict[str, int | None] = {"vector": None, "lexical": None, **(ranks or {})}
+    if matched_layers is None:  # a layer matched when the hit has a rank in it
+        matched_layers = [layer for layer, r in all_ranks.items() if r is not None]
     return Hit(
         id=row["id"], corpus=corpus.name, distance=distance, score=score,
-        ranks={"vector": None, "lexical": None, **(ranks or {})},
+        ranks=all_ranks,
         scores={"vector": None, "lexical": None, **(scores or {})},
         text=row["text"], title=row["title"], tags=list(row["tags"] or []),
-        metadata=row["metadata"] or {}, language=row["language"], updated_at=row["updated_at"])
+        metadata=row["metadata"] or {}, language=row["language"], updated_at=row["updated_at"],
+        matched_layers=matched_layers)
 
 
 def similarity(metric: str, distance: float) -> float:

@@ -9,7 +9,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from internal.common.errors import InvalidArgument
-from internal.vectord import hits, lexical, schema, validate
+from internal.vectord import fusion, fusion_search, hits, lexical, schema, validate
 from internal.vectord.filters import is_filtered
 from internal.vectord.language import AUTO, normalize_language
 from internal.vectord.models import MAX_K, Corpus, Hit, SearchRequest
@@ -104,12 +104,19 @@ async def search_hybrid(store: Store, corpus: Corpus, req: SearchRequest,
         raise InvalidArgument(f"candidates: must be in k..{MAX_K} (k={req.k}), got {n}",
                               field="candidates")
     filtered = is_filtered(where)
+    ef_search = req.ef_search if req.ef_search is not None else store.cfg.ef_search
+    method = req.fusion or fusion.DEFAULT_METHOD
+    if method != "rrf" or req.prefer is not None:
+        # weighted, dbsf and soft preferences are fused in Python (issue 8).
+        return await fusion_search.search(
+            store, corpus, req, where, params, text=text, query=query, languages=langs,
+            bm25=lexical.bm25_params(text, langs, k1, b, weights, n), n=n, rrf_k=rrf_k,
+            ef_search=ef_search, filtered=filtered, method=method)
     table = schema.items_table(corpus.id)
     stmt = lexical.hybrid_sql(table, corpus.id, langs, where, filtered,
                               None if query is None else schema.OPERATOR[corpus.metric])
     args = {**params, **lexical.bm25_params(text, langs, k1, b, weights, n),
             "vec_q": query, "vec_n": n, "rrf_k": rrf_k, "k": req.k}
-    ef_search = req.ef_search if req.ef_search is not None else store.cfg.ef_search
     async with store.pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         async with conn.pipeline():

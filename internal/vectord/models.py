@@ -44,13 +44,43 @@ class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
     ids: list[str]
 
 
+class DateRange(msgspec.Struct, forbid_unknown_fields=True):
+    """An ISO-8601 date/time metadata field within [after, before) (issue 8)."""
+
+    field: str
+    after: datetime | None = None
+    before: datetime | None = None
+
+
+class NumberRange(msgspec.Struct, forbid_unknown_fields=True):
+    """A numeric metadata field (e.g. importance) within bounds (issue 8)."""
+
+    field: str
+    gte: float | None = None
+    gt: float | None = None
+    lte: float | None = None
+    lt: float | None = None
+
+
 class Filter(msgspec.Struct, forbid_unknown_fields=True):
-    """Hard filters; internal.vectord.filters turns one into a SQL where-clause."""
+    """Hard filters; internal.vectord.filters turns one into a SQL where-clause.
+
+    Used as `prefer` too: then each condition given is one soft preference, and the
+    share of them an item meets is its symbolic score.
+    """
 
     metadata: dict[str, Any] | None = None
     id_prefix: str | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
+    # The symbolic layer (issue 8).
+    tags_any: list[str] | None = None
+    tags_all: list[str] | None = None
+    type: str | list[str] | None = None  # metadata.type, one of
+    date: DateRange | None = None
+    range: NumberRange | None = None
+    parent_id: str | None = None  # metadata.parent_id
+    has: list[str] | None = None  # metadata fields that must be present
 
 
 class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
@@ -75,6 +105,10 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     field_weights: FieldWeights | None = None
     rrf_k: int | None = None
     candidates: int | None = None  # hybrid: how many hits each branch feeds the fusion
+    # hybrid fusion (issue 8): rrf | weighted | dbsf; None: the [vectord] setting.
+    fusion: Literal["rrf", "weighted", "dbsf"] | None = None
+    weights: dict[str, float] | None = None  # vector / lexical / symbolic
+    prefer: Filter | None = None  # soft preferences: the symbolic layer's score
 
 
 class Corpus(msgspec.Struct, frozen=True):
@@ -110,6 +144,8 @@ class Hit(msgspec.Struct):
     metadata: dict[str, Any]
     language: str
     updated_at: datetime
+    # Layers that found this hit: vector, lexical, symbolic (a preference met).
+    matched_layers: list[str] = []
 
 
 class SearchResponse(msgspec.Struct):
