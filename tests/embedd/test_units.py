@@ -1,0 +1,72 @@
+"""The I/O-free parts: the LRU cache and how the coalescer picks a batch."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from internal.embedd.cache import LRUCache, key
+from internal.embedd.coalesce import Coalescer
+from internal.embedd.local import Encoded
+
+
+def test_lru_evicts_least_recently_used() -> None:
+    cache = LRUCache(2)
+    a, b, c = key("m", "a"), key("m", "b"), key("m", "c")
+    cache.put(a, np.ones(3, dtype=np.float32), False)
+    cache.put(b, np.zeros(3, dtype=np.float32), True)
+    assert cache.get(a) is not None  # a is now the most recent
+    cache.put(c, np.ones(3, dtype=np.float32), False)
+    assert cache.get(b) is None and cache.get(a) is not None and len(cache) == 2
+    entry = cache.get(a)
+    assert entry is not None and not entry.vector.flags.writeable
+
+
+def test_cache_key_separates_models_and_texts() -> None:
+    assert key("m1", "t") != key("m2", "t")
+    assert key("m1", "t") != key("m1", "t ")
+    assert key("m1", "t") == key("m1", "t")
+
+
+def test_cache_size_zero_stores_nothing() -> None:
+    cache = LRUCache(0)
+    cache.put(key("m", "a"), np.ones(3, dtype=np.float32), False)
+    assert len(cache) == 0
+
+
+def fake_model(texts: list[str]) -> Encoded:
+    """Vector = [len(text)] so results can be traced to their text."""
+    return Encoded(np.array([[float(len(t))] for t in texts], dtype=np.float32),
+                   [i for i, t in enumerate(texts) if len(t) > 10])
+
+
+async def test_coalescer_batches_sorted_and_keeps_order() -> None:
+    seen: list[list[str]] = []
+
+    def run(texts: list[str]) -> Encoded:
+        seen.append(texts)
+        return fake_model(texts)
+
+    with ThreadPoolExecutor(1) as ex:
+        co = Coalescer(run, ex, batch_size=4, max_wait=0.01, workers=1)
+        texts = ["x" * n for n in (12, 1, 7, 3, 9, 2, 11, 5, 4)]
+        results = await asyncio.gather(co.embed(texts[:5]), co.embed(texts[5:]))
+        await co.close()
+    got = [float(v[0]) for r in results for v in r.vectors]
+    assert got == [float(len(t)) for t in texts]
+    assert results[0].truncated == [0] and results[1].truncated == [1]
+    assert all(len(b) <= 4 for b in seen) and len(seen) < len(texts)
+    assert all(b == sorted(b, key=len) for b in seen)
+
+
+async def test_coalescer_failure_reaches_every_waiter() -> None:
+    def boom(texts: list[str]) -> Encoded:
+        raise RuntimeError("model exploded")
+
+    with ThreadPoolExecutor(1) as ex:
+        co = Coalescer(boom, ex, batch_size=8, max_wait=0.0, workers=1)
+        results = await asyncio.gather(co.embed(["a"]), co.embed(["b"]), return_exceptions=True)
+        await co.close()
+    assert all(isinstance(r, RuntimeError) for r in results)
