@@ -39,6 +39,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/vectors/corpora", "vectord", "List corpora", None, s.CorpusList),
     Route("GET", _C, "vectord", "Get a corpus", None, s.Corpus),
     Route("DELETE", _C, "vectord", "Delete a corpus", None, s.CorpusDeleted),
+    Route("POST", f"{_C}/index", "vectord", "Build the corpus's vector index now", None, s.Passthrough),
     Route("POST", f"{_C}/items", "vectord", "Upsert items (all or nothing)", s.UpsertRequest, s.Upserted),
     Route("GET", f"{_C}/items/{{id}}", "vectord", "Get one item", None, s.StoredItem),
     Route("POST", f"{_C}/items/delete", "vectord", "Delete items by id", s.DeleteItems, s.ItemsDeleted),

@@ -1,0 +1,150 @@
+"""Benchmark the gateway's overhead: one matrixd search, through the gateway and direct.
+
+Starts the whole stack with `lakehouse up` on free loopback ports (temporary data dir,
+log level warning everywhere), loads one corpus of random 384-d vectors with short
+texts, then sends the same matrixd search at concurrency 16 straight to matrixd and
+through the gateway, in alternating rounds so both see the same machine load. Prints
+p50/p95 latency and QPS per path and the gateway's p50 overhead (target <= 15%), for
+a text (hybrid) search, the usual one, and a vector search, the cheapest one (where a
+fixed per-request cost weighs most).
+
+    .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+CONCURRENCY = 16
+WORDS = ("vector database search index query corpus postgres embedding model rank fusion "
+         "lexical hybrid keyword gateway daemon latency throughput tea bicycle river").split()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_stack(tmp: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    ports = {s: free_port() for s in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC")}
+    env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(tmp / "pg"),
+           "LAKEHOUSE_LOG_LEVEL": "warning", "LAKEHOUSE_LOG_FORMAT": "json"}
+    env.update({f"LAKEHOUSE_{s}_PORT": str(p) for s, p in ports.items()})
+    proc = subprocess.Popen([sys.executable, "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs")],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("Lakehouse is up: "):
+            return proc, {"gateway": line.split(": ", 1)[1].strip(),
+                          "matrixd": f"http://127.0.0.1:{ports['MATRIXD']}"}
+    raise SystemExit("lakehouse up did not come up")
+
+
+async def load(session: aiohttp.ClientSession, base: str, corpus: str, items: int) -> None:
+    rng = np.random.default_rng(7)
+    async with session.post(f"{base}/v1/vectors/corpora", json={"name": corpus, "dim": 384}) as r:
+        assert r.status in (201, 409), await r.text()
+    for start in range(0, items, 500):
+        n = min(500, items - start)
+        vecs = rng.standard_normal((n, 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        batch = [{"id": f"d{start + i}", "vector": v.tolist(),
+                  "text": " ".join(random.choices(WORDS, k=12))} for i, v in enumerate(vecs)]
+        async with session.post(f"{base}/v1/vectors/corpora/{corpus}/items", json={"items": batch}) as r:
+            assert r.status == 200, await r.text()
+
+
+async def run(session: aiohttp.ClientSession, url: str, body: dict[str, Any], queries: int
+              ) -> tuple[list[float], float]:
+    """Latencies (ms) of `queries` searches at CONCURRENCY, and the wall time (s)."""
+    latencies: list[float] = []
+    left = queries
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            t0 = time.perf_counter()
+            async with session.post(f"{url}/v1/matrix/search", json=body) as r:
+                await r.read()
+                assert r.status == 200, r.status
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return latencies, time.perf_counter() - t0
+
+
+async def main_async(args: argparse.Namespace, urls: dict[str, str]) -> None:
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        corpus = "bench_gateway"
+        await load(session, urls["gateway"], corpus, args.items)
+        qv = np.random.default_rng(1).standard_normal(384).astype(np.float32)
+        qv /= np.linalg.norm(qv)
+        searches = {
+            "text (hybrid)": {"query_text": "vector search latency", "corpora": [corpus], "k": 10},
+            "vector": {"query_vector": qv.tolist(), "corpora": [corpus], "k": 10, "mode": "vector"},
+        }
+        rows = []
+        for label, body in searches.items():
+            for path in ("matrixd", "gateway"):
+                await run(session, urls[path], body, 50)  # warm-up
+            lat: dict[str, list[float]] = {"matrixd": [], "gateway": []}
+            wall = {"matrixd": 0.0, "gateway": 0.0}
+            for rnd in range(args.rounds):
+                order = ("matrixd", "gateway") if rnd % 2 == 0 else ("gateway", "matrixd")
+                for path in order:
+                    got, secs = await run(session, urls[path], body, args.queries)
+                    lat[path] += got
+                    wall[path] += secs
+            for path in ("matrixd", "gateway"):
+                xs = sorted(lat[path])
+                rows.append((label, "direct to matrixd" if path == "matrixd" else "through gateway",
+                             statistics.median(xs), xs[int(len(xs) * 0.95) - 1], len(xs) / wall[path]))
+        print(f"\nconcurrency {CONCURRENCY}, {args.items} items, {args.rounds} x {args.queries} queries per path\n")
+        print("| search        | path              | p50 ms | p95 ms |   QPS | p50 overhead |")
+        print("|---------------|-------------------|-------:|-------:|------:|-------------:|")
+        for i, (label, path, p50, p95, qps) in enumerate(rows):
+            over = "" if i % 2 == 0 else f"{(p50 / rows[i - 1][2] - 1) * 100:+.1f}%"
+            print(f"| {label:<13} | {path:<17} | {p50:6.2f} | {p95:6.2f} | {qps:5.0f} | {over:>12} |")
+        print("\ntarget: gateway p50 overhead <= 15%")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-gw-"))
+    proc, urls = start_stack(tmp)
+    try:
+        asyncio.run(main_async(args, urls))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""`lakehouse ingest` reads BEIR lines strictly and skips what vectord already holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from internal.cli.client_cmd import Doc, InputError, plan_ingest, read_jsonl
+from internal.cli.main import build_parser
+from internal.common.hashing import content_hash
+
+
+def test_read_jsonl_beir_lines(tmp_path: Path) -> None:
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"_id": "1", "title": "T", "text": "one", "metadata": {"y": 2}}\n\n'
+                 '{"_id": 2, "text": "two", "tags": ["a"], "language": "german"}\n', encoding="utf-8")
+    docs = read_jsonl(f)
+    assert [d.id for d in docs] == ["1", "2"]
+    assert docs[0].embed_text() == "T\none"
+    assert docs[1].metadata == {} and docs[1].tags == ["a"] and docs[1].language == "german"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"title": "x", "text": "y"}', "c.jsonl:1: _id: required"),
+    ('{"_id": "1"}', "c.jsonl:1: text: required"),
+    ('{"_id": "1", "text": "y", "metadata": [1]}', "metadata: expected an object"),
+    ("not json", "c.jsonl:1: not JSON"),
+])
+def test_read_jsonl_names_the_bad_line(tmp_path: Path, line: str, message: str) -> None:
+    f = tmp_path / "c.jsonl"
+    f.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        read_jsonl(f)
+
+
+def test_duplicate_ids_refused(tmp_path: Path) -> None:
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"_id": "1", "text": "a"}\n{"_id": "1", "text": "b"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="appears twice"):
+        read_jsonl(f)
+
+
+def _doc(i: str, text: str, language: str | None = None) -> Doc:
+    return Doc(i, text, "t", None, {"k": 1}, language)
+
+
+def test_plan_skips_same_content_only() -> None:
+    same, changed, new = _doc("a", "x"), _doc("b", "y"), _doc("c", "z")
+    stored = {"a": content_hash("t", "x", None, {"k": 1}, "english"),
+              "b": content_hash("t", "old text", None, {"k": 1}, "english")}
+    plan = plan_ingest([same, changed, new], stored, "english")
+    assert plan.unchanged == 1
+    assert [d.id for d in plan.todo] == ["b", "c"]
+
+
+def test_plan_in_auto_corpus_matches_the_detected_language() -> None:
+    doc = _doc("a", "Der Hund schläft im Garten.")
+    stored = {"a": content_hash("t", doc.text, None, {"k": 1}, "german")}
+    assert plan_ingest([doc], stored, "auto").unchanged == 1
+    # A fixed-language corpus stores its own language: a german hash is a change there.
+    assert plan_ingest([doc], stored, "english").unchanged == 0
+
+
+def test_cli_parses_every_people_command() -> None:
+    p = build_parser()
+    a = p.parse_args(["search", "q", "--corpora", "a,b", "--mode", "vector", "--k", "3"])
+    assert (a.corpora, a.mode, a.k) == ("a,b", "vector", 3)
+    a = p.parse_args(["record", "q", "id1", "--corpus", "c", "--score", "0.5"])
+    assert (a.answer_id, a.corpus, a.score) == ("id1", "c", 0.5)
+    a = p.parse_args(["ingest", "f.jsonl", "--corpus", "c"])
+    assert a.batch == 64
+    assert p.parse_args(["up"]).func.__name__ == "_up"
+    assert p.parse_args(["status", "--url", "http://x"]).url == "http://x"
