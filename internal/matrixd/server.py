@@ -43,6 +43,8 @@ log = structlog.get_logger()
 Mode = Literal["vector", "lexical", "hybrid", "keyword"]
 # vectord 400s on these fields are faults of the request, the same for every corpus.
 _REQUEST_FIELDS = ("filter", "language", "ef_search")
+# Hybrid fusion options (issue 8), passed to vectord unchanged; a 400 on them is the request's.
+_FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer")
 
 
 @dataclass
@@ -73,6 +75,11 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     filter: dict[str, Any] | None = None
     language: str | None = None
     ef_search: int | None = None
+    fusion: str | None = None
+    rrf_k: int | None = None
+    weights: dict[str, float] | None = None
+    candidates: int | None = None
+    prefer: dict[str, Any] | None = None
     allow_partial: bool = False
     use_playbook: bool = False
     playbook_corpus: str | None = None
@@ -222,7 +229,7 @@ def _raise_request_fault(results: list[CorpusResult]) -> None:
     for r in results:
         e = r.error
         if (isinstance(e, ServiceError) and e.status == 400 and e.field
-                and e.field.split(".")[0].split("[")[0] in _REQUEST_FIELDS):
+                and e.field.split(".")[0].split("[")[0] in (*_REQUEST_FIELDS, *_FUSION_FIELDS)):
             raise InvalidArgument(e.message, field=e.field)
 
 
@@ -258,6 +265,10 @@ async def search_handler(request: web.Request) -> web.Response:
     for key in ("filter", "language", "ef_search"):
         if getattr(body, key) is not None:
             vbody[key] = getattr(body, key)
+    if mode == "hybrid":
+        for key in _FUSION_FIELDS:
+            if getattr(body, key) is not None:
+                vbody[key] = getattr(body, key)
 
     playbook_name = body.playbook_corpus or cfg.playbook_corpus
     use_playbook = body.use_playbook and vector is not None
