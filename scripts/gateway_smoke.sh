@@ -50,6 +50,7 @@ BODY="{\"table\": $(printf '%s' "$out" | jq -Rs .)}"
 check "corpora lists it" ".table | test(\"$corpus +3 \")"
 req DELETE "/v1/vectors/corpora/$corpus"
 expect_status 200 "cleanup"
-curl -fsS "$BASE/metrics" | grep -q 'lakehouse_gateway_requests_total{method="POST",route="/v1/matrix/search",status="200"}' \
-  && { PASSES=$((PASSES + 1)); echo "ok   metrics per route"; } || { echo "FAIL metrics per route" >&2; exit 1; }
+metrics=$(curl -fsS "$BASE/metrics")
+BODY=$(jq -n --arg m "$metrics" '{metrics: $m}')
+check "metrics per route and per upstream" '.metrics | test("lakehouse_gateway_requests_total[{]method=\"POST\",route=\"/v1/matrix/search\",status=\"200\"[}]") and test("lakehouse_gateway_upstream_seconds_count[{]upstream=\"matrixd\"[}]")'
 smoke_done gateway
