@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         report = asyncio.run(evaluate_dataset(
             cfg, args.dataset, args.split, args.modes, options=_options(args),
             corpus=args.corpus, in_process=args.in_process, progress=_progress,
+            cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
         ))
     except (DatasetError, ValueError) as exc:
         print(f"eval: {exc}", file=sys.stderr)

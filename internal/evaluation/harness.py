@@ -23,8 +23,12 @@ async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
                            options: SearchOptions | None = None,
                            corpus: str | None = None, in_process: bool = False,
                            vectord_url: str | None = None, embedd_url: str | None = None,
-                           progress: Progress | None = None) -> Report:
-    """Load the data set, bring its corpus up to date, and score every mode."""
+                           progress: Progress | None = None,
+                           cache_dir: Path | None = None) -> Report:
+    """Load the data set, bring its corpus up to date, and score every mode.
+
+    cache_dir keeps document vectors between runs (see ingest.VectorCache).
+    """
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
@@ -36,7 +40,7 @@ async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
         # Embedding a large batch on a shared CPU can take minutes.
         vc = VectordClient(session, ends.vectord_url, timeout=600.0)
         ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
-        ing = await ingest(vc, ec, name, dataset.docs, progress=progress)
+        ing = await ingest(vc, ec, name, dataset.docs, progress=progress, cache_dir=cache_dir)
         results, embed_seconds = await run_modes(vc, ec, name, dataset, modes, ing.model, options)
         settings: dict[str, Any] = {
             "corpus": name,

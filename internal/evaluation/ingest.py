@@ -9,11 +9,15 @@ or dimension is dropped and rebuilt, since its vectors cannot be compared.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import structlog
 
 from internal.common.errors import ServiceError
@@ -32,13 +36,55 @@ INFLIGHT = 2  # batches embedded at once: keeps embedd busy while vectord writes
 Progress = Callable[[int, int], None]
 
 
+class VectorCache:
+    """Document vectors on disk keyed by model and sha256 of the embedded text.
+
+    vectord is the cache of record (its content hashes decide what is re-embedded);
+    this file only spares the embedding when a corpus must be rebuilt (a new
+    database, a schema change), which for SciFact is minutes of CPU.
+    """
+
+    def __init__(self, path: Path | None, model: str) -> None:
+        self.path = path
+        self.model = model
+        self.vectors: dict[str, list[float]] = {}
+        self.dirty = False
+        if path is not None and path.is_file():
+            with np.load(path, allow_pickle=False) as data:
+                if str(data["model"]) == model:
+                    for key, vec in zip(data["keys"].tolist(), data["vectors"], strict=True):
+                        self.vectors[str(key)] = [float(x) for x in vec]
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get(self, text: str) -> list[float] | None:
+        return self.vectors.get(self.key(text))
+
+    def put(self, text: str, vector: list[float]) -> None:
+        self.vectors[self.key(text)] = vector
+        self.dirty = True
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty or not self.vectors:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, model=np.array(self.model), keys=np.array(list(self.vectors)),
+                 vectors=np.array(list(self.vectors.values()), dtype=np.float32))
+        os.replace(tmp, self.path)
+        self.dirty = False
+
+
 @dataclass(frozen=True)
 class IngestReport:
     corpus: str
     model: str
     docs: int
     empty: int  # documents with neither title nor text: nothing to embed, not stored
-    embedded: int
+    embedded: int  # upserted: new or changed content
+    from_cache: int  # of those, vectors read from the cache file instead of embedded
     reused: int
     deleted: int
     rebuilt: bool
@@ -95,10 +141,15 @@ async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tu
 
 
 async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[Doc],
-                 progress: Progress | None = None) -> IngestReport:
-    """Bring corpus `name` in line with docs; embed (input_type document) only what changed."""
+                 progress: Progress | None = None, cache_dir: Path | None = None) -> IngestReport:
+    """Bring corpus `name` in line with docs; embed (input_type document) only what changed.
+
+    cache_dir: where document vectors are kept between runs (None: not kept).
+    """
     started = time.perf_counter()
     model, dim = await default_model(ec)
+    slug = "".join(c if c.isalnum() else "_" for c in model)
+    cache = VectorCache(None if cache_dir is None else cache_dir / f"{name}.{slug}.npz", model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
     empty = sum(1 for doc in docs if not embed_text(doc).strip())
     docs = [doc for doc in docs if embed_text(doc).strip()]
@@ -109,22 +160,34 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
     for i in range(0, len(stale), UPSERT_BATCH):
         await vc.delete_items(name, stale[i:i + UPSERT_BATCH])
 
-    done = 0
+    done = cached = 0
     gate = asyncio.Semaphore(INFLIGHT)
 
     async def one(batch: Sequence[Doc]) -> None:
-        nonlocal done
+        nonlocal done, cached
         async with gate:
-            emb = await ec.embed([embed_text(d) for d in batch], input_type="document", model=model)
-            await vc.upsert(name, [_item(d, v) for d, v in zip(batch, emb.vectors, strict=True)],
-                            model=model)
+            texts = [embed_text(d) for d in batch]
+            vectors = [cache.get(t) for t in texts]
+            missing = [i for i, v in enumerate(vectors) if v is None]
+            cached += len(batch) - len(missing)
+            if missing:
+                emb = await ec.embed([texts[i] for i in missing], input_type="document", model=model)
+                for i, v in zip(missing, emb.vectors, strict=True):
+                    vectors[i] = v
+                    cache.put(texts[i], v)
+            await vc.upsert(name, [_item(d, v) for d, v in zip(batch, vectors, strict=True)
+                                   if v is not None], model=model)
         done += len(batch)
         if progress is not None:
             progress(done, len(todo))
 
     batches = [todo[i:i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
-    await asyncio.gather(*(one(b) for b in batches))
+    try:
+        await asyncio.gather(*(one(b) for b in batches))
+    finally:
+        cache.save()
     report = IngestReport(corpus=name, model=model, docs=len(docs), empty=empty, embedded=len(todo),
+                          from_cache=cached,
                           reused=len(docs) - len(todo), deleted=len(stale), rebuilt=rebuilt,
                           seconds=time.perf_counter() - started)
     log.info("eval_ingested", corpus=name, embedded=report.embedded, reused=report.reused,

@@ -53,7 +53,8 @@ class Report:
         ing = self.ingest
         lines = [
             f"{self.dataset} ({self.split}): {self.docs} docs, {self.queries} judged queries; "
-            f"ingest {ing.seconds:.1f} s ({ing.embedded} embedded, {ing.reused} reused"
+            f"ingest {ing.seconds:.1f} s ({ing.embedded} upserted, {ing.from_cache} of them from the "
+            f"vector cache; {ing.reused} reused"
             f"{f', {ing.empty} empty skipped' if ing.empty else ''}); "
             f"query embedding {self.query_embed_seconds:.1f} s",
             "",

@@ -58,3 +58,15 @@ def test_metrics_use_rank_order_and_count_missing_queries_as_zero() -> None:
     assert half["mrr@10"] == pytest.approx(0.25)
     assert half["recall@100"] == pytest.approx(0.5)
     assert 0 < half["ndcg@10"] < 0.5
+
+
+def test_vector_cache_round_trip_and_model_check(tmp_path: Path) -> None:
+    from internal.evaluation.ingest import VectorCache
+
+    path = tmp_path / "c.npz"
+    cache = VectorCache(path, "model-a")
+    cache.put("hello", [0.5, 0.25])
+    cache.save()
+    again = VectorCache(path, "model-a")
+    assert again.get("hello") == [0.5, 0.25] and again.get("other") is None
+    assert VectorCache(path, "model-b").get("hello") is None  # another model's vectors never serve
