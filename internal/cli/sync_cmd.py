@@ -1,0 +1,104 @@
+"""`lakehouse sync DIR --corpus NAME`: one sync run of a markdown folder, with a progress bar.
+
+The run happens in this process (the same runner syncd uses), talking to the
+gateway's /v1/vectors and /v1/embed routes, so no syncd needs to be configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import aiohttp
+from tqdm import tqdm
+
+from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
+from internal.common import logs
+from internal.common.errors import InvalidArgument
+from internal.embed.client import EmbedClient
+from internal.syncd.runner import RunResult, Syncer, SyncSettings
+from internal.vectord import language
+from internal.vectord.client import VectordClient
+
+
+def _languages(pairs: list[str], configured: dict[str, str]) -> dict[str, str]:
+    """--lang FOLDER=CODE pairs on top of the config's [sync.languages]."""
+    out = dict(configured)
+    for pair in pairs:
+        folder, sep, code = pair.partition("=")
+        if not sep or not folder or not code:
+            raise SystemExit(f"error: --lang expects FOLDER=LANGUAGE, got {pair!r}")
+        try:
+            language.normalize_language(code, "--lang")
+        except InvalidArgument as exc:
+            raise SystemExit(f"error: --lang {pair}: {exc.message}") from None
+        out[folder] = code
+    return out
+
+
+def _print_result(result: RunResult, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(dataclasses.asdict(result), indent=2))
+        return
+    print(f"added {result.added}, updated {result.updated}, deleted {result.deleted}, "
+          f"unchanged {result.unchanged} ({result.pages} pages, {result.chunks} chunks, "
+          f"{result.embedded_chunks} embedded) in {result.seconds:.1f}s")
+    for err in result.errors:
+        print(f"error: {err.path}: {err.error}", file=sys.stderr)
+
+
+def _sync(args: argparse.Namespace) -> int:
+    cfg = load_config(args)
+    # The runner's log lines go to stderr, and only the ones that matter (stdout is the result).
+    logs.configure("warning", "console")
+    base = gateway_url(args, cfg)
+    wiki = Path(args.dir).resolve()
+    if not wiki.is_dir():
+        print(f"error: {args.dir}: not a directory", file=sys.stderr)
+        return 1
+    settings = SyncSettings(
+        wiki_dir=wiki, corpus=args.corpus,
+        ignore=tuple(args.ignore) if args.ignore else cfg.sync.ignore,
+        languages=_languages(args.lang or [], dict(cfg.sync.languages)),
+        batch_size=args.batch_size or cfg.sync.batch_size, chunk_chars=cfg.sync.chunk_chars)
+
+    async def go() -> RunResult:
+        bar = tqdm(total=0, unit="chunk", desc=f"sync {args.corpus}", disable=args.quiet,
+                   file=sys.stderr)
+
+        def progress(done: int, total: int) -> None:
+            if bar.total != total:
+                bar.total = total
+                bar.refresh()
+            bar.update(done - bar.n)
+
+        try:
+            async with aiohttp.ClientSession(headers=auth_headers(cfg)) as session:
+                syncer = Syncer(settings, VectordClient(session, base), EmbedClient(session, base))
+                return await syncer.request_run(progress)
+        finally:
+            bar.close()
+
+    result = asyncio.run(go())
+    _print_result(result, args.json)
+    return 1 if result.errors else 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("sync", help="make a corpus equal a folder of markdown pages (one run)",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("dir", help="the folder of .md pages")
+    p.add_argument("--corpus", required=True, help="corpus to keep in sync (created if absent)")
+    p.add_argument("--lang", action="append", metavar="FOLDER=LANG",
+                   help="folder language, e.g. pages.de=de (repeatable; else detected)")
+    p.add_argument("--ignore", action="append", metavar="GLOB",
+                   help="ignore glob (repeatable; default from [sync] ignore)")
+    p.add_argument("--batch-size", type=int, default=0, help="texts per embedding call")
+    p.add_argument("--json", action="store_true", help="print the run result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_url_arg(p)
+    p.set_defaults(func=_sync)
