@@ -7,8 +7,12 @@ from collections import Counter
 from typing import Any
 
 import aiohttp
+import numpy as np
+import psycopg
 import pytest
+from psycopg import sql
 
+from internal.vectord import lexical
 from tests.vectord.vdata import call, make_corpus, unit
 
 C = "/v1/vectors/corpora"
@@ -286,3 +290,36 @@ async def test_unknown_language_names_field(vectord_url: str, http: aiohttp.Clie
     status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [
         _doc("ok", 1, "fine"), _doc("bad", 2, "text", language="zz")]})
     assert status == 400 and body["error"]["field"] == "items[1].language", body
+
+
+async def test_pruned_top_n_equals_exhaustive(vectord_url: str, pg_dsn: str,
+                                              http: aiohttp.ClientSession) -> None:
+    """vectord_bm25_top (MaxScore) returns exactly the exhaustive BM25 top n."""
+    rng = np.random.default_rng(7)
+    vocab = [f"w{i}" for i in range(60)]
+    # Zipf-like word frequencies: a few very common words, many rare ones.
+    p = 1.0 / np.arange(1, len(vocab) + 1)
+    p /= p.sum()
+    name = await make_corpus(http, vectord_url, language="simple")
+    docs = [_doc(f"d{i:03d}", i, " ".join(rng.choice(vocab, size=int(rng.integers(3, 40)), p=p)))
+            for i in range(400)]
+    await _upsert(http, vectord_url, name, docs)
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as conn:
+        cur = await conn.execute("SELECT id FROM vectord_corpora WHERE name = %s", (name,))
+        row = await cur.fetchone()
+        assert row is not None
+        cid = int(row[0])
+        table = sql.Identifier(f"vectord_items_{cid}")
+        for trial in range(40):
+            query = " ".join(rng.choice(vocab, size=int(rng.integers(2, 9)), p=p))
+            n = int(rng.choice([1, 3, 10]))
+            params = lexical.bm25_params(query, ["simple"], 1.2, 0.75,
+                                         lexical.DEFAULT_FIELD_WEIGHTS, n)
+            want = await (await conn.execute(lexical.lexical_sql(
+                table, cid, ["simple"], sql.SQL("TRUE"), False, exhaustive=True), params)).fetchall()
+            for budget in (1, 50, 400):
+                got = await (await conn.execute(lexical.lexical_sql(
+                    table, cid, ["simple"], sql.SQL("TRUE"), False, budget=budget),
+                    params)).fetchall()
+                assert [r[0] for r in got] == [r[0] for r in want], (trial, query, budget)
+                assert [r[-2] for r in got] == pytest.approx([r[-2] for r in want], rel=1e-9)
