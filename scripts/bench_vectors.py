@@ -174,14 +174,18 @@ async def run(args: argparse.Namespace, dsn: str, base: str,
                 await conn.execute("VACUUM ANALYZE " + f"vectord_items_{corpus.id}")
             stmt = vector_search_sql(corpus, TRUE)
             qlists = [q.tolist() for q in queries]
+            settings: dict[int, tuple[str, str]] = {}
 
             async def direct(i: int, ef: int = cfg.ef_search) -> list[dict[str, Any]]:
                 assert pool is not None
+                want = (str(max(ef, k)), "off")
                 async with pool.connection() as conn:
+                    # As vectord does: settings only when this connection's differ.
+                    if settings.get(id(conn)) != want:
+                        await conn.execute(SET_SEARCH, want)
+                        settings[id(conn)] = want
                     c = conn.cursor(row_factory=dict_row)
-                    async with conn.pipeline():
-                        await conn.execute(SET_SEARCH, (str(max(ef, k)), "off"))
-                        await c.execute(stmt, {"q": queries[i % len(queries)], "k": k})
+                    await c.execute(stmt, {"q": queries[i % len(queries)], "k": k})
                     return await c.fetchall()
 
             async def via_http(i: int) -> Any:
