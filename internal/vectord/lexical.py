@@ -1,14 +1,17 @@
 """Lexical (BM25) search inside PostgreSQL: per-corpus tsvector, postings, statistics.
 
 Each corpus's items table gets a generated, weighted tsvector `lex` (A title, B text,
-C tags, each stemmed with the row's own regconfig) with a GIN index, and two side
-tables kept exact by statement-level triggers with transition tables:
+C tags, each stemmed with the row's own regconfig), and three side tables kept exact by
+statement-level triggers with transition tables:
 
 - `vectord_items_<id>_postings` (lexeme, item_id, tf per weight, document length per
-  weight): one row per distinct lexeme of a document. BM25 needs the term frequency of
-  a query lexeme in each matching document, which a GIN index cannot give; the primary
-  key (lexeme, item_id) INCLUDE (...) answers it with an index-only range scan, and the
-  scan's row count per lexeme is the lexeme's document frequency.
+  weight): one row per distinct lexeme of a document. This is the inverted index that
+  finds candidates: BM25 needs the term frequency of a query lexeme in each matching
+  document, which a GIN index over `lex` cannot give (it stores document ids only), so
+  the primary key (lexeme, item_id) INCLUDE (...) answers both with an index-only range
+  scan. A GIN index would be a second copy of the same lexeme -> documents map, paid on
+  every write and never read, so there is none.
+- `vectord_items_<id>_lexdf` (lexeme, df): documents per lexeme.
 - `vectord_items_<id>_lexstats` (language, n, sum_a, sum_b, sum_c): documents and total
   length per weight, by language; N and avgdl are their sums.
 
@@ -284,7 +287,6 @@ async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
     stmts = [
         sql.SQL("ALTER TABLE {t} ADD COLUMN lex tsvector GENERATED ALWAYS AS "
                 "(vectord_lex_v1(language, title, text, tags)) STORED"),
-        sql.SQL("CREATE INDEX {gin} ON {t} USING gin (lex)"),
         # COLLATE "C": byte order, so lexemes compare the same on every server.
         sql.SQL("""CREATE TABLE {p} (
             lexeme  text COLLATE "C" NOT NULL,
@@ -314,7 +316,6 @@ async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
     args = {
         "t": table, "p": sql.Identifier(postings), "s": sql.Identifier(stats),
         "d": sql.Identifier(dfs), "dn": sql.Literal(dfs),
-        "gin": sql.Identifier(f"vectord_items_{cid}_lex"),
         "lc": sql.Literal(str(LOCK_CLASS)), "cid": sql.Literal(str(cid)),
         "pn": sql.Literal(postings), "sn": sql.Literal(stats),
     }
