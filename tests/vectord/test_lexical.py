@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from typing import Any
@@ -323,3 +324,34 @@ async def test_pruned_top_n_equals_exhaustive(vectord_url: str, pg_dsn: str,
                     params)).fetchall()
                 assert [r[0] for r in got] == [r[0] for r in want], (trial, query, budget)
                 assert [r[-2] for r in got] == pytest.approx([r[-2] for r in want], rel=1e-9)
+
+
+async def test_concurrent_upserts_keep_statistics_exact(vectord_url: str,
+                                                        http: aiohttp.ClientSession) -> None:
+    """Overlapping batches written at once neither deadlock nor skew the statistics."""
+    words = ["solar", "wind", "battery", "grid", "storage", "price", "winter", "turbine"]
+    name = await make_corpus(http, vectord_url)
+
+    def batch(seed: int) -> list[dict[str, Any]]:
+        rng = np.random.default_rng(seed)
+        ids = rng.permutation(30)[:20]
+        return [_doc(f"d{i:02d}", int(i),
+                     " ".join(rng.choice(words, size=int(rng.integers(2, 12))))) for i in ids]
+
+    results = await asyncio.gather(*(
+        call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": batch(s)})
+        for s in range(6)))
+    assert all(status == 200 for status, _ in results), results
+    status, listing = await call(http, "GET", f"{vectord_url}{C}/{name}/ids?limit=100")
+    assert status == 200
+    stored = []
+    for row in listing["items"]:
+        _, item = await call(http, "GET", f"{vectord_url}{C}/{name}/items/{row['id']}")
+        stored.append(_doc(item["id"], 0, item["text"]))
+    fresh = await make_corpus(http, vectord_url)
+    await _upsert(http, vectord_url, fresh, stored)
+    for query in ("solar wind", "battery storage price", "winter"):
+        got = await _search(http, vectord_url, name, mode="lexical", query_text=query, k=30)
+        want = await _search(http, vectord_url, fresh, mode="lexical", query_text=query, k=30)
+        assert [(h["id"], h["score"]) for h in got] == [
+            (h["id"], pytest.approx(h["score"], rel=1e-9)) for h in want], query
