@@ -214,3 +214,21 @@ async def _dead_url() -> str:
     port = s.getsockname()[1]
     s.close()
     return f"http://127.0.0.1:{port}"
+
+
+async def test_german_page_found_by_german_query_in_lexical_mode(
+        wiki: Path, corpus: str, session: aiohttp.ClientSession,
+        vectord_url: str, embedd_url: str) -> None:
+    vectord = VectordClient(session, vectord_url)
+    syncer = make_syncer(wiki, corpus, vectord, CountingEmbed(session, embedd_url))
+    assert (await syncer.request_run()).errors == []
+    # Neither word appears in this form on the page ("Verzeichnisstruktur", "behalte"):
+    # only German stems join them.
+    query = {"mode": "lexical", "query_text": "Verzeichnisstrukturen behalten", "k": 5}
+    found = await vectord.search(corpus, {**query, "language": "de"})
+    top = found["hits"][0]
+    assert top["id"] in {f"pages.de/common/{p}.md#0" for p in ("7z", "7za", "7zr")}
+    assert "Verzeichnisstrukturen" not in top["text"] and top["language"] == "german"
+    assert top["ranks"]["lexical"] == 1
+    plain = await vectord.search(corpus, {**query, "language": "simple"})
+    assert top["id"] not in {h["id"] for h in plain["hits"]}
