@@ -412,7 +412,8 @@ ORDER BY lex.rank"""
 # other's order as it is.
 RRF = """
 SELECT coalesce(vec.id, lex.id) AS id,
-       coalesce(1.0 / (%(rrf_k)s + vec.rank), 0) + coalesce(1.0 / (%(rrf_k)s + lex.rank), 0)
+       coalesce(1.0::float8 / (%(rrf_k)s + vec.rank), 0)
+         + coalesce(1.0::float8 / (%(rrf_k)s + lex.rank), 0)
          AS score
 FROM vec FULL JOIN lex ON lex.id = vec.id"""
 
