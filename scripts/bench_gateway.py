@@ -30,6 +30,7 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 16
@@ -93,7 +94,13 @@ async def run(session: aiohttp.ClientSession, url: str, body: dict[str, Any], qu
     return latencies, time.perf_counter() - t0
 
 
-async def main_async(args: argparse.Namespace, urls: dict[str, str]) -> None:
+def _cpu(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return float(t.user + t.system)
+
+
+async def main_async(args: argparse.Namespace, urls: dict[str, str], gateway: psutil.Process,
+                     daemons: list[psutil.Process]) -> None:
     connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
     async with aiohttp.ClientSession(connector=connector) as session:
         corpus = "bench_gateway"
@@ -105,28 +112,43 @@ async def main_async(args: argparse.Namespace, urls: dict[str, str]) -> None:
             "vector": {"query_vector": qv.tolist(), "corpora": [corpus], "k": 10, "mode": "vector"},
         }
         rows = []
+        cpu_ms: dict[str, tuple[float, float]] = {}
         for label, body in searches.items():
             for path in ("matrixd", "gateway"):
                 await run(session, urls[path], body, 50)  # warm-up
             lat: dict[str, list[float]] = {"matrixd": [], "gateway": []}
             wall = {"matrixd": 0.0, "gateway": 0.0}
+            gw_cpu = 0.0
+            direct_cpu = 0.0
             for rnd in range(args.rounds):
                 order = ("matrixd", "gateway") if rnd % 2 == 0 else ("gateway", "matrixd")
                 for path in order:
+                    cpu0, all0 = _cpu(gateway), sum(_cpu(d) for d in daemons)
                     got, secs = await run(session, urls[path], body, args.queries)
+                    if path == "gateway":
+                        gw_cpu += _cpu(gateway) - cpu0
+                    else:
+                        direct_cpu += sum(_cpu(d) for d in daemons) - all0
                     lat[path] += got
                     wall[path] += secs
             for path in ("matrixd", "gateway"):
                 xs = sorted(lat[path])
                 rows.append((label, "direct to matrixd" if path == "matrixd" else "through gateway",
                              statistics.median(xs), xs[int(len(xs) * 0.95) - 1], len(xs) / wall[path]))
+            cpu_ms[label] = (gw_cpu * 1000 / len(lat["gateway"]),
+                             direct_cpu * 1000 / len(lat["matrixd"]))
         print(f"\nconcurrency {CONCURRENCY}, {args.items} items, {args.rounds} x {args.queries} queries per path\n")
         print("| search        | path              | p50 ms | p95 ms |   QPS | p50 overhead |")
         print("|---------------|-------------------|-------:|-------:|------:|-------------:|")
         for i, (label, path, p50, p95, qps) in enumerate(rows):
             over = "" if i % 2 == 0 else f"{(p50 / rows[i - 1][2] - 1) * 100:+.1f}%"
             print(f"| {label:<13} | {path:<17} | {p50:6.2f} | {p95:6.2f} | {qps:5.0f} | {over:>12} |")
-        print("\ntarget: gateway p50 overhead <= 15%")
+        print("\nCPU per search (load-independent): ")
+        for k, (gw, direct) in cpu_ms.items():
+            print(f"  {k}: daemons {direct:.2f} ms direct; the gateway adds {gw:.2f} ms "
+                  f"({gw / direct * 100:+.1f}%)")
+        print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print("target: gateway p50 overhead <= 15%")
 
 
 def main() -> int:
@@ -138,7 +160,10 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-gw-"))
     proc, urls = start_stack(tmp)
     try:
-        asyncio.run(main_async(args, urls))
+        children = psutil.Process(proc.pid).children()
+        gateway = next(p for p in children if "internal.gateway.server" in " ".join(p.cmdline()))
+        daemons = [p for p in children if p.pid != gateway.pid]
+        asyncio.run(main_async(args, urls, gateway, daemons))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)

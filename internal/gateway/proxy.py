@@ -24,6 +24,7 @@ HOP_BY_HOP = frozenset({
     "trailer", "trailers", "transfer-encoding", "upgrade", "host",
 })
 _CHUNK = 64 * 1024
+_SMALL = 64 * 1024  # bodies up to this size are relayed whole, larger ones streamed
 
 
 def _forward_headers(headers: CIMultiDict[str] | object, extra_drop: frozenset[str] = frozenset()
@@ -81,11 +82,20 @@ class Proxy:
         # The gateway's own token is not the daemon's business.
         headers = _forward_headers(request.headers, frozenset({"authorization"}))
         headers[REQUEST_ID_HEADER] = request_id(request)
+        # A small body with a declared length is read in one go (cheaper than a stream
+        # of one chunk); anything else, or anything larger, is streamed.
+        small_body: bytes | None = None
+        if declared is not None and declared <= _SMALL:
+            small_body = await request.read()
         last_error = ""
         for address in upstream.order():
             url = f"{address}{request.rel_url.raw_path_qs}"
             body = _Body(request, self.max_body_bytes)
-            data = body.chunks() if request.body_exists else None
+            data: bytes | AsyncIterator[bytes] | None = None
+            if small_body is not None:
+                data = small_body
+            elif request.body_exists:
+                data = body.chunks()
             started = time.perf_counter()
             try:
                 upstream_resp = await self.session.request(
@@ -130,8 +140,19 @@ class Proxy:
             headers[REQUEST_ID_HEADER] = request_id(request)
             resp = web.StreamResponse(status=upstream_resp.status, reason=upstream_resp.reason,
                                       headers=headers)
-            if upstream_resp.content_length is not None:
-                resp.content_length = upstream_resp.content_length
+            length = upstream_resp.content_length
+            if length is not None and length <= _SMALL and request.method != "HEAD":
+                try:
+                    resp_body = await upstream_resp.read()
+                except asyncio.TimeoutError:
+                    raise UpstreamTimeout(f"{name} stopped answering {request.method} {request.path}") from None
+                except aiohttp.ClientError:
+                    raise Unavailable(f"{name} failed while answering: connection lost",
+                                      code=f"{name}_unavailable") from None
+                return web.Response(status=upstream_resp.status, reason=upstream_resp.reason,
+                                    headers=headers, body=resp_body)
+            if length is not None:
+                resp.content_length = length
             await resp.prepare(request)
             try:
                 async for chunk in upstream_resp.content.iter_chunked(_CHUNK):
