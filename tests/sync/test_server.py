@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -83,5 +84,32 @@ async def test_run_and_status_over_http(
         async with http.get(base + "/readyz") as resp:
             assert resp.status == 200
             assert (await resp.json())["components"] == {"vectord": "ok", "embedd": "ok"}
+    finally:
+        await server.close()
+
+
+async def test_ticker_runs_on_start_and_on_its_cadence(
+        base_cfg: Config, tmp_path: Path, corpus: str, http: aiohttp.ClientSession,
+        vectord_url: str, embedd_url: str) -> None:
+    wiki = tmp_path / "tiny"
+    wiki.mkdir()
+    for name in ("alpha", "beta"):
+        (wiki / f"{name}.md").write_text(f"# {name}\n\nThe {name} page of a tiny wiki.\n",
+                                         encoding="utf-8")
+    cfg = with_section(base_cfg, "sync", wiki_dir=str(wiki), corpus=corpus,
+                       vectord_url=vectord_url, embedd_url=embedd_url, interval=0.5,
+                       run_on_start=True)
+    server = await serve(make_app(cfg))
+    try:
+        status: dict[str, object] = {}
+        for _ in range(600):  # the ticker, not a request, makes these runs
+            async with http.get(url_of(server) + "/v1/sync/status") as resp:
+                status = await resp.json()
+            if int(str(status["runs"])) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert int(str(status["runs"])) >= 2
+        last = status["last_run"]
+        assert isinstance(last, dict) and last["unchanged"] == 2 and last["errors"] == []
     finally:
         await server.close()
