@@ -490,3 +490,21 @@ async def test_playbook_boost_in_a_score_ranked_mode(http: aiohttp.ClientSession
     assert top["merge_score"] == last["merge_score"] / 0.5
     assert top["original_merge_score"] == last["merge_score"]
     assert out["playbook_boosted"] == 1
+
+
+async def test_playbook_max_distance_per_request(http: aiohttp.ClientSession, matrix: str,
+                                                 two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    pb = unique("pb")
+    status, _ = await post(http, f"{matrix}/v1/matrix/playbooks/record",
+                           {"query_text": "talking birds", "answer_id": "d3",
+                            "answer_corpus": a, "score": 1.0, "playbook_corpus": pb})
+    assert status == 200
+    q = {"query_text": "birds that talk", "mode": "vector", "corpora": [a, b],
+         "use_playbook": True, "playbook_corpus": pb}
+    near = await _search(http, matrix, {**q, "playbook_max_distance": 1.0})
+    assert near["playbook"]["entries"] == 1 and near["playbook_boosted"] == 1
+    strict = await _search(http, matrix, {**q, "playbook_max_distance": 0.0})
+    assert strict["playbook"]["entries"] == 0 and strict["playbook_boosted"] == 0
+    status, out = await post(http, f"{matrix}/v1/matrix/search", {**q, "playbook_top_k": 0})
+    assert status == 400 and out["error"]["field"] == "playbook_top_k"
