@@ -131,7 +131,7 @@ $f$;
 CREATE OR REPLACE FUNCTION vectord_bm25_top(postings text, dfs text, stats text,
     lexemes text[], k1 float8, b float8, wa float8, wb float8, wc float8, n integer,
     budget bigint)
-RETURNS TABLE (id text, score float8) LANGUAGE plpgsql STABLE AS $f$
+RETURNS TABLE (id text, score float8) LANGUAGE plpgsql STABLE ROWS 10 AS $f$
 DECLARE
   cnt float8;
   avgdl float8;
