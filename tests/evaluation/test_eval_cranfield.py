@@ -10,16 +10,21 @@ from internal.evaluation import beir
 from internal.evaluation.harness import evaluate_dataset
 from internal.evaluation.ingest import ingest
 from internal.vectord.client import VectordClient
-from tests.helpers import require_shared
+from tests.helpers import ROOT, require_shared
 
-# Regression guards set from measurements (see DECISIONS.md, issue 8), not targets.
-VECTOR_FLOOR = 0.0
-LEXICAL_FLOOR = 0.0
+# Regression guards set from measurements (see DECISIONS.md, issue 8), not targets:
+# measured vector 0.372 and lexical 0.362 (BM25 1.2/0.75) nDCG@10 on the dev split.
+VECTOR_FLOOR = 0.34
+LEXICAL_FLOOR = 0.33
+# Document vectors are kept here between runs (as `lakehouse eval` does), so only the
+# first run embeds the 1,400 abstracts; the corpus itself is built fresh every run.
+VECTOR_CACHE = ROOT / "var" / "eval-cache"
 
 
 async def test_cranfield_hybrid_is_at_least_the_best_single_mode(base_cfg: Config) -> None:
     folder = require_shared("data", "cranfield")
-    report = await evaluate_dataset(base_cfg, folder, "dev", in_process=True, corpus="eval_cranfield_test")
+    report = await evaluate_dataset(base_cfg, folder, "dev", in_process=True,
+                                    corpus="eval_cranfield", cache_dir=VECTOR_CACHE)
     assert report.ok, [r.error for r in report.results]
     ndcg = {r.mode: r.metrics["ndcg@10"] for r in report.results}
     assert set(ndcg) == {"vector", "lexical", "hybrid-rrf", "hybrid-weighted", "hybrid-dbsf"}
