@@ -81,12 +81,16 @@ class EmbeddConfig:
     openai_model: str = ""
     openai_dim: int = 0  # 0: learned from the first answer
     max_texts: int = 256
-    batch_size: int = 8
-    max_wait_ms: float = 2.0
+    # Local model calls: batch_size texts of similar length, `workers` calls at once,
+    # each on `threads` onnxruntime threads (measured on 2 cores, see DECISIONS.md).
+    batch_size: int = 4
+    # How long a lone text waits for company when a worker is idle; 0: never (texts
+    # that arrive while the workers are busy are coalesced anyway).
+    max_wait_ms: float = 0.0
     cache_size: int = 20000
-    timeout_seconds: float = 60.0
-    threads: int = 0  # onnxruntime intra-op threads per model call; 0: its choice
-    workers: int = 1  # model calls run at once (worker threads)
+    timeout_seconds: float = 60.0  # ollama / openai calls
+    threads: int = 1  # onnxruntime intra-op threads per model call; 0: its choice
+    workers: int = 2  # model calls run at once (worker threads)
 
     def enabled(self) -> tuple[str, ...]:
         """The default backend first, then the others configured."""

@@ -24,12 +24,12 @@ SERVICE = web.AppKey("embedd_service", EmbedService)
 class EmbedRequest(msgspec.Struct, forbid_unknown_fields=True):
     texts: list[str]
     model: str | None = None
-    input_type: Literal["query", "document"] = "document"
+    input_type: Literal["query", "document"] | None = None  # None: "document"
 
 
 async def embed_handler(request: web.Request) -> web.Response:
     req = await read_json(request, EmbedRequest)
-    out = await request.app[SERVICE].embed(req.texts, req.model, req.input_type)
+    out = await request.app[SERVICE].embed(req.texts, req.model, req.input_type or "document")
     return json_response({"model": out.model, "dim": out.dim,
                           "vectors": out.vectors.tolist(), "truncated": out.truncated})
 
