@@ -59,9 +59,9 @@ async def start(app: web.Application) -> tuple[web.AppRunner, str]:
 def row(name: str, r: RunResult, base: float) -> str:
     pps = r.pages / r.seconds if r.seconds else 0.0
     share = r.embed_seconds / r.seconds if r.seconds else 0.0
-    return (f"| {name:<18} | {r.seconds:>9.2f} | {pps:>8.1f} | {r.embedded_pages:>8} | "
-            f"{r.embedded_chunks:>8} | {r.embed_calls:>6} | {share:>6.1%} | {r.seconds / base:>8.2%} | "
-            f"{r.added:>6} | {r.updated:>6} | {r.unchanged:>6} | {len(r.errors):>4} |")
+    return (f"| {name:<18} | {r.seconds:>9.2f} | {pps:>8.1f} | {r.embedded_pages:>9} | "
+            f"{r.embedded_chunks:>10} | {r.embed_calls:>5} | {share:>6.1%} | {r.seconds / base:>8.2%} | "
+            f"{r.added:>6} | {r.updated:>7} | {r.unchanged:>9} | {len(r.errors):>4} |")
 
 
 async def bench(args: argparse.Namespace) -> None:
@@ -103,7 +103,7 @@ async def bench(args: argparse.Namespace) -> None:
           f"({full.ignored} ignored by {list(settings.ignore)}), {full.chunks} chunks, "
           f"batch {args.batch_size}, {os.cpu_count()} CPUs\n")
     print("| run                |   seconds |  pages/s | emb.pages | emb.chunks | calls | embed% | vs full  |  added | updated | unchanged | errs |")
-    print("|--------------------|-----------|----------|----------|----------|--------|--------|----------|--------|--------|--------|------|")
+    print("|--------------------|-----------|----------|-----------|------------|-------|--------|----------|--------|---------|-----------|------|")
     print(row("full sync", full, full.seconds))
     print(row("no change", nochange, full.seconds))
     print(row(f"1% changed ({len(edited)})", onepct, full.seconds))
