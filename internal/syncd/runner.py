@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import structlog
 
-from internal.common.errors import LakehouseError, NotFound, ServiceError
+from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError
 from internal.embed.client import EmbedClient
 from internal.syncd import diff
 from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
@@ -183,8 +183,17 @@ class Syncer:
         return result
 
     async def _ensure_corpus(self) -> str:
-        """The corpus's model; the corpus is created with the embedder's model and dim."""
+        """The corpus's model; the corpus is created with the embedder's model and dim.
+
+        A corpus built with a model embedd no longer serves fails the run up front
+        (one error) instead of failing every page.
+        """
         name = self.settings.corpus
+        info = await self.embed.models()
+        default = str(info.get("default", ""))
+        models = info.get("models")
+        dims = {str(m.get("id")): int(m.get("dim", 0)) for m in models
+                if isinstance(m, dict)} if isinstance(models, list) else {}
         try:
             corpus = await self.vectord.get_corpus(name)
         except ServiceError as exc:
@@ -192,14 +201,12 @@ class Syncer:
                 raise
         else:
             model = corpus.get("model")
+            if model and str(model) not in dims:
+                raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
+                               f"does not serve (it has {sorted(dims)})", code="model_mismatch")
             if model:
                 return str(model)
-        info = await self.embed.models()
-        default = str(info.get("default", ""))
-        models = info.get("models")
-        dims = {str(m.get("id")): int(m.get("dim", 0)) for m in models
-                if isinstance(m, dict)} if isinstance(models, list) else {}
-        if default not in dims or dims[default] <= 0:
+        if dims.get(default, 0) <= 0:
             raise NotFound(f"embedd lists no dimension for its default model {default!r}")
         try:
             await self.vectord.create_corpus(name, dims[default], metric="cosine",

@@ -232,3 +232,16 @@ async def test_german_page_found_by_german_query_in_lexical_mode(
     assert top["ranks"]["lexical"] == 1
     plain = await vectord.search(corpus, {**query, "language": "simple"})
     assert top["id"] not in {h["id"] for h in plain["hits"]}
+
+
+async def test_corpus_of_another_model_fails_the_run_up_front(
+        wiki: Path, corpus: str, session: aiohttp.ClientSession,
+        vectord_url: str, embedd_url: str) -> None:
+    vectord = VectordClient(session, vectord_url)
+    await vectord.create_corpus(corpus, 384, model="some-other-model")
+    embed = CountingEmbed(session, embedd_url)
+    result = await make_syncer(wiki, corpus, vectord, embed).request_run()
+    assert [e.path for e in result.errors] == ["."]
+    assert "model_mismatch" in result.errors[0].error
+    assert embed.calls == 0 and result.added == 0
+    assert await stored_ids(vectord, corpus) == {}
