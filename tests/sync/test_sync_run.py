@@ -245,3 +245,39 @@ async def test_corpus_of_another_model_fails_the_run_up_front(
     assert "model_mismatch" in result.errors[0].error
     assert embed.calls == 0 and result.added == 0
     assert await stored_ids(vectord, corpus) == {}
+
+
+async def test_run_killed_mid_way_loses_nothing_and_next_run_converges(
+        wiki: Path, corpus: str, session: aiohttp.ClientSession,
+        vectord_url: str, embedd_url: str) -> None:
+    vectord = VectordClient(session, vectord_url)
+    embed = CountingEmbed(session, embedd_url)
+    first = make_syncer(wiki, corpus, vectord, embed)
+    await first.request_run()
+    # Edit some pages, delete one, then kill a run after its second embedding call.
+    edited = sorted(expected_pages(wiki))[:80]
+    for rel in edited:
+        with (wiki / rel).open("a", encoding="utf-8") as f:
+            f.write("\n- Edited before the crash.\n")
+    (wiki / "pages/linux/a2disconf.md").unlink()
+    embed.reset()
+    crashing = make_syncer(wiki, corpus, vectord, embed)
+    task = asyncio.ensure_future(crashing.request_run())
+    for _ in range(60_000):
+        if embed.calls >= 2 or task.done():
+            break
+        await asyncio.sleep(0.01)
+    assert not task.done()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+    after = make_syncer(wiki, corpus, vectord, CountingEmbed(session, embedd_url))
+    result = await after.request_run()
+    want = expected_pages(wiki)
+    assert result.errors == [] and result.deleted == 1
+    assert result.updated + result.unchanged == len(want)
+    assert 0 < result.updated <= 80
+    ids = await stored_ids(vectord, corpus)
+    assert stored_pages(ids) == want
+    for rel in edited:
+        assert "Edited before the crash" in (await vectord.get_item(corpus, f"{rel}#0"))["text"]
