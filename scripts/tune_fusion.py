@@ -116,6 +116,9 @@ async def main() -> int:
                 print(f"| rrf | k={k} | {n} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
             for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
                 w = {"vector": wv, "lexical": 1 - wv}
+                m = fused_ndcg(ds, vec, lex, n, "rrf", k=60, weights=w)
+                print(f"| rrf | k=60 vector {wv} / lexical {1 - wv:.1f} | {n} | "
+                      f"{m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
                 for method in ("weighted", "dbsf"):
                     m = fused_ndcg(ds, vec, lex, n, method, weights=w)
                     print(f"| {method} | vector {wv} / lexical {1 - wv:.1f} | {n} | "
