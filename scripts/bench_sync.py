@@ -16,6 +16,8 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
+import signal
 import sys
 import tarfile
 import tempfile
@@ -98,6 +100,7 @@ async def bench(args: argparse.Namespace) -> None:
         await v_runner.cleanup()
         if pg is not None:
             pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"\ntldr-pages: {files} files extracted, {full.pages} pages synced "
           f"({full.ignored} ignored by {list(settings.ignore)}), {full.chunks} chunks, "
@@ -126,6 +129,8 @@ def main() -> None:
                         help="PostgreSQL to use (default: an embedded one in a temp dir)")
     args = parser.parse_args()
     logs.configure("warning", "console")
+    # SIGTERM unwinds like Ctrl-C, so the embedded PostgreSQL is stopped on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(bench(args))
 
 
