@@ -126,8 +126,10 @@ $f$;
 -- only for documents that can still reach the top n: `lb`, the n-th best full score of
 -- the best 2n documents by R alone, bounds the n-th best score from below, so a document
 -- whose R-score plus the bound `rest` of F is below lb cannot be in the top n. The
--- answer is exact once `rest` is below the n-th best score found; otherwise R grows
--- until `rest` is below lb (a second pass), and at worst R is every lexeme.
+-- answer is exact once `rest` is below the n-th best score found. Candidates are only
+-- scored on F when `rest` < 0.8 lb, or nearly every document of R would need F scored
+-- one by one; otherwise a second pass takes into R all but the most frequent lexemes
+-- whose bounds sum below 0.8 lb, and at worst R is every lexeme.
 CREATE OR REPLACE FUNCTION vectord_bm25_top(postings text, dfs text, stats text,
     lexemes text[], k1 float8, b float8, wa float8, wb float8, wc float8, n integer,
     budget bigint)
@@ -201,7 +203,7 @@ BEGIN
                                      $9 * p.dl_a + $10 * p.dl_b + $11 * p.dl_c AS dl) x
           WHERE t.o > $3 AND x.tf > 0), 0) AS score
       FROM part c, th
-      WHERE th.lb IS NULL OR ($4 < th.lb AND c.s + $4 >= th.lb)),
+      WHERE th.lb IS NULL OR ($4 < 0.8::float8 * th.lb AND c.s + $4 >= th.lb)),
     top AS (SELECT scored.id, scored.score FROM scored ORDER BY scored.score DESC, scored.id
             LIMIT $6)
     SELECT array_agg(top.id ORDER BY top.score DESC, top.id),
