@@ -83,7 +83,7 @@ class EmbeddConfig:
     max_texts: int = 256
     # Local model calls: batch_size texts of similar length, `workers` calls at once,
     # each on `threads` onnxruntime threads (measured on 2 cores, see DECISIONS.md).
-    batch_size: int = 4
+    batch_size: int = 1
     # How long a lone text waits for company when a worker is idle; 0: never (texts
     # that arrive while the workers are busy are coalesced anyway).
     max_wait_ms: float = 0.0

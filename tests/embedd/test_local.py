@@ -23,7 +23,9 @@ MODEL_DIR = ("models", "all-minilm-l6-v2")
 
 @pytest.fixture(scope="module")
 async def server() -> AsyncIterator[TestServer]:
-    cfg = with_section(Config(), "embedd", cache_size=1000, max_texts=256)
+    # batch_size 4 (the default, 1, was fastest here) so the tests exercise coalescing.
+    cfg = with_section(Config(), "embedd", cache_size=1000, max_texts=256, batch_size=4,
+                       max_wait_ms=2.0)
     srv = await serve(make_app(cfg))
     yield srv
     await srv.close()
