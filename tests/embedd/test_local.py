@@ -169,3 +169,16 @@ async def test_models_and_readyz(server: TestServer, http: aiohttp.ClientSession
 def test_tokenizer_ships_as_package_data() -> None:
     path = tokenizer_path()
     assert path.is_file() and "internal" in path.parts and path.parent.name == "data"
+
+
+async def test_client_library(server: TestServer, http: aiohttp.ClientSession) -> None:
+    from internal.embed.client import make_client
+
+    assert make_client(http, None) is None and make_client(http, "") is None
+    client = make_client(http, url_of(server))
+    assert client is not None
+    out = await client.embed(["first text", "second text"], input_type="query")
+    assert out.model == "all-MiniLM-L6-v2" and out.dim == 384 and len(out.vectors) == 2
+    assert out.truncated == []
+    models = await client.models()
+    assert models["default"] == "all-MiniLM-L6-v2"
