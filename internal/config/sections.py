@@ -132,7 +132,7 @@ class VectordConfig:
     ef_search: int = 100
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    rrf_k: int = 60
+    rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md, issue 8)
     default_language: str = "english"
 
     def validate(self) -> None:

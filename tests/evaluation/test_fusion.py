@@ -108,8 +108,10 @@ def test_symbolic_ranks_share_ties() -> None:
 
 
 def test_normalise_weights() -> None:
-    assert normalise_weights(fusion.DEFAULT_WEIGHTS, ["vector", "lexical", "symbolic"]) == pytest.approx(
-        {"vector": 0.5, "lexical": 0.3, "symbolic": 0.2})
+    assert normalise_weights({"vector": 5, "lexical": 3, "symbolic": 2}, ["vector", "lexical", "symbolic"]
+                             ) == pytest.approx({"vector": 0.5, "lexical": 0.3, "symbolic": 0.2})
+    assert normalise_weights(fusion.DEFAULT_WEIGHTS, ["vector", "lexical"]) == pytest.approx(
+        {"vector": 0.5, "lexical": 0.5})
     assert normalise_weights({"vector": 2, "lexical": 2}, ["vector", "lexical"]) == {"vector": 0.5, "lexical": 0.5}
     assert normalise_weights({"vector": 0, "lexical": 0}, ["vector", "lexical"]) == {"vector": 0.5, "lexical": 0.5}
     with pytest.raises(ValueError, match=r"weights\.semantic"):

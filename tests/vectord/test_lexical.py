@@ -209,8 +209,9 @@ async def test_hybrid_both_branches_outrank_single(vectord_url: str,
     assert vec[0]["id"] != "both" and lex[0]["id"] != "both"
     # Three candidates a branch: the vector branch holds vec-1, vec-2, both; the
     # lexical one lex-1, both, lex-2.
+    # RRF named explicitly: the default fusion became weighted in issue 8.
     hits = await _search(http, vectord_url, name, mode="hybrid", query_vector=q,
-                         query_text="quarterly revenue", k=3, candidates=3)
+                         query_text="quarterly revenue", k=3, candidates=3, fusion="rrf", rrf_k=60)
     top = hits[0]
     assert top["id"] == "both"
     vrank, lrank = top["ranks"]["vector"], top["ranks"]["lexical"]
@@ -227,7 +228,7 @@ async def test_hybrid_both_branches_outrank_single(vectord_url: str,
     assert hits[2]["scores"]["lexical"] is None
     # rrf_k is a request option.
     hits = await _search(http, vectord_url, name, mode="hybrid", query_vector=q,
-                         query_text="quarterly revenue", k=5, rrf_k=1)
+                         query_text="quarterly revenue", k=5, rrf_k=1, fusion="rrf")
     assert hits[0]["score"] == pytest.approx(
         1 / (1 + hits[0]["ranks"]["vector"]) + 1 / (1 + hits[0]["ranks"]["lexical"]))
 
