@@ -61,7 +61,11 @@ def search_body(mode: str, text: str, vector: list[float], options: SearchOption
         body["query_text"] = text
     if fusion is not None:
         body["fusion"] = fusion
-        body.update(options.hybrid)
+        for key, value in options.hybrid.items():
+            # rrf_k only shapes RRF, weights only the score fusions.
+            if (key == "rrf_k" and fusion != "rrf") or (key == "weights" and fusion == "rrf"):
+                continue
+            body[key] = value
     return body
 
 

@@ -70,3 +70,15 @@ def test_vector_cache_round_trip_and_model_check(tmp_path: Path) -> None:
     again = VectorCache(path, "model-a")
     assert again.get("hello") == [0.5, 0.25] and again.get("other") is None
     assert VectorCache(path, "model-b").get("hello") is None  # another model's vectors never serve
+
+
+def test_search_bodies_per_mode() -> None:
+    from internal.evaluation.runner import SearchOptions, search_body
+
+    opts = SearchOptions(hybrid={"rrf_k": 20, "weights": {"vector": 1.0}, "candidates": 50})
+    assert search_body("vector", "q", [1.0], opts) == {"mode": "vector", "k": 100, "query_vector": [1.0]}
+    assert search_body("lexical", "q", [1.0], opts) == {"mode": "lexical", "k": 100, "query_text": "q"}
+    rrf = search_body("hybrid-rrf", "q", [1.0], opts)
+    assert rrf["fusion"] == "rrf" and rrf["rrf_k"] == 20 and "weights" not in rrf
+    dbsf = search_body("hybrid-dbsf", "q", [1.0], opts)
+    assert dbsf["weights"] == {"vector": 1.0} and "rrf_k" not in dbsf and dbsf["candidates"] == 50
