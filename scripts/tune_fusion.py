@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -85,7 +86,8 @@ async def main() -> int:
     async with services(cfg) as ends, aiohttp.ClientSession() as http:
         vc = VectordClient(http, ends.vectord_url, timeout=600)
         ec = EmbedClient(http, ends.embedd_url, timeout=600)
-        ing = await ingest(vc, ec, corpus, ds.docs)
+        ing = await ingest(vc, ec, corpus, ds.docs,
+                           cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache")
         print(f"{ds.name} ({args.split}): {len(ds.queries)} queries, corpus {corpus} "
               f"({ing.embedded} embedded, {ing.reused} reused)")
 
