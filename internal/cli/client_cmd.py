@@ -21,7 +21,6 @@ from internal.common.errors import ServiceError, Unavailable, UpstreamTimeout
 from internal.common.hashing import content_hash
 from internal.embed.client import EmbedClient
 from internal.vectord.client import VectordClient
-from internal.vectord.language import AUTO, ISO_TO_REGCONFIG, REGCONFIGS
 
 T = TypeVar("T")
 
@@ -135,24 +134,12 @@ class IngestPlan:
     unchanged: int = 0
 
 
-def _languages(doc: Doc, corpus_language: str) -> list[str]:
-    """The languages vectord may have stored the doc with (they are part of its hash)."""
-    if doc.language:
-        return [doc.language, ISO_TO_REGCONFIG.get(doc.language.lower(), doc.language.lower())]
-    if corpus_language and corpus_language != AUTO:
-        return [corpus_language]
-    # An 'auto' corpus detects each item's language: any detectable one may be stored.
-    return sorted(REGCONFIGS)
-
-
-def plan_ingest(docs: list[Doc], stored: dict[str, str], corpus_language: str) -> IngestPlan:
+def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
     """Docs that are new or whose stored content hash differs; the rest are skipped."""
     out = IngestPlan()
     for doc in docs:
-        have = stored.get(doc.id)
-        if have is not None and any(
-                have == content_hash(doc.title, doc.text, doc.tags, doc.metadata, lang)
-                for lang in _languages(doc, corpus_language)):
+        if stored.get(doc.id) == content_hash(doc.title, doc.text, doc.tags, doc.metadata,
+                                              doc.language):
             out.unchanged += 1
         else:
             out.todo.append(doc)
@@ -201,9 +188,9 @@ def _ingest(args: argparse.Namespace) -> int:
         docs = read_jsonl(path)
         vectord = VectordClient(session, base, timeout=args.timeout)
         embed = EmbedClient(session, base, timeout=args.timeout)
-        corpus = await _ensure_corpus(vectord, embed, args)
+        await _ensure_corpus(vectord, embed, args)
         stored = {row["id"]: row["content_hash"] async for row in vectord.iter_ids(args.corpus, page=10000)}
-        plan = plan_ingest(docs, stored, str(corpus.get("language") or ""))
+        plan = plan_ingest(docs, stored)
         batches = [plan.todo[i:i + args.batch] for i in range(0, len(plan.todo), args.batch)]
         bar = tqdm(total=len(docs), initial=plan.unchanged, unit="doc", desc=args.corpus,
                    disable=args.quiet)

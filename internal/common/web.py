@@ -21,7 +21,7 @@ T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 REQUEST_ID_HEADER = "X-Request-ID"
-REQUEST_ID_KEY = "request_id"  # request[...] slot holding the id
+REQUEST_ID_KEY = web.RequestKey("request_id", str)  # request[...] slot holding the id
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _encoder = msgspec.json.Encoder()
 

@@ -109,7 +109,9 @@ class PreparedItem:
         return PreparedItem(
             id=it.id, embedding=embedding, title=it.title, text=it.text, tags=it.tags,
             metadata=it.metadata, language=language,
-            content_hash=content_hash(it.title, it.text, it.tags, it.metadata, language))
+            # The hash covers what the caller sent (its language as given, not the one
+            # resolved here), so a client can tell unchanged content without detecting.
+            content_hash=content_hash(it.title, it.text, it.tags, it.metadata, it.language))
 
     def row(self, seq: int) -> tuple[Any, ...]:
         """The row COPYed into the staging table (UPSERT_TYPES order)."""

@@ -47,19 +47,18 @@ def _doc(i: str, text: str, language: str | None = None) -> Doc:
 
 def test_plan_skips_same_content_only() -> None:
     same, changed, new = _doc("a", "x"), _doc("b", "y"), _doc("c", "z")
-    stored = {"a": content_hash("t", "x", None, {"k": 1}, "english"),
-              "b": content_hash("t", "old text", None, {"k": 1}, "english")}
-    plan = plan_ingest([same, changed, new], stored, "english")
+    stored = {"a": content_hash("t", "x", None, {"k": 1}, None),
+              "b": content_hash("t", "old text", None, {"k": 1}, None)}
+    plan = plan_ingest([same, changed, new], stored)
     assert plan.unchanged == 1
     assert [d.id for d in plan.todo] == ["b", "c"]
 
 
-def test_plan_in_auto_corpus_matches_the_detected_language() -> None:
-    doc = _doc("a", "Der Hund schläft im Garten.")
-    stored = {"a": content_hash("t", doc.text, None, {"k": 1}, "german")}
-    assert plan_ingest([doc], stored, "auto").unchanged == 1
-    # A fixed-language corpus stores its own language: a german hash is a change there.
-    assert plan_ingest([doc], stored, "english").unchanged == 0
+def test_plan_compares_the_language_as_sent() -> None:
+    doc = _doc("a", "Der Hund schläft im Garten.", "de")
+    assert plan_ingest([doc], {"a": content_hash("t", doc.text, None, {"k": 1}, "de")}).unchanged == 1
+    # Another explicit language is another content: it is sent again.
+    assert plan_ingest([doc], {"a": content_hash("t", doc.text, None, {"k": 1}, "en")}).unchanged == 0
 
 
 def test_cli_parses_every_people_command() -> None:
