@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lexical (BM25) and hybrid (RRF) search smoke: English and German stemming, a simple
+# Lexical (BM25) and hybrid search smoke (RRF asked for explicitly: the default fusion is
+# "weighted" since issue 8): English and German stemming, a simple
 # corpus that does not stem, hybrid fusion with per-branch ranks, bad language, delete.
 # Uses $LAKEHOUSE_URL when set; else starts vectord on a free loopback port (embedded
 # PostgreSQL in a temp dir, or $LAKEHOUSE_PG_DSN when set).
@@ -41,7 +42,7 @@ check "German stems match a German item" '[.hits[].id] == ["haus"] and .hits[0].
 req POST "$C/$NAME/search" '{"mode":"lexical","query_text":"outdoor"}'
 check "tags are searched" '[.hits[].id] == ["garden"]'
 
-req POST "$C/$NAME/search" '{"mode":"hybrid","query_text":"retirement","query_vector":[0,1,0],"k":4,"candidates":4}'
+req POST "$C/$NAME/search" '{"mode":"hybrid","query_text":"retirement","query_vector":[0,1,0],"k":4,"candidates":4,"fusion":"rrf","rrf_k":60}'
 expect_status 200 "hybrid search"
 check "hits carry both branches" '(.hits | map(select(.ranks.vector != null and .ranks.lexical != null)) | length) >= 1'
 check "fused score is RRF (k=60)" '.hits[0] as $h | (($h.score - ((if $h.ranks.vector then 1/(60+$h.ranks.vector) else 0 end) + (if $h.ranks.lexical then 1/(60+$h.ranks.lexical) else 0 end))) | fabs) < 1e-9'
