@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Literal
 
 import aiohttp
-import msgspec
 import structlog
 from aiohttp import web
 
@@ -14,17 +12,12 @@ from internal.common import logs
 from internal.common.web import json_response, make_base_app, read_json, run
 from internal.config import Config, load_or_exit, redacted
 from internal.embedd.backends import Backend, LocalBackend, OllamaBackend, OpenAIBackend
+from internal.embedd.models import EmbedRequest
 from internal.embedd.service import EmbedService
 
 log = structlog.get_logger()
 
 SERVICE = web.AppKey("embedd_service", EmbedService)
-
-
-class EmbedRequest(msgspec.Struct, forbid_unknown_fields=True):
-    texts: list[str]
-    model: str | None = None
-    input_type: Literal["query", "document"] | None = None  # None: "document"
 
 
 async def embed_handler(request: web.Request) -> web.Response:

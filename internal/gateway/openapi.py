@@ -29,6 +29,8 @@ def openapi_path(template: str) -> str:
 
 
 def _ref(t: type) -> dict[str, Any]:
+    # msgspec names a component after its struct; two structs of one name would collide
+    # silently, so every struct the document uses must have a unique __name__.
     return {"$ref": _REF.format(name=t.__name__)}
 
 
@@ -89,7 +91,11 @@ def build(secured: bool) -> dict[str, Any]:
     types: list[type] = [s.ErrorBody, s.Health, s.Ready]
     for route in ROUTES:
         types += [t for t in (route.request, route.response) if t is not None]
-    _, components = msgspec.json.schema_components(list(dict.fromkeys(types)), ref_template=_REF)
+    unique = list(dict.fromkeys(types))
+    _, components = msgspec.json.schema_components(unique, ref_template=_REF)
+    missing = {t.__name__ for t in unique} - set(components)
+    if missing:  # a name clash: msgspec qualified the names, so our refs would dangle
+        raise RuntimeError(f"openapi: struct names must be unique: {sorted(missing)}")
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "Lakehouse", "version": "0.1.0",

@@ -1,7 +1,9 @@
 """The public API's request and response shapes, as msgspec Structs for /openapi.json.
 
-These mirror docs/API.md (the contract); the daemons validate the real requests.
-Response structs are open (unknown fields allowed) so a daemon may add fields.
+Requests are described by the very structs the daemons validate them with (imported
+from their I/O-free models modules), so the document cannot drift from what is
+accepted. The response shapes that no daemon declares as a struct are written here,
+after docs/API.md; they are open (unknown fields allowed) so a daemon may add fields.
 """
 
 from __future__ import annotations
@@ -10,7 +12,21 @@ from typing import Any, Literal
 
 import msgspec
 
-Mode = Literal["vector", "keyword", "lexical", "hybrid"]
+from internal.embedd.models import EmbedRequest
+from internal.matrixd.models import MatrixSearchRequest, RecordRequest, RelevanceRequest
+from internal.vectord.models import (
+    CreateCorpus,
+    DeleteItems,
+    Hit,
+    SearchRequest,
+    SearchResponse,
+    UpsertRequest,
+)
+
+__all__ = [
+    "CreateCorpus", "DeleteItems", "EmbedRequest", "Hit", "MatrixSearchRequest",
+    "RecordRequest", "RelevanceRequest", "SearchRequest", "SearchResponse", "UpsertRequest",
+]
 
 
 class ErrorDetail(msgspec.Struct):
@@ -40,12 +56,6 @@ class Ready(msgspec.Struct):
 
 
 # embedd
-class EmbedRequest(msgspec.Struct, forbid_unknown_fields=True):
-    texts: list[str]
-    model: str | None = None
-    input_type: Literal["query", "document"] | None = None
-
-
 class EmbedResponse(msgspec.Struct):
     model: str
     dim: int
@@ -56,7 +66,7 @@ class EmbedResponse(msgspec.Struct):
 class ModelInfo(msgspec.Struct):
     id: str
     backend: str
-    dim: int
+    dim: int | None  # a remote model's dimension is known after its first answer
 
 
 class ModelsResponse(msgspec.Struct):
@@ -75,35 +85,12 @@ class Corpus(msgspec.Struct):
     created_at: str
 
 
-class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    dim: int
-    metric: Literal["cosine", "l2", "ip"] = "cosine"
-    language: str = "english"
-    model: str | None = None
-
-
 class CorpusList(msgspec.Struct):
     corpora: list[Corpus]
 
 
 class CorpusDeleted(msgspec.Struct):
     deleted: str
-
-
-class Item(msgspec.Struct, forbid_unknown_fields=True):
-    id: str
-    vector: list[float]
-    text: str
-    title: str | None = None
-    tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    language: str | None = None
-
-
-class UpsertRequest(msgspec.Struct, forbid_unknown_fields=True):
-    items: list[Item]
-    model: str | None = None
 
 
 class Upserted(msgspec.Struct):
@@ -122,10 +109,6 @@ class StoredItem(msgspec.Struct):
     updated_at: str
 
 
-class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
-    ids: list[str]
-
-
 class ItemsDeleted(msgspec.Struct):
     deleted: int
 
@@ -141,55 +124,6 @@ class IdsPage(msgspec.Struct):
     next_after: str | None
 
 
-class Filter(msgspec.Struct):
-    metadata: dict[str, Any] | None = None
-    id_prefix: str | None = None
-    updated_after: str | None = None
-    updated_before: str | None = None
-
-
-class SearchRequest(msgspec.Struct):
-    mode: Mode
-    query_vector: list[float] | None = None
-    query_text: str | None = None
-    k: int = 10
-    ef_search: int | None = None
-    language: str | None = None
-    filter: Filter | None = None
-
-
-class Ranks(msgspec.Struct):
-    vector: int | None
-    lexical: int | None
-
-
-class BranchScores(msgspec.Struct):
-    vector: float | None
-    lexical: float | None
-
-
-class Hit(msgspec.Struct):
-    id: str
-    corpus: str
-    distance: float | None
-    score: float | None
-    ranks: Ranks
-    scores: BranchScores
-    text: str
-    title: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
-    language: str | None
-    updated_at: str
-
-
-class SearchResponse(msgspec.Struct):
-    corpus: str
-    mode: Mode
-    hits: list[Hit]
-    took_ms: float
-
-
 # matrixd
 class MatrixCorpus(msgspec.Struct):
     name: str
@@ -200,19 +134,6 @@ class MatrixCorpus(msgspec.Struct):
 
 class MatrixCorpora(msgspec.Struct):
     corpora: list[MatrixCorpus]
-
-
-class MatrixSearchRequest(msgspec.Struct):
-    corpora: list[str]
-    query_text: str | None = None
-    query_vector: list[float] | None = None
-    k: int = 10
-    per_corpus_k: int | None = None
-    mode: Mode | None = None
-    filter: Filter | None = None
-    use_playbook: bool = False
-    allow_partial: bool = False
-    relevance: dict[str, Any] | None = None
 
 
 class FailedCorpus(msgspec.Struct):
@@ -227,35 +148,8 @@ class MatrixSearchResponse(msgspec.Struct):
     playbook_boosted: int = 0
 
 
-class RecordRequest(msgspec.Struct):
-    query_text: str
-    answer_id: str
-    answer_corpus: str
-    score: float
-    tags: list[str] | None = None
-
-
 class RecordResponse(msgspec.Struct):
     playbook_id: str
-
-
-class Focus(msgspec.Struct):
-    path: str
-    text: str | None = None
-    defined_symbols: list[str] | None = None
-    imported_symbols: list[str] | None = None
-
-
-class Chunk(msgspec.Struct):
-    text: str
-    source: str | None = None
-    doc_id: str | None = None
-
-
-class RelevanceRequest(msgspec.Struct):
-    focus: Focus
-    chunks: list[Chunk]
-    threshold: float = 0.3
 
 
 class ScoredChunk(msgspec.Struct):

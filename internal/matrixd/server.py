@@ -13,10 +13,9 @@ import math
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
-import msgspec
 import structlog
 from aiohttp import web
 
@@ -34,13 +33,19 @@ from internal.config import Config, MatrixdConfig, load_or_exit, redacted
 from internal.embed.client import EmbedClient, Embedding, make_client
 from internal.matrixd import boost, merge, relevance
 from internal.matrixd.boost import PlaybookEntry
-from internal.matrixd.relevance import Chunk, Focus
+from internal.matrixd.models import (
+    MatrixSearchRequest,
+    Mode,
+    RecordRequest,
+    RelevanceOption,
+    RelevanceRequest,
+)
+from internal.matrixd.relevance import Chunk
 from internal.vectord.client import VectordClient
 from internal.vectord.validate import corpus_name
 
 log = structlog.get_logger()
 
-Mode = Literal["vector", "lexical", "hybrid", "keyword"]
 # vectord 400s on these fields are faults of the request, the same for every corpus.
 _REQUEST_FIELDS = ("filter", "language", "ef_search")
 # Hybrid fusion options (issue 8), passed to vectord unchanged; a 400 on them is the request's.
@@ -55,52 +60,6 @@ class Deps:
 
 
 DEPS: web.AppKey[Deps] = web.AppKey("deps", Deps)
-
-
-# ---- request bodies ------------------------------------------------------------------
-
-class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
-    focus: Focus
-    threshold: float = relevance.DEFAULT_THRESHOLD
-
-
-class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
-    corpora: list[str]
-    query_text: str | None = None
-    query_vector: list[float] | None = None
-    k: int = 10
-    per_corpus_k: int | None = None
-    mode: Mode | None = None
-    # Passed through to vectord unchanged, which validates it (docs/API.md).
-    filter: dict[str, Any] | None = None
-    language: str | None = None
-    ef_search: int | None = None
-    fusion: str | None = None
-    rrf_k: int | None = None
-    weights: dict[str, float] | None = None
-    candidates: int | None = None
-    prefer: dict[str, Any] | None = None
-    allow_partial: bool = False
-    use_playbook: bool = False
-    playbook_corpus: str | None = None
-    playbook_top_k: int | None = None
-    playbook_max_distance: float | None = None
-    relevance: RelevanceOption | None = None
-
-
-class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):
-    query_text: str
-    answer_id: str
-    answer_corpus: str
-    score: float
-    tags: list[str] = msgspec.field(default_factory=list)
-    playbook_corpus: str | None = None
-
-
-class RelevanceRequest(msgspec.Struct, forbid_unknown_fields=True):
-    focus: Focus
-    chunks: list[Chunk]
-    threshold: float = relevance.DEFAULT_THRESHOLD
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -188,7 +147,7 @@ async def _playbook_entries(deps: Deps, corpus: str, vector: list[float], top_k:
     return entries
 
 
-def _validate_search(body: SearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
+def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
     """The effective mode, the stripped query text and per_corpus_k; 400 on bad input."""
     if not body.corpora:
         raise InvalidArgument("corpora: name at least one corpus", field="corpora")
@@ -237,7 +196,7 @@ async def search_handler(request: web.Request) -> web.Response:
     deps = request.app[DEPS]
     cfg = deps.cfg
     started = time.perf_counter()
-    body = await read_json(request, SearchRequest)
+    body = await read_json(request, MatrixSearchRequest)
     mode, text, per_corpus_k = _validate_search(body, cfg)
     requested_mode = mode
     degraded: list[str] = []
