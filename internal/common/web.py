@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -182,6 +183,16 @@ def make_base_app(max_body_bytes: int = 64 * 1024 * 1024) -> web.Application:
     return app
 
 
+def _fast_loop() -> None:
+    """uvloop when installed: it roughly halves the event loop's CPU per request."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
 def run(app: web.Application, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM; aiohttp runs the cleanup contexts on the way out."""
+    _fast_loop()
     web.run_app(app, host=host, port=port, access_log=None, print=None, handle_signals=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -81,17 +80,7 @@ def make_app(cfg: Config) -> web.Application:
     return app
 
 
-def _fast_loop() -> None:
-    """uvloop when installed: the gateway is pure I/O relay, where it halves the CPU cost."""
-    try:
-        import uvloop
-    except ImportError:
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
 def main() -> int:
-    _fast_loop()
     cfg = load_or_exit()
     logs.configure(cfg.log.level, cfg.log.format, service="gateway")
     log.info("config", **redacted(cfg))

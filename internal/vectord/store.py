@@ -153,6 +153,9 @@ class Store:
             corpus = await self._fetch_corpus(conn, name)
         if corpus is None:
             raise NotFound(f"corpus {name!r} not found")
+        # Safe to reuse: a corpus dropped or recreated elsewhere shows as UndefinedTable
+        # (with_corpus re-reads), and the model check is made under the row lock.
+        self._cache[name] = (time.monotonic(), corpus)
         return corpus
 
     async def with_corpus(self, name: str, fn: Callable[[Corpus], Awaitable[T]]) -> T:
