@@ -45,6 +45,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", f"{_C}/items/delete", "vectord", "Delete items by id", s.DeleteItems, s.ItemsDeleted),
     Route("GET", f"{_C}/ids", "vectord", "List ids with content hashes (keyset pages)", None, s.IdsPage),
     Route("POST", f"{_C}/search", "vectord", "Search one corpus", s.SearchRequest, s.SearchResponse),
+    Route("POST", "/v1/vectors/search", "vectord", "Search several corpora in one call (errors per corpus)",
+          s.MultiSearchRequest, s.MultiSearchResponse),
     Route("GET", "/v1/matrix/corpora", "matrixd", "Corpora available to matrix search", None, s.MatrixCorpora),
     Route("POST", "/v1/matrix/search", "matrixd", "Search many corpora at once", s.MatrixSearchRequest, s.MatrixSearchResponse),
     Route("POST", "/v1/matrix/playbooks/record", "matrixd", "Record feedback on an answer", s.RecordRequest, s.RecordResponse),

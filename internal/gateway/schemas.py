@@ -18,6 +18,8 @@ from internal.vectord.models import (
     CreateCorpus,
     DeleteItems,
     Hit,
+    MultiSearchRequest,
+    MultiSearchResponse,
     SearchRequest,
     SearchResponse,
     UpsertRequest,
@@ -25,7 +27,7 @@ from internal.vectord.models import (
 
 __all__ = [
     "CreateCorpus", "DeleteItems", "EmbedRequest", "Hit", "MatrixSearchRequest",
-    "RecordRequest", "RelevanceRequest", "SearchRequest", "SearchResponse", "UpsertRequest",
+    "MultiSearchRequest", "MultiSearchResponse", "RecordRequest", "RelevanceRequest", "SearchRequest", "SearchResponse", "UpsertRequest",
 ]
 
 

@@ -83,3 +83,13 @@ class VectordClient(ServiceClient):
     async def search(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body)
         return out
+
+    async def search_many(self, names: list[str], body: dict[str, Any]) -> list[dict[str, Any]]:
+        """One search over several corpora in one call (POST /v1/vectors/search).
+
+        Returns vectord's per-corpus results in the order of names: each is
+        {"corpus", "hits", "took_ms"} or {"corpus", "error": {"code", "message", "field"?},
+        "status"}. A request-wide fault (bad k, filter, ...) raises as search() does.
+        """
+        out = await self.call("POST", "/v1/vectors/search", {**body, "corpora": names})
+        return list(out["results"])

@@ -111,6 +111,12 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score
 
 
+class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True):
+    """POST /v1/vectors/search: one search (the same fields) over several corpora."""
+
+    corpora: list[str]
+
+
 class Corpus(msgspec.Struct, frozen=True):
     """A registry row. `id` names the items table (vectord_items_<id>); never shown to clients."""
 
@@ -152,4 +158,28 @@ class SearchResponse(msgspec.Struct):
     corpus: str
     mode: str
     hits: list[Hit]
+    took_ms: float
+
+
+class SearchError(msgspec.Struct, omit_defaults=True):
+    """The error body's `error` object (docs/API.md), for one corpus of a multi-search."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class CorpusSearchResult(msgspec.Struct, omit_defaults=True):
+    """One corpus of a multi-search: hits and took_ms, or error and status."""
+
+    corpus: str
+    hits: list[Hit] | msgspec.UnsetType = msgspec.UNSET
+    took_ms: float | msgspec.UnsetType = msgspec.UNSET
+    error: SearchError | msgspec.UnsetType = msgspec.UNSET
+    status: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class MultiSearchResponse(msgspec.Struct):
+    mode: str
+    results: list[CorpusSearchResult]
     took_ms: float

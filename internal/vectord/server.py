@@ -12,7 +12,7 @@ from aiohttp import web
 from psycopg import sql
 
 from internal.common import logs
-from internal.common.errors import InvalidArgument, PayloadTooLarge
+from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
 from internal.common.web import json_response, make_base_app, read_json, run
 from internal.config import Config, load_or_exit, redacted
 from internal.pg import embedded
@@ -21,9 +21,13 @@ from internal.vectord import hits, language, lexical_search, schema, validate
 from internal.vectord.filters import build_where
 from internal.vectord.models import (
     Corpus,
+    CorpusSearchResult,
     CreateCorpus,
     DeleteItems,
     Hit,
+    MultiSearchRequest,
+    MultiSearchResponse,
+    SearchError,
     SearchRequest,
     SearchResponse,
     UpsertRequest,
@@ -37,6 +41,8 @@ STORE: web.AppKey[Store] = web.AppKey("store", Store)
 
 MAX_IDS_PAGE = 10_000
 PREFIX = "/v1/vectors/corpora"
+MULTI_SEARCH = "/v1/vectors/search"
+MAX_SEARCH_CORPORA = 1000
 
 # A search mode's implementation: the where-clause and params come from filters.build_where.
 Searcher = Callable[[Store, Corpus, SearchRequest, sql.Composable, dict[str, Any]],
@@ -218,11 +224,12 @@ SEARCHERS: dict[str, Searcher] = {
 }
 
 
-async def search(request: web.Request) -> web.Response:
-    started = time.perf_counter()
-    store = request.app[STORE]
-    name = _name(request)
-    req = await read_json(request, SearchRequest)
+# A request-wide search, ready to run on any corpus.
+CorpusSearch = Callable[[Corpus], Awaitable[list[Hit]]]
+
+
+def _corpus_search(store: Store, req: SearchRequest) -> CorpusSearch:
+    """Check the request-wide fields (400 naming the field) and bind the search mode."""
     validate.k(req.k)
     if req.ef_search is not None and not 1 <= req.ef_search <= 1000:
         raise InvalidArgument(f"ef_search: must be in 1..1000, got {req.ef_search}",
@@ -235,9 +242,63 @@ async def search(request: web.Request) -> web.Response:
     async def run_search(corpus: Corpus) -> list[Hit]:
         return await searcher(store, corpus, req, where, params)
 
-    found = await store.with_corpus(name, run_search)
+    return run_search
+
+
+async def search(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    store = request.app[STORE]
+    name = _name(request)
+    req = await read_json(request, SearchRequest)
+    found = await store.with_corpus(name, _corpus_search(store, req))
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(SearchResponse(corpus=name, mode=req.mode, hits=found, took_ms=took))
+
+
+def _corpus_error(corpus: str, exc: Exception) -> CorpusSearchResult:
+    """A failed corpus of a multi-search, as the per-corpus route would have answered it."""
+    if isinstance(exc, LakehouseError) and not (exc.status >= 500 and exc.code == "internal"):
+        return CorpusSearchResult(corpus=corpus, status=exc.status,
+                                  error=SearchError(exc.code, exc.message, exc.field))
+    if isinstance(exc, LakehouseError):
+        log.error("search_failed", corpus=corpus, error=exc.message)
+    else:
+        log.error("search_crashed", corpus=corpus, exc_info=exc)
+    return CorpusSearchResult(corpus=corpus, status=500,
+                              error=SearchError("internal", "internal error"))
+
+
+async def multi_search(request: web.Request) -> web.Response:
+    """One search over several corpora at once, each on its own pooled connection."""
+    started = time.perf_counter()
+    store = request.app[STORE]
+    req = await read_json(request, MultiSearchRequest)
+    if not req.corpora:
+        raise InvalidArgument("corpora: name at least one corpus", field="corpora")
+    if len(req.corpora) > MAX_SEARCH_CORPORA:
+        raise InvalidArgument(f"corpora: at most {MAX_SEARCH_CORPORA} corpora, "
+                              f"got {len(req.corpora)}", field="corpora")
+    seen: set[str] = set()
+    for i, name in enumerate(req.corpora):
+        validate.corpus_name(name, f"corpora[{i}]")
+        if name in seen:
+            raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice",
+                                  field=f"corpora[{i}]")
+        seen.add(name)
+    run_search = _corpus_search(store, req)
+
+    async def one(name: str) -> CorpusSearchResult:
+        t0 = time.perf_counter()
+        try:
+            found = await store.with_corpus(name, run_search)
+        except Exception as exc:  # reported for this corpus; the others still answer
+            return _corpus_error(name, exc)
+        return CorpusSearchResult(corpus=name, hits=found,
+                                  took_ms=round((time.perf_counter() - t0) * 1000, 3))
+
+    results = await asyncio.gather(*(one(name) for name in req.corpora))
+    took = round((time.perf_counter() - started) * 1000, 3)
+    return json_response(MultiSearchResponse(mode=req.mode, results=results, took_ms=took))
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -271,6 +332,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_get(PREFIX + "/{name}/items/{id}", get_item)
     r.add_get(PREFIX + "/{name}/ids", list_ids)
     r.add_post(PREFIX + "/{name}/search", search)
+    r.add_post(MULTI_SEARCH, multi_search)
     return app
 
 

@@ -1,0 +1,90 @@
+"""POST /v1/vectors/search: one search over several corpora, each failure per corpus."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+
+from internal.common.errors import ServiceError
+from internal.vectord.client import VectordClient
+from tests.vectord.vdata import call, item, make_corpus, unique, unit
+
+C = "/v1/vectors/corpora"
+M = "/v1/vectors/search"
+
+
+async def _filled(http: aiohttp.ClientSession, base: str, lo: int, hi: int) -> str:
+    name = await make_corpus(http, base, dim=8)
+    status, body = await call(http, "POST", f"{base}{C}/{name}/items",
+                              {"items": [item(i, 8, tags=["t"]) for i in range(lo, hi)]})
+    assert status == 200, body
+    return name
+
+
+async def test_same_hits_as_per_corpus_route(vectord_url: str,
+                                             http: aiohttp.ClientSession) -> None:
+    a = await _filled(http, vectord_url, 0, 20)
+    b = await _filled(http, vectord_url, 20, 40)
+    for search in ({"mode": "vector", "query_vector": unit(8, 3), "k": 5},
+                   {"mode": "keyword", "query_text": "number 2", "k": 4},
+                   {"mode": "lexical", "query_text": "document number", "k": 3},
+                   {"mode": "hybrid", "query_text": "document", "query_vector": unit(8, 25),
+                    "k": 5, "filter": {"tags_any": ["t"]}}):
+        status, multi = await call(http, "POST", f"{vectord_url}{M}", {**search, "corpora": [b, a]})
+        assert status == 200, multi
+        assert multi["mode"] == search["mode"] and multi["took_ms"] >= 0
+        assert [r["corpus"] for r in multi["results"]] == [b, a]
+        for r in multi["results"]:
+            _, one = await call(http, "POST", f"{vectord_url}{C}/{r['corpus']}/search", search)
+            assert set(r) == {"corpus", "hits", "took_ms"}
+            assert r["hits"] == one["hits"] and r["hits"], search
+
+
+async def test_missing_and_failing_corpora_reported_per_corpus(
+        vectord_url: str, http: aiohttp.ClientSession) -> None:
+    a = await _filled(http, vectord_url, 0, 10)
+    wide = await make_corpus(http, vectord_url, dim=4)  # query_vector has the wrong length here
+    missing = unique("gone")
+    body = {"mode": "vector", "query_vector": unit(8, 1), "k": 3, "corpora": [missing, a, wide]}
+    status, out = await call(http, "POST", f"{vectord_url}{M}", body)
+    assert status == 200, out
+    gone, ok, bad = out["results"]
+    assert [r["corpus"] for r in out["results"]] == [missing, a, wide]
+    assert ok["hits"][0]["id"] == "doc-0001" and len(ok["hits"]) == 3
+    # Each error is what the per-corpus route answers for that corpus.
+    for r in (gone, bad):
+        assert set(r) == {"corpus", "error", "status"}
+        st, single = await call(http, "POST", f"{vectord_url}{C}/{r['corpus']}/search",
+                                {k: v for k, v in body.items() if k != "corpora"})
+        assert r["status"] == st and r["error"] == single["error"]
+    assert gone["status"] == 404 and gone["error"]["code"] == "not_found"
+    assert bad["status"] == 400 and bad["error"]["field"] == "query_vector"
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({}, "corpora"),
+    ({"corpora": []}, "corpora"),
+    ({"corpora": ["Bad-Name"]}, "corpora[0]"),
+    ({"corpora": ["a", "a"]}, "corpora[1]"),
+    ({"corpora": ["a"], "k": 0}, "k"),
+    ({"corpora": ["a"], "ef_search": 5000}, "ef_search"),
+    ({"corpora": ["a"], "bogus": 1}, "bogus"),
+])
+async def test_request_wide_faults_are_400(vectord_url: str, http: aiohttp.ClientSession,
+                                           body: dict[str, object], field: str) -> None:
+    status, out = await call(http, "POST", f"{vectord_url}{M}", body)
+    assert status == 400, out
+    assert out["error"]["field"] == field
+
+
+async def test_client_search_many(vectord_url: str, http: aiohttp.ClientSession) -> None:
+    a = await _filled(http, vectord_url, 0, 10)
+    client = VectordClient(http, vectord_url)
+    missing = unique("gone")
+    rows = await client.search_many([a, missing], {"mode": "vector",
+                                                   "query_vector": unit(8, 2), "k": 2})
+    assert rows[0]["hits"][0]["id"] == "doc-0002"
+    assert rows[1]["status"] == 404
+    with pytest.raises(ServiceError) as info:
+        await client.search_many([a], {"mode": "vector", "query_vector": unit(8, 2), "k": 0})
+    assert info.value.status == 400 and info.value.field == "k"
