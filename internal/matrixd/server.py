@@ -115,13 +115,30 @@ class CorpusResult:
     error: LakehouseError | None = None
 
 
-async def _search_one(deps: Deps, corpus: str, body: dict[str, Any]) -> CorpusResult:
+async def _search_all(deps: Deps, corpora: list[str], body: dict[str, Any]) -> list[CorpusResult]:
+    """Every corpus in one vectord call; each failure is kept with its corpus.
+
+    A corpus's error is vectord's answer for it, as the per-corpus route gives it; a
+    failure of the whole call (vectord down, a request-wide 400) is every corpus's.
+    """
     started = time.perf_counter()
     try:
-        out = await deps.vectord.search(corpus, body)
+        rows = await deps.vectord.search_many(corpora, body)
     except LakehouseError as exc:
-        return CorpusResult(corpus, [], _ms(started), exc)
-    return CorpusResult(corpus, list(out.get("hits") or []), _ms(started))
+        ms = _ms(started)
+        return [CorpusResult(c, [], ms, exc) for c in corpora]
+    ms = _ms(started)
+    out = []
+    for c, row in zip(corpora, rows, strict=True):
+        err = row.get("error")
+        if err is not None:
+            out.append(CorpusResult(c, [], ms, ServiceError(
+                int(row.get("status") or 502), str(err.get("code", "error")),
+                str(err.get("message", "")), service="vectord", field=err.get("field"))))
+        else:
+            out.append(CorpusResult(c, list(row.get("hits") or []),
+                                    round(float(row.get("took_ms", ms)), 2)))
+    return out
 
 
 async def _playbook_entries(deps: Deps, corpus: str, vector: list[float], top_k: int,
@@ -233,7 +250,7 @@ async def search_handler(request: web.Request) -> web.Response:
     use_playbook = body.use_playbook and vector is not None
     if body.use_playbook and vector is None:
         degraded.append("playbook_unavailable")
-    searches = [_search_one(deps, c, vbody) for c in body.corpora]
+    searches = _search_all(deps, body.corpora, vbody)
     playbook_task: asyncio.Task[list[PlaybookEntry]] | None = None
     if use_playbook and vector is not None:
         playbook_task = asyncio.ensure_future(_playbook_entries(
@@ -241,7 +258,7 @@ async def search_handler(request: web.Request) -> web.Response:
             body.playbook_top_k or cfg.playbook_top_k,
             body.playbook_max_distance if body.playbook_max_distance is not None
             else cfg.playbook_max_distance))
-    results = list(await asyncio.gather(*searches))
+    results = await searches
 
     entries: list[PlaybookEntry] = []
     if playbook_task is not None:
