@@ -46,6 +46,7 @@ F32 = npt.NDArray[np.float32]
 C = "/v1/vectors/corpora"
 NAME = "bench_vectors"
 enc = msgspec.json.Encoder()
+dec = msgspec.json.Decoder()  # as internal.common.client decodes daemon answers
 
 
 def mixture(n: int, dim: int, centres: int, seed: int) -> F32:
@@ -113,7 +114,7 @@ async def wait_ready(http: aiohttp.ClientSession, base: str, proc: subprocess.Po
 async def post(http: aiohttp.ClientSession, url: str, body: Any) -> Any:
     async with http.post(url, data=enc.encode(body),
                          headers={"Content-Type": "application/json"}) as resp:
-        out = await resp.json()
+        out = dec.decode(await resp.read())
         if resp.status >= 400:
             raise SystemExit(f"{url}: {resp.status} {out}")
         return out
