@@ -8,9 +8,9 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.common import logs
-from internal.common.web import json_response, make_base_app, read_json, run
-from internal.config import Config, load_or_exit, redacted
+from internal.common.daemon import serve
+from internal.common.web import json_response, make_base_app, read_json
+from internal.config import Config
 from internal.embedd.backends import Backend, LocalBackend, OllamaBackend, OpenAIBackend
 from internal.embedd.models import EmbedRequest
 from internal.embedd.service import EmbedService
@@ -72,11 +72,7 @@ def make_app(cfg: Config) -> web.Application:
 
 
 def main() -> int:
-    cfg = load_or_exit()
-    logs.configure(cfg.log.level, cfg.log.format, service="embedd")
-    log.info("config", config=redacted(cfg))
-    run(make_app(cfg), cfg.embedd.host, cfg.embedd.port)
-    return 0
+    return serve("embedd", make_app, "embedd")
 
 
 if __name__ == "__main__":

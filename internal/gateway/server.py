@@ -8,9 +8,9 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.common import logs
-from internal.common.web import Handler, json_response, make_base_app, run
-from internal.config import Config, load_or_exit, redacted
+from internal.common.daemon import serve
+from internal.common.web import Handler, json_response, make_base_app
+from internal.config import Config
 from internal.gateway import openapi, readiness
 from internal.gateway.auth import make_auth_middleware
 from internal.gateway.metrics import Metrics
@@ -81,11 +81,7 @@ def make_app(cfg: Config) -> web.Application:
 
 
 def main() -> int:
-    cfg = load_or_exit()
-    logs.configure(cfg.log.level, cfg.log.format, service="gateway")
-    log.info("config", **redacted(cfg))
-    run(make_app(cfg), cfg.gateway.host, cfg.gateway.port)
-    return 0
+    return serve("gateway", make_app, "gateway")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.common import logs
+from internal.common.daemon import serve
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -28,8 +28,8 @@ from internal.common.errors import (
     UpstreamError,
     UpstreamTimeout,
 )
-from internal.common.web import json_response, make_base_app, read_json, run
-from internal.config import Config, MatrixdConfig, load_or_exit, redacted
+from internal.common.web import json_response, make_base_app, read_json
+from internal.config import Config, MatrixdConfig
 from internal.embed.client import EmbedClient, Embedding, make_client
 from internal.matrixd import boost, merge, relevance
 from internal.matrixd.boost import PlaybookEntry
@@ -458,11 +458,7 @@ def make_app(cfg: Config) -> web.Application:
 
 
 def main() -> int:
-    cfg = load_or_exit()
-    logs.configure(cfg.log.level, cfg.log.format, service="matrixd")
-    log.info("config", config=redacted(cfg))
-    run(make_app(cfg), cfg.matrixd.host, cfg.matrixd.port)
-    return 0
+    return serve("matrixd", make_app, "matrixd")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ down; it needs only embedd and vectord. See DECISIONS.md, "Wiki sync".
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,11 +16,11 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.common import logs
 from internal.common.client import ServiceClient
+from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
-from internal.common.web import json_response, make_base_app, run
-from internal.config import Config, ConfigError, SyncConfig, load_or_exit, redacted
+from internal.common.web import json_response, make_base_app
+from internal.config import Config, ConfigError, SyncConfig
 from internal.embed.client import EmbedClient
 from internal.syncd.runner import Syncer, SyncSettings
 from internal.syncd.ticker import Ticker
@@ -126,6 +125,7 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_post("/v1/sync/run", run_handler)
     app.router.add_get("/v1/sync/status", status_handler)
     if not cfg.sync.wiki_dir:
+        log.warning("sync_not_configured", reason="[sync] wiki_dir is not set")
         return app
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
@@ -151,18 +151,7 @@ def make_app(cfg: Config) -> web.Application:
 
 
 def main() -> int:
-    cfg = load_or_exit()
-    logs.configure(cfg.log.level, cfg.log.format, service="syncd")
-    log.info("config", config=redacted(cfg))
-    try:
-        app = make_app(cfg)
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    if not cfg.sync.wiki_dir:
-        log.warning("sync_not_configured", reason="[sync] wiki_dir is not set")
-    run(app, cfg.sync.host, cfg.sync.port)
-    return 0
+    return serve("syncd", make_app, "sync")
 
 
 if __name__ == "__main__":

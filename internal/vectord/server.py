@@ -11,10 +11,10 @@ import structlog
 from aiohttp import web
 from psycopg import sql
 
-from internal.common import logs
+from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
-from internal.common.web import json_response, make_base_app, read_json, run
-from internal.config import Config, load_or_exit, redacted
+from internal.common.web import json_response, make_base_app, read_json
+from internal.config import Config
 from internal.pg import embedded
 from internal.pg.pool import make_pool
 from internal.vectord import hits, language, lexical_search, schema, validate
@@ -337,11 +337,7 @@ def make_app(cfg: Config) -> web.Application:
 
 
 def main() -> int:
-    cfg = load_or_exit()
-    logs.configure(cfg.log.level, cfg.log.format, service="vectord")
-    log.info("config", **redacted(cfg))
-    run(make_app(cfg), cfg.vectord.host, cfg.vectord.port)
-    return 0
+    return serve("vectord", make_app, "vectord")
 
 
 if __name__ == "__main__":
