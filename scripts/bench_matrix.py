@@ -1,12 +1,13 @@
 """Benchmark matrixd's fan-out: p50 search latency over 1, 4 and 8 corpora of 10,000 items.
 
 Starts vectord (embedded PostgreSQL in a temporary folder, or LAKEHOUSE_PG_DSN) and
-matrixd as processes on free loopback ports, loads random L2-normalised 384-d vectors
+matrixd as processes on free loopback ports, loads L2-normalised 384-d vectors
+(clustered like real embeddings by default; --data uniform for HNSW's worst case)
 straight through vectord's API, and queries matrixd by vector (so the embedding model
 is not measured). Prints a table and the ratio 8 corpora / 1 corpus (target <= 2x: the
 fan-out is parallel, not serial), next to the same query sent to vectord directly.
 
-    .venv/bin/python scripts/bench_matrix.py [--items 10000] [--queries 200]
+    .venv/bin/python scripts/bench_matrix.py [--items 10000] [--queries 200] [--data uniform]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parent.parent
 DIM = 384
@@ -67,15 +69,28 @@ async def call(session: aiohttp.ClientSession, method: str, url: str, body: Any 
         return out
 
 
+def vectors(kind: str, n: int, seed: int) -> npt.NDArray[np.float32]:
+    """n L2-normalised vectors: 'mixture' (clustered, like real embeddings: issue 2's
+    Gaussian mixture of 1,000 centres, shared by every corpus and the queries) or
+    'uniform' (uniform on the sphere: no structure, the worst case for HNSW)."""
+    rng = np.random.default_rng(seed)
+    if kind == "mixture":
+        centres = np.random.default_rng(42).standard_normal((1000, DIM)).astype(np.float32)
+        vecs = centres[rng.integers(0, 1000, size=n)]
+        vecs = vecs + 0.5 * rng.standard_normal((n, DIM)).astype(np.float32)
+    else:
+        vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+    out: npt.NDArray[np.float32] = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    return out
+
+
 async def load(session: aiohttp.ClientSession, vurl: str, names: list[str], items: int,
-               rng: np.random.Generator) -> float:
+               kind: str) -> float:
     """Create and fill the corpora, two at a time (one upsert stream per core)."""
     started = time.perf_counter()
     gate = asyncio.Semaphore(2)
-    data = {}
-    for name in names:
-        vecs = rng.standard_normal((items, DIM)).astype(np.float32)
-        data[name] = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    everything = vectors(kind, items * len(names), seed=7)
+    data = {name: everything[i * items:(i + 1) * items] for i, name in enumerate(names)}
 
     async def fill(name: str) -> None:
         async with gate:
@@ -135,15 +150,13 @@ async def bench(args: argparse.Namespace) -> None:
                           "LAKEHOUSE_MATRIXD_EMBEDD_URL": ""}, tmp),
     ]
     names = [f"bench_mx_{os.getpid()}_{i}" for i in range(8)]
-    rng = np.random.default_rng(7)
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as s:
             await wait_ready(s, vurl)
             await wait_ready(s, murl)
-            print(f"loading 8 corpora x {args.items} random normalised {DIM}-d vectors")
-            load_s = await load(s, vurl, names, args.items, rng)
-            q = rng.standard_normal((args.queries, DIM)).astype(np.float32)
-            q /= np.linalg.norm(q, axis=1, keepdims=True)
+            print(f"loading 8 corpora x {args.items} L2-normalised {DIM}-d vectors ({args.data})")
+            load_s = await load(s, vurl, names, args.items, args.data)
+            q = vectors(args.data, args.queries, seed=8)
             queries = [v.tolist() for v in q]
 
             rows: list[tuple[str, float, float]] = []
@@ -186,6 +199,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=10_000, help="items per corpus")
     ap.add_argument("--queries", type=int, default=200, help="queries per setup")
+    ap.add_argument("--data", choices=("mixture", "uniform"), default="mixture",
+                    help="clustered like real embeddings (default), or uniform on the sphere")
     asyncio.run(bench(ap.parse_args()))
 
 
