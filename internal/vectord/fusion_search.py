@@ -17,7 +17,7 @@ from internal.common.errors import InvalidArgument
 from internal.vectord import fusion, hits, lexical, schema
 from internal.vectord.filters import build_clauses
 from internal.vectord.models import Corpus, Filter, Hit, SearchRequest
-from internal.vectord.store import SET_SEARCH, Store
+from internal.vectord.store import Store
 
 _CANDIDATES = """
 WITH {vec}, {bm25}
@@ -76,10 +76,8 @@ async def search(store: Store, corpus: Corpus, req: SearchRequest, where: sql.Co
     args = {**params, **sym_params, **bm25, "vec_q": query, "vec_n": n}
     async with store.pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        async with conn.pipeline():
-            await conn.execute(SET_SEARCH, (str(max(ef_search, n)),
-                                            "relaxed_order" if filtered else "off"))
-            await cur.execute(stmt, args)
+        await store.search_settings(conn, max(ef_search, n), filtered)
+        await cur.execute(stmt, args)
         rows = await cur.fetchall()
         vec = sorted((r for r in rows if r["vec_rank"] is not None), key=lambda r: r["vec_rank"])
         lex = sorted((r for r in rows if r["lex_rank"] is not None), key=lambda r: r["lex_rank"])

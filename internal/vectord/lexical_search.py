@@ -13,7 +13,7 @@ from internal.vectord import fusion, fusion_search, hits, lexical, schema, valid
 from internal.vectord.filters import is_filtered
 from internal.vectord.language import AUTO, normalize_language
 from internal.vectord.models import MAX_K, Corpus, Hit, SearchRequest
-from internal.vectord.store import SET_SEARCH, Store
+from internal.vectord.store import Store
 
 # How many hits each hybrid branch feeds the fusion when the request does not say:
 # at least this many, and never fewer than k.
@@ -119,11 +119,9 @@ async def search_hybrid(store: Store, corpus: Corpus, req: SearchRequest,
             "vec_q": query, "vec_n": n, "rrf_k": rrf_k, "k": req.k}
     async with store.pool.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        async with conn.pipeline():
-            # hnsw returns at most ef_search rows, so it must cover the candidates.
-            await conn.execute(SET_SEARCH, (str(max(ef_search, n)),
-                                            "relaxed_order" if filtered else "off"))
-            await cur.execute(stmt, args)
+        # hnsw returns at most ef_search rows, so it must cover the candidates.
+        await store.search_settings(conn, max(ef_search, n), filtered)
+        await cur.execute(stmt, args)
         rows = await cur.fetchall()
     out = []
     for row in rows:

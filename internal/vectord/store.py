@@ -311,18 +311,25 @@ class Store:
         filtered = is_filtered(where)
         stmt = vector_search_sql(corpus, where)
         # hnsw returns at most ef_search rows, so it must be at least k.
-        want = (str(max(ef_search, k)), "relaxed_order" if filtered else "off")
         async with self.pool.connection() as conn:
-            # Session-level settings, sent only when this connection's differ: most
-            # searches are then one statement and one round trip. (psycopg's async
-            # pipeline mode, the other way to save the round trip, burns ~3 ms of CPU.)
-            if self._search_settings.get(conn) != want:
-                self._search_settings.pop(conn, None)
-                await conn.execute(SET_SEARCH, want)
-                self._search_settings[conn] = want
+            await self.search_settings(conn, max(ef_search, k), filtered)
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {**params, "q": query, "k": k})
             return await cur.fetchall()
+
+    async def search_settings(self, conn: Conn, ef_search: int, filtered: bool) -> None:
+        """Set hnsw.ef_search / hnsw.iterative_scan on a pooled connection for one search.
+
+        Session-level settings, sent only when this connection's differ: most searches are
+        then one statement and one round trip. (psycopg's async pipeline mode, the other
+        way to save the round trip, burns ~3 ms of CPU.) Every search that reads the HNSW
+        index must come through here, or the cache would vouch for stale settings.
+        """
+        want = (str(ef_search), "relaxed_order" if filtered else "off")
+        if self._search_settings.get(conn) != want:
+            self._search_settings.pop(conn, None)
+            await conn.execute(SET_SEARCH, want)
+            self._search_settings[conn] = want
 
     async def keyword_search(self, corpus: Corpus, text: str, k: int, where: sql.Composable,
                              params: dict[str, Any]) -> list[dict[str, Any]]:
