@@ -188,45 +188,37 @@ def split_sections(body: str) -> list[str]:
     return [s for s in sections if s.strip()]
 
 
-def _split_long(section: str, max_chars: int) -> list[str]:
-    """A section over max_chars: cut at blank lines, then hard-cut what is still too long."""
-    parts: list[str] = []
+def _pack(pieces: Iterable[str], max_chars: int) -> list[str]:
+    """Join consecutive pieces with a blank line while the result fits in max_chars."""
+    out: list[str] = []
     current = ""
-    for para in re.split(r"\n[ \t]*\n", section):
-        while len(para) > max_chars:
-            if current:
-                parts.append(current)
-                current = ""
-            parts.append(para[:max_chars])
-            para = para[max_chars:]
-        candidate = f"{current}\n\n{para}" if current else para
+    for piece in pieces:
+        candidate = f"{current}\n\n{piece}" if current else piece
         if len(candidate) <= max_chars:
             current = candidate
         else:
-            parts.append(current)
-            current = para
+            out.append(current)
+            current = piece
     if current:
-        parts.append(current)
-    return parts
+        out.append(current)
+    return out
+
+
+def _split_long(section: str, max_chars: int) -> list[str]:
+    """A section over max_chars: cut at blank lines, then hard-cut what is still too long."""
+    slices = (para[i:i + max_chars]
+              for para in re.split(r"\n[ \t]*\n", section)
+              for i in range(0, max(len(para), 1), max_chars))
+    return _pack(slices, max_chars)
 
 
 def chunk_body(body: str, max_chars: int) -> list[str]:
     """Heading-aligned chunks of at most max_chars: whole sections packed greedily."""
-    chunks: list[str] = []
-    current = ""
-    for section in split_sections(body):
-        section = section.strip("\n")
-        pieces = [section] if len(section) <= max_chars else _split_long(section, max_chars)
-        for piece in pieces:
-            candidate = f"{current}\n\n{piece}" if current else piece
-            if len(candidate) <= max_chars:
-                current = candidate
-            else:
-                chunks.append(current)
-                current = piece
-    if current:
-        chunks.append(current)
-    return [c.strip() for c in chunks if c.strip()]
+    pieces = (piece
+              for section in (s.strip("\n") for s in split_sections(body))
+              for piece in ([section] if len(section) <= max_chars
+                            else _split_long(section, max_chars)))
+    return [c.strip() for c in _pack(pieces, max_chars) if c.strip()]
 
 
 def build_page(relpath: str, text: str, languages: Mapping[str, str], max_chars: int) -> Page:
