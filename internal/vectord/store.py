@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,7 @@ from internal.common.errors import Conflict, NotFound
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
 from internal.vectord import lexical, schema
-from internal.vectord.filters import escape_like, is_filtered, like_prefix
+from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
 from internal.vectord.models import Corpus, Item
 
 T = TypeVar("T")
@@ -309,7 +310,8 @@ class Store:
                             ef_search: int, where: sql.Composable, params: dict[str, Any]
                             ) -> list[dict[str, Any]]:
         filtered = is_filtered(where)
-        stmt = vector_search_sql(corpus, where)
+        stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
+            corpus.id, corpus.metric)
         # hnsw returns at most ef_search rows, so it must be at least k.
         async with self.pool.connection() as conn:
             await self.search_settings(conn, max(ef_search, k), filtered)
@@ -349,6 +351,14 @@ class Store:
                 "vector": self.db.vector_version,
                 "keyword_index": "trgm" if self.db.trgm else "scan",
                 "schema_version": self.db.version}
+
+
+@functools.lru_cache(maxsize=4096)
+def _unfiltered_vector_sql(corpus_id: int, metric: str) -> bytes:
+    """The unfiltered vector query of a corpus, rendered once (composing costs ~50 us)."""
+    return sql.SQL(VECTOR_SEARCH).format(
+        op=sql.SQL(schema.OPERATOR[metric]), table=schema.items_table(corpus_id),
+        where=TRUE).as_bytes(None)
 
 
 def vector_search_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:
