@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -36,10 +37,30 @@ class Metrics:
         self.upstream_latency = Histogram(
             "lakehouse_gateway_upstream_seconds", "Upstream latency until response headers arrive",
             ("upstream",), buckets=_BUCKETS, registry=self.registry)
+        # Labelled children by label values: prometheus_client's labels() validates and
+        # locks on every call, a few microseconds each, four times a proxied request.
+        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
+
+    def _pair(self, kind: str, counter: Counter, histogram: Histogram, *labels: str
+              ) -> tuple[Any, Any]:
+        """(counter child, histogram child); the histogram has every label but the status."""
+        key = (kind, *labels)
+        pair = self._children.get(key)
+        if pair is None:
+            pair = (counter.labels(*labels), histogram.labels(*labels[:-1]))
+            self._children[key] = pair
+        return pair
 
     def observe_upstream(self, upstream: str, status: str, seconds: float) -> None:
-        self.upstream_requests.labels(upstream, status).inc()
-        self.upstream_latency.labels(upstream).observe(seconds)
+        count, latency = self._pair("upstream", self.upstream_requests, self.upstream_latency,
+                                    upstream, status)
+        count.inc()
+        latency.observe(seconds)
+
+    def observe_request(self, method: str, route: str, status: str, seconds: float) -> None:
+        count, latency = self._pair("request", self.requests, self.latency, method, route, status)
+        count.inc()
+        latency.observe(seconds)
 
     def middleware(self) -> Middleware:
         metrics = self
@@ -56,9 +77,8 @@ class Metrics:
                 status = exc.status
                 raise
             finally:
-                route = _route_label(request)
-                metrics.requests.labels(request.method, route, str(status)).inc()
-                metrics.latency.labels(request.method, route).observe(time.perf_counter() - started)
+                metrics.observe_request(request.method, _route_label(request), str(status),
+                                        time.perf_counter() - started)
 
         return metrics_middleware
 

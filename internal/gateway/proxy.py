@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator
 
 import aiohttp
 import structlog
 from aiohttp import web
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from internal.common.errors import PayloadTooLarge, Unavailable, UpstreamTimeout
 from internal.common.web import REQUEST_ID_HEADER, request_id
@@ -32,15 +33,25 @@ def _forward_headers(headers: CIMultiDict[str] | object, extra_drop: frozenset[s
     out: CIMultiDict[str] = CIMultiDict()
     items = headers.items() if hasattr(headers, "items") else ()
     connection_named: set[str] = set()
-    for key, value in items:
-        if key.lower() == "connection":
+    if isinstance(headers, CIMultiDictProxy | CIMultiDict):
+        for value in headers.getall("Connection", ()):
             connection_named |= {v.strip().lower() for v in value.split(",")}
+    else:
+        for key, value in items:
+            if key.lower() == "connection":
+                connection_named |= {v.strip().lower() for v in value.split(",")}
     for key, value in items:
         low = key.lower()
         if low in HOP_BY_HOP or low in connection_named or low in extra_drop:
             continue
         out.add(key, value)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _client_timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """Connect within 5 s (or less), then no more than `seconds` between reads."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=min(seconds, 5.0), sock_read=seconds)
 
 
 class _Body:
@@ -100,10 +111,7 @@ class Proxy:
             try:
                 upstream_resp = await self.session.request(
                     request.method, url, headers=headers, data=data,
-                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(timeout, 5.0),
-                                                  sock_read=timeout),
-                    allow_redirects=False,
-                )
+                    timeout=_client_timeout(timeout), allow_redirects=False)
             except aiohttp.ClientConnectorError as exc:
                 # Nothing was sent: safe to try the next address.
                 upstream.mark_failed(address)

@@ -28,6 +28,9 @@ class Upstream:
 
     def order(self) -> list[str]:
         """Addresses to try, in order, for one request."""
+        if not self._failed_until:  # all healthy: just the round-robin turn
+            start = next(self._turn) % len(self.addresses)
+            return [*self.addresses[start:], *self.addresses[:start]]
         now = self._clock()
         healthy = [a for a in self.addresses if self._failed_until.get(a, 0.0) <= now]
         resting = sorted((a for a in self.addresses if a not in healthy),
