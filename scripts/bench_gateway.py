@@ -6,7 +6,9 @@ texts, then sends the same matrixd search at concurrency 16 straight to matrixd 
 through the gateway, in alternating rounds so both see the same machine load. Prints
 p50/p95 latency and QPS per path and the gateway's p50 overhead (target <= 15%), for
 a text (hybrid) search, the usual one, and a vector search, the cheapest one (where a
-fixed per-request cost weighs most).
+fixed per-request cost weighs most). A third path, a bare aiohttp proxy that relays the
+body and the answer and does nothing else (scripts/bench_floors.py), is the floor: the
+overhead any aiohttp hop adds on this machine, measured in the same rounds.
 
     .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
 """
@@ -114,41 +116,44 @@ async def main_async(args: argparse.Namespace, urls: dict[str, str], gateway: ps
         rows = []
         cpu_ms: dict[str, tuple[float, float]] = {}
         for label, body in searches.items():
-            for path in ("matrixd", "gateway"):
+            paths = ("matrixd", "gateway", "floor")
+            for path in paths:
                 await run(session, urls[path], body, 50)  # warm-up
-            lat: dict[str, list[float]] = {"matrixd": [], "gateway": []}
-            wall = {"matrixd": 0.0, "gateway": 0.0}
+            lat: dict[str, list[float]] = {p: [] for p in paths}
+            wall = dict.fromkeys(paths, 0.0)
             gw_cpu = 0.0
             direct_cpu = 0.0
             for rnd in range(args.rounds):
-                order = ("matrixd", "gateway") if rnd % 2 == 0 else ("gateway", "matrixd")
+                order = paths[rnd % 3:] + paths[:rnd % 3]  # each path first in turn
                 for path in order:
                     cpu0, all0 = _cpu(gateway), sum(_cpu(d) for d in daemons)
                     got, secs = await run(session, urls[path], body, args.queries)
                     if path == "gateway":
                         gw_cpu += _cpu(gateway) - cpu0
-                    else:
+                    elif path == "matrixd":
                         direct_cpu += sum(_cpu(d) for d in daemons) - all0
                     lat[path] += got
                     wall[path] += secs
-            for path in ("matrixd", "gateway"):
+            names = {"matrixd": "direct to matrixd", "gateway": "through gateway",
+                     "floor": "bare aiohttp proxy"}
+            for path in paths:
                 xs = sorted(lat[path])
-                rows.append((label, "direct to matrixd" if path == "matrixd" else "through gateway",
-                             statistics.median(xs), xs[int(len(xs) * 0.95) - 1], len(xs) / wall[path]))
+                rows.append((label, names[path], statistics.median(xs), xs[int(len(xs) * 0.95) - 1],
+                             len(xs) / wall[path]))
             cpu_ms[label] = (gw_cpu * 1000 / len(lat["gateway"]),
                              direct_cpu * 1000 / len(lat["matrixd"]))
         print(f"\nconcurrency {CONCURRENCY}, {args.items} items, {args.rounds} x {args.queries} queries per path\n")
         print("| search        | path              | p50 ms | p95 ms |   QPS | p50 overhead |")
         print("|---------------|-------------------|-------:|-------:|------:|-------------:|")
         for i, (label, path, p50, p95, qps) in enumerate(rows):
-            over = "" if i % 2 == 0 else f"{(p50 / rows[i - 1][2] - 1) * 100:+.1f}%"
+            over = "" if i % 3 == 0 else f"{(p50 / rows[i - i % 3][2] - 1) * 100:+.1f}%"
             print(f"| {label:<13} | {path:<17} | {p50:6.2f} | {p95:6.2f} | {qps:5.0f} | {over:>12} |")
         print("\nCPU per search (load-independent): ")
         for k, (gw, direct) in cpu_ms.items():
             print(f"  {k}: daemons {direct:.2f} ms direct; the gateway adds {gw:.2f} ms "
                   f"({gw / direct * 100:+.1f}%)")
         print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        print("target: gateway p50 overhead <= 15%")
+        print("target: gateway p50 overhead <= 15% (the bare aiohttp proxy row is the floor)")
 
 
 def main() -> int:
@@ -159,12 +164,19 @@ def main() -> int:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-gw-"))
     proc, urls = start_stack(tmp)
+    floor_port = free_port()
+    floor = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_floors.py"), "proxy",
+                              "--upstream", urls["matrixd"], "--port", str(floor_port)],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    urls["floor"] = f"http://127.0.0.1:{floor_port}"
     try:
         children = psutil.Process(proc.pid).children()
         gateway = next(p for p in children if "internal.gateway.server" in " ".join(p.cmdline()))
         daemons = [p for p in children if p.pid != gateway.pid]
         asyncio.run(main_async(args, urls, gateway, daemons))
     finally:
+        floor.terminate()
+        floor.wait(30)
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -5,7 +5,9 @@ L2-normalised) into a fresh embedded PostgreSQL through vectord's HTTP API with 
 HNSW index deferred, builds the index, then prints: load and build seconds, recall@10
 against exact numpy search (at the default ef_search, and a small ef sweep), p50/p95
 latency of vectord's HTTP search and of the same query sent directly, and QPS at
-concurrency 8 for both, with ratios.
+concurrency 8 for both, with ratios. A reference row does the same through a bare
+aiohttp handler that runs vectord's SQL and nothing else (scripts/bench_floors.py): the
+floor of an aiohttp service on this machine, measured in the same run.
 
     .venv/bin/python scripts/bench_vectors.py [--n 100000] [--dim 384] [--queries 200]
 """
@@ -120,6 +122,13 @@ async def post(http: aiohttp.ClientSession, url: str, body: Any) -> Any:
         return out
 
 
+def start_floor(dsn: str, port: int, ef_search: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_floors.py"), "search",
+                             "--dsn", dsn, "--corpus", NAME, "--port", str(port),
+                             "--ef-search", str(ef_search)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def start_vectord(dsn: str, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LAKEHOUSE_PG_DSN": dsn, "LAKEHOUSE_VECTORD_PORT": str(port),
            "LAKEHOUSE_LOG_FORMAT": "json", "LAKEHOUSE_CONFIG": str(ROOT / "lakehouse.toml")}
@@ -137,6 +146,7 @@ async def run(args: argparse.Namespace, dsn: str, base: str,
     queries, data = data[: args.queries], data[args.queries:]
     truth = exact_top(data, queries, k)
     pool: AsyncConnectionPool | None = None
+    floor: subprocess.Popen[bytes] | None = None
     try:
         async with aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=32),
@@ -189,6 +199,21 @@ async def run(args: argparse.Namespace, dsn: str, base: str,
                     await c.execute(stmt, {"q": queries[i % len(queries)], "k": k})
                     return await c.fetchall()
 
+            floor_port = free_port()
+            floor = start_floor(dsn, floor_port, cfg.ef_search)
+            floor_url = f"http://127.0.0.1:{floor_port}/search"
+            for _ in range(300):
+                try:
+                    async with http.post(floor_url, json={"query_vector": qlists[0], "k": k}) as r:
+                        if r.status == 200:
+                            break
+                except aiohttp.ClientConnectionError:
+                    pass
+                await asyncio.sleep(0.1)
+
+            async def via_floor(i: int) -> Any:
+                return await post(http, floor_url, {"query_vector": qlists[i % len(qlists)], "k": k})
+
             async def via_http(i: int) -> Any:
                 return await post(http, f"{base}{C}/{NAME}/search",
                                   {"mode": "vector", "query_vector": qlists[i % len(qlists)], "k": k})
@@ -208,17 +233,25 @@ async def run(args: argparse.Namespace, dsn: str, base: str,
                 found = [[r["id"] for r in await direct(i, ef)] for i in range(len(queries))]
                 sweep[ef] = recall(found)
 
-            # Warm both paths, then latency one at a time, then QPS at concurrency 8.
+            # Warm every path, then latency one at a time, then QPS at concurrency 8.
             await timed(50, via_http)
+            await timed(50, via_floor)
             await timed(50, direct)
             lat_http = await timed(args.queries * 2, via_http)
+            lat_floor = await timed(args.queries * 2, via_floor)
             lat_sql = await timed(args.queries * 2, direct)
             total = args.queries * 4
+            for fn in (via_http, via_floor, direct):  # pools grown, statements prepared
+                await qps(args.queries, 8, fn)
             qps_http = await qps(total, 8, via_http)
+            qps_floor = await qps(total, 8, via_floor)
             qps_sql = await qps(total, 8, direct)
     finally:
         if pool is not None:
             await pool.close()
+        if floor is not None:
+            floor.terminate()
+            floor.wait(timeout=30)
 
     print()
     print("| measure | vectord (HTTP) | direct SQL (psycopg) | ratio |")
@@ -233,6 +266,11 @@ async def run(args: argparse.Namespace, dsn: str, base: str,
     print(f"| p95 latency (ms) | {p95h:.2f} | {p95s:.2f} | {p95h / p95s:.2f}x |")
     print(f"| QPS at concurrency 8 | {qps_http:.0f} | {qps_sql:.0f} | "
           f"{qps_http / qps_sql:.2f}x (target >= 0.6x) |")
+    f50 = pct(lat_floor, 50)
+    print(f"| floor: bare aiohttp + same SQL, p50 (ms) | {f50:.2f} | {p50s:.2f} | "
+          f"{f50 / p50s:.2f}x |")
+    print(f"| floor: bare aiohttp + same SQL, QPS at 8 | {qps_floor:.0f} | {qps_sql:.0f} | "
+          f"{qps_floor / qps_sql:.2f}x |")
     print()
     print("recall@10 by ef_search (direct SQL): "
           + ", ".join(f"{ef}: {r:.4f}" for ef, r in sweep.items()))

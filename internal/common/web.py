@@ -62,6 +62,30 @@ _HTTP_CODES = {
 }
 
 
+async def _render_errors(request: web.Request, handler: Handler, rid: str) -> web.StreamResponse:
+    """The handler's response, or its exception as the common error body."""
+    try:
+        return await handler(request)
+    except LakehouseError as exc:
+        if exc.status >= 500 and exc.code == "internal":
+            log.error("request_failed", error=exc.message, path=request.path)
+            return error_response(500, "internal", "internal error", rid)
+        return error_response(exc.status, exc.code, exc.message, rid, exc.field)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "http_error")
+        message = exc.reason
+        if exc.status == 413:
+            message = f"request body larger than {request.client_max_size} bytes"
+        elif exc.status == 404:
+            message = f"no route for {request.method} {request.path}"
+        return error_response(exc.status, code, message, rid)
+    except Exception:
+        log.exception("request_crashed", path=request.path)
+        return error_response(500, "internal", "internal error", rid)
+
+
 @web.middleware
 async def context_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Bind a request id, map exceptions to the error body, log one access line."""
@@ -69,28 +93,10 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
     rid = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
     request[REQUEST_ID_KEY] = rid
     started = time.perf_counter()
-    with structlog.contextvars.bound_contextvars(request_id=rid):
-        try:
-            resp = await handler(request)
-        except LakehouseError as exc:
-            if exc.status >= 500 and exc.code == "internal":
-                log.error("request_failed", error=exc.message, path=request.path)
-                resp = error_response(500, "internal", "internal error", rid)
-            else:
-                resp = error_response(exc.status, exc.code, exc.message, rid, exc.field)
-        except web.HTTPException as exc:
-            if exc.status < 400:
-                raise
-            code = _HTTP_CODES.get(exc.status, "http_error")
-            message = exc.reason
-            if exc.status == 413:
-                message = f"request body larger than {request.client_max_size} bytes"
-            elif exc.status == 404:
-                message = f"no route for {request.method} {request.path}"
-            resp = error_response(exc.status, code, message, rid)
-        except Exception:
-            log.exception("request_crashed", path=request.path)
-            resp = error_response(500, "internal", "internal error", rid)
+    # bind/reset rather than the bound_contextvars context manager: same effect, less CPU.
+    tokens = structlog.contextvars.bind_contextvars(request_id=rid)
+    try:
+        resp = await _render_errors(request, handler, rid)
         resp.headers[REQUEST_ID_HEADER] = rid
         log.info(
             "request",
@@ -100,6 +106,8 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
             ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return resp
+    finally:
+        structlog.contextvars.reset_contextvars(**tokens)
 
 
 def _field_from_msgspec(message: str) -> str | None:

@@ -24,28 +24,18 @@ HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
     "trailer", "trailers", "transfer-encoding", "upgrade", "host",
 })
+_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization"}
 _CHUNK = 64 * 1024
 _SMALL = 64 * 1024  # bodies up to this size are relayed whole, larger ones streamed
 
 
-def _forward_headers(headers: CIMultiDict[str] | object, extra_drop: frozenset[str] = frozenset()
-                     ) -> CIMultiDict[str]:
-    out: CIMultiDict[str] = CIMultiDict()
-    items = headers.items() if hasattr(headers, "items") else ()
-    connection_named: set[str] = set()
-    if isinstance(headers, CIMultiDictProxy | CIMultiDict):
-        for value in headers.getall("Connection", ()):
-            connection_named |= {v.strip().lower() for v in value.split(",")}
-    else:
-        for key, value in items:
-            if key.lower() == "connection":
-                connection_named |= {v.strip().lower() for v in value.split(",")}
-    for key, value in items:
-        low = key.lower()
-        if low in HOP_BY_HOP or low in connection_named or low in extra_drop:
-            continue
-        out.add(key, value)
-    return out
+def _forward_headers(headers: CIMultiDict[str] | CIMultiDictProxy[str],
+                     drop: frozenset[str] = HOP_BY_HOP) -> CIMultiDict[str]:
+    """The headers without `drop` (lower case; hop-by-hop by default) and without those
+    the Connection header names."""
+    for value in headers.getall("Connection", ()):
+        drop = drop | {v.strip().lower() for v in value.split(",")}
+    return CIMultiDict([(k, v) for k, v in headers.items() if k.lower() not in drop])
 
 
 @functools.lru_cache(maxsize=64)
@@ -84,14 +74,16 @@ class Proxy:
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
 
+    def _too_large(self) -> PayloadTooLarge:
+        return PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
+
     async def forward(self, request: web.Request, upstream: Upstream, timeout: float
                       ) -> web.StreamResponse:
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
-            raise PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
-        too_large = PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
+            raise self._too_large()
         # The gateway's own token is not the daemon's business.
-        headers = _forward_headers(request.headers, frozenset({"authorization"}))
+        headers = _forward_headers(request.headers, _DROP_FROM_REQUEST)
         headers[REQUEST_ID_HEADER] = request_id(request)
         # A small body with a declared length is read in one go (cheaper than a stream
         # of one chunk); anything else, or anything larger, is streamed.
@@ -126,7 +118,7 @@ class Proxy:
                 ) from None
             except aiohttp.ClientError as exc:
                 if body.too_large:
-                    raise too_large from None
+                    raise self._too_large() from None
                 upstream.mark_failed(address)
                 self.metrics.observe_upstream(upstream.name, "error", time.perf_counter() - started)
                 log.warning("upstream_failed", upstream=upstream.name, address=address, error=str(exc))
@@ -146,8 +138,6 @@ class Proxy:
             headers = _forward_headers(upstream_resp.headers)
             # Set before prepare(): the middleware's own header comes too late for a stream.
             headers[REQUEST_ID_HEADER] = request_id(request)
-            resp = web.StreamResponse(status=upstream_resp.status, reason=upstream_resp.reason,
-                                      headers=headers)
             length = upstream_resp.content_length
             if length is not None and length <= _SMALL and request.method != "HEAD":
                 try:
@@ -159,6 +149,8 @@ class Proxy:
                                       code=f"{name}_unavailable") from None
                 return web.Response(status=upstream_resp.status, reason=upstream_resp.reason,
                                     headers=headers, body=resp_body)
+            resp = web.StreamResponse(status=upstream_resp.status, reason=upstream_resp.reason,
+                                      headers=headers)
             if length is not None:
                 resp.content_length = length
             await resp.prepare(request)

@@ -31,12 +31,22 @@ def similarity(metric: str, distance: float) -> float:
 
 
 def from_vector_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
-    """Vector-branch rows (best first, each with `distance`) as hits ranked from 1."""
+    """Vector-branch rows (best first, each with `distance`) as hits ranked from 1.
+
+    hit() spelled out for the one branch every vector search takes (a third of the cost).
+    """
     out = []
+    name, metric = corpus.name, corpus.metric
     for rank, row in enumerate(rows, start=1):
         d = float(row["distance"])
-        out.append(hit(corpus, row, distance=d, ranks={"vector": rank},
-                       scores={"vector": similarity(corpus.metric, d)}))
+        tags = row["tags"]
+        out.append(Hit(
+            id=row["id"], corpus=name, distance=d, score=None,
+            ranks={"vector": rank, "lexical": None},
+            scores={"vector": similarity(metric, d), "lexical": None},
+            text=row["text"], title=row["title"], tags=list(tags) if tags else [],
+            metadata=row["metadata"] or {}, language=row["language"],
+            updated_at=row["updated_at"], matched_layers=["vector"]))
     return out
 
 

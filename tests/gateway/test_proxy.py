@@ -148,3 +148,18 @@ async def test_round_robin_skips_failed_replica(gateway: GatewayFactory, http: a
     finally:
         await a.close()
         await b.close()
+
+
+def test_forward_headers_drops_hop_by_hop_and_connection_named() -> None:
+    from multidict import CIMultiDict
+
+    from internal.gateway.proxy import _DROP_FROM_REQUEST, _forward_headers
+
+    given = CIMultiDict([("Connection", "keep-alive, X-Hop"), ("X-Hop", "1"),
+                         ("Keep-Alive", "timeout=5"), ("Host", "a"), ("TE", "trailers"),
+                         ("Authorization", "Bearer t"), ("X-Custom", "a"), ("X-Custom", "b"),
+                         ("Content-Type", "application/json")])
+    out = _forward_headers(given, _DROP_FROM_REQUEST)
+    assert list(out.items()) == [("X-Custom", "a"), ("X-Custom", "b"),
+                                 ("Content-Type", "application/json")]
+    assert "Authorization" in _forward_headers(given)  # only the request side drops it
