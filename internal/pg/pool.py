@@ -7,10 +7,13 @@ from collections import deque
 from typing import Any
 
 import msgspec
+import structlog
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
+
+log = structlog.get_logger()
 
 
 def loads_json(data: bytes | str) -> Any:
@@ -49,7 +52,11 @@ class HotPool(AsyncConnectionPool):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._pool = _HottestFirst(self._pool)
+        idle = getattr(self, "_pool", None)
+        if isinstance(idle, deque):
+            self._pool = _HottestFirst(idle)
+        else:  # psycopg_pool changed inside: stay correct (FIFO), say so
+            log.warning("pool_lifo_unavailable", reason="psycopg_pool has no idle deque")
 
 
 def make_pool(dsn: str, min_size: int, max_size: int) -> AsyncConnectionPool:
