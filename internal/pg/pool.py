@@ -40,7 +40,7 @@ class _HottestFirst(deque[Any]):
     backend whose caches went cold. Taking from the right keeps the busiest few hot
     (about 0.2 ms a search at 8 connections). Its shrinker also takes from the left and
     so closes the hottest idle connection instead of the coldest; the pool stays correct.
-    tests/test_pool.py pins this so a psycopg_pool upgrade cannot drop it silently.
+    tests/pg/test_pool.py pins this so a psycopg_pool upgrade cannot drop it silently.
     """
 
     def popleft(self) -> Any:
