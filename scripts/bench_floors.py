@@ -22,9 +22,12 @@ from typing import Any
 import aiohttp
 import msgspec
 import numpy as np
+import numpy.typing as npt
 import uvloop
 from aiohttp import web
+from psycopg import sql
 from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -36,29 +39,49 @@ from internal.vectord.store import SELECT_CORPUS, SET_SEARCH, vector_search_sql
 JSON = "application/json"
 
 
+class DirectSearch:
+    """vectord's vector SQL sent straight to PostgreSQL, as vectord sends it: the HNSW
+    settings set only when a pooled connection's differ (the benchmarks' direct path)."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+        self._settings: dict[int, str] = {}  # id(connection) -> ef_search last set
+
+    async def corpus(self, name: str) -> Corpus:
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(SELECT_CORPUS, {"name": name})
+            row = await cur.fetchone()
+        if row is None:
+            raise SystemExit(f"no corpus {name!r}")
+        return Corpus(**row)
+
+    async def statement(self, corpus_name: str) -> sql.Composed:
+        """The unfiltered vector query of a corpus, looked up in the registry."""
+        return vector_search_sql(await self.corpus(corpus_name), TRUE)
+
+    async def run(self, stmt: sql.Composed, query: npt.NDArray[np.float32], k: int,
+                  ef_search: int) -> list[dict[str, Any]]:
+        ef = str(max(ef_search, k))
+        async with self.pool.connection() as conn:
+            if self._settings.get(id(conn)) != ef:
+                await conn.execute(SET_SEARCH, (ef, "off"))
+                self._settings[id(conn)] = ef
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, {"q": query, "k": k})
+            return await cur.fetchall()
+
+
 async def search_app(dsn: str, corpus_name: str, ef_search: int) -> web.Application:
     pool = make_pool(dsn, 1, 16)
     await pool.open(wait=True)
-    async with pool.connection() as conn:
-        cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(SELECT_CORPUS, {"name": corpus_name})
-        row = await cur.fetchone()
-        if row is None:
-            raise SystemExit(f"no corpus {corpus_name!r}")
-        corpus = Corpus(**row)
-    stmt = vector_search_sql(corpus, TRUE)
-    ready: set[int] = set()
+    direct = DirectSearch(pool)
+    stmt = await direct.statement(corpus_name)
 
     async def search(request: web.Request) -> web.Response:
         body: dict[str, Any] = msgspec.json.decode(await request.read())
         query = np.asarray(body["query_vector"], dtype=np.float32)
-        async with pool.connection() as conn:
-            if id(conn) not in ready:
-                await conn.execute(SET_SEARCH, (str(ef_search), "off"))
-                ready.add(id(conn))
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {"q": query, "k": int(body.get("k", 10))})
-            rows = await cur.fetchall()
+        rows = await direct.run(stmt, query, int(body.get("k", 10)), ef_search)
         return web.Response(body=msgspec.json.encode({"hits": rows}), content_type=JSON)
 
     app = web.Application()

@@ -31,17 +31,15 @@ from typing import Any
 import aiohttp
 import numpy as np
 import numpy.typing as npt
-from psycopg.rows import dict_row
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_floors import DirectSearch  # noqa: E402
+
 from internal.config import VectordConfig  # noqa: E402
 from internal.pg import embedded  # noqa: E402
 from internal.pg.pool import make_pool  # noqa: E402
-from internal.vectord.filters import TRUE  # noqa: E402
-from internal.vectord.models import Corpus  # noqa: E402
-from internal.vectord.store import SELECT_CORPUS, SET_SEARCH, vector_search_sql  # noqa: E402
 
 DIM = 384
 BATCH = 1000
@@ -153,28 +151,16 @@ async def p50(session: aiohttp.ClientSession, url: str, bodies: list[dict[str, A
 async def direct_sql(dsn: str, names: list[str], queries: list[list[float]]
                      ) -> list[tuple[str, float, float]]:
     """p50/p95 of vectord's SQL sent straight to PostgreSQL: 1 corpus, then 8 at once."""
-    ef = str(VectordConfig().ef_search)
+    ef = VectordConfig().ef_search
     pool = make_pool(dsn, len(names), len(names))
     await pool.open(wait=True)
     try:
-        stmts = {}
-        async with pool.connection() as conn:
-            for name in names:
-                cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(SELECT_CORPUS, {"name": name})
-                row = await cur.fetchone()
-                assert row is not None
-                stmts[name] = vector_search_sql(Corpus(**row), TRUE)
+        direct = DirectSearch(pool)
+        stmts = {name: await direct.statement(name) for name in names}
         qs = [np.asarray(v, dtype=np.float32) for v in queries]
 
-        ready: set[int] = set()
-
         async def one(name: str, q: npt.NDArray[np.float32]) -> None:
-            async with pool.connection() as conn:
-                if id(conn) not in ready:  # as vectord: once per connection
-                    await conn.execute(SET_SEARCH, (ef, "off"))
-                    ready.add(id(conn))
-                await (await conn.execute(stmts[name], {"q": q, "k": 10})).fetchall()
+            await direct.run(stmts[name], q, 10, ef)
 
         rows = []
         for n in (1, 8):

@@ -31,18 +31,18 @@ import aiohttp
 import msgspec
 import numpy as np
 import numpy.typing as npt
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_floors import DirectSearch  # noqa: E402
+
 from internal.config import VectordConfig  # noqa: E402
 from internal.pg import embedded  # noqa: E402
 from internal.pg.pool import make_pool  # noqa: E402
 from internal.vectord.filters import TRUE  # noqa: E402
-from internal.vectord.models import Corpus  # noqa: E402
-from internal.vectord.store import SET_SEARCH, vector_search_sql  # noqa: E402
+from internal.vectord.store import vector_search_sql  # noqa: E402
 
 F32 = npt.NDArray[np.float32]
 C = "/v1/vectors/corpora"
@@ -175,29 +175,15 @@ async def run(args: argparse.Namespace, dsn: str, base: str,
 
             pool = make_pool(dsn, 1, 8)
             await pool.open(wait=True)
+            direct_search = DirectSearch(pool)
+            corpus = await direct_search.corpus(NAME)
             async with pool.connection() as conn:
-                cur = conn.cursor(row_factory=dict_row)
-                await cur.execute("SELECT id, name, dim, metric, language, model, keyword_index, "
-                                  "created_at FROM vectord_corpora WHERE name = %s", (NAME,))
-                row = await cur.fetchone()
-                assert row is not None
-                corpus = Corpus(**row)
                 await conn.execute("VACUUM ANALYZE " + f"vectord_items_{corpus.id}")
             stmt = vector_search_sql(corpus, TRUE)
             qlists = [q.tolist() for q in queries]
-            settings: dict[int, tuple[str, str]] = {}
 
             async def direct(i: int, ef: int = cfg.ef_search) -> list[dict[str, Any]]:
-                assert pool is not None
-                want = (str(max(ef, k)), "off")
-                async with pool.connection() as conn:
-                    # As vectord does: settings only when this connection's differ.
-                    if settings.get(id(conn)) != want:
-                        await conn.execute(SET_SEARCH, want)
-                        settings[id(conn)] = want
-                    c = conn.cursor(row_factory=dict_row)
-                    await c.execute(stmt, {"q": queries[i % len(queries)], "k": k})
-                    return await c.fetchall()
+                return await direct_search.run(stmt, queries[i % len(queries)], k, ef)
 
             floor_port = free_port()
             floor = start_floor(dsn, floor_port, cfg.ef_search)
