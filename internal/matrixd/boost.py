@@ -115,6 +115,8 @@ def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry
         if ranking == "distance":
             if f != 1.0 and hit.get("distance") is not None:
                 hit["distance"] = float(hit["distance"]) * f
+                if hit.get("merge_distance") is not None:  # the corpus-weighted distance
+                    hit["merge_distance"] = float(hit["merge_distance"]) * f
         else:
             hit["original_merge_score"] = hit.get("merge_score")
             if f != 1.0 and hit.get("merge_score") is not None:
@@ -130,7 +132,9 @@ def sort_hits(hits: MutableSequence[dict[str, Any]], ranking: Ranking) -> None:
     """Stable sort by the ranking quantity; hits lacking it go last."""
     if ranking == "distance":
         def key(h: dict[str, Any]) -> tuple[bool, float]:
-            d = h.get("distance")
+            d = h.get("merge_distance")
+            if d is None:
+                d = h.get("distance")
             return (d is None, float(d) if d is not None else 0.0)
     else:
         def key(h: dict[str, Any]) -> tuple[bool, float]:

@@ -1,17 +1,12 @@
-"""Cross-corpus merging: many per-corpus hit lists in, one ranked list out.
+"""The merged list from vectord, made ready for the boost and the filter (no I/O).
 
-What "better" means across corpora, per mode (the reasons are in DECISIONS.md):
-- vector:  distance ascending. Every corpus is searched with the same query vector in
-  the same embedding space, so distances compare directly.
-- hybrid:  vectord's fused score descending. RRF is a sum of 1/(k + rank) over the
-  branches with one k for every corpus, so a corpus's fused scores lie on the same
-  rank-based scale as any other corpus's; ties go to the nearer vector distance.
-- lexical: merge_score = 1/(rrf_k + rank within the corpus). BM25 depends on each
-  corpus's own document frequencies and lengths, so raw BM25 never crosses corpora;
-  ties (equal rank in two corpora) go to the higher BM25 relative to its corpus's best.
-- keyword: as lexical (substring matches carry no score); ties go to the newer item.
-Hits are never changed except for added keys: `corpus` (set to the corpus searched),
-`corpus_rank` and `merge_score` (null in vector mode).
+vectord's `POST /v1/vectors/search` already ranks the corpora as one corpus holding their
+union (internal.vectord.federation: vector by distance; lexical by BM25 computed with the
+union's statistics; hybrid fused once over the merged branch lists; keyword newest
+first), with corpus weights applied: score-ranked hits carry `merge_score`, vector hits
+`merge_distance`. Here each hit gets `corpus_rank` (its rank among its own corpus's hits)
+and, in keyword mode, a rank-based `merge_score` = 1 / (rrf_k + rank) so that the
+playbook boost (which divides merge_score) can lift a hit there too.
 """
 
 from __future__ import annotations
@@ -29,60 +24,25 @@ def ranking_of(mode: str) -> Ranking:
     return "distance" if mode == "vector" else "score"
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def merge(results: Sequence[tuple[str, Sequence[dict[str, Any]]]], mode: str,
-          rrf_k: int = 60) -> list[dict[str, Any]]:
-    """All hits of all corpora (given in request order) in one cross-corpus order."""
+def annotate(hits: Sequence[dict[str, Any]], mode: str, rrf_k: int = 60
+             ) -> list[dict[str, Any]]:
+    """The merged hits in their order, each with corpus_rank and its ranking key."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
-    rows: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    for ci, (corpus, hits) in enumerate(results):
-        top_score = max((s for h in hits if (s := _num(h.get("score"))) is not None), default=None)
-        for ri, raw in enumerate(hits):
-            hit = dict(raw)
-            hit["corpus"] = corpus
-            rank = ri + 1
-            hit["corpus_rank"] = rank
-            distance = _num(hit.get("distance"))
-            score = _num(hit.get("score"))
-            if mode == "vector":
-                hit["merge_score"] = None
-                key: tuple[Any, ...] = (distance is None, distance or 0.0, ci, rank)
-            elif mode == "hybrid":
-                merged = score if score is not None else 0.0
-                hit["merge_score"] = merged
-                key = (-merged, distance is None, distance or 0.0, ci, rank)
-            else:
-                merged = 1.0 / (rrf_k + rank)
-                hit["merge_score"] = merged
-                if mode == "lexical":
-                    rel = score / top_score if score is not None and top_score else 0.0
-                    key = (-merged, -rel, ci, rank)
-                else:
-                    # ISO-8601 timestamps of one server sort as strings; newest first.
-                    updated = str(hit.get("updated_at") or "")
-                    key = (-merged, _Desc(updated), ci, rank)
-            rows.append((key, hit))
-    rows.sort(key=lambda r: r[0])
-    return [hit for _, hit in rows]
-
-
-class _Desc:
-    """Wraps a string so that sorting ascending orders it descending."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v: str) -> None:
-        self.v = v
-
-    def __lt__(self, other: _Desc) -> bool:
-        return self.v > other.v
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Desc) and self.v == other.v
-
-    def __hash__(self) -> int:
-        return hash(self.v)
+    seen: dict[str, int] = {}
+    out = []
+    for rank, raw in enumerate(hits, 1):
+        hit = dict(raw)
+        corpus = str(hit.get("corpus"))
+        seen[corpus] = seen.get(corpus, 0) + 1
+        hit["corpus_rank"] = seen[corpus]
+        if mode == "vector":
+            hit["merge_score"] = None
+            if hit.get("merge_distance") is None:
+                hit["merge_distance"] = hit.get("distance")
+        elif mode == "keyword":
+            hit["merge_score"] = 1.0 / (rrf_k + rank)
+        elif hit.get("merge_score") is None:
+            hit["merge_score"] = hit.get("score")
+        out.append(hit)
+    return out

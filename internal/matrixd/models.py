@@ -18,7 +18,7 @@ class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
-    corpora: list[str]
+    corpora: list[str] | None = None  # None: every corpus except playbook corpora
     query_text: str | None = None
     query_vector: list[float] | None = None
     k: int = 10
@@ -39,6 +39,8 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     playbook_top_k: int | None = None
     playbook_max_distance: float | None = None
     relevance: RelevanceOption | None = None
+    # Tilts a corpus after fusion: merge_score x w, or distance / w in vector mode.
+    corpus_weights: dict[str, float] | None = None
 
 
 class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -28,12 +28,13 @@ from internal.matrixd.boost import PlaybookEntry
 from internal.matrixd.deps import Deps
 from internal.matrixd.models import MatrixSearchRequest, Mode, RelevanceOption
 from internal.matrixd.relevance import Chunk
+from internal.vectord import federation
 from internal.vectord.validate import corpus_name
 
 log = structlog.get_logger()
 
 # vectord 400s on these fields are faults of the request, the same for every corpus.
-_REQUEST_FIELDS = ("filter", "language", "ef_search")
+_REQUEST_FIELDS = ("filter", "language", "ef_search", "corpus_weights")
 # Hybrid fusion options (issue 8), passed to vectord unchanged; a 400 on them is the request's.
 _FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer")
 
@@ -71,35 +72,39 @@ async def embed_query(deps: Deps, text: str) -> Embedding:
 @dataclass
 class CorpusResult:
     corpus: str
-    hits: list[dict[str, Any]]
+    hits: int  # how many of the merged hits are this corpus's
     ms: float
     error: LakehouseError | None = None
 
 
-async def _search_all(deps: Deps, corpora: list[str], body: dict[str, Any]) -> list[CorpusResult]:
-    """Every corpus in one vectord call; each failure is kept with its corpus.
+async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any]
+                      ) -> tuple[list[dict[str, Any]], list[CorpusResult]]:
+    """One vectord call over every corpus: the merged hits and each corpus's outcome.
 
     A corpus's error is vectord's answer for it, as the per-corpus route gives it; a
-    failure of the whole call (vectord down, a request-wide 400) is every corpus's.
+    failure of the whole call (vectord down, a request-wide 400) is every named corpus's
+    (with corpora absent there is no list to blame, so it is raised as it is).
     """
     started = time.perf_counter()
     try:
-        rows = await deps.vectord.search_many(corpora, body)
+        out = await deps.vectord.search_many(corpora, body)
     except LakehouseError as exc:
+        if corpora is None:
+            raise
         ms = _ms(started)
-        return [CorpusResult(c, [], ms, exc) for c in corpora]
-    ms = _ms(started)
-    out = []
-    for c, row in zip(corpora, rows, strict=True):
+        return [], [CorpusResult(c, 0, ms, exc) for c in corpora]
+    results = []
+    for row in out.get("results") or []:
         err = row.get("error")
+        c = str(row.get("corpus"))
         if err is not None:
-            out.append(CorpusResult(c, [], ms, ServiceError(
+            results.append(CorpusResult(c, 0, 0.0, ServiceError(
                 int(row.get("status") or 502), str(err.get("code", "error")),
                 str(err.get("message", "")), service="vectord", field=err.get("field"))))
         else:
-            out.append(CorpusResult(c, list(row.get("hits") or []),
-                                    round(float(row.get("took_ms", ms)), 2)))
-    return out
+            results.append(CorpusResult(c, int(row.get("hits") or 0),
+                                        round(float(row.get("took_ms") or 0.0), 2)))
+    return list(out.get("hits") or []), results
 
 
 async def _playbook_entries(deps: Deps, corpus: str, vector: list[float], top_k: int,
@@ -126,18 +131,30 @@ async def _playbook_entries(deps: Deps, corpus: str, vector: list[float], top_k:
 
 
 def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
-    """The effective mode, the stripped query text and per_corpus_k; 400 on bad input."""
-    if not body.corpora:
-        raise InvalidArgument("corpora: name at least one corpus", field="corpora")
-    if len(body.corpora) > cfg.max_corpora:
-        raise InvalidArgument(f"corpora: at most {cfg.max_corpora} corpora, got {len(body.corpora)}",
-                              field="corpora")
-    seen: set[str] = set()
-    for i, name in enumerate(body.corpora):
-        corpus_name(name, f"corpora[{i}]")
-        if name in seen:
-            raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice", field=f"corpora[{i}]")
-        seen.add(name)
+    """The effective mode, the stripped query text and the depth; 400 on bad input."""
+    if body.corpora is not None:
+        if not body.corpora:
+            raise InvalidArgument("corpora: name at least one corpus, or leave it out for all",
+                                  field="corpora")
+        if len(body.corpora) > cfg.max_corpora:
+            raise InvalidArgument(
+                f"corpora: at most {cfg.max_corpora} corpora, got {len(body.corpora)}",
+                field="corpora")
+        seen: set[str] = set()
+        for i, name in enumerate(body.corpora):
+            corpus_name(name, f"corpora[{i}]")
+            if name in seen:
+                raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice",
+                                      field=f"corpora[{i}]")
+            seen.add(name)
+    if body.corpus_weights is not None:
+        try:
+            federation.check_weights(body.corpus_weights,
+                                     body.corpora if body.corpora is not None
+                                     else list(body.corpus_weights))
+        except ValueError as exc:
+            field, _, _ = str(exc).partition(":")
+            raise InvalidArgument(str(exc), field=field) from None
     _check_range(body.k, 1, cfg.max_k, "k")
     per_corpus_k = body.per_corpus_k if body.per_corpus_k is not None else body.k
     _check_range(per_corpus_k, 1, cfg.max_k, "per_corpus_k")
@@ -193,7 +210,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
                 mode = "lexical"
         embed_ms = _ms(t0)
 
-    vbody: dict[str, Any] = {"mode": mode, "k": per_corpus_k}
+    # The depth of the merged list: room for the boost and the filters to reorder it.
+    vbody: dict[str, Any] = {"mode": mode, "k": max(body.k, per_corpus_k)}
     if mode in ("vector", "hybrid"):
         vbody["query_vector"] = vector
     if mode != "vector":
@@ -210,6 +228,11 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     use_playbook = body.use_playbook and vector is not None
     if body.use_playbook and vector is None:
         degraded.append("playbook_unavailable")
+    if body.corpus_weights:
+        vbody["corpus_weights"] = body.corpus_weights
+    if body.corpora is None:
+        # Every corpus but the playbooks: recorded questions are not answers.
+        vbody["exclude_corpora"] = sorted({cfg.playbook_corpus, playbook_name})
     searches = _search_all(deps, body.corpora, vbody)
     playbook_task: asyncio.Task[list[PlaybookEntry]] | None = None
     if use_playbook and vector is not None:
@@ -218,7 +241,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             body.playbook_top_k or cfg.playbook_top_k,
             body.playbook_max_distance if body.playbook_max_distance is not None
             else cfg.playbook_max_distance))
-    results = await searches
+    merged, results = await searches
 
     entries: list[PlaybookEntry] = []
     if playbook_task is not None:
@@ -236,8 +259,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
                            for r in failed if r.error is not None)
         raise UpstreamError(detail)
 
-    ok = [r for r in results if r.error is None]
-    hits = merge.merge([(r.corpus, r.hits) for r in ok], mode, cfg.rrf_k)
+    hits = merge.annotate(merged, mode, cfg.rrf_k)
     ranking = merge.ranking_of(mode)
     boosted = boost.apply(hits, entries, ranking)
 
@@ -254,7 +276,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         "requested_mode": requested_mode,
         "k": body.k,
         "hits": hits,
-        "corpora": [{"corpus": r.corpus, "hits": len(r.hits), "ms": r.ms,
+        "corpora": [{"corpus": r.corpus, "hits": r.hits, "ms": r.ms,
                      "status": "ok" if r.error is None else "failed"} for r in results],
         "failed_corpora": [{"corpus": r.corpus, "error": describe(r.error),
                             "status": r.error.status, "code": r.error.code}

@@ -84,12 +84,18 @@ class VectordClient(ServiceClient):
         out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body)
         return out
 
-    async def search_many(self, names: list[str], body: dict[str, Any]) -> list[dict[str, Any]]:
-        """One search over several corpora in one call (POST /v1/vectors/search).
+    async def search_many(self, names: list[str] | None, body: dict[str, Any]
+                          ) -> dict[str, Any]:
+        """One search over several corpora, ranked as their union (POST /v1/vectors/search).
 
-        Returns vectord's per-corpus results in the order of names: each is
-        {"corpus", "hits", "took_ms"} or {"corpus", "error": {"code", "message", "field"?},
-        "status"}. A request-wide fault (bad k, filter, ...) raises as search() does.
+        names None: every corpus (but body's exclude_corpora). Returns {"mode", "hits"
+        (merged, each with its corpus), "results" (per corpus, in order: {"corpus", "hits"
+        (how many of the merged hits are its own), "took_ms"} or {"corpus", "error":
+        {"code", "message", "field"?}, "status"}), "took_ms"}. A request-wide fault (bad k,
+        filter, ...) raises as search() does.
         """
-        out = await self.call("POST", "/v1/vectors/search", {**body, "corpora": names})
-        return list(out["results"])
+        payload = dict(body)
+        if names is not None:
+            payload["corpora"] = names
+        out: dict[str, Any] = await self.call("POST", "/v1/vectors/search", payload)
+        return out

@@ -23,6 +23,8 @@ statistics rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import psycopg
 from psycopg import sql
 
@@ -120,9 +122,81 @@ BEGIN
 END
 $f$;
 
--- Top-n documents by BM25 for OR-ed lexemes, exact, without reading every posting of
--- the frequent lexemes (MaxScore, Turtle & Flood 1995). A lexeme adds at most
--- idf * (k1 + 1) to a score. The rarest lexemes R are scored in full, the others F
+-- The query side of BM25 over a set of corpora (one, or several searched together):
+-- the query's lexemes in the given languages, each with its weight idf * qtf (qtf: how
+-- often the lexeme occurs in the query, as Robertson's BM25, Lucene and bm25s count it),
+-- its document frequency summed over the corpora, and the union's N and average length.
+-- Languages: `langs`, plus, for each `auto` corpus (its stats table in `auto_stats`),
+-- every language it holds and `simple`. Lexemes with df 0 are left out; the arrays are
+-- ordered rarest first, as vectord_bm25_top2 needs them.
+CREATE OR REPLACE FUNCTION vectord_bm25_query(stats text[], dfs text[], langs regconfig[],
+    auto_stats text[], q text, wa float8, wb float8, wc float8,
+    OUT lexemes text[], OUT w float8[], OUT df float8[], OUT avgdl float8, OUT cnt float8)
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+  t text;
+  more regconfig[];
+  all_langs regconfig[] := coalesce(langs, '{}');
+  q_lex text[];
+  q_tf float8[];
+  d float8[];
+  part float8[];
+  nn float8 := 0;
+  sa float8 := 0;
+  sb float8 := 0;
+  sc float8 := 0;
+  st record;
+BEGIN
+  IF cardinality(auto_stats) > 0 THEN
+    FOREACH t IN ARRAY auto_stats LOOP
+      EXECUTE format('SELECT coalesce(array_agg(language), ''{}'') FROM %I WHERE n > 0', t)
+        INTO more;
+      all_langs := all_langs || more;
+    END LOOP;
+    all_langs := all_langs || 'simple'::regconfig;
+  END IF;
+  SELECT array_agg(s.lexeme ORDER BY s.lexeme), array_agg(s.qtf ORDER BY s.lexeme)
+    INTO q_lex, q_tf
+    FROM (SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
+          FROM (SELECT DISTINCT c FROM unnest(all_langs) AS c) l,
+               unnest(to_tsvector(l.c, q)) x
+          GROUP BY 1) s;
+  FOREACH t IN ARRAY stats LOOP
+    EXECUTE format('SELECT coalesce(sum(n), 0)::float8 AS n, coalesce(sum(sum_a), 0)::float8 AS a,
+        coalesce(sum(sum_b), 0)::float8 AS b, coalesce(sum(sum_c), 0)::float8 AS c FROM %I', t)
+      INTO st;
+    nn := nn + st.n;
+    sa := sa + st.a;
+    sb := sb + st.b;
+    sc := sc + st.c;
+  END LOOP;
+  cnt := nn;
+  avgdl := (wa * sa + wb * sb + wc * sc) / greatest(nn, 1::float8);
+  IF q_lex IS NULL THEN
+    RETURN;
+  END IF;
+  d := array_fill(0::float8, ARRAY[cardinality(q_lex)]);
+  FOREACH t IN ARRAY dfs LOOP
+    EXECUTE format('SELECT array_agg(coalesce(f.df, 0)::float8 ORDER BY u.o)
+        FROM unnest($1::text[]) WITH ORDINALITY AS u(lexeme, o)
+        LEFT JOIN %I f ON f.lexeme = u.lexeme', t) INTO part USING q_lex;
+    SELECT array_agg(u.a + u.b ORDER BY u.o) INTO d
+      FROM unnest(d, part) WITH ORDINALITY AS u(a, b, o);
+  END LOOP;
+  SELECT array_agg(u.lexeme ORDER BY u.df, u.lexeme),
+         array_agg(ln(1.0::float8 + (nn - u.df + 0.5::float8) / (u.df + 0.5::float8)) * u.qtf
+                   ORDER BY u.df, u.lexeme),
+         array_agg(u.df ORDER BY u.df, u.lexeme)
+    INTO lexemes, w, df
+    FROM unnest(q_lex, q_tf, d) AS u(lexeme, qtf, df) WHERE u.df > 0;
+END
+$f$;
+
+-- Top-n documents of one corpus by BM25 for OR-ed lexemes, exact, without reading every
+-- posting of the frequent lexemes (MaxScore, Turtle & Flood 1995). The statistics come in
+-- from vectord_bm25_query (of this corpus, or of the union of the corpora searched
+-- together): t_lex rarest first, t_w = idf * qtf, t_df. A lexeme adds at most
+-- w * (k1 + 1) to a score. The rarest lexemes R are scored in full, the others F
 -- only for documents that can still reach the top n: `lb`, the n-th best full score of
 -- the best 2n documents by R alone, bounds the n-th best score from below, so a document
 -- whose R-score plus the bound `rest` of F is below lb cannot be in the top n. The
@@ -130,16 +204,14 @@ $f$;
 -- scored on F when `rest` < 0.8 lb, or nearly every document of R would need F scored
 -- one by one; otherwise a second pass takes into R all but the most frequent lexemes
 -- whose bounds sum below 0.8 lb, and at worst R is every lexeme.
-CREATE OR REPLACE FUNCTION vectord_bm25_top(postings text, dfs text, stats text,
-    lexemes text[], k1 float8, b float8, wa float8, wb float8, wc float8, n integer,
-    budget bigint)
+-- Final scores are rounded to 1e-12: a float sum depends on the order of its terms (the
+-- order postings are read in), and two documents of equal content must tie exactly, in
+-- any corpus, so that the tie goes by id everywhere.
+CREATE OR REPLACE FUNCTION vectord_bm25_top2(postings text, t_lex text[], t_df float8[],
+    t_w float8[], avgdl float8, k1 float8, b float8, wa float8, wb float8, wc float8,
+    n integer, budget bigint)
 RETURNS TABLE (id text, score float8) LANGUAGE plpgsql STABLE ROWS 10 AS $f$
 DECLARE
-  cnt float8;
-  avgdl float8;
-  t_lex text[];
-  t_df float8[];
-  t_idf float8[];
   total integer;
   r integer := 0;
   acc float8 := 0;
@@ -150,28 +222,19 @@ DECLARE
   scores float8[];
   q text;
 BEGIN
-  EXECUTE format('SELECT coalesce(sum(n), 0)::float8, ($1 * coalesce(sum(sum_a), 0)
-      + $2 * coalesce(sum(sum_b), 0) + $3 * coalesce(sum(sum_c), 0))::float8
-      / greatest(coalesce(sum(n), 0), 1)::float8 FROM %I', stats)
-    INTO cnt, avgdl USING wa, wb, wc;
-  EXECUTE format('SELECT array_agg(lexeme ORDER BY df, lexeme),
-      array_agg(df::float8 ORDER BY df, lexeme) FROM %I WHERE lexeme = ANY($1) AND df > 0',
-      dfs) INTO t_lex, t_df USING lexemes;
-  IF t_lex IS NULL OR avgdl <= 0 THEN
+  IF t_lex IS NULL OR avgdl IS NULL OR avgdl <= 0 THEN
     RETURN;
   END IF;
   total := cardinality(t_lex);
-  SELECT array_agg(ln(1.0::float8 + (cnt - d + 0.5::float8) / (d + 0.5::float8)) ORDER BY o)
-    INTO t_idf FROM unnest(t_df) WITH ORDINALITY AS x(d, o);
   WHILE r < total AND (r = 0 OR acc + t_df[r + 1] <= budget) LOOP
     r := r + 1;
     acc := acc + t_df[r];
   END LOOP;
 
-  -- $1 lexemes (rarest first), $2 idf, $3 |R|, $4 rest, $5 a known lower bound of the
-  -- n-th best score (or NULL), $6 n, $7 k1, $8 b, $9..$11 field weights, $12 avgdl.
-  -- Returns the top n of the scored candidates, the n-th best score among them (nth)
-  -- and the threshold used (lb).
+  -- $1 lexemes (rarest first), $2 weights idf * qtf, $3 |R|, $4 rest, $5 a known lower
+  -- bound of the n-th best score (or NULL), $6 n, $7 k1, $8 b, $9..$11 field weights,
+  -- $12 avgdl. Returns the top n of the scored candidates, the n-th best score among them
+  -- (nth) and the threshold used (lb).
   q := format($q$
     WITH t AS (SELECT * FROM unnest($1::text[], $2::float8[]) WITH ORDINALITY AS t(lexeme, idf, o)),
     part AS MATERIALIZED (
@@ -183,27 +246,27 @@ BEGIN
       WHERE t.o <= $3 AND x.tf > 0
       GROUP BY p.item_id),
     best AS (
-      SELECT b.s + coalesce((
+      SELECT round((b.s + coalesce((
           SELECT sum(t.idf * x.tf * ($7 + 1.0::float8)
                      / (x.tf + $7 * (1.0::float8 - $8 + $8 * x.dl / $12)))
           FROM t JOIN %1$I p ON p.lexeme = t.lexeme AND p.item_id = b.id
           CROSS JOIN LATERAL (SELECT $9 * p.tf_a + $10 * p.tf_b + $11 * p.tf_c AS tf,
                                      $9 * p.dl_a + $10 * p.dl_b + $11 * p.dl_c AS dl) x
-          WHERE t.o > $3 AND x.tf > 0), 0) AS score
+          WHERE t.o > $3 AND x.tf > 0), 0)) * 1e12::float8) / 1e12::float8 AS score
       FROM (SELECT part.id, part.s FROM part ORDER BY part.s DESC, part.id LIMIT 2 * $6) b),
     th AS (
       SELECT greatest($5, (SELECT best.score FROM best ORDER BY best.score DESC
                            OFFSET $6 - 1 LIMIT 1)) AS lb),
     scored AS MATERIALIZED (
-      SELECT c.id, c.s + coalesce((
+      SELECT c.id, round((c.s + coalesce((
           SELECT sum(t.idf * x.tf * ($7 + 1.0::float8)
                      / (x.tf + $7 * (1.0::float8 - $8 + $8 * x.dl / $12)))
           FROM t JOIN %1$I p ON p.lexeme = t.lexeme AND p.item_id = c.id
           CROSS JOIN LATERAL (SELECT $9 * p.tf_a + $10 * p.tf_b + $11 * p.tf_c AS tf,
                                      $9 * p.dl_a + $10 * p.dl_b + $11 * p.dl_c AS dl) x
-          WHERE t.o > $3 AND x.tf > 0), 0) AS score
+          WHERE t.o > $3 AND x.tf > 0), 0)) * 1e12::float8) / 1e12::float8 AS score
       FROM part c, th
-      WHERE th.lb IS NULL OR ($4 < 0.8::float8 * th.lb AND c.s + $4 >= th.lb)),
+      WHERE th.lb IS NULL OR ($4 < 0.8::float8 * th.lb AND c.s + $4 >= th.lb - 1e-9::float8)),
     top AS (SELECT scored.id, scored.score FROM scored ORDER BY scored.score DESC, scored.id
             LIMIT $6)
     SELECT array_agg(top.id ORDER BY top.score DESC, top.id),
@@ -216,10 +279,10 @@ BEGIN
   -- R is every lexeme when r = total; then rest = 0 and part is the whole answer.
   rest := 0;
   FOR i IN r + 1 .. total LOOP
-    rest := rest + t_idf[i] * (k1 + 1.0::float8);
+    rest := rest + t_w[i] * (k1 + 1.0::float8);
   END LOOP;
   EXECUTE q INTO ids, scores, nth, lb
-    USING t_lex, t_idf, r, rest, NULL::float8, n, k1, b, wa, wb, wc, avgdl;
+    USING t_lex, t_w, r, rest, NULL::float8, n, k1, b, wa, wb, wc, avgdl;
   IF r < total AND NOT (nth IS NOT NULL AND rest < nth) THEN
     -- Second pass: F is the most frequent lexemes whose bound stays below a share of
     -- lb, so few documents need F scored one by one (index probes cost far more
@@ -228,13 +291,13 @@ BEGIN
     r := total;
     rest := 0;
     IF lb IS NOT NULL THEN
-      WHILE r > 0 AND rest + t_idf[r] * (k1 + 1.0::float8) < 0.8 * lb LOOP
-        rest := rest + t_idf[r] * (k1 + 1.0::float8);
+      WHILE r > 0 AND rest + t_w[r] * (k1 + 1.0::float8) < 0.8 * lb LOOP
+        rest := rest + t_w[r] * (k1 + 1.0::float8);
         r := r - 1;
       END LOOP;
     END IF;
     EXECUTE q INTO ids, scores, nth, lb
-      USING t_lex, t_idf, r, rest, lb, n, k1, b, wa, wb, wc, avgdl;
+      USING t_lex, t_w, r, rest, lb, n, k1, b, wa, wb, wc, avgdl;
   END IF;
   RETURN QUERY SELECT * FROM unnest(ids, scores);
 END
@@ -337,56 +400,79 @@ async def drop_corpus(conn: psycopg.AsyncConnection, corpus_id: int) -> None:
 # document length likewise. 1/1/1 is plain BM25 over title + text + tags.
 DEFAULT_FIELD_WEIGHTS = {"title": 1.0, "text": 1.0, "tags": 1.0}
 
-# Query lexemes in the given languages (a regconfig[] expression), OR-ed: each distinct
-# lexeme counts once, whatever its weight or position in the query.
-_QUERY_LEXEMES = """
-SELECT DISTINCT x.lexeme COLLATE "C"
-FROM unnest({langs}) AS l(cfg), unnest(to_tsvector(l.cfg, %(lex_q)s)) AS x"""
+
+@dataclass(frozen=True)
+class QueryStats:
+    """The query side of BM25 over the corpora searched together (vectord_bm25_query).
+
+    Computed once per request and handed to every corpus, so all of them score with the
+    statistics of their union and their BM25 values share one scale.
+    """
+
+    lexemes: list[str]  # rarest first
+    weights: list[float]  # idf * qtf
+    dfs: list[float]
+    avgdl: float
+    n: float
+
+
+# The statistics of this corpus alone, computed inside the search statement (one round trip).
+_STATS_INLINE = """
+lex_q AS (
+  SELECT lexemes, w, df, avgdl FROM vectord_bm25_query(
+    {stats}::text[], {dfs}::text[], {langs}, {auto}::text[], %(lex_q)s,
+    %(lex_wa)s, %(lex_wb)s, %(lex_wc)s))"""
+
+# The statistics of the union, computed beforehand (QueryStats) and passed in.
+_STATS_GIVEN = """
+lex_q AS (
+  SELECT %(lex_lexemes)s::text[] AS lexemes, %(lex_w)s::float8[] AS w,
+         %(lex_df)s::float8[] AS df, %(lex_avgdl)s::float8 AS avgdl)"""
+
+STATS_QUERY = """
+SELECT lexemes, w, df, avgdl, cnt FROM vectord_bm25_query(
+  %(stats)s::text[], %(dfs)s::text[], %(langs)s::regconfig[], %(auto)s::text[], %(q)s,
+  %(wa)s, %(wb)s, %(wc)s)"""
 
 # Okapi BM25 (Robertson/Sparck Jones idf with +1 so it is never negative, as Lucene and
 # bm25s use): sum over query lexemes t in d of
-#   idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)),
-#   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)).
-# df is the number of the lexeme's postings, counted in the same index scan.
+#   qtf(t) * idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)),
+#   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)),
+# with N, df and avgdl from lex_q. Every posting of every query lexeme is read. Scores
+# are rounded to 1e-12, as vectord_bm25_top2 rounds them (equal documents tie exactly).
 _BM25_ALL = """
-lex_st AS (
-  SELECT coalesce(sum(n), 0)::float8 AS n,
-         (%(lex_wa)s * coalesce(sum(sum_a), 0) + %(lex_wb)s * coalesce(sum(sum_b), 0)
-          + %(lex_wc)s * coalesce(sum(sum_c), 0))::float8
-         / greatest(coalesce(sum(n), 0), 1)::float8 AS avgdl
-  FROM {stats}),
+{stats_cte},
 lex_t AS (
-  SELECT f.lexeme,
-         ln(1.0::float8 + (lex_st.n - f.df + 0.5::float8) / (f.df + 0.5::float8)) AS idf
-  FROM {dfs} f, lex_st
-  WHERE f.lexeme = ANY (ARRAY({lexemes})) AND f.df > 0),
+  SELECT t.lexeme, t.w FROM lex_q, unnest(lex_q.lexemes, lex_q.w) AS t(lexeme, w)),
 lex_s AS (
   SELECT p.item_id AS id,
-         sum(lex_t.idf * x.tf * (%(lex_k1)s + 1.0::float8)
-             / (x.tf + %(lex_k1)s * (1.0::float8 - %(lex_b)s
-                                     + %(lex_b)s * x.dl / lex_st.avgdl))) AS score
+         round(sum(lex_t.w * x.tf * (%(lex_k1)s + 1.0::float8)
+                   / (x.tf + %(lex_k1)s * (1.0::float8 - %(lex_b)s
+                                           + %(lex_b)s * x.dl / lex_q.avgdl)))
+               * 1e12::float8) / 1e12::float8 AS score
   FROM lex_t JOIN {postings} p ON p.lexeme = lex_t.lexeme
-  CROSS JOIN lex_st
+  CROSS JOIN lex_q
   CROSS JOIN LATERAL (
     SELECT %(lex_wa)s * p.tf_a + %(lex_wb)s * p.tf_b + %(lex_wc)s * p.tf_c AS tf,
            %(lex_wa)s * p.dl_a + %(lex_wb)s * p.dl_b + %(lex_wc)s * p.dl_c AS dl) x
-  WHERE x.tf > 0
+  WHERE x.tf > 0 {only_ids}
   GROUP BY p.item_id),
 lex AS (
   SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
   FROM (SELECT id, score FROM lex_s WHERE {lex_where}
         ORDER BY score DESC, id LIMIT %(lex_n)s) s)"""
 
-# Unfiltered: the same scores by vectord_bm25_top, which skips the postings of frequent
+# Unfiltered: the same scores by vectord_bm25_top2, which skips the postings of frequent
 # lexemes that cannot change the top n.
 _BM25_TOP = """
+{stats_cte},
 lex AS (
   SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
-  FROM vectord_bm25_top({postings_name}, {dfs_name}, {stats_name}, ARRAY({lexemes}),
-                        %(lex_k1)s, %(lex_b)s, %(lex_wa)s, %(lex_wb)s, %(lex_wc)s,
-                        %(lex_n)s, {budget}) s)"""
+  FROM lex_q, vectord_bm25_top2({postings_name}, lex_q.lexemes, lex_q.df, lex_q.w,
+                                lex_q.avgdl, %(lex_k1)s, %(lex_b)s, %(lex_wa)s, %(lex_wb)s,
+                                %(lex_wc)s, %(lex_n)s, {budget}) s)"""
 
-# vectord_bm25_top scores the rarest lexemes in full until they hold this many postings.
+# vectord_bm25_top2 scores the rarest lexemes in full until they hold this many postings.
 TOP_BUDGET = 5000
 
 _VEC = """
@@ -409,90 +495,68 @@ SELECT {columns}, lex.score AS lex_score, lex.rank AS lex_rank
 FROM lex JOIN {table} i ON i.id = lex.id
 ORDER BY lex.rank"""
 
-# Reciprocal rank fusion: sum over branches of 1 / (rrf_k + rank), ranks from 1.
-# A hit missing from a branch gets nothing from it, so an empty branch leaves the
-# other's order as it is.
-RRF = """
-SELECT coalesce(vec.id, lex.id) AS id,
-       coalesce(1.0::float8 / (%(rrf_k)s + vec.rank), 0)
-         + coalesce(1.0::float8 / (%(rrf_k)s + lex.rank), 0)
-         AS score
-FROM vec FULL JOIN lex ON lex.id = vec.id"""
 
-# Fusion method -> SQL over the branches `vec` (id, distance, rank) and `lex`
-# (id, score, rank) returning (id, score), larger is better.
-FUSIONS: dict[str, str] = {"rrf": RRF}
-
-_HYBRID_SEARCH = """
-WITH {vec}, {bm25},
-fused AS ({fusion}),
-top AS (SELECT id, score FROM fused ORDER BY score DESC, id LIMIT %(k)s)
-SELECT {columns}, top.score AS fused_score, vec.distance AS vec_distance,
-       vec.rank AS vec_rank, lex.score AS lex_score, lex.rank AS lex_rank
-FROM top JOIN {table} i ON i.id = top.id
-LEFT JOIN vec ON vec.id = top.id
-LEFT JOIN lex ON lex.id = top.id
-ORDER BY top.score DESC, top.id"""
+def stats_sources(corpus_ids: list[int], auto: list[bool]) -> dict[str, list[str]]:
+    """Table names vectord_bm25_query reads for these corpora (auto: language 'auto')."""
+    names = [_names(cid) for cid in corpus_ids]
+    return {"stats": [n[1] for n in names], "dfs": [n[2] for n in names],
+            "auto": [n[1] for n, a in zip(names, auto, strict=True) if a]}
 
 
-def _query_lexemes(corpus_id: int, languages: list[str] | None) -> sql.Composed:
-    """Lexemes of the query; languages None means every language of the corpus."""
-    langs: sql.Composable
-    if languages is None:
-        langs = sql.SQL(
-            "(SELECT array_agg(language) || 'simple'::regconfig FROM {s} WHERE n > 0)"
-        ).format(s=stats_table(corpus_id))
-    else:
-        langs = sql.SQL("%(lex_langs)s::regconfig[]")
-    return sql.SQL(_QUERY_LEXEMES).format(langs=langs)
+def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool) -> sql.Composed:
+    """lex_q: this corpus's own statistics (inline), or the union's (given as params)."""
+    if given:
+        return sql.SQL(_STATS_GIVEN).format()
+    _, stats, dfs = _names(corpus_id)
+    langs: sql.Composable = (sql.SQL("'{}'::regconfig[]") if languages is None
+                             else sql.SQL("%(lex_langs)s::regconfig[]"))
+    auto = sql.SQL("ARRAY[{}]").format(sql.Literal(stats)) if languages is None else sql.SQL(
+        "'{}'")
+    return sql.SQL(_STATS_INLINE).format(
+        stats=sql.SQL("ARRAY[{}]").format(sql.Literal(stats)),
+        dfs=sql.SQL("ARRAY[{}]").format(sql.Literal(dfs)), langs=langs, auto=auto)
 
 
 def _bm25(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
           where: sql.Composable, filtered: bool, exhaustive: bool = False,
-          budget: int = TOP_BUDGET) -> sql.Composed:
-    lexemes = _query_lexemes(corpus_id, languages)
-    if not filtered and not exhaustive:
-        postings, stats, dfs = _names(corpus_id)
+          budget: int = TOP_BUDGET, given: bool = False, only_ids: bool = False
+          ) -> sql.Composed:
+    """The CTEs lex_q and lex (id, score, rank): the corpus's top lex_n by BM25.
+
+    languages None: every language the corpus holds (an `auto` corpus). given: the
+    statistics come as parameters (QueryStats of the corpora searched together).
+    only_ids: score just the items in %(lex_ids)s (exhaustively).
+    """
+    stats_cte = _stats_cte(corpus_id, languages, given)
+    if not filtered and not exhaustive and not only_ids:
+        postings, _, _ = _names(corpus_id)
         return sql.SQL(_BM25_TOP).format(
-            postings_name=sql.Literal(postings), dfs_name=sql.Literal(dfs),
-            stats_name=sql.Literal(stats), lexemes=lexemes, budget=sql.Literal(int(budget)))
+            stats_cte=stats_cte, postings_name=sql.Literal(postings),
+            budget=sql.Literal(int(budget)))
     # Postings exist only for existing rows, so the items table is read only to filter.
     lex_where = (sql.SQL("EXISTS (SELECT 1 FROM {t} WHERE {t}.id = lex_s.id AND {w})").format(
         t=table, w=where) if filtered else sql.SQL("TRUE"))
+    ids = sql.SQL("AND p.item_id = ANY(%(lex_ids)s::text[])") if only_ids else sql.SQL("")
     return sql.SQL(_BM25_ALL).format(
-        stats=stats_table(corpus_id), postings=postings_table(corpus_id),
-        dfs=dfs_table(corpus_id), lexemes=lexemes, lex_where=lex_where)
+        stats_cte=stats_cte, postings=postings_table(corpus_id), lex_where=lex_where,
+        only_ids=ids)
 
 
 def lexical_sql(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
                 where: sql.Composable, filtered: bool, exhaustive: bool = False,
-                budget: int = TOP_BUDGET) -> sql.Composed:
+                budget: int = TOP_BUDGET, given: bool = False) -> sql.Composed:
     """Top-`lex_n` items by BM25: columns of the item plus lex_score, lex_rank.
 
-    exhaustive: score every posting instead of vectord_bm25_top (same answer; tests).
+    exhaustive: score every posting instead of vectord_bm25_top2 (same answer; tests).
     """
     return sql.SQL(_LEXICAL_SEARCH).format(
-        bm25=_bm25(table, corpus_id, languages, where, filtered, exhaustive, budget),
+        bm25=_bm25(table, corpus_id, languages, where, filtered, exhaustive, budget, given),
         columns=sql.SQL(ITEM_COLUMNS), table=table)
 
 
-def hybrid_sql(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
-               where: sql.Composable, filtered: bool, operator: str | None,
-               fusion: str = "rrf") -> sql.Composed:
-    """Both branches and their fusion in one statement: top `k` by fused score.
-
-    operator None: no query vector, the vector branch is empty.
-    """
-    vec = (sql.SQL(_VEC_NONE) if operator is None
-           else sql.SQL(_VEC).format(op=sql.SQL(operator), table=table, where=where))
-    return sql.SQL(_HYBRID_SEARCH).format(
-        vec=vec,
-        bm25=_bm25(table, corpus_id, languages, where, filtered),
-        fusion=sql.SQL(FUSIONS[fusion]), columns=sql.SQL(ITEM_COLUMNS), table=table)
-
-
 def bm25_params(query_text: str, languages: list[str] | None, k1: float, b: float,
-                weights: dict[str, float], n: int) -> dict[str, object]:
+                weights: dict[str, float], n: int,
+                stats: QueryStats | None = None) -> dict[str, object]:
     """The parameters the BM25 branch's SQL names (all prefixed lex_)."""
     params: dict[str, object] = {
         "lex_q": query_text, "lex_k1": float(k1), "lex_b": float(b),
@@ -500,4 +564,7 @@ def bm25_params(query_text: str, languages: list[str] | None, k1: float, b: floa
         "lex_wc": float(weights["tags"]), "lex_n": int(n)}
     if languages is not None:
         params["lex_langs"] = languages
+    if stats is not None:
+        params.update({"lex_lexemes": stats.lexemes, "lex_w": stats.weights,
+                       "lex_df": stats.dfs, "lex_avgdl": stats.avgdl})
     return params

@@ -112,9 +112,14 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True):
-    """POST /v1/vectors/search: one search (the same fields) over several corpora."""
+    """POST /v1/vectors/search: one search (the same fields) over several corpora.
 
-    corpora: list[str]
+    Ranked as one corpus holding their union (internal.vectord.federation).
+    """
+
+    corpora: list[str] | None = None  # None: every corpus but exclude_corpora
+    exclude_corpora: list[str] = []
+    corpus_weights: dict[str, float] | None = None  # after fusion; see federation.py
 
 
 class Corpus(msgspec.Struct, frozen=True):
@@ -152,6 +157,10 @@ class Hit(msgspec.Struct):
     updated_at: datetime
     # Layers that found this hit: vector, lexical, symbolic (a preference met).
     matched_layers: list[str] = []
+    # The cross-corpus ranking key (internal.vectord.federation): score x corpus weight in
+    # score-ranked modes, distance / corpus weight in vector mode.
+    merge_score: float | None = None
+    merge_distance: float | None = None
 
 
 class SearchResponse(msgspec.Struct):
@@ -170,10 +179,11 @@ class SearchError(msgspec.Struct, omit_defaults=True):
 
 
 class CorpusSearchResult(msgspec.Struct, omit_defaults=True):
-    """One corpus of a multi-search: hits and took_ms, or error and status."""
+    """One corpus of a multi-search: how many of the merged hits are its own, its time;
+    or its error and status, as the per-corpus route would have answered."""
 
     corpus: str
-    hits: list[Hit] | msgspec.UnsetType = msgspec.UNSET
+    hits: int | msgspec.UnsetType = msgspec.UNSET
     took_ms: float | msgspec.UnsetType = msgspec.UNSET
     error: SearchError | msgspec.UnsetType = msgspec.UNSET
     status: int | msgspec.UnsetType = msgspec.UNSET
@@ -181,5 +191,6 @@ class CorpusSearchResult(msgspec.Struct, omit_defaults=True):
 
 class MultiSearchResponse(msgspec.Struct):
     mode: str
+    hits: list[Hit]  # merged over the corpora, best first, each with its corpus
     results: list[CorpusSearchResult]
     took_ms: float

@@ -13,6 +13,8 @@ import psycopg
 import structlog
 from psycopg import sql
 
+from internal.vectord import lexical
+
 log = structlog.get_logger()
 
 # Any constant will do as long as every replica uses the same one.
@@ -85,6 +87,10 @@ async def migrate(dsn: str) -> DbInfo:
                 log.info("schema_migrated", component="vectord", version=version)
                 current = version
             trgm = await _ensure_trgm(conn)
+            # The shared BM25 functions are CREATE OR REPLACE: refreshed on every start, so
+            # a new vectord's functions reach databases whose corpora predate them.
+            async with conn.transaction():
+                await lexical.ensure_functions(conn)
             cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = await cur.fetchone()
             vector_version = str(row[0]) if row else "?"

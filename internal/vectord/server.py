@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
 from aiohttp import web
-from psycopg import sql
 
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
@@ -17,14 +16,12 @@ from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.pg import embedded
 from internal.pg.pool import make_pool
-from internal.vectord import hits, language, lexical_search, schema, validate
-from internal.vectord.filters import build_where
+from internal.vectord import federated, federation, language, schema, validate
 from internal.vectord.models import (
     Corpus,
     CorpusSearchResult,
     CreateCorpus,
     DeleteItems,
-    Hit,
     MultiSearchRequest,
     MultiSearchResponse,
     SearchError,
@@ -43,11 +40,6 @@ MAX_IDS_PAGE = 10_000
 PREFIX = "/v1/vectors/corpora"
 MULTI_SEARCH = "/v1/vectors/search"
 MAX_SEARCH_CORPORA = 1000
-
-# A search mode's implementation: the where-clause and params come from filters.build_where.
-Searcher = Callable[[Store, Corpus, SearchRequest, sql.Composable, dict[str, Any]],
-                    Awaitable[list[Hit]]]
-
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
     """Embedded PostgreSQL (when no DSN), migrations, then the pool; undone in reverse."""
@@ -196,85 +188,59 @@ async def list_ids(request: web.Request) -> web.Response:
 
 # --- search ------------------------------------------------------------------
 
-async def search_vector(store: Store, corpus: Corpus, req: SearchRequest,
-                        where: sql.Composable, params: dict[str, Any]) -> list[Hit]:
-    if req.query_vector is None:
-        raise InvalidArgument("query_vector: required for mode 'vector'", field="query_vector")
-    query = validate.vector(req.query_vector, corpus.dim, corpus.metric, "query_vector")
-    ef = req.ef_search if req.ef_search is not None else store.cfg.ef_search
-    rows = await store.vector_search(corpus, query, req.k, ef, where, params)
-    return hits.from_vector_rows(corpus, rows)
-
-
-async def search_keyword(store: Store, corpus: Corpus, req: SearchRequest,
-                         where: sql.Composable, params: dict[str, Any]) -> list[Hit]:
-    text = (req.query_text or "").strip()
-    if not text:
-        return []  # a blank query matches everything: answer nothing, scan nothing
-    rows = await store.keyword_search(corpus, text, req.k, where, params)
-    return hits.from_keyword_rows(corpus, rows)
-
-
-# Mode -> implementation; the lexical and hybrid modes register here (issue 3).
-SEARCHERS: dict[str, Searcher] = {
-    "vector": search_vector,
-    "keyword": search_keyword,
-    "lexical": lexical_search.search_lexical,
-    "hybrid": lexical_search.search_hybrid,
-}
-
-
-# A request-wide search, ready to run on any corpus.
-CorpusSearch = Callable[[Corpus], Awaitable[list[Hit]]]
-
-
-def _corpus_search(store: Store, req: SearchRequest) -> CorpusSearch:
-    """Check the request-wide fields (400 naming the field) and bind the search mode."""
-    validate.k(req.k)
-    if req.ef_search is not None and not 1 <= req.ef_search <= 1000:
-        raise InvalidArgument(f"ef_search: must be in 1..1000, got {req.ef_search}",
-                              field="ef_search")
-    searcher = SEARCHERS.get(req.mode)
-    if searcher is None:
-        raise InvalidArgument(f"mode: {req.mode!r} is not available", field="mode")
-    where, params = build_where(req.filter)
-
-    async def run_search(corpus: Corpus) -> list[Hit]:
-        return await searcher(store, corpus, req, where, params)
-
-    return run_search
-
-
 async def search(request: web.Request) -> web.Response:
+    """One corpus: a federation of one (the same path as the multi-corpus route)."""
     started = time.perf_counter()
     store = request.app[STORE]
     name = _name(request)
     req = await read_json(request, SearchRequest)
-    found = await store.with_corpus(name, _corpus_search(store, req))
+    found, outcomes = await federated.search(store, [name], req)
+    if outcomes[0].error is not None:
+        raise outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(SearchResponse(corpus=name, mode=req.mode, hits=found, took_ms=took))
 
 
-def _corpus_error(corpus: str, exc: Exception) -> CorpusSearchResult:
-    """A failed corpus of a multi-search, as the per-corpus route would have answered it."""
+def _corpus_result(o: federated.Outcome) -> CorpusSearchResult:
+    """A corpus of a multi-search: its share of the hits, or its error as the per-corpus
+    route would have answered it."""
+    exc = o.error
+    if exc is None:
+        return CorpusSearchResult(corpus=o.name, hits=o.hits, took_ms=o.took_ms)
     if isinstance(exc, LakehouseError) and not (exc.status >= 500 and exc.code == "internal"):
-        return CorpusSearchResult(corpus=corpus, status=exc.status,
+        return CorpusSearchResult(corpus=o.name, status=exc.status,
                                   error=SearchError(exc.code, exc.message, exc.field))
     if isinstance(exc, LakehouseError):
-        log.error("search_failed", corpus=corpus, error=exc.message)
+        log.error("search_failed", corpus=o.name, error=exc.message)
     else:
-        log.error("search_crashed", corpus=corpus, exc_info=exc)
-    return CorpusSearchResult(corpus=corpus, status=500,
+        log.error("search_crashed", corpus=o.name, exc_info=exc)
+    return CorpusSearchResult(corpus=o.name, status=500,
                               error=SearchError("internal", "internal error"))
 
 
-async def multi_search(request: web.Request) -> web.Response:
-    """One search over several corpora at once, each on its own pooled connection."""
-    started = time.perf_counter()
-    store = request.app[STORE]
-    req = await read_json(request, MultiSearchRequest)
+async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
+    """The corpora a multi-search covers: those named, else every corpus but the excluded."""
+    if req.corpora is None:
+        excluded = set(req.exclude_corpora)
+        return [n for n in await store.corpus_names() if n not in excluded]
+    return list(req.corpora)
+
+
+def _check_weights(req: MultiSearchRequest, names: list[str]) -> dict[str, float]:
+    try:
+        return federation.check_weights(req.corpus_weights or {}, names)
+    except ValueError as exc:
+        field, _, _ = str(exc).partition(":")
+        raise InvalidArgument(str(exc), field=field) from None
+
+
+def _check_names(req: MultiSearchRequest) -> None:
+    """corpora: absent (all), else 1..MAX_SEARCH_CORPORA valid names, none twice."""
+    if req.corpora is None:
+        return
     if not req.corpora:
-        raise InvalidArgument("corpora: name at least one corpus", field="corpora")
+        raise InvalidArgument("corpora: name at least one corpus, or leave it out for all",
+                              field="corpora")
     if len(req.corpora) > MAX_SEARCH_CORPORA:
         raise InvalidArgument(f"corpora: at most {MAX_SEARCH_CORPORA} corpora, "
                               f"got {len(req.corpora)}", field="corpora")
@@ -285,20 +251,23 @@ async def multi_search(request: web.Request) -> web.Response:
             raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice",
                                   field=f"corpora[{i}]")
         seen.add(name)
-    run_search = _corpus_search(store, req)
 
-    async def one(name: str) -> CorpusSearchResult:
-        t0 = time.perf_counter()
-        try:
-            found = await store.with_corpus(name, run_search)
-        except Exception as exc:  # reported for this corpus; the others still answer
-            return _corpus_error(name, exc)
-        return CorpusSearchResult(corpus=name, hits=found,
-                                  took_ms=round((time.perf_counter() - t0) * 1000, 3))
 
-    results = await asyncio.gather(*(one(name) for name in req.corpora))
+async def multi_search(request: web.Request) -> web.Response:
+    """One search over several corpora, ranked as their union (internal.vectord.federated)."""
+    started = time.perf_counter()
+    store = request.app[STORE]
+    req = await read_json(request, MultiSearchRequest)
+    _check_names(req)
+    if req.corpora is not None:
+        _check_weights(req, req.corpora)
+    p = federated.plan(store, req)  # request-wide checks before any corpus is touched
+    names = await _searched(store, req)
+    weights = _check_weights(req, names)
+    found, outcomes = await federated.search(store, names, req, weights, p)
     took = round((time.perf_counter() - started) * 1000, 3)
-    return json_response(MultiSearchResponse(mode=req.mode, results=results, took_ms=took))
+    return json_response(MultiSearchResponse(
+        mode=req.mode, hits=found, results=[_corpus_result(o) for o in outcomes], took_ms=took))
 
 
 async def readyz(request: web.Request) -> web.Response:

@@ -221,6 +221,12 @@ class Store:
                 out.append(corpus.public(n))
         return out
 
+    async def corpus_names(self) -> list[str]:
+        """Every corpus's name, in name order (no counts: cheap enough for each search)."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT name FROM vectord_corpora ORDER BY name")
+            return [str(r[0]) for r in await cur.fetchall()]
+
     async def delete_corpus(self, name: str) -> None:
         async with self.pool.connection() as conn, conn.transaction():
             corpus = await self._fetch_corpus(conn, name)

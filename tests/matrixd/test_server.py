@@ -156,10 +156,11 @@ async def test_k_and_per_corpus_k(http: aiohttp.ClientSession, matrix: str,
     a, b = two_corpora
     status, body = await post(http, f"{matrix}/v1/matrix/search",
                               {"query_text": "planets and moons", "mode": "vector",
-                               "corpora": [a, b], "k": 3, "per_corpus_k": 2})
+                               "corpora": [a, b], "k": 3, "per_corpus_k": 5})
     assert status == 200, body
+    # per_corpus_k is the depth of the merged list (since federation): 5 fetched, 3 kept.
     assert len(body["hits"]) == 3
-    assert [c["hits"] for c in body["corpora"]] == [2, 2]
+    assert sum(c["hits"] for c in body["corpora"]) == 5
 
 
 async def test_query_vector_wins_and_skips_embedding(http: aiohttp.ClientSession, matrix: str,
@@ -184,7 +185,10 @@ async def test_keyword_mode_across_corpora(http: aiohttp.ClientSession, matrix: 
                               {"query_text": "largest", "mode": "keyword", "corpora": [a, b]})
     assert status == 200, body
     assert {(h["corpus"], h["id"]) for h in body["hits"]} == {(a, "d2"), (b, "d1")}
-    assert all(h["merge_score"] == 1 / 61 for h in body["hits"])
+    # Newest first over both corpora; a rank-based merge_score for the boost.
+    stamps = [h["updated_at"] for h in body["hits"]]
+    assert stamps == sorted(stamps, reverse=True)
+    assert [h["merge_score"] for h in body["hits"]] == [1 / 61, 1 / 62]
 
 
 # ---- errors ---------------------------------------------------------------------------------
@@ -216,7 +220,8 @@ async def test_allow_partial_reports_failed_corpora(http: aiohttp.ClientSession,
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"query_text": "x", "corpora": []}, "corpora"),
-    ({"query_text": "x"}, "corpora"),
+    ({"query_text": "x", "corpora": ["a"], "corpus_weights": {"b": 2}}, "corpus_weights.b"),
+    ({"query_text": "x", "corpora": ["a"], "corpus_weights": {"a": 0}}, "corpus_weights.a"),
     ({"corpora": ["a"]}, "query_text"),
     ({"query_text": "   ", "corpora": ["a"]}, "query_text"),
     ({"query_text": "x", "corpora": ["Bad-Name;"]}, "corpora[0]"),
@@ -446,14 +451,17 @@ async def test_hybrid_is_the_default_with_text(http: aiohttp.ClientSession, matr
     assert all(h["merge_score"] == h["score"] for h in out["hits"])
 
 
-async def test_lexical_merges_by_rank_within_corpus(http: aiohttp.ClientSession, matrix: str,
-                                                    two_corpora: tuple[str, str]) -> None:
+async def test_lexical_merges_by_union_bm25(http: aiohttp.ClientSession, matrix: str,
+                                            two_corpora: tuple[str, str]) -> None:
     a, b = two_corpora
     out = await _search(http, matrix, {"query_text": "largest", "mode": "lexical",
                                        "corpora": [a, b]})
     assert {(h["corpus"], h["id"]) for h in out["hits"]} == {(a, "d2"), (b, "d1")}
-    assert all(h["merge_score"] == 1 / 61 and h["corpus_rank"] == 1 for h in out["hits"])
-    assert all(h["score"] > 0 for h in out["hits"])  # the corpus's own BM25 is kept
+    # BM25 with the statistics of the union: one scale, so the merge is by score.
+    assert all(h["merge_score"] == h["score"] > 0 and h["corpus_rank"] == 1
+               for h in out["hits"])
+    assert [h["score"] for h in out["hits"]] == sorted(
+        (h["score"] for h in out["hits"]), reverse=True)
 
 
 async def test_hybrid_degrades_to_lexical_when_embedd_down(
@@ -508,3 +516,33 @@ async def test_playbook_max_distance_per_request(http: aiohttp.ClientSession, ma
     assert strict["playbook"]["entries"] == 0 and strict["playbook_boosted"] == 0
     status, out = await post(http, f"{matrix}/v1/matrix/search", {**q, "playbook_top_k": 0})
     assert status == 400 and out["error"]["field"] == "playbook_top_k"
+
+
+async def test_all_corpora_by_default_without_playbooks(http: aiohttp.ClientSession,
+                                                       matrix: str,
+                                                       two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    pb = unique("pb")
+    status, _ = await post(http, f"{matrix}/v1/matrix/playbooks/record", {
+        "query_text": "largest planet", "answer_id": "d1", "answer_corpus": b, "score": 1.0,
+        "playbook_corpus": pb})
+    assert status == 200
+    out = await _search(http, matrix, {"query_text": "largest planet", "mode": "lexical",
+                                       "k": 50, "playbook_corpus": pb})
+    searched = {c["corpus"] for c in out["corpora"]}
+    assert {a, b} <= searched and pb not in searched
+    assert (b, "d1") in {(h["corpus"], h["id"]) for h in out["hits"]}
+    assert all(h["corpus"] != pb for h in out["hits"])
+
+
+async def test_corpus_weights_through_matrixd(http: aiohttp.ClientSession, matrix: str,
+                                              two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    body = {"query_text": "largest", "mode": "lexical", "corpora": [a, b]}
+    plain = await _search(http, matrix, body)
+    for favoured in (a, b):
+        out = await _search(http, matrix, {**body, "corpus_weights": {favoured: 100.0}})
+        assert out["hits"][0]["corpus"] == favoured
+        top = out["hits"][0]
+        assert top["merge_score"] == pytest.approx(top["score"] * 100.0)
+    assert len(plain["hits"]) == 2

@@ -92,19 +92,21 @@ async def test_auto_corpus_detects_item_languages(vectord_url: str,
 
 def _bm25(docs: dict[str, list[str]], query: list[str], k1: float = 1.2,
           b: float = 0.75) -> dict[str, float]:
-    """Okapi BM25 by the textbook, over pre-tokenised documents."""
+    """Okapi BM25 by the textbook, over pre-tokenised documents; a query term counts as
+    often as it occurs in the query (Robertson's qtf, k3 = infinity)."""
     n = len(docs)
     avgdl = sum(len(toks) for toks in docs.values()) / n
     out: dict[str, float] = {}
     for doc_id, toks in docs.items():
         tf = Counter(toks)
         score = 0.0
-        for term in set(query):
+        for term, qtf in Counter(query).items():
             if tf[term] == 0:
                 continue
             df = sum(1 for other in docs.values() if term in other)
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            score += idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(toks) / avgdl))
+            score += qtf * idf * tf[term] * (k1 + 1) / (
+                tf[term] + k1 * (1 - b + b * len(toks) / avgdl))
         if score:
             out[doc_id] = score
     return out
@@ -121,7 +123,8 @@ async def test_bm25_equals_hand_reference(vectord_url: str, http: aiohttp.Client
     name = await make_corpus(http, vectord_url, language="simple")
     await _upsert(http, vectord_url, name, [
         _doc(d, i, text, title=title) for i, (d, (title, text)) in enumerate(THREE.items())])
-    for query in ("apple", "banana cherry", "apple date fig", "grape banana"):
+    for query in ("apple", "banana cherry", "apple date fig", "grape banana",
+                  "apple apple banana", "date fig date date"):
         terms = query.split()
         plain = {d: (t + " " + x).split() for d, (t, x) in THREE.items()}
         want = _bm25(plain, terms)
@@ -220,12 +223,13 @@ async def test_hybrid_both_branches_outrank_single(vectord_url: str,
     assert top["score"] == pytest.approx(1 / (60 + vrank) + 1 / (60 + lrank))
     assert top["distance"] == pytest.approx(vec[vrank - 1]["distance"])
     assert top["scores"]["lexical"] == pytest.approx(lex[lrank - 1]["score"])
-    # The two branch leaders tie on 1 / 61; ties go by id.
-    assert [h["id"] for h in hits][1:] == ["lex-1", "vec-1"]
-    assert hits[1]["ranks"] == {"vector": None, "lexical": 1}
-    assert hits[1]["distance"] is None and hits[1]["scores"]["vector"] is None
-    assert hits[2]["ranks"] == {"vector": 1, "lexical": None}
-    assert hits[2]["scores"]["lexical"] is None
+    # The two branch leaders tie on 1 / 61; fusion.py's rule (the one fusion, rrf
+    # included, since federation): the better single rank, then the vector branch first.
+    assert [h["id"] for h in hits][1:] == ["vec-1", "lex-1"]
+    assert hits[2]["ranks"] == {"vector": None, "lexical": 1}
+    assert hits[2]["distance"] is None and hits[2]["scores"]["vector"] is None
+    assert hits[1]["ranks"] == {"vector": 1, "lexical": None}
+    assert hits[1]["scores"]["lexical"] is None
     # rrf_k is a request option.
     hits = await _search(http, vectord_url, name, mode="hybrid", query_vector=q,
                          query_text="quarterly revenue", k=5, rrf_k=1, fusion="rrf")
@@ -314,6 +318,9 @@ async def test_pruned_top_n_equals_exhaustive(vectord_url: str, pg_dsn: str,
         table = sql.Identifier(f"vectord_items_{cid}")
         for trial in range(40):
             query = " ".join(rng.choice(vocab, size=int(rng.integers(2, 9)), p=p))
+            if trial % 2:  # repeated query terms weigh more; the bounds scale alike
+                words = query.split()
+                query += f" {words[-1]} {words[0]}"
             n = int(rng.choice([1, 3, 10]))
             params = lexical.bm25_params(query, ["simple"], 1.2, 0.75,
                                          lexical.DEFAULT_FIELD_WEIGHTS, n)

@@ -21,8 +21,8 @@ async def _filled(http: aiohttp.ClientSession, base: str, lo: int, hi: int) -> s
     return name
 
 
-async def test_same_hits_as_per_corpus_route(vectord_url: str,
-                                             http: aiohttp.ClientSession) -> None:
+async def test_merged_hits_with_per_corpus_counts(vectord_url: str,
+                                                 http: aiohttp.ClientSession) -> None:
     a = await _filled(http, vectord_url, 0, 20)
     b = await _filled(http, vectord_url, 20, 40)
     for search in ({"mode": "vector", "query_vector": unit(8, 3), "k": 5},
@@ -34,10 +34,20 @@ async def test_same_hits_as_per_corpus_route(vectord_url: str,
         assert status == 200, multi
         assert multi["mode"] == search["mode"] and multi["took_ms"] >= 0
         assert [r["corpus"] for r in multi["results"]] == [b, a]
+        assert 0 < len(multi["hits"]) <= search["k"]
         for r in multi["results"]:
-            _, one = await call(http, "POST", f"{vectord_url}{C}/{r['corpus']}/search", search)
             assert set(r) == {"corpus", "hits", "took_ms"}
-            assert r["hits"] == one["hits"] and r["hits"], search
+            assert r["hits"] == sum(h["corpus"] == r["corpus"] for h in multi["hits"])
+    # Vector distances share one scale: the merge is the per-corpus lists merged by distance.
+    search = {"mode": "vector", "query_vector": unit(8, 3), "k": 5}
+    _, multi = await call(http, "POST", f"{vectord_url}{M}", {**search, "corpora": [b, a]})
+    singles = []
+    for name in (a, b):
+        _, one = await call(http, "POST", f"{vectord_url}{C}/{name}/search", search)
+        singles += one["hits"]
+    want = sorted(singles, key=lambda h: h["distance"])[:5]
+    assert [(h["corpus"], h["id"]) for h in multi["hits"]] == [
+        (h["corpus"], h["id"]) for h in want]
 
 
 async def test_missing_and_failing_corpora_reported_per_corpus(
@@ -50,7 +60,7 @@ async def test_missing_and_failing_corpora_reported_per_corpus(
     assert status == 200, out
     gone, ok, bad = out["results"]
     assert [r["corpus"] for r in out["results"]] == [missing, a, wide]
-    assert ok["hits"][0]["id"] == "doc-0001" and len(ok["hits"]) == 3
+    assert out["hits"][0]["id"] == "doc-0001" and ok["hits"] == 3 == len(out["hits"])
     # Each error is what the per-corpus route answers for that corpus.
     for r in (gone, bad):
         assert set(r) == {"corpus", "error", "status"}
@@ -62,8 +72,11 @@ async def test_missing_and_failing_corpora_reported_per_corpus(
 
 
 @pytest.mark.parametrize(("body", "field"), [
-    ({}, "corpora"),
+    ({}, "query_vector"),  # corpora absent: every corpus; the query is still needed
     ({"corpora": []}, "corpora"),
+    ({"corpora": ["a"], "corpus_weights": {"b": 1.0}}, "corpus_weights.b"),
+    ({"corpora": ["a"], "corpus_weights": {"a": 0}}, "corpus_weights.a"),
+    ({"corpora": ["a"], "corpus_weights": {"a": -1}}, "corpus_weights.a"),
     ({"corpora": ["Bad-Name"]}, "corpora[0]"),
     ({"corpora": ["a", "a"]}, "corpora[1]"),
     ({"corpora": ["a"], "k": 0}, "k"),
@@ -81,10 +94,10 @@ async def test_client_search_many(vectord_url: str, http: aiohttp.ClientSession)
     a = await _filled(http, vectord_url, 0, 10)
     client = VectordClient(http, vectord_url)
     missing = unique("gone")
-    rows = await client.search_many([a, missing], {"mode": "vector",
-                                                   "query_vector": unit(8, 2), "k": 2})
-    assert rows[0]["hits"][0]["id"] == "doc-0002"
-    assert rows[1]["status"] == 404
+    out = await client.search_many([a, missing], {"mode": "vector",
+                                                  "query_vector": unit(8, 2), "k": 2})
+    assert out["hits"][0]["id"] == "doc-0002" and out["results"][0]["hits"] == 2
+    assert out["results"][1]["status"] == 404
     with pytest.raises(ServiceError) as info:
         await client.search_many([a], {"mode": "vector", "query_vector": unit(8, 2), "k": 0})
     assert info.value.status == 400 and info.value.field == "k"

@@ -1,0 +1,413 @@
+"""One search over one or several corpora, ranked as one corpus holding their union would be.
+
+The per-corpus route (`POST /v1/vectors/corpora/{name}/search`) and the multi-corpus route
+(`POST /v1/vectors/search`) both come here: a single corpus is a federation of one. The
+request-wide options are checked once (`plan`), every corpus runs its part concurrently
+on its own pooled connection, a corpus's failure is kept with that corpus, and the merge
+and the fusion (internal.vectord.federation, internal.vectord.fusion) run once over all
+of them. Per mode:
+
+- vector: each corpus's top k by distance, merged by distance;
+- keyword: each corpus's newest k matches, merged newest first;
+- lexical: the union's BM25 statistics (one statement, vectord_bm25_query) when several
+  corpora are searched, each corpus's top k with them, merged by score;
+- hybrid: each corpus's branch candidates (vector top n, BM25 top n with the union's
+  statistics, the symbolic share), branch lists merged across corpora to the union's top
+  n, fused once, then the top k items read back from their corpora.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from internal.common.errors import InvalidArgument
+from internal.vectord import federation, fusion, fusion_search, hits, lexical, schema, validate
+from internal.vectord.filters import build_where, is_filtered
+from internal.vectord.language import AUTO
+from internal.vectord.lexical_search import (
+    DEFAULT_CANDIDATES,
+    bm25_options,
+    query_languages,
+    query_text,
+)
+from internal.vectord.models import MAX_K, Corpus, Hit, SearchRequest
+from internal.vectord.store import Store
+
+T = TypeVar("T")
+MODES = ("vector", "keyword", "lexical", "hybrid")
+
+
+@dataclass
+class Outcome:
+    """One corpus of a search: resolved, failed (error kept), timed, hits it placed."""
+
+    name: str
+    position: int
+    corpus: Corpus | None = None
+    error: Exception | None = None
+    took_ms: float = 0.0
+    hits: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The request-wide options of a search, checked once before any corpus is touched."""
+
+    req: SearchRequest
+    where: sql.Composable
+    params: dict[str, Any]
+    filtered: bool
+    text: str
+    k1: float
+    b: float
+    field_weights: dict[str, float]
+    n: int  # hybrid: candidates per branch
+    rrf_k: int
+    method: str
+    fusion_weights: dict[str, float] | None
+    symbolic: sql.Composable | None
+    sym_params: dict[str, Any] = field(default_factory=dict)
+    ef_search: int = 100
+
+
+def plan(store: Store, req: SearchRequest) -> Plan:
+    """Check every request-wide field (400 naming it); nothing here depends on a corpus."""
+    validate.k(req.k)
+    if req.mode not in MODES:
+        raise InvalidArgument(f"mode: {req.mode!r} is not available", field="mode")
+    if req.ef_search is not None and not 1 <= req.ef_search <= MAX_K:
+        raise InvalidArgument(f"ef_search: must be in 1..{MAX_K}, got {req.ef_search}",
+                              field="ef_search")
+    where, params = build_where(req.filter)
+    text = ""
+    if req.mode == "keyword":
+        text = query_text(req, "keyword") if req.query_text is not None else ""
+    elif req.mode == "lexical":
+        text = query_text(req, "lexical")
+    elif req.mode == "hybrid":
+        if req.query_text is None and req.query_vector is None:
+            raise InvalidArgument(
+                "query_text: mode 'hybrid' needs query_text, query_vector or both",
+                field="query_text")
+        text = query_text(req, "hybrid") if req.query_text is not None else ""
+    elif req.query_vector is None:
+        raise InvalidArgument("query_vector: required for mode 'vector'", field="query_vector")
+    k1, b, fw = bm25_options(store, req)
+    rrf_k = store.cfg.rrf_k if req.rrf_k is None else req.rrf_k
+    if not 1 <= rrf_k <= 10_000:
+        raise InvalidArgument(f"rrf_k: must be in 1..10000, got {rrf_k}", field="rrf_k")
+    n = req.candidates if req.candidates is not None else max(DEFAULT_CANDIDATES, req.k)
+    if not req.k <= n <= MAX_K:
+        raise InvalidArgument(f"candidates: must be in k..{MAX_K} (k={req.k}), got {n}",
+                              field="candidates")
+    symbolic, sym_params = (None, {}) if req.prefer is None or req.mode != "hybrid" else (
+        fusion_search.symbolic_expr(req.prefer))
+    return Plan(req=req, where=where, params=params, filtered=is_filtered(where), text=text,
+                k1=k1, b=b, field_weights=fw, n=n, rrf_k=rrf_k,
+                method=req.fusion or fusion.DEFAULT_METHOD,
+                fusion_weights=fusion_search.fusion_weights(req), symbolic=symbolic,
+                sym_params=sym_params,
+                ef_search=req.ef_search if req.ef_search is not None else store.cfg.ef_search)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+async def _on(store: Store, o: Outcome, fn: Callable[[Corpus], Awaitable[T]]) -> T | None:
+    """fn on the outcome's corpus, timed; a failure is kept on the outcome (None returned).
+
+    A table dropped by another replica shows as UndefinedTable: re-read the registry once.
+    """
+    started = time.perf_counter()
+    try:
+        if o.corpus is None:
+            o.corpus = await store.corpus(o.name)
+        try:
+            return await fn(o.corpus)
+        except psycopg.errors.UndefinedTable:
+            o.corpus = await store.corpus(o.name, fresh=True)
+            return await fn(o.corpus)
+    except Exception as exc:  # kept for this corpus; the others still answer
+        o.error = exc
+        return None
+    finally:
+        o.took_ms = round(o.took_ms + _ms(started), 3)
+
+
+async def _each(store: Store, outcomes: Sequence[Outcome],
+                fn: Callable[[Corpus], Awaitable[T]]) -> list[tuple[Outcome, T]]:
+    """fn on every corpus not failed yet, concurrently; the results of those that answered."""
+    live = [o for o in outcomes if o.error is None]
+    results = await asyncio.gather(*(_on(store, o, fn) for o in live))
+    return [(o, r) for o, r in zip(live, results, strict=True)
+            if o.error is None and r is not None]
+
+
+def _weight(o: Outcome, weights: dict[str, float]) -> float:
+    return weights.get(o.name, 1.0)
+
+
+async def search(store: Store, names: Sequence[str], req: SearchRequest,
+                 corpus_weights: dict[str, float] | None = None,
+                 p: Plan | None = None) -> tuple[list[Hit], list[Outcome]]:
+    """The top k over the named corpora, ranked as their union; one outcome per corpus."""
+    p = p or plan(store, req)
+    weights = dict(corpus_weights or {})
+    outcomes = [Outcome(name, i) for i, name in enumerate(names)]
+    await _each(store, outcomes, _resolved)
+    if req.mode == "vector":
+        found = await _vector(store, p, outcomes, weights)
+    elif req.mode == "keyword":
+        found = await _keyword(store, p, outcomes)
+    elif req.mode == "lexical":
+        found = await _lexical(store, p, outcomes, weights)
+    else:
+        found = await _hybrid(store, p, outcomes, weights)
+    by_name = {o.name: o for o in outcomes}
+    for h in found:
+        by_name[h.corpus].hits += 1
+    return found, outcomes
+
+
+async def _resolved(corpus: Corpus) -> Corpus:
+    """Nothing but the registry lookup _on makes first: a missing corpus fails here."""
+    return corpus
+
+
+# ---- vector and keyword -------------------------------------------------------------
+
+async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
+                  weights: dict[str, float]) -> list[Hit]:
+    req = p.req
+    assert req.query_vector is not None
+
+    async def run(corpus: Corpus) -> list[Hit]:
+        q = validate.vector(req.query_vector or [], corpus.dim, corpus.metric, "query_vector")
+        rows = await store.vector_search(corpus, q, req.k, p.ef_search, p.where, p.params)
+        return hits.from_vector_rows(corpus, rows)
+
+    rows: list[tuple[float, str, int, Hit]] = []
+    for o, found in await _each(store, outcomes, run):
+        w = _weight(o, weights)
+        for h in found:
+            assert h.distance is not None
+            h.merge_distance = federation.weighted_distance(h.distance, w)
+            rows.append((h.merge_distance, h.id, o.position, h))
+    rows.sort(key=lambda r: r[:3])
+    return [r[3] for r in rows[:req.k]]
+
+
+async def _keyword(store: Store, p: Plan, outcomes: list[Outcome]) -> list[Hit]:
+    req = p.req
+    if not p.text.strip():
+        return []  # a blank query matches everything: answer nothing, scan nothing
+
+    async def run(corpus: Corpus) -> list[Hit]:
+        rows = await store.keyword_search(corpus, p.text.strip(), req.k, p.where, p.params)
+        return hits.from_keyword_rows(corpus, rows)
+
+    rows: list[tuple[float, str, int, Hit]] = []
+    for o, found in await _each(store, outcomes, run):
+        rows.extend((-h.updated_at.timestamp(), h.id, o.position, h) for h in found)
+    rows.sort(key=lambda r: r[:3])  # newest first, over every corpus
+    return [r[3] for r in rows[:req.k]]
+
+
+# ---- BM25 statistics of the union ---------------------------------------------------
+
+def _languages(req: SearchRequest, corpora: Sequence[Corpus]) -> tuple[list[str], list[bool]]:
+    """Fixed query languages of the union, and which corpora stem in all they hold (auto)."""
+    if req.language is not None and req.language.strip():
+        langs = query_languages(req, corpora[0])
+        return list(langs or []), [False] * len(corpora)
+    fixed = sorted({c.language for c in corpora if c.language != AUTO})
+    return fixed, [c.language == AUTO for c in corpora]
+
+
+async def union_stats(store: Store, p: Plan, corpora: Sequence[Corpus]
+                      ) -> lexical.QueryStats | None:
+    """The query side of BM25 over the union of corpora (None: no query lexeme matches)."""
+    langs, auto = _languages(p.req, corpora)
+    src = lexical.stats_sources([c.id for c in corpora], auto)
+    w = p.field_weights
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(lexical.STATS_QUERY, {
+            **src, "langs": langs, "q": p.text,
+            "wa": w["title"], "wb": w["text"], "wc": w["tags"]})
+        row = await cur.fetchone()
+    if row is None or row[0] is None:
+        return None
+    return lexical.QueryStats(lexemes=list(row[0]), weights=[float(x) for x in row[1]],
+                              dfs=[float(x) for x in row[2]], avgdl=float(row[3]),
+                              n=float(row[4]))
+
+
+async def _stats(store: Store, p: Plan, outcomes: list[Outcome]
+                 ) -> tuple[bool, lexical.QueryStats | None]:
+    """(federated, statistics): one corpus computes its own inside its statement."""
+    live = [o.corpus for o in outcomes if o.error is None and o.corpus is not None]
+    if len(live) <= 1:
+        return False, None
+    return True, await union_stats(store, p, live)
+
+
+# ---- lexical ------------------------------------------------------------------------
+
+async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
+                   weights: dict[str, float]) -> list[Hit]:
+    req = p.req
+    if not p.text.strip():
+        return []
+    federated, stats = await _stats(store, p, outcomes)
+    if federated and stats is None:
+        return []
+
+    async def run(corpus: Corpus) -> list[Hit]:
+        langs = query_languages(req, corpus)
+        table = schema.items_table(corpus.id)
+        stmt = lexical.lexical_sql(table, corpus.id, langs, p.where, p.filtered,
+                                   given=federated)
+        args = {**p.params, **lexical.bm25_params(p.text, langs, p.k1, p.b, p.field_weights,
+                                                  req.k, stats)}
+        async with store.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, args)
+            rows = await cur.fetchall()
+        return [hits.hit(corpus, row, score=float(row["lex_score"]),
+                         ranks={"lexical": int(row["lex_rank"])},
+                         scores={"lexical": float(row["lex_score"])}) for row in rows]
+
+    rows: list[tuple[float, str, int, Hit]] = []
+    for o, found in await _each(store, outcomes, run):
+        w = _weight(o, weights)
+        for h in found:
+            assert h.score is not None
+            h.merge_score = federation.weighted_score(h.score, w)
+            rows.append((-h.merge_score, h.id, o.position, h))
+    rows.sort(key=lambda r: r[:3])
+    out = [r[3] for r in rows[:req.k]]
+    for rank, h in enumerate(out, 1):  # ranks in the union's list, as one corpus would say
+        h.ranks["lexical"] = rank
+    return out
+
+
+# ---- hybrid -------------------------------------------------------------------------
+
+@dataclass
+class _Candidates:
+    vec: list[tuple[str, float]]  # (key, distance), nearest first
+    lex: list[tuple[str, float]]  # (key, BM25), best first
+    sym: dict[str, float]  # key -> share of preferences met
+
+
+async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
+                  weights: dict[str, float]) -> list[Hit]:
+    req = p.req
+    federated, stats = await _stats(store, p, outcomes)
+    text = p.text if (not federated or stats is not None) else ""
+
+    position = {o.name: o.position for o in outcomes}
+
+    async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
+        return corpus, await _corpus_candidates(store, p, corpus, text, federated, stats,
+                                                position[corpus.name])
+
+    per = await _each(store, outcomes, run)
+    metric = {o.position: c.metric for o, (c, _) in per}
+    vec = federation.top_by_distance([r for _, (_, c) in per for r in c.vec], p.n)
+    lex = federation.top_by_score([r for _, (_, c) in per for r in c.lex], p.n)
+    sym: dict[str, float] | None = None
+    if p.symbolic is not None:
+        sym = {}
+        for _, (_, c) in per:
+            sym.update(c.sym)
+    distance = dict(vec)
+    branches = {
+        fusion.VECTOR: [(k, hits.similarity(metric[federation.unkey(k)[1]], d)) for k, d in vec],
+        fusion.LEXICAL: lex,
+    }
+    fused = fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights, symbolic=sym)
+    by_pos = {o.position: o for o, _ in per}
+    ranked = sorted(
+        ((federation.weighted_score(f.score, _weight(by_pos[federation.unkey(f.id)[1]], weights)),
+          i, f) for i, f in enumerate(fused)),
+        key=lambda r: (-r[0], r[1]))[:req.k]
+    wanted: dict[int, list[str]] = {}
+    for _, _, f in ranked:
+        item_id, pos = federation.unkey(f.id)
+        wanted.setdefault(pos, []).append(item_id)
+    corpora = {o.position: c for o, (c, _) in per}
+    items = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted)
+    out: list[Hit] = []
+    for merged, _, f in ranked:
+        item_id, pos = federation.unkey(f.id)
+        row = items.get((pos, item_id))
+        if row is None:
+            continue  # deleted between the statements
+        h = hits.hit(corpora[pos], row, distance=distance.get(f.id), score=f.score,
+                     ranks=dict(f.ranks), scores=dict(f.scores),
+                     matched_layers=list(f.matched_layers))
+        h.merge_score = merged
+        out.append(h)
+    return out
+
+
+async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, federated: bool,
+                             stats: lexical.QueryStats | None, position: int) -> _Candidates:
+    """One corpus's vector and BM25 candidates (ids and branch scores only)."""
+    req = p.req
+    query: npt.NDArray[np.float32] | None = None
+    if req.query_vector is not None:
+        query = validate.vector(req.query_vector, corpus.dim, corpus.metric, "query_vector")
+    langs = query_languages(req, corpus)
+    table = schema.items_table(corpus.id)
+    stmt = fusion_search.candidates_sql(
+        table, corpus.id, langs, p.where, p.filtered,
+        None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
+        given=federated, lexical_branch=bool(text.strip()))
+    args = {**p.params, **p.sym_params,
+            **lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats),
+            "vec_q": query, "vec_n": p.n}
+    async with store.pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
+        await cur.execute(stmt, args)
+        rows = await cur.fetchall()
+    vec = [(federation.key(r["id"], position), float(r["vec_distance"]))
+           for r in sorted((r for r in rows if r["vec_rank"] is not None),
+                           key=lambda r: r["vec_rank"])]
+    lex = [(federation.key(r["id"], position), float(r["lex_score"]))
+           for r in sorted((r for r in rows if r["lex_rank"] is not None),
+                           key=lambda r: r["lex_rank"])]
+    sym = ({} if p.symbolic is None else
+           {federation.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
+    return _Candidates(vec, lex, sym)
+
+
+async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]]
+                      ) -> dict[tuple[int, str], dict[str, Any]]:
+    """The rows of the wanted items, per corpus position, read concurrently."""
+    async def read(pos: int) -> list[tuple[tuple[int, str], dict[str, Any]]]:
+        corpus = corpora[pos]
+        stmt = sql.SQL(fusion_search.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
+                                                   table=schema.items_table(corpus.id))
+        async with store.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, {"ids": wanted[pos]})
+            return [((pos, row["id"]), row) for row in await cur.fetchall()]
+
+    out: dict[tuple[int, str], dict[str, Any]] = {}
+    for part in await asyncio.gather(*(read(pos) for pos in wanted)):
+        out.update(part)
+    return out
