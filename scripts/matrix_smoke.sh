@@ -37,6 +37,15 @@ DB=$(printf '%s' "$BODY" | jq '.hits[0].distance')
 BODY=$ALL
 check "global top hit is the closest across corpora" ".hits[0].distance == ([$DA, $DB] | min)"
 
+# No corpora field: every corpus (but playbooks), ranked as one corpus holding them all.
+req POST /v1/matrix/search "$(jq -nc '{query_text: "Which planet is the largest in the Solar System?", k: 5}')"
+expect_status 200 "search over all corpora"
+check "the on-topic corpus's hit ranks first" ".hits[0].corpus == \"$B\" and .hits[0].id == \"d1\""
+check "every corpus searched is listed" "([.corpora[].corpus] | index(\"$A\")) != null and ([.corpora[].corpus] | index(\"$B\")) != null"
+req POST /v1/matrix/search "$(jq -nc --arg a "$A" --arg b "$B" '{query_text: "largest", mode: "lexical", corpora: [$a, $b], corpus_weights: {($a): 0}}')"
+expect_status 400 "corpus weight 0 -> 400"
+check "400 names the weight" ".error.field == \"corpus_weights.$A\""
+
 req POST /v1/matrix/search "$(jq -nc --arg a "$A" '{query_text: "pets", corpora: [], mode: "vector"}')"
 expect_status 400 "empty corpora -> 400"
 check "400 names corpora" '.error.field == "corpora"'

@@ -241,8 +241,9 @@ def _num(x: Any) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
-    corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
-    body: dict[str, Any] = {"query_text": args.text, "corpora": corpora, "k": args.k}
+    body: dict[str, Any] = {"query_text": args.text, "k": args.k}
+    if args.corpora:  # absent: every corpus but the playbooks
+        body["corpora"] = [c.strip() for c in args.corpora.split(",") if c.strip()]
     if args.mode:
         body["mode"] = args.mode
     if args.playbook:
@@ -302,7 +303,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("search", help="search one or more corpora")
     p.add_argument("text")
-    p.add_argument("--corpora", required=True, help="comma-separated corpus names")
+    p.add_argument("--corpora", help="comma-separated corpus names (default: every corpus)")
     p.add_argument("--mode", choices=("vector", "keyword", "lexical", "hybrid"))
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--playbook", action="store_true", help="boost answers recorded as good")

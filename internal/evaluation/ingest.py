@@ -140,6 +140,12 @@ async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tu
     return False, rebuilt
 
 
+def cache_path(cache_dir: Path, corpus: str, model: str) -> Path:
+    """The vector cache file of a corpus embedded by model."""
+    slug = "".join(c if c.isalnum() else "_" for c in model)
+    return cache_dir / f"{corpus}.{slug}.npz"
+
+
 async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[Doc],
                  progress: Progress | None = None, cache_dir: Path | None = None) -> IngestReport:
     """Bring corpus `name` in line with docs; embed (input_type document) only what changed.
@@ -148,8 +154,7 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
     """
     started = time.perf_counter()
     model, dim = await default_model(ec)
-    slug = "".join(c if c.isalnum() else "_" for c in model)
-    cache = VectorCache(None if cache_dir is None else cache_dir / f"{name}.{slug}.npz", model)
+    cache = VectorCache(None if cache_dir is None else cache_path(cache_dir, name, model), model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
     empty = sum(1 for doc in docs if not embed_text(doc).strip())
     docs = [doc for doc in docs if embed_text(doc).strip()]
