@@ -158,26 +158,58 @@ def _weight(o: Outcome, weights: dict[str, float]) -> float:
     return weights.get(o.name, 1.0)
 
 
+@dataclass
+class Result:
+    hits: list[Hit]
+    outcomes: list[Outcome]
+    include_missing: int = 0
+
+
 async def search(store: Store, names: Sequence[str], req: SearchRequest,
                  corpus_weights: dict[str, float] | None = None,
-                 p: Plan | None = None) -> tuple[list[Hit], list[Outcome]]:
-    """The top k over the named corpora, ranked as their union; one outcome per corpus."""
+                 p: Plan | None = None,
+                 include: Sequence[tuple[str, str]] = ()) -> Result:
+    """The top k over the named corpora, ranked as their union; one outcome per corpus.
+
+    include: (corpus, id) pairs scored as candidates whatever retrieval finds and returned
+    even below the top k (`included`), for the playbook's recall (keyword mode: ignored).
+    """
     p = p or plan(store, req)
     weights = dict(corpus_weights or {})
     outcomes = [Outcome(name, i) for i, name in enumerate(names)]
     await _each(store, outcomes, _resolved)
+    inc: dict[str, list[str]] = {}
+    for corpus, item_id in include:
+        if item_id not in inc.setdefault(corpus, []):
+            inc[corpus].append(item_id)
     if req.mode == "vector":
-        found = await _vector(store, p, outcomes, weights)
+        found = await _vector(store, p, outcomes, weights, inc)
     elif req.mode == "keyword":
         found = await _keyword(store, p, outcomes)
     elif req.mode == "lexical":
-        found = await _lexical(store, p, outcomes, weights)
+        found = await _lexical(store, p, outcomes, weights, inc)
     else:
-        found = await _hybrid(store, p, outcomes, weights)
+        found = await _hybrid(store, p, outcomes, weights, inc)
     by_name = {o.name: o for o in outcomes}
     for h in found:
         by_name[h.corpus].hits += 1
-    return found, outcomes
+    wanted = sum(len(ids) for ids in inc.values())
+    got = sum(1 for h in found if h.id in inc.get(h.corpus, ()))
+    missing = wanted - got if req.mode != "keyword" else 0
+    return Result(found, outcomes, max(0, missing))
+
+
+def _keep(ranked: Sequence[Hit], k: int, inc: dict[str, list[str]]) -> list[Hit]:
+    """The first k hits, plus every `include` item wherever it ranks."""
+    out: list[Hit] = []
+    natural = 0
+    for h in ranked:
+        if h.included or h.id in inc.get(h.corpus, ()):
+            out.append(h)
+        elif natural < k:
+            out.append(h)
+            natural += 1
+    return out
 
 
 async def _resolved(corpus: Corpus) -> Corpus:
@@ -188,14 +220,24 @@ async def _resolved(corpus: Corpus) -> Corpus:
 # ---- vector and keyword -------------------------------------------------------------
 
 async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
-                  weights: dict[str, float]) -> list[Hit]:
+                  weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
     assert req.query_vector is not None
 
     async def run(corpus: Corpus) -> list[Hit]:
         q = validate.vector(req.query_vector or [], corpus.dim, corpus.metric, "query_vector")
         rows = await store.vector_search(corpus, q, req.k, p.ef_search, p.where, p.params)
-        return hits.from_vector_rows(corpus, rows)
+        found = hits.from_vector_rows(corpus, rows)
+        have = {h.id for h in found}
+        extra = [i for i in inc.get(corpus.name, []) if i not in have]
+        if extra:
+            for row in await _included(store, p, corpus, extra, q, "", False, None):
+                d = float(row["distance"])
+                h = hits.hit(corpus, row, distance=d,
+                             scores={"vector": hits.similarity(corpus.metric, d)})
+                h.included = True
+                found.append(h)
+        return found
 
     rows: list[tuple[float, str, int, Hit]] = []
     for o, found in await _each(store, outcomes, run):
@@ -205,7 +247,7 @@ async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
             h.merge_distance = federation.weighted_distance(h.distance, w)
             rows.append((h.merge_distance, h.id, o.position, h))
     rows.sort(key=lambda r: r[:3])
-    return [r[3] for r in rows[:req.k]]
+    return _keep([r[3] for r in rows], req.k, inc)
 
 
 async def _keyword(store: Store, p: Plan, outcomes: list[Outcome]) -> list[Hit]:
@@ -265,28 +307,41 @@ async def _stats(store: Store, p: Plan, outcomes: list[Outcome]
 # ---- lexical ------------------------------------------------------------------------
 
 async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
-                   weights: dict[str, float]) -> list[Hit]:
+                   weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
     if not p.text.strip():
         return []
     federated, stats = await _stats(store, p, outcomes)
-    if federated and stats is None:
+    unmatched = federated and stats is None  # no query lexeme in any corpus
+    if unmatched and not inc:
         return []
 
     async def run(corpus: Corpus) -> list[Hit]:
         langs = query_languages(req, corpus)
         table = schema.items_table(corpus.id)
-        stmt = lexical.lexical_sql(table, corpus.id, langs, p.where, p.filtered,
-                                   given=federated)
-        args = {**p.params, **lexical.bm25_params(p.text, langs, p.k1, p.b, p.field_weights,
-                                                  req.k, stats)}
-        async with store.pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, args)
-            rows = await cur.fetchall()
-        return [hits.hit(corpus, row, score=float(row["lex_score"]),
-                         ranks={"lexical": int(row["lex_rank"])},
-                         scores={"lexical": float(row["lex_score"])}) for row in rows]
+        rows: list[dict[str, Any]] = []
+        if not unmatched:
+            stmt = lexical.lexical_sql(table, corpus.id, langs, p.where, p.filtered,
+                                       given=federated)
+            args = {**p.params, **lexical.bm25_params(p.text, langs, p.k1, p.b,
+                                                      p.field_weights, req.k, stats)}
+            async with store.pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(stmt, args)
+                rows = await cur.fetchall()
+        found = [hits.hit(corpus, row, score=float(row["lex_score"]),
+                          ranks={"lexical": int(row["lex_rank"])},
+                          scores={"lexical": float(row["lex_score"])}) for row in rows]
+        have = {h.id for h in found}
+        extra = [i for i in inc.get(corpus.name, []) if i not in have]
+        if extra:
+            text = "" if unmatched else p.text
+            for row in await _included(store, p, corpus, extra, None, text, federated, stats):
+                score = float(row["lex_score"] or 0.0)  # no query term: BM25 0
+                h = hits.hit(corpus, row, score=score, scores={"lexical": score})
+                h.included = True
+                found.append(h)
+        return found
 
     rows: list[tuple[float, str, int, Hit]] = []
     for o, found in await _each(store, outcomes, run):
@@ -296,9 +351,12 @@ async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
             h.merge_score = federation.weighted_score(h.score, w)
             rows.append((-h.merge_score, h.id, o.position, h))
     rows.sort(key=lambda r: r[:3])
-    out = [r[3] for r in rows[:req.k]]
-    for rank, h in enumerate(out, 1):  # ranks in the union's list, as one corpus would say
-        h.ranks["lexical"] = rank
+    out = _keep([r[3] for r in rows], req.k, inc)
+    rank = 0
+    for h in out:  # ranks in the union's list, as one corpus would say
+        if not h.included:
+            rank += 1
+            h.ranks["lexical"] = rank
     return out
 
 
@@ -309,10 +367,14 @@ class _Candidates:
     vec: list[tuple[str, float]]  # (key, distance), nearest first
     lex: list[tuple[str, float]]  # (key, BM25), best first
     sym: dict[str, float]  # key -> share of preferences met
+    # `include` items, scored in the branches their natural lists missed.
+    extra_vec: list[tuple[str, float]] = field(default_factory=list)
+    extra_lex: list[tuple[str, float]] = field(default_factory=list)
+    included: set[str] = field(default_factory=set)  # keys found by no branch on their own
 
 
 async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
-                  weights: dict[str, float]) -> list[Hit]:
+                  weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
     federated, stats = await _stats(store, p, outcomes)
     text = p.text if (not federated or stats is not None) else ""
@@ -321,12 +383,20 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
 
     async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
         return corpus, await _corpus_candidates(store, p, corpus, text, federated, stats,
-                                                position[corpus.name])
+                                                position[corpus.name],
+                                                inc.get(corpus.name, []))
 
     per = await _each(store, outcomes, run)
     metric = {o.position: c.metric for o, (c, _) in per}
     vec = federation.top_by_distance([r for _, (_, c) in per for r in c.vec], p.n)
     lex = federation.top_by_score([r for _, (_, c) in per for r in c.lex], p.n)
+    # Included items join the merged lists with their true scores, wherever those rank.
+    vec = federation.top_by_distance(vec + [r for _, (_, c) in per for r in c.extra_vec],
+                                     len(vec) + sum(len(c.extra_vec) for _, (_, c) in per))
+    lex = federation.top_by_score(lex + [r for _, (_, c) in per for r in c.extra_lex],
+                                  len(lex) + sum(len(c.extra_lex) for _, (_, c) in per))
+    included = {key for _, (_, c) in per for key in c.included}
+    asked = {federation.key(i, o.position) for o, _ in per for i in inc.get(o.name, [])}
     sym: dict[str, float] | None = None
     if p.symbolic is not None:
         sym = {}
@@ -339,10 +409,18 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     }
     fused = fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights, symbolic=sym)
     by_pos = {o.position: o for o, _ in per}
-    ranked = sorted(
+    order = sorted(
         ((federation.weighted_score(f.score, _weight(by_pos[federation.unkey(f.id)[1]], weights)),
           i, f) for i, f in enumerate(fused)),
-        key=lambda r: (-r[0], r[1]))[:req.k]
+        key=lambda r: (-r[0], r[1]))
+    ranked = []
+    natural = 0
+    for r in order:  # the top k retrieval found, and every included item wherever it ranks
+        if r[2].id in included or r[2].id in asked:
+            ranked.append(r)
+        elif natural < req.k:
+            ranked.append(r)
+            natural += 1
     wanted: dict[int, list[str]] = {}
     for _, _, f in ranked:
         item_id, pos = federation.unkey(f.id)
@@ -359,12 +437,14 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
                      ranks=dict(f.ranks), scores=dict(f.scores),
                      matched_layers=list(f.matched_layers))
         h.merge_score = merged
+        h.included = f.id in included
         out.append(h)
     return out
 
 
 async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, federated: bool,
-                             stats: lexical.QueryStats | None, position: int) -> _Candidates:
+                             stats: lexical.QueryStats | None, position: int,
+                             include: Sequence[str] = ()) -> _Candidates:
     """One corpus's vector and BM25 candidates (ids and branch scores only)."""
     req = p.req
     query: npt.NDArray[np.float32] | None = None
@@ -392,7 +472,62 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
                            key=lambda r: r["lex_rank"])]
     sym = ({} if p.symbolic is None else
            {federation.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
-    return _Candidates(vec, lex, sym)
+    out = _Candidates(vec, lex, sym)
+    in_vec = {r["id"] for r in rows if r["vec_rank"] is not None}
+    in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
+    extra = [i for i in include if i not in in_vec or i not in in_lex]
+    if extra:
+        for row in await _included(store, p, corpus, extra, query, text, federated, stats):
+            key = federation.key(row["id"], position)
+            if row["id"] not in in_vec and row["distance"] is not None:
+                out.extra_vec.append((key, float(row["distance"])))
+            if row["id"] not in in_lex and row["lex_score"] is not None:
+                out.extra_lex.append((key, float(row["lex_score"])))
+            if p.symbolic is not None:
+                out.sym[key] = float(row["sym_score"] or 0.0)
+            if row["id"] not in in_vec and row["id"] not in in_lex:
+                out.included.add(key)
+    return out
+
+
+_INCLUDED = """
+WITH {bm25}
+SELECT {columns}, lex.score AS lex_score, {distance} AS distance, {symbolic} AS sym_score
+FROM {table} i LEFT JOIN lex ON lex.id = i.id
+WHERE i.id = ANY(%(inc_ids)s::text[])"""
+
+
+async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
+                    query: npt.NDArray[np.float32] | None, text: str, federated: bool,
+                    stats: lexical.QueryStats | None) -> list[dict[str, Any]]:
+    """The rows of `include` items with their true distance, BM25 and symbolic share.
+
+    The same statistics as the natural candidates (the union's when federated); the hard
+    filter does not apply (the caller asked for these items by id). Missing ids: no row.
+    """
+    table = schema.items_table(corpus.id)
+    langs = query_languages(p.req, corpus)
+    lexical_branch = bool(text.strip()) and (stats is not None or not federated)
+    bm25 = (lexical._bm25(table, corpus.id, langs, sql.SQL("TRUE"), False, given=federated,
+                          only_ids=True)
+            if lexical_branch else sql.SQL(fusion_search.LEX_NONE))
+    distance = (sql.SQL("i.embedding {} %(vec_q)s").format(
+        sql.SQL(schema.OPERATOR[corpus.metric])) if query is not None else sql.SQL("NULL::float8"))
+    symbolic: sql.Composable = sql.SQL("NULL::float8")
+    if p.symbolic is not None:
+        symbolic = sql.SQL("(SELECT {e} FROM {t} WHERE {t}.id = i.id)").format(
+            e=p.symbolic, t=table)
+    stmt = sql.SQL(_INCLUDED).format(bm25=bm25, columns=sql.SQL(lexical.ITEM_COLUMNS),
+                                     distance=distance, symbolic=symbolic, table=table)
+    args: dict[str, Any] = {**p.sym_params, "inc_ids": list(ids), "vec_q": query}
+    if lexical_branch:
+        args.update(lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, len(ids),
+                                        stats))
+        args["lex_ids"] = list(ids)
+    async with store.pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(stmt, args)
+        return list(await cur.fetchall())
 
 
 async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]]

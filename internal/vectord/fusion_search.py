@@ -35,7 +35,7 @@ def symbolic_expr(prefer: Filter) -> tuple[sql.Composable, dict[str, Any]]:
     return sql.SQL("(({})::float8 / {})").format(met, sql.Literal(len(clauses))), params
 
 
-_LEX_NONE = """
+LEX_NONE = """
 lex AS (SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE FALSE)"""
 
 
@@ -48,7 +48,7 @@ def candidates_sql(table: sql.Identifier, corpus_id: int, languages: list[str] |
     vec = (sql.SQL(lexical._VEC_NONE) if operator is None
            else sql.SQL(lexical._VEC).format(op=sql.SQL(operator), table=table, where=where))
     bm25 = (lexical._bm25(table, corpus_id, languages, where, filtered, given=given)
-            if lexical_branch else sql.SQL(_LEX_NONE))
+            if lexical_branch else sql.SQL(LEX_NONE))
     sym: sql.Composable = sql.SQL("NULL::float8")
     if symbolic is not None:
         sym = sql.SQL("(SELECT {e} FROM {t} WHERE {t}.id = coalesce(vec.id, lex.id))").format(

@@ -111,6 +111,16 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score
 
 
+class IncludeRef(msgspec.Struct, forbid_unknown_fields=True):
+    """An item to score as a candidate whatever retrieval finds (the playbook's recall)."""
+
+    corpus: str
+    id: str
+
+
+MAX_INCLUDE = 100
+
+
 class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True):
     """POST /v1/vectors/search: one search (the same fields) over several corpora.
 
@@ -120,6 +130,9 @@ class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True
     corpora: list[str] | None = None  # None: every corpus but exclude_corpora
     exclude_corpora: list[str] = []
     corpus_weights: dict[str, float] | None = None  # after fusion; see federation.py
+    # Always candidates in every branch the mode has, scored like any other; returned even
+    # below the top k (flagged `included`), so a caller's boost can lift them.
+    include: list[IncludeRef] = []
 
 
 class Corpus(msgspec.Struct, frozen=True):
@@ -161,6 +174,8 @@ class Hit(msgspec.Struct):
     # score-ranked modes, distance / corpus weight in vector mode.
     merge_score: float | None = None
     merge_distance: float | None = None
+    # True when only a multi-search's `include` made this item a candidate.
+    included: bool = False
 
 
 class SearchResponse(msgspec.Struct):
@@ -194,3 +209,4 @@ class MultiSearchResponse(msgspec.Struct):
     hits: list[Hit]  # merged over the corpora, best first, each with its corpus
     results: list[CorpusSearchResult]
     took_ms: float
+    include_missing: int = 0  # `include` items that do not exist (or are in no searched corpus)

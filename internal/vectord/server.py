@@ -18,6 +18,7 @@ from internal.pg import embedded
 from internal.pg.pool import make_pool
 from internal.vectord import federated, federation, language, schema, validate
 from internal.vectord.models import (
+    MAX_INCLUDE,
     Corpus,
     CorpusSearchResult,
     CreateCorpus,
@@ -194,11 +195,12 @@ async def search(request: web.Request) -> web.Response:
     store = request.app[STORE]
     name = _name(request)
     req = await read_json(request, SearchRequest)
-    found, outcomes = await federated.search(store, [name], req)
-    if outcomes[0].error is not None:
-        raise outcomes[0].error
+    result = await federated.search(store, [name], req)
+    if result.outcomes[0].error is not None:
+        raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
-    return json_response(SearchResponse(corpus=name, mode=req.mode, hits=found, took_ms=took))
+    return json_response(SearchResponse(corpus=name, mode=req.mode, hits=result.hits,
+                                        took_ms=took))
 
 
 def _corpus_result(o: federated.Outcome) -> CorpusSearchResult:
@@ -264,10 +266,20 @@ async def multi_search(request: web.Request) -> web.Response:
     p = federated.plan(store, req)  # request-wide checks before any corpus is touched
     names = await _searched(store, req)
     weights = _check_weights(req, names)
-    found, outcomes = await federated.search(store, names, req, weights, p)
+    if len(req.include) > MAX_INCLUDE:
+        raise InvalidArgument(f"include: at most {MAX_INCLUDE} items, got {len(req.include)}",
+                              field="include")
+    for i, ref in enumerate(req.include):
+        validate.corpus_name(ref.corpus, f"include[{i}].corpus")
+        validate.item_id(ref.id, f"include[{i}].id")
+    searched = set(names)
+    include = [(r.corpus, r.id) for r in req.include if r.corpus in searched]
+    result = await federated.search(store, names, req, weights, p, include)
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(MultiSearchResponse(
-        mode=req.mode, hits=found, results=[_corpus_result(o) for o in outcomes], took_ms=took))
+        mode=req.mode, hits=result.hits, results=[_corpus_result(o) for o in result.outcomes],
+        took_ms=took,
+        include_missing=result.include_missing + len(req.include) - len(include)))
 
 
 async def readyz(request: web.Request) -> web.Response:

@@ -197,3 +197,41 @@ async def test_all_corpora_when_none_named(vectord_url: str, split: dict[str, An
     assert status == 200, body
     names = {r["corpus"] for r in body["results"]}
     assert set(split["parts"]) <= names and split["union"] not in names
+
+
+async def test_include_scores_items_retrieval_missed(vectord_url: str, split: dict[str, Any],
+                                                     http: aiohttp.ClientSession) -> None:
+    """`include` items are candidates in every branch, scored as any other, returned even
+    below the top k (flagged `included`); a missing one is counted, never an error."""
+    parts = split["parts"]
+    docs = {d["id"]: d for d in split["docs"]}
+    owner = {d: parts[_part(d)] for d in docs}
+    for mode in ("vector", "lexical", "hybrid"):
+        search: dict[str, Any] = {"mode": mode, "k": 3, "query_text": "solar wind",
+                                  "query_vector": unit(DIM, 1)}
+        natural = await _many(http, vectord_url, parts, search)
+        top = {h["id"] for h in natural}
+        far = next(d for d in sorted(docs, reverse=True) if d not in top)
+        status, body = await call(http, "POST", f"{vectord_url}{M}", {
+            **search, "corpora": parts,
+            "include": [{"corpus": owner[far], "id": far}, {"corpus": parts[0], "id": "nope"}]})
+        assert status == 200, body
+        assert body["include_missing"] == 1, mode
+        got = body["hits"]
+        assert [h["id"] for h in got][:3] == [h["id"] for h in natural], mode
+        extra = [h for h in got if h["id"] == far]
+        assert len(extra) == 1 and extra[0]["corpus"] == owner[far], (mode, got)
+        if mode == "vector":
+            one = await _one(http, vectord_url, split["union"], {
+                "mode": "vector", "query_vector": unit(DIM, 1), "k": 90})
+            true = next(h for h in one if h["id"] == far)
+            assert extra[0]["distance"] == pytest.approx(true["distance"], rel=1e-9)
+        if mode == "lexical":
+            one = await _many(http, vectord_url, parts, {**search, "k": 90})
+            true = next((h for h in one if h["id"] == far), None)
+            assert extra[0]["score"] == pytest.approx(true["score"] if true else 0.0,
+                                                      rel=1e-9, abs=1e-12)
+    status, body = await call(http, "POST", f"{vectord_url}{M}", {
+        "mode": "vector", "query_vector": unit(DIM, 1), "corpora": parts,
+        "include": [{"corpus": parts[0], "id": f"i{i}"} for i in range(101)]})
+    assert status == 400 and body["error"]["field"] == "include", body
