@@ -51,10 +51,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(name: str, env: dict[str, str], log_dir: Path) -> subprocess.Popen[bytes]:
-    log = (log_dir / f"{name}.log").open("wb")
-    return subprocess.Popen([sys.executable, "-m", f"internal.{name}.server"], cwd=ROOT,
-                            env={**os.environ, **env, "LAKEHOUSE_LOG_LEVEL": "warning"},
+def start(name: str, env: dict[str, str], log_dir: Path, root: Path = ROOT,
+          tag: str = "") -> subprocess.Popen[bytes]:
+    """A daemon of the checkout at root (its own code first on the path)."""
+    log = (log_dir / f"{name}{tag}.log").open("wb")
+    return subprocess.Popen([sys.executable, "-m", f"internal.{name}.server"], cwd=root,
+                            env={**os.environ, **env, "LAKEHOUSE_LOG_LEVEL": "warning",
+                                 "PYTHONPATH": str(root)},
                             stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -190,11 +193,25 @@ async def bench(args: argparse.Namespace) -> None:
                           "LAKEHOUSE_MATRIXD_VECTORD_URL": vurl,
                           "LAKEHOUSE_MATRIXD_EMBEDD_URL": ""}, tmp),
     ]
+    base_murl = ""
+    if args.baseline:
+        bv, bm = free_port(), free_port()
+        bvurl, base_murl = f"http://127.0.0.1:{bv}", f"http://127.0.0.1:{bm}"
+        procs += [
+            start("vectord", {"LAKEHOUSE_VECTORD_PORT": str(bv), "LAKEHOUSE_PG_DSN": pg.dsn},
+                  tmp, args.baseline, "-baseline"),
+            start("matrixd", {"LAKEHOUSE_MATRIXD_PORT": str(bm),
+                              "LAKEHOUSE_MATRIXD_VECTORD_URL": bvurl,
+                              "LAKEHOUSE_MATRIXD_EMBEDD_URL": ""}, tmp, args.baseline,
+                  "-baseline")]
     names = [f"bench_mx_{os.getpid()}_{i}" for i in range(8)]
+    compared: list[tuple[str, float, float]] = []
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as s:
             await wait_ready(s, vurl)
             await wait_ready(s, murl)
+            if base_murl:
+                await wait_ready(s, base_murl)
             print(f"loading 8 corpora x {args.items} L2-normalised {DIM}-d vectors ({args.data})")
             load_s = await load(s, vurl, names, args.items, args.data)
             q = vectors(args.data, args.queries, seed=8)
@@ -213,6 +230,21 @@ async def bench(args: argparse.Namespace) -> None:
             rows.append(("serial fan-out (reference)", statistics.median(serial_ms),
                          float(np.percentile(serial_ms, 95))))
             rows += await direct_sql(pg.dsn, names, queries)
+            if base_murl:
+                # This checkout vs the baseline's matrixd + vectord on the same data,
+                # alternating slices of queries so both see the same machine.
+                for n in (1, 8):
+                    bodies = [{"mode": "vector", "query_vector": v, "k": 10,
+                               "corpora": names[:n]} for v in queries]
+                    mine: list[float] = []
+                    theirs: list[float] = []
+                    for lo in range(0, len(bodies), 25):
+                        for b in bodies[lo:lo + 25]:
+                            mine.append(await timed(s, f"{murl}/v1/matrix/search", b))
+                        for b in bodies[lo:lo + 25]:
+                            theirs.append(await timed(s, f"{base_murl}/v1/matrix/search", b))
+                    compared.append((f"{n} corpora", statistics.median(mine),
+                                     statistics.median(theirs)))
             for name in names:
                 await call(s, "DELETE", f"{vurl}/v1/vectors/corpora/{name}")
     finally:
@@ -239,6 +271,11 @@ async def bench(args: argparse.Namespace) -> None:
           f"on {os.cpu_count()} cores")
     verdict = "meets" if ratio <= 2.0 else "misses"
     print(f"\n8 corpora / 1 corpus p50 = {ratio:.2f}x ({verdict} the <= 2x target)")
+    if compared:
+        print(f"\nthis checkout vs baseline {args.baseline} (alternating slices of 25 queries)")
+        print(f"{'matrixd':<14}{'this p50 ms':>13}{'baseline p50 ms':>17}{'this / baseline':>17}")
+        for label, mine_ms, base_ms in compared:
+            print(f"{label:<14}{mine_ms:>13.2f}{base_ms:>17.2f}{mine_ms / base_ms:>16.2f}x")
 
 
 def main() -> None:
@@ -247,6 +284,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200, help="queries per setup")
     ap.add_argument("--data", choices=("mixture", "uniform"), default="mixture",
                     help="clustered like real embeddings (default), or uniform on the sphere")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout (e.g. a worktree of an older main) whose matrixd "
+                         "and vectord are measured in the same run on the same data")
     asyncio.run(bench(ap.parse_args()))
 
 
