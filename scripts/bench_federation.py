@@ -31,14 +31,15 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from internal.clients.embed import EmbedClient  # noqa: E402
+from internal.clients.vectord import VectordClient  # noqa: E402
+from internal.common import logs  # noqa: E402
 from internal.config import load_or_exit  # noqa: E402
-from internal.embed.client import EmbedClient  # noqa: E402
 from internal.evaluation import beir  # noqa: E402
 from internal.evaluation.ingest import cache_path, default_model, ingest  # noqa: E402
 from internal.evaluation.metrics import evaluate  # noqa: E402
 from internal.evaluation.runner import embed_queries  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
-from internal.vectord.client import VectordClient  # noqa: E402
 
 DATASETS = (("scifact", "train"), ("cranfield", "dev"), ("cisi", "dev"))
 MODES: dict[str, dict[str, Any]] = {
@@ -103,6 +104,7 @@ async def main() -> int:
     ap.add_argument("--json", type=Path, help="write the figures here too")
     args = ap.parse_args()
     cfg = load_or_exit(None)
+    logs.configure("warning", cfg.log.format)
     from internal.matrixd.server import make_app as make_matrixd
     from tests.helpers import with_section
 
@@ -146,7 +148,7 @@ async def main() -> int:
                             extra_hits.append(sum(h["corpus"] not in own for h in hits))
                             lat.append(ms)
                         qrels = {q: ds.qrels[q] for q in qids if q in ds.qrels}
-                        ndcg = evaluate(run, qrels)["nDCG@10"]
+                        ndcg = evaluate(run, qrels)["ndcg@10"]
                         row = {"set": folder, "mode": mode, "setup": setup, "ndcg10": ndcg,
                                "extra_hits": statistics.fmean(extra_hits),
                                "p50_ms": statistics.median(lat)}

@@ -29,11 +29,11 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from internal.clients.embed import EmbedClient  # noqa: E402
+from internal.clients.vectord import VectordClient  # noqa: E402
 from internal.common import logs  # noqa: E402
 from internal.config import Config  # noqa: E402
-from internal.embed.client import EmbedClient  # noqa: E402
 from internal.syncd.runner import RunResult, Syncer, SyncSettings  # noqa: E402
-from internal.vectord.client import VectordClient  # noqa: E402
 from tests.helpers import shared_dir, with_section  # noqa: E402
 
 LANGUAGES = {"pages": "en", "pages.de": "de", "pages.fr": "fr", "pages.es": "es",

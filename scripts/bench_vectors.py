@@ -48,7 +48,7 @@ F32 = npt.NDArray[np.float32]
 C = "/v1/vectors/corpora"
 NAME = "bench_vectors"
 enc = msgspec.json.Encoder()
-dec = msgspec.json.Decoder()  # as internal.common.client decodes daemon answers
+dec = msgspec.json.Decoder()  # as internal.clients.base decodes daemon answers
 
 
 def mixture(n: int, dim: int, centres: int, seed: int) -> F32:

@@ -20,15 +20,15 @@ from typing import Any
 
 import aiohttp
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.config import load_or_exit
-from internal.embed.client import EmbedClient
 from internal.evaluation import beir
 from internal.evaluation.ingest import ingest
 from internal.evaluation.metrics import evaluate
 from internal.evaluation.runner import embed_queries
 from internal.evaluation.services import services
 from internal.vectord import fusion
-from internal.vectord.client import VectordClient
 
 Branches = dict[str, dict[str, list[tuple[str, float]]]]
 

@@ -16,11 +16,11 @@ import aiohttp
 from tqdm import tqdm
 
 from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
-from internal.common.client import ServiceClient
+from internal.clients.base import ServiceClient
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.common.errors import ServiceError, Unavailable, UpstreamTimeout
 from internal.common.hashing import content_hash
-from internal.embed.client import EmbedClient
-from internal.vectord.client import VectordClient
 
 T = TypeVar("T")
 

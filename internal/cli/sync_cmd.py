@@ -17,12 +17,12 @@ import aiohttp
 from tqdm import tqdm
 
 from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.common import logs
 from internal.common.errors import InvalidArgument
-from internal.embed.client import EmbedClient
 from internal.syncd.runner import RunResult, Syncer, SyncSettings
 from internal.vectord import language
-from internal.vectord.client import VectordClient
 
 
 def _languages(pairs: list[str], configured: dict[str, str]) -> dict[str, str]:

@@ -8,14 +8,14 @@ from typing import Any
 
 import aiohttp
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.config import Config
-from internal.embed.client import EmbedClient
 from internal.evaluation import beir
 from internal.evaluation.ingest import Progress, ingest
 from internal.evaluation.report import Report
 from internal.evaluation.runner import MODES, SearchOptions, run_modes
 from internal.evaluation.services import services
-from internal.vectord.client import VectordClient
 
 
 async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,

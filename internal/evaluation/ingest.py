@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import structlog
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.common.errors import ServiceError
 from internal.common.hashing import content_hash
-from internal.embed.client import EmbedClient
 from internal.evaluation.beir import Doc
-from internal.vectord.client import VectordClient
 
 log = structlog.get_logger()
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import structlog
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.common.errors import LakehouseError
-from internal.embed.client import EmbedClient
 from internal.evaluation.beir import Dataset
 from internal.evaluation.metrics import evaluate
-from internal.vectord.client import VectordClient
 
 log = structlog.get_logger()
 

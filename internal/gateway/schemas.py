@@ -12,9 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from internal.embedd.models import EmbedRequest
-from internal.matrixd.models import MatrixSearchRequest, RecordRequest, RelevanceRequest
-from internal.vectord.models import (
+from internal.api.matrixd import MatrixSearchRequest, RecordRequest, RelevanceRequest
+from internal.api.vectord import (
     CreateCorpus,
     DeleteItems,
     Hit,
@@ -24,6 +23,7 @@ from internal.vectord.models import (
     SearchResponse,
     UpsertRequest,
 )
+from internal.embedd.models import EmbedRequest
 
 __all__ = [
     "CreateCorpus", "DeleteItems", "EmbedRequest", "Hit", "MatrixSearchRequest",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.config import MatrixdConfig
-from internal.embed.client import EmbedClient
-from internal.vectord.client import VectordClient
 
 
 @dataclass

@@ -13,6 +13,9 @@ from typing import Any
 
 import structlog
 
+from internal.api.matrixd import MatrixSearchRequest, Mode, RelevanceOption
+from internal.api.validate import corpus_name
+from internal.clients.embed import Embedding
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -22,14 +25,11 @@ from internal.common.errors import (
     UpstreamTimeout,
 )
 from internal.config import MatrixdConfig
-from internal.embed.client import Embedding
 from internal.matrixd import boost, merge, relevance
 from internal.matrixd.boost import PlaybookEntry
 from internal.matrixd.deps import Deps
-from internal.matrixd.models import MatrixSearchRequest, Mode, RelevanceOption
 from internal.matrixd.relevance import Chunk
 from internal.vectord import federation
-from internal.vectord.validate import corpus_name
 
 log = structlog.get_logger()
 

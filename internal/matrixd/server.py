@@ -17,18 +17,18 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.api.matrixd import MatrixSearchRequest, RecordRequest, RelevanceRequest
+from internal.api.validate import corpus_name
+from internal.clients.embed import EmbedClient, make_client
+from internal.clients.vectord import VectordClient
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, ServiceError, UpstreamError
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
-from internal.embed.client import EmbedClient, make_client
 from internal.matrixd import boost, relevance
 from internal.matrixd.boost import PlaybookEntry
 from internal.matrixd.deps import Deps
-from internal.matrixd.models import MatrixSearchRequest, RecordRequest, RelevanceRequest
 from internal.matrixd.search import describe, embed_query, run_search
-from internal.vectord.client import VectordClient
-from internal.vectord.validate import corpus_name
 
 log = structlog.get_logger()
 

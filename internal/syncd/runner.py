@@ -20,11 +20,11 @@ from typing import Any
 import aiohttp
 import structlog
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError
-from internal.embed.client import EmbedClient
 from internal.syncd import diff
 from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
-from internal.vectord.client import VectordClient
 
 log = structlog.get_logger()
 DELETE_BATCH = 1000  # vectord's max_batch default

@@ -16,16 +16,16 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.common.client import ServiceClient
+from internal.clients.base import ServiceClient
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
 from internal.common.web import json_response, make_base_app
 from internal.config import Config, ConfigError, SyncConfig
-from internal.embed.client import EmbedClient
 from internal.syncd.runner import Syncer, SyncSettings
 from internal.syncd.ticker import Ticker
 from internal.vectord import language
-from internal.vectord.client import VectordClient
 
 log = structlog.get_logger()
 

@@ -30,8 +30,10 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from internal.api import validate
+from internal.api.vectord import MAX_K, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
-from internal.vectord import federation, fusion, fusion_search, hits, lexical, schema, validate
+from internal.vectord import federation, fusion, fusion_search, hits, lexical, schema
 from internal.vectord.filters import build_where, is_filtered
 from internal.vectord.language import AUTO
 from internal.vectord.lexical_search import (
@@ -40,7 +42,6 @@ from internal.vectord.lexical_search import (
     query_languages,
     query_text,
 )
-from internal.vectord.models import MAX_K, Corpus, Hit, SearchRequest
 from internal.vectord.store import Store
 
 T = TypeVar("T")

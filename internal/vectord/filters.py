@@ -15,8 +15,8 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from internal.api.vectord import Filter
 from internal.common.errors import InvalidArgument
-from internal.vectord.models import Filter
 
 TRUE = sql.SQL("TRUE")
 

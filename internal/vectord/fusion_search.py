@@ -12,10 +12,10 @@ from typing import Any
 
 from psycopg import sql
 
+from internal.api.vectord import Filter, SearchRequest
 from internal.common.errors import InvalidArgument
 from internal.vectord import fusion, lexical
 from internal.vectord.filters import build_clauses
-from internal.vectord.models import Filter, SearchRequest
 
 _CANDIDATES = """
 WITH {vec}, {bm25}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from internal.vectord.models import Corpus, Hit
+from internal.api.vectord import Corpus, Hit
 
 
 def hit(corpus: Corpus, row: dict[str, Any], *, distance: float | None = None,

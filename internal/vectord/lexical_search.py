@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
+from internal.api.vectord import Corpus, SearchRequest
 from internal.common.errors import InvalidArgument
 from internal.vectord import lexical
 from internal.vectord.language import AUTO, normalize_language
-from internal.vectord.models import Corpus, SearchRequest
 from internal.vectord.store import Store
 
 # How many hits each hybrid branch feeds the fusion when the request does not say:

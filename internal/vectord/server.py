@@ -10,14 +10,8 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from internal.common.daemon import serve
-from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
-from internal.common.web import json_response, make_base_app, read_json
-from internal.config import Config
-from internal.pg import embedded
-from internal.pg.pool import make_pool
-from internal.vectord import federated, federation, language, schema, validate
-from internal.vectord.models import (
+from internal.api import validate
+from internal.api.vectord import (
     MAX_INCLUDE,
     Corpus,
     CorpusSearchResult,
@@ -30,6 +24,13 @@ from internal.vectord.models import (
     SearchResponse,
     UpsertRequest,
 )
+from internal.common.daemon import serve
+from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
+from internal.common.web import json_response, make_base_app, read_json
+from internal.config import Config
+from internal.pg import embedded
+from internal.pg.pool import make_pool
+from internal.vectord import federated, federation, language, schema
 from internal.vectord.store import PreparedItem, Store
 
 log = structlog.get_logger()

@@ -17,12 +17,12 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from internal.api.vectord import Corpus, Item
 from internal.common.errors import Conflict, NotFound
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
 from internal.vectord import lexical, schema
 from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
-from internal.vectord.models import Corpus, Item
 
 T = TypeVar("T")
 Conn = AsyncConnection[Any]

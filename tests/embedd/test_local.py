@@ -172,7 +172,7 @@ def test_tokenizer_ships_as_package_data() -> None:
 
 
 async def test_client_library(server: TestServer, http: aiohttp.ClientSession) -> None:
-    from internal.embed.client import make_client
+    from internal.clients.embed import make_client
 
     assert make_client(http, None) is None and make_client(http, "") is None
     client = make_client(http, url_of(server))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import aiohttp
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.config import Config
-from internal.embed.client import EmbedClient
 from internal.evaluation import beir
 from internal.evaluation.harness import evaluate_dataset
 from internal.evaluation.ingest import ingest
-from internal.vectord.client import VectordClient
 from tests.helpers import ROOT, require_shared
 
 # Regression guards set from measurements (see DECISIONS.md, issue 8), not targets:

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.config import Config
-from internal.embed.client import EmbedClient
 from internal.matrixd.server import make_app
-from internal.vectord.client import VectordClient
 from tests.helpers import serve, url_of, with_section
 
 TEXTS = {

@@ -12,10 +12,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
 from internal.config import Config
-from internal.embed.client import EmbedClient
 from internal.matrixd.server import make_app
-from internal.vectord.client import VectordClient
 from tests.helpers import serve, url_of, with_section
 
 ANIMALS = [

@@ -12,10 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from internal.embed.client import EmbedClient, Embedding
+from internal.clients.embed import EmbedClient, Embedding
+from internal.clients.vectord import VectordClient
 from internal.syncd.pages import is_ignored, is_page
 from internal.syncd.runner import Syncer, SyncSettings
-from internal.vectord.client import VectordClient
 from tests.helpers import FIXTURES
 
 TLDR = FIXTURES / "tldr"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import aiohttp
 
+from internal.clients.vectord import VectordClient
 from internal.config import Config
 from internal.gateway.server import make_app as gateway_app
-from internal.vectord.client import VectordClient
 from tests.helpers import ROOT, serve, url_of, with_section
 from tests.sync.conftest import expected_pages, stored_ids, stored_pages
 

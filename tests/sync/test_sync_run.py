@@ -9,8 +9,8 @@ from pathlib import Path
 
 import aiohttp
 
-from internal.embed.client import Embedding
-from internal.vectord.client import VectordClient
+from internal.clients.embed import Embedding
+from internal.clients.vectord import VectordClient
 from tests.helpers import require_shared
 from tests.sync.conftest import (
     CountingEmbed,

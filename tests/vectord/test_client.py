@@ -1,12 +1,12 @@
-"""internal.vectord.client against the real server: the contract other daemons rely on."""
+"""internal.clients.vectord against the real server: the contract other daemons rely on."""
 
 from __future__ import annotations
 
 import aiohttp
 import pytest
 
+from internal.clients.vectord import VectordClient
 from internal.common.errors import ServiceError
-from internal.vectord.client import VectordClient
 from tests.vectord.vdata import item, unique, unit
 
 

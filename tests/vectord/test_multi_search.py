@@ -5,8 +5,8 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from internal.clients.vectord import VectordClient
 from internal.common.errors import ServiceError
-from internal.vectord.client import VectordClient
 from tests.vectord.vdata import call, item, make_corpus, unique, unit
 
 C = "/v1/vectors/corpora"

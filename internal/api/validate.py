@@ -8,8 +8,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from internal.api.vectord import MAX_DIM, MAX_K, Item
 from internal.common.errors import InvalidArgument
-from internal.vectord.models import MAX_DIM, MAX_K, Item
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 MAX_ID_LEN = 512

@@ -8,7 +8,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
-from internal.common.client import ServiceClient
+from internal.clients.base import ServiceClient
 
 
 class VectordClient(ServiceClient):

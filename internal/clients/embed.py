@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from internal.common.client import ServiceClient
+from internal.clients.base import ServiceClient
 
 
 @dataclass(frozen=True)
