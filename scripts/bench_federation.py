@@ -36,7 +36,7 @@ from internal.clients.vectord import VectordClient  # noqa: E402
 from internal.common import logs  # noqa: E402
 from internal.config import load_or_exit  # noqa: E402
 from internal.evaluation import beir  # noqa: E402
-from internal.evaluation.ingest import cache_path, default_model, ingest  # noqa: E402
+from internal.evaluation.ingest import cache_path, ingest  # noqa: E402
 from internal.evaluation.metrics import evaluate  # noqa: E402
 from internal.evaluation.runner import embed_queries  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
@@ -75,7 +75,7 @@ async def load_corpora(vc: VectordClient, ec: EmbedClient, ds: beir.Dataset, nam
                        ) -> list[str]:
     """The whole corpus `name` and its 4 parts `name_p<i>` (vectors from the whole's cache)."""
     await ingest(vc, ec, name, ds.docs, cache_dir=CACHE)
-    model, _ = await default_model(ec)
+    model, _ = await ec.default_model()
     whole = cache_path(CACHE, name, model)
     parts = []
     for i in range(PARTS):
@@ -125,7 +125,7 @@ async def main() -> int:
             name = f"fed_{folder}"
             print(f"loading {folder}: {len(ds.docs)} docs", flush=True)
             sets[folder] = (ds, name, await load_corpora(vc, ec, ds, name))
-        model, _ = await default_model(ec)
+        model, _ = await ec.default_model()
         try:
             for folder, (ds, name, parts) in sets.items():
                 others = [n for f, (_, n, _) in sets.items() if f != folder]

@@ -161,20 +161,11 @@ async def _retrying(call: Callable[[], Awaitable[T]], attempts: int = 4) -> T:
 
 async def _ensure_corpus(vectord: VectordClient, embed: EmbedClient, args: argparse.Namespace
                          ) -> dict[str, Any]:
-    try:
-        return await vectord.get_corpus(args.corpus)
-    except ServiceError as exc:
-        if exc.status != 404:
-            raise
-    models = await embed.models()
-    default = str(models.get("default", ""))
-    entries = models.get("models")
-    dim = next((int(m["dim"]) for m in (entries if isinstance(entries, list) else [])
-                if isinstance(m, dict) and m.get("id") == default), 0)
-    if not dim:
-        dim = (await embed.embed(["dimension probe"])).dim
-    corpus = await vectord.create_corpus(args.corpus, dim, args.metric, args.language, default or None)
-    print(f"created corpus {args.corpus!r} (dim {dim}, model {default})", file=sys.stderr)
+    model, dim = await embed.default_model()
+    corpus, created = await vectord.ensure_corpus(args.corpus, dim, args.metric, args.language,
+                                                  model or None)
+    if created:
+        print(f"created corpus {args.corpus!r} (dim {dim}, model {model})", file=sys.stderr)
     return corpus
 
 

@@ -35,6 +35,18 @@ class EmbedClient(ServiceClient):
         out: dict[str, object] = await self.call("GET", "/v1/embed/models")
         return out
 
+    async def default_model(self) -> tuple[str, int]:
+        """The model embedd uses when none is named, and its dimension (probed when the
+        listing does not know it yet, as for a remote backend before its first answer)."""
+        info = await self.models()
+        default = str(info.get("default", ""))
+        models = info.get("models")
+        for m in models if isinstance(models, list) else []:
+            if isinstance(m, dict) and m.get("id") == default and m.get("dim"):
+                return default, int(m["dim"])
+        probe = await self.embed(["dimension probe"], input_type="query")
+        return probe.model, probe.dim
+
 
 def make_client(session: aiohttp.ClientSession, url: str | None,
                 timeout: float = 120.0) -> EmbedClient | None:

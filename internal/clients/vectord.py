@@ -9,6 +9,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from internal.clients.base import ServiceClient
+from internal.common.errors import ServiceError
 
 
 class VectordClient(ServiceClient):
@@ -39,6 +40,26 @@ class VectordClient(ServiceClient):
             body["defer_index"] = True
         out: dict[str, Any] = await self.call("POST", "/v1/vectors/corpora", body)
         return out
+
+    async def ensure_corpus(self, name: str, dim: int, metric: str = "cosine",
+                            language: str | None = None, model: str | None = None,
+                            defer_index: bool = False) -> tuple[dict[str, Any], bool]:
+        """The corpus `name`, created with these settings when it does not exist yet;
+        returns (corpus, created). Two first writers racing: the loser's 409 means the
+        winner created it, which is all either needs. The one place ingest, sync, eval and
+        the playbook make sure of a corpus; what an existing corpus's model must be is
+        their own policy."""
+        try:
+            return await self.get_corpus(name), False
+        except ServiceError as exc:
+            if exc.status != 404:
+                raise
+        try:
+            return await self.create_corpus(name, dim, metric, language, model, defer_index), True
+        except ServiceError as exc:
+            if exc.status != 409:
+                raise
+        return await self.get_corpus(name), False
 
     async def build_index(self, name: str, timeout: float = 3600.0) -> dict[str, Any]:
         """Build the HNSW index of a corpus created with defer_index (idempotent)."""

@@ -22,7 +22,6 @@ import structlog
 
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
-from internal.common.errors import ServiceError
 from internal.common.hashing import content_hash
 from internal.evaluation.beir import Doc
 
@@ -109,35 +108,15 @@ def _item(doc: Doc, vector: list[float]) -> dict[str, Any]:
     return item
 
 
-async def default_model(ec: EmbedClient) -> tuple[str, int]:
-    """The model embedd uses when none is named, and its dimension."""
-    info = await ec.models()
-    default = str(info["default"])
-    models = info.get("models")
-    for m in models if isinstance(models, list) else []:
-        if isinstance(m, dict) and m.get("id") == default:
-            return default, int(m["dim"])
-    probe = await ec.embed(["dimension probe"], input_type="query")
-    return probe.model, probe.dim
-
-
 async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tuple[bool, bool]:
     """Make sure the corpus exists for this model: (created, rebuilt)."""
-    try:
-        corpus = await vc.get_corpus(name)
-    except ServiceError as exc:
-        if exc.status != 404:
-            raise
-        corpus = None
-    rebuilt = False
-    if corpus is not None and (corpus.get("model") != model or int(corpus["dim"]) != dim):
-        log.info("eval_corpus_rebuild", corpus=name, had_model=corpus.get("model"), model=model)
-        await vc.delete_corpus(name)
-        corpus, rebuilt = None, True
-    if corpus is None:
-        await vc.create_corpus(name, dim, "cosine", language=LANGUAGE, model=model)
-        return True, rebuilt
-    return False, rebuilt
+    corpus, created = await vc.ensure_corpus(name, dim, "cosine", language=LANGUAGE, model=model)
+    if created or (corpus.get("model") == model and int(corpus["dim"]) == dim):
+        return created, False
+    log.info("eval_corpus_rebuild", corpus=name, had_model=corpus.get("model"), model=model)
+    await vc.delete_corpus(name)
+    await vc.create_corpus(name, dim, "cosine", language=LANGUAGE, model=model)
+    return True, True
 
 
 def cache_path(cache_dir: Path, corpus: str, model: str) -> Path:
@@ -153,7 +132,7 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
     cache_dir: where document vectors are kept between runs (None: not kept).
     """
     started = time.perf_counter()
-    model, dim = await default_model(ec)
+    model, dim = await ec.default_model()
     cache = VectorCache(None if cache_dir is None else cache_path(cache_dir, name, model), model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
     empty = sum(1 for doc in docs if not embed_text(doc).strip())

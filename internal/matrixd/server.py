@@ -83,14 +83,8 @@ async def record_handler(request: web.Request) -> web.Response:
     except ServiceError as exc:
         if exc.status != 404:
             raise
-        # First record: create the corpus. Two first records racing both get here;
-        # the loser's 409 means the winner created it, which is all we need.
-        try:
-            await deps.vectord.create_corpus(name, emb.dim, "cosine", model=emb.model)
-            created = True
-        except ServiceError as exc2:
-            if exc2.status != 409:
-                raise
+        # First record: the playbook corpus does not exist yet.
+        _, created = await deps.vectord.ensure_corpus(name, emb.dim, "cosine", model=emb.model)
         await deps.vectord.upsert(name, [item], model=emb.model)
     log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
              score=score, created=created)

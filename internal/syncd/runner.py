@@ -194,27 +194,19 @@ class Syncer:
         models = info.get("models")
         dims = {str(m.get("id")): int(m.get("dim", 0)) for m in models
                 if isinstance(m, dict)} if isinstance(models, list) else {}
-        try:
-            corpus = await self.vectord.get_corpus(name)
-        except ServiceError as exc:
-            if exc.status != 404:
-                raise
-        else:
-            model = corpus.get("model")
-            if model and str(model) not in dims:
-                raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
-                               f"does not serve (it has {sorted(dims)})", code="model_mismatch")
-            if model:
-                return str(model)
-        if dims.get(default, 0) <= 0:
-            raise NotFound(f"embedd lists no dimension for its default model {default!r}")
-        try:
-            await self.vectord.create_corpus(name, dims[default], metric="cosine",
-                                             language="auto", model=default)
+        if dims.get(default, 0) <= 0:  # a remote backend learns its dimension on first use
+            default, dims[default] = await self.embed.default_model()
+        corpus, created = await self.vectord.ensure_corpus(name, dims[default], metric="cosine",
+                                                           language="auto", model=default)
+        if created:
             log.info("sync_corpus_created", corpus=name, model=default, dim=dims[default])
-        except ServiceError as exc:
-            if exc.status != 409:  # created meanwhile by someone else: fine
-                raise
+            return default
+        model = corpus.get("model")
+        if model and str(model) not in dims:
+            raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
+                           f"does not serve (it has {sorted(dims)})", code="model_mismatch")
+        if model:
+            return str(model)
         return default
 
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
