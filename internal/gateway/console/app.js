@@ -205,6 +205,7 @@ async function search(event) {
     if (out.degraded && out.degraded.length) notes.push(`degraded: ${out.degraded.join(", ")}`);
     showStatus(status, notes.join(" · "));
     renderAsk(mode === "ask" ? out : null);
+    document.body.dataset.searches = String(Number(document.body.dataset.searches || 0) + 1);
   } catch (err) {
     showError(status, err);
   } finally {
