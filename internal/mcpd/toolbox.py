@@ -125,7 +125,8 @@ class Toolbox:
             doc = await gw.call("GET", "/openapi.json")
             paths = doc.get("paths") or {}
             schema = ((doc.get("components") or {}).get("schemas") or {}).get("MatrixSearchRequest") or {}
-            corpora_optional = "corpora" not in (schema.get("required") or ["corpora"])
+            # An unknown schema counts as "required": listing the corpora is always safe.
+            corpora_optional = "corpora" not in schema.get("required", ["corpora"])
             tools: list[Tool] = []
             sync_on: bool | None = None
             for tool in TOOLS:
