@@ -24,7 +24,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.agents.conftest import GUIDES, NOTES, SCRIPT_ID, SCRIPT_TITLE, Live
+from tests.agents.conftest import GUIDES, NOTES, SCRIPT_ID, SCRIPT_TITLE, Live, call
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -157,6 +157,20 @@ def test_sync_page_and_sync_now(live: Live, browser: WebDriver) -> None:
     # The wiki has 3 pages: new to this run, or already synced at start-up.
     assert int(counts["added"]) + int(counts["updated"]) + int(counts["unchanged"]) == 3, result
     assert "; 0 errors;" in result
+
+
+def test_ask_mode_exactly_when_smart_search_is_served(live: Live, browser: WebDriver) -> None:
+    _, doc = call(f"{live.url}/openapi.json")
+    served = "/v1/matrix/smart_search" in doc["paths"]
+    browser.find_element(By.ID, "nav-search").click()
+    modes = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "mode")).options]
+    assert ("ask" in modes) == served
+    if served:
+        hits = search(browser, "what temperature for green tea and how long to brew espresso", mode="ask")
+        assert hits
+        assert browser.find_element(By.ID, "ask-details").is_displayed()
+        assert browser.find_element(By.ID, "plan").text not in ("", "null")
+        assert browser.find_elements(By.CSS_SELECTOR, "#iterations li")
 
 
 def test_the_page_calls_only_its_own_origin(live: Live, browser: WebDriver) -> None:
