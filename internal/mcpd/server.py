@@ -56,6 +56,11 @@ def http_headers(ctx: ServerRequestContext[Toolbox, Any]) -> dict[str, str]:
     return out
 
 
+def _error_result(exc: ToolError) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=exc.text())],
+                                structured_content=exc.structured(), is_error=True)
+
+
 def build_server(gateway_url: str, *, playbook_corpus: str, timeout: float, ttl: float,
                  headers_of: HeadersOf) -> Server[Toolbox]:
     """The MCP server: tools/list and tools/call over a Toolbox bound to the gateway."""
@@ -89,8 +94,12 @@ def build_server(gateway_url: str, *, playbook_corpus: str, timeout: float, ttl:
                 log.info("tool_failed", tool=params.name, code=exc.code, argument=exc.argument)
                 # A tool error is a result the model reads and can correct (MCP spec), not
                 # a protocol error; it names the argument or the daemon at fault.
-                return types.CallToolResult(content=[types.TextContent(text=exc.text())],
-                                            structured_content=exc.structured(), is_error=True)
+                return _error_result(exc)
+            except Exception:
+                # The edge of the tool call, like the HTTP error middleware: the detail
+                # goes to the log, the caller gets "internal error", never a traceback.
+                log.exception("tool_crashed", tool=params.name)
+                return _error_result(ToolError("internal", "internal error", status=500))
             log.info("tool_called", tool=params.name)
         structured = result.structured if isinstance(result.structured, dict) else {"result": result.structured}
         return types.CallToolResult(content=[types.TextContent(text=result.text)],

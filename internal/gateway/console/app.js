@@ -188,10 +188,14 @@ async function search(event) {
   const corpora = pickedCorpora();
   if (corpora.length === 0) { showError(status, new Error("pick at least one corpus")); return; }
   const usePlaybook = $("use-playbook").checked;
-  const body = { query_text: query, corpora, k, use_playbook: usePlaybook };
+  const body = { query_text: query, corpora, k };
   let path = "/v1/matrix/search";
-  if (mode === "ask") path = "/v1/matrix/smart_search";
-  else body.mode = mode;
+  if (mode === "ask") {
+    path = "/v1/matrix/smart_search";  // plans and reflects; it picks the modes itself
+  } else {
+    body.mode = mode;
+    body.use_playbook = usePlaybook;
+  }
   showStatus(status, "searching…");
   $("search-btn").disabled = true;
   try {
