@@ -47,7 +47,7 @@ def free_port() -> int:
 
 
 def start_stack(tmp: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    ports = {s: free_port() for s in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC")}
+    ports = {s: free_port() for s in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC", "MCPD")}
     env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(tmp / "pg"),
            "LAKEHOUSE_LOG_LEVEL": "warning", "LAKEHOUSE_LOG_FORMAT": "json"}
     env.update({f"LAKEHOUSE_{s}_PORT": str(p) for s, p in ports.items()})

@@ -6,7 +6,7 @@ source "$(dirname "$0")/smoke_lib.sh"
 if [ -n "${LAKEHOUSE_URL:-}" ]; then
   BASE=$LAKEHOUSE_URL
 else
-  for section in GATEWAY EMBEDD VECTORD MATRIXD SYNC; do
+  for section in GATEWAY EMBEDD VECTORD MATRIXD SYNC MCPD; do
     export "LAKEHOUSE_${section}_PORT=$(free_port)"
   done
   export LAKEHOUSE_VECTORD_DATA_DIR="$SMOKE_TMP/pg"

@@ -12,11 +12,17 @@ target=.
 [ "${1:-}" = "--dev" ] && target='.[dev]'
 # pip's notes about this machine's extra package folders are noise; errors still show.
 .venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
-# The smoke scripts assert with curl and jq.
-if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+# The smoke scripts assert with curl and jq; the console's browser tests drive Debian's
+# chromium through chromium-driver (no browser is downloaded by Selenium or anyone else).
+need=()
+command -v jq >/dev/null || need+=(jq)
+command -v curl >/dev/null || need+=(curl)
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
+if [ "${#need[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null; then
-    (apt-get update -qq && apt-get install -y -qq jq curl) >/dev/null
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null
   else
-    echo "setup: please install jq and curl" >&2; exit 1
+    echo "setup: please install ${need[*]}" >&2; exit 1
   fi
 fi

@@ -21,7 +21,7 @@ teardown() {
 }
 trap teardown EXIT
 
-for section in GATEWAY EMBEDD VECTORD MATRIXD SYNC; do
+for section in GATEWAY EMBEDD VECTORD MATRIXD SYNC MCPD; do
   export "LAKEHOUSE_${section}_PORT=$(free_port)"
 done
 export LAKEHOUSE_VECTORD_DATA_DIR="$TMP/pg"

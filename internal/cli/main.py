@@ -16,6 +16,7 @@ SUBCOMMAND_MODULES = (
     "internal.cli.client_cmd",   # corpora, ingest, search, record
     "internal.cli.sync_cmd",     # sync
     "internal.cli.eval_cmd",     # eval
+    "internal.cli.mcp_cmd",      # mcp (stdio)
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -30,15 +31,17 @@ class ServiceClient:
     """
 
     def __init__(self, session: aiohttp.ClientSession, base_url: str, service: str,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, headers: Mapping[str, str] | None = None) -> None:
         self.session = session
         self.base_url = base_url.rstrip("/")
         self.service = service
         self.timeout = timeout
+        # Sent with every call, e.g. the bearer token of the caller mcpd acts for.
+        self.headers = dict(headers or {})
 
     async def call(self, method: str, path: str, body: Any = None, *,
                    timeout: float | None = None) -> Any:
-        headers = {"Content-Type": "application/json"}
+        headers = {**self.headers, "Content-Type": "application/json"}
         rid = current_request_id()
         if rid:
             headers[REQUEST_ID_HEADER] = rid

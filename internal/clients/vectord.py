@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -13,8 +13,9 @@ from internal.common.errors import ServiceError
 
 
 class VectordClient(ServiceClient):
-    def __init__(self, session: aiohttp.ClientSession, base_url: str, timeout: float = 60.0) -> None:
-        super().__init__(session, base_url, "vectord", timeout)
+    def __init__(self, session: aiohttp.ClientSession, base_url: str, timeout: float = 60.0,
+                 headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(session, base_url, "vectord", timeout, headers)
 
     @staticmethod
     def _c(name: str) -> str:

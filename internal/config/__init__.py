@@ -14,6 +14,7 @@ from internal.config.sections import (
     GatewayConfig,
     LogConfig,
     MatrixdConfig,
+    McpdConfig,
     SyncConfig,
     VectordConfig,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "GatewayConfig",
     "LogConfig",
     "MatrixdConfig",
+    "McpdConfig",
     "SyncConfig",
     "VectordConfig",
     "load",

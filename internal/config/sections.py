@@ -14,6 +14,7 @@ EMBEDD_PORT = 3211
 VECTORD_PORT = 3212
 MATRIXD_PORT = 3217
 SYNCD_PORT = 3218
+MCPD_PORT = 3219
 
 
 def _url(port: int) -> str:
@@ -42,17 +43,20 @@ class GatewayConfig:
     vectord: tuple[str, ...] = (_url(VECTORD_PORT),)
     matrixd: tuple[str, ...] = (_url(MATRIXD_PORT),)
     syncd: tuple[str, ...] = (_url(SYNCD_PORT),)
+    # The MCP server (streamable HTTP), served by the gateway at /mcp.
+    mcpd: tuple[str, ...] = (_url(MCPD_PORT),)
     tokens: tuple[str, ...] = ()
     max_body_bytes: int = 32 * 1024 * 1024
     embed_timeout: float = 60.0
     vectors_timeout: float = 60.0
     matrix_timeout: float = 60.0
     sync_timeout: float = 3600.0
+    mcp_timeout: float = 3600.0  # a tool call may be a whole sync run
     # How long an address that failed is skipped before it is tried again.
     backoff_seconds: float = 5.0
 
     def validate(self) -> None:
-        for name in ("embedd", "vectord", "matrixd", "syncd"):
+        for name in ("embedd", "vectord", "matrixd", "syncd", "mcpd"):
             if not getattr(self, name):
                 raise ValueError(f"{name}: needs at least one address")
         if self.max_body_bytes <= 0:
@@ -210,6 +214,27 @@ class SyncConfig:
 
 
 @dataclass(frozen=True)
+class McpdConfig:
+    """The MCP server: tools for agents, each a call to the gateway's HTTP API."""
+
+    host: str = "127.0.0.1"
+    port: int = MCPD_PORT
+    # Where the tools send their calls; the caller's bearer token travels with them.
+    gateway_url: str = _url(GATEWAY_PORT)
+    timeout_seconds: float = 3600.0  # per call to the gateway (sync_now runs a whole sync)
+    # How long the list of tools (which optional routes exist, whether sync is on) is kept.
+    tools_ttl_seconds: float = 10.0
+
+    def validate(self) -> None:
+        if not self.gateway_url:
+            raise ValueError("gateway_url: required")
+        if self.timeout_seconds <= 0:
+            raise ValueError("timeout_seconds: must be positive")
+        if self.tools_ttl_seconds < 0:
+            raise ValueError("tools_ttl_seconds: must not be negative")
+
+
+@dataclass(frozen=True)
 class Config:
     log: LogConfig = field(default_factory=LogConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
@@ -217,6 +242,7 @@ class Config:
     vectord: VectordConfig = field(default_factory=VectordConfig)
     matrixd: MatrixdConfig = field(default_factory=MatrixdConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
+    mcpd: McpdConfig = field(default_factory=McpdConfig)
 
 
 # Keys whose values never reach a log line.

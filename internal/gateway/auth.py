@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -27,12 +27,15 @@ def token_ok(header: str, tokens: Sequence[bytes]) -> bool:
     return ok
 
 
-def make_auth_middleware(tokens: Sequence[str]) -> Middleware:
+def make_auth_middleware(tokens: Sequence[str], also_open: Iterable[str] = ()) -> Middleware:
+    """Every path needs a token but OPEN_PATHS and `also_open` (exact paths: the console's
+    static files, whose page asks for a token when the API answers 401)."""
     encoded = [t.encode() for t in tokens]
+    open_paths = OPEN_PATHS | frozenset(also_open)
 
     @web.middleware
     async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path not in OPEN_PATHS and not token_ok(
+        if request.path not in open_paths and not token_ok(
                 request.headers.get("Authorization", ""), encoded):
             raise Unauthorized("missing or invalid bearer token")
         return await handler(request)

@@ -19,6 +19,9 @@ OWN_ROUTES: tuple[tuple[str, str, str, type | None, str], ...] = (
     ("GET", "/readyz", "Every daemon and PostgreSQL ready, per component", s.Ready, "application/json"),
     ("GET", "/metrics", "Prometheus metrics", None, "text/plain"),
     ("GET", "/openapi.json", "This document", None, "application/json"),
+    ("GET", "/", "The web console", None, "text/html"),
+    ("GET", "/console/{name}", "The console's files (app.js, style.css, settings.json)", None,
+     "application/octet-stream"),
 )
 _PASSTHROUGH_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -76,7 +79,7 @@ def build(secured: bool) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for method, path, summary, resp, ctype in OWN_ROUTES:
         content = ({ctype: {"schema": _ref(resp)}} if resp is not None
-                   else {ctype: {"schema": {"type": "string" if ctype == "text/plain" else "object"}}})
+                   else {ctype: {"schema": {"type": "object" if ctype == "application/json" else "string"}}})
         op: dict[str, Any] = {"summary": summary, "operationId": f"gateway{path.replace('/', '_')}",
                               "tags": ["gateway"], "responses": {"200": {"description": "OK", "content": content}}}
         if path == "/readyz":

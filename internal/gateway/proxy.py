@@ -77,13 +77,14 @@ class Proxy:
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
 
-    async def forward(self, request: web.Request, upstream: Upstream, timeout: float
-                      ) -> web.StreamResponse:
+    async def forward(self, request: web.Request, upstream: Upstream, timeout: float,
+                      keep_auth: bool = False) -> web.StreamResponse:
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             raise self._too_large()
-        # The gateway's own token is not the daemon's business.
-        headers = _forward_headers(request.headers, _DROP_FROM_REQUEST)
+        # The gateway's own token is not the daemon's business, except for a daemon that
+        # calls the gateway back on the client's behalf (mcpd).
+        headers = _forward_headers(request.headers, HOP_BY_HOP if keep_auth else _DROP_FROM_REQUEST)
         headers[REQUEST_ID_HEADER] = request_id(request)
         # A small body with a declared length is read in one go (cheaper than a stream
         # of one chunk); anything else, or anything larger, is streamed.

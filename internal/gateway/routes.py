@@ -16,6 +16,7 @@ TIMEOUT_FIELDS = {
     "vectord": "vectors_timeout",
     "matrixd": "matrix_timeout",
     "syncd": "sync_timeout",
+    "mcpd": "mcp_timeout",
 }
 
 
@@ -28,6 +29,8 @@ class Route:
     request: type | None = None
     response: type | None = None
     status: int = 200
+    # Pass the client's Authorization on: mcpd calls the gateway back as that client.
+    forward_auth: bool = False
 
 
 _C = "/v1/vectors/corpora/{name}"
@@ -53,6 +56,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/matrix/relevance", "matrixd", "Score chunks against a focus file", s.RelevanceRequest, s.RelevanceResponse),
     Route("POST", "/v1/sync/run", "syncd", "Run one wiki sync now", None, s.SyncRun),
     Route("GET", "/v1/sync/status", "syncd", "Wiki sync status", None, s.Passthrough),
+    Route("*", "/mcp", "mcpd", "MCP over streamable HTTP (JSON-RPC): Lakehouse's tools for AI agents",
+          forward_auth=True),
     # Anything else under a daemon's prefix is passed through unchanged.
     Route("*", "/v1/embed/{tail:.*}", "embedd", "Other embedd routes (passthrough)"),
     Route("*", "/v1/vectors/{tail:.*}", "vectord", "Other vectord routes (passthrough)"),

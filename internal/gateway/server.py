@@ -11,7 +11,7 @@ from aiohttp import web
 from internal.common.daemon import serve
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
-from internal.gateway import openapi, readiness
+from internal.gateway import console, openapi, readiness
 from internal.gateway.auth import make_auth_middleware
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Proxy
@@ -33,10 +33,11 @@ def make_upstreams(cfg: Config) -> dict[str, Upstream]:
 
 def _proxy_handler(cfg: Config, route: Route) -> Handler:
     timeout = float(getattr(cfg.gateway, TIMEOUT_FIELDS[route.upstream]))
+    keep_auth = route.forward_auth
 
     async def handler(request: web.Request) -> web.StreamResponse:
         app = request.app
-        return await app[PROXY].forward(request, app[UPSTREAMS][route.upstream], timeout)
+        return await app[PROXY].forward(request, app[UPSTREAMS][route.upstream], timeout, keep_auth)
 
     return handler
 
@@ -50,7 +51,7 @@ def make_app(cfg: Config) -> web.Application:
     # Metrics see the final status, so they wrap the error-rendering middleware.
     app.middlewares.insert(0, metrics.middleware())
     if cfg.gateway.tokens:
-        app.middlewares.append(make_auth_middleware(cfg.gateway.tokens))
+        app.middlewares.append(make_auth_middleware(cfg.gateway.tokens, console.OPEN_PATHS))
     document = openapi.build(secured=bool(cfg.gateway.tokens))
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -77,6 +78,7 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_get("/openapi.json", openapi_json)
     for route in ROUTES:
         app.router.add_route(route.method, route.path, _proxy_handler(cfg, route))
+    console.add_routes(app, cfg)
     return app
 
 

@@ -26,9 +26,9 @@ class ChildSpec:
 
 
 # Start order; the gateway last, so its /readyz is the stack's.
-DAEMONS = ("embedd", "vectord", "matrixd", "syncd", "gateway")
+DAEMONS = ("embedd", "vectord", "matrixd", "syncd", "mcpd", "gateway")
 _SECTION = {"embedd": "embedd", "vectord": "vectord", "matrixd": "matrixd",
-            "syncd": "sync", "gateway": "gateway"}
+            "syncd": "sync", "mcpd": "mcpd", "gateway": "gateway"}
 
 
 def _url(host: str, port: int) -> str:
@@ -44,6 +44,8 @@ def plan(cfg: Config, dsn: str, config_file: str | None = None) -> list[ChildSpe
         "LAKEHOUSE_GATEWAY_VECTORD": url["vectord"],
         "LAKEHOUSE_GATEWAY_MATRIXD": url["matrixd"],
         "LAKEHOUSE_GATEWAY_SYNCD": url["syncd"],
+        "LAKEHOUSE_GATEWAY_MCPD": url["mcpd"],
+        "LAKEHOUSE_MCPD_GATEWAY_URL": url["gateway"],
         "LAKEHOUSE_MATRIXD_VECTORD_URL": url["vectord"],
         "LAKEHOUSE_SYNC_VECTORD_URL": url["vectord"],
     }

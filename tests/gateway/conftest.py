@@ -13,7 +13,7 @@ from internal.gateway.server import make_app
 from tests.gateway.stubs import stub_app
 from tests.helpers import serve, url_of, with_section
 
-DAEMONS = ("embedd", "vectord", "matrixd", "syncd")
+DAEMONS = ("embedd", "vectord", "matrixd", "syncd", "mcpd")
 GatewayFactory = Callable[..., Coroutine[Any, Any, str]]
 
 

@@ -57,7 +57,7 @@ async def test_readyz_per_component(gateway: GatewayFactory, http: aiohttp.Clien
         assert resp.status == 200
         body = await resp.json()
     assert body["status"] == "ok"
-    assert set(body["components"]) == {"embedd", "vectord", "matrixd", "syncd", "postgres"}
+    assert set(body["components"]) == {"embedd", "vectord", "matrixd", "syncd", "mcpd", "postgres"}
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

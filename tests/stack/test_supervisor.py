@@ -19,7 +19,7 @@ def test_plan_wires_ports_and_upstreams() -> None:
 
     cfg = with_section(with_section(Config(), "vectord", port=4012), "sync", port=4018)
     specs = {s.name: s for s in plan(cfg, "postgresql:///x?host=/tmp", "/etc/lh.toml")}
-    assert list(specs) == ["embedd", "vectord", "matrixd", "syncd", "gateway"]
+    assert list(specs) == ["embedd", "vectord", "matrixd", "syncd", "mcpd", "gateway"]
     env = specs["gateway"].env
     assert env["LAKEHOUSE_GATEWAY_VECTORD"] == "http://127.0.0.1:4012"
     assert env["LAKEHOUSE_SYNC_PORT"] == "4018"
@@ -28,6 +28,9 @@ def test_plan_wires_ports_and_upstreams() -> None:
     assert env["LAKEHOUSE_PG_DSN"] == "postgresql:///x?host=/tmp"
     assert env["LAKEHOUSE_CONFIG"] == "/etc/lh.toml"
     assert specs["syncd"].url == "http://127.0.0.1:4018"
+    # mcpd's tools call the gateway, which serves mcpd at /mcp.
+    assert env["LAKEHOUSE_MCPD_GATEWAY_URL"] == specs["gateway"].url
+    assert env["LAKEHOUSE_GATEWAY_MCPD"] == specs["mcpd"].url
     # Every child sees the same wiring.
     assert all(s.env == env for s in specs.values())
 

@@ -67,7 +67,7 @@ def stack() -> Iterator[Stack]:
     for name in ("LAKEHOUSE_PG_DSN", "LAKEHOUSE_VECTORD_DSN", "LAKEHOUSE_URL"):
         env.pop(name, None)
     env.pop("LAKEHOUSE_TOKEN", None)
-    for section in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC"):
+    for section in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC", "MCPD"):
         env[f"LAKEHOUSE_{section}_PORT"] = str(free_port())
     proc = subprocess.Popen(
         [sys.executable, "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs"), "--timeout", "400"],
@@ -122,7 +122,7 @@ def test_every_component_ready_through_gateway(stack: Stack) -> None:
     status, body = call(f"{stack.url}/readyz")
     assert status == 200, body
     assert {k: v["status"] for k, v in body["components"].items()} == {
-        "embedd": "ok", "vectord": "ok", "matrixd": "ok", "syncd": "ok", "postgres": "ok"}
+        "embedd": "ok", "vectord": "ok", "matrixd": "ok", "syncd": "ok", "mcpd": "ok", "postgres": "ok"}
     out = subprocess.run([sys.executable, "-m", "internal.cli.main", "status", "--url", stack.url],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -152,7 +152,7 @@ def test_killed_daemon_503_then_restarted(stack: Stack) -> None:
 def test_sigterm_leaves_no_process_behind(stack: Stack) -> None:
     up = psutil.Process(stack.proc.pid)
     family = {p.pid for p in up.children(recursive=True)}
-    assert len(family) >= 5
+    assert len(family) >= 6
     pg = postmaster_pid(stack.tmp / "pg")
     assert pg is not None
     family.add(pg)

@@ -1,0 +1,3 @@
+from internal.mcpd.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,439 @@
+// Lakehouse console: plain JavaScript, no build step, no other host.
+// Every text from the API is shown with textContent (never innerHTML): a document that
+// contains <script> shows as text.
+"use strict";
+
+// Score sent by "wrong answer". The playbook route takes [0, 1] today; once it accepts
+// negative feedback this becomes -1 (one constant to change).
+const WRONG_SCORE = 0;
+const RIGHT_SCORE = 1;
+const TOKEN_KEY = "lakehouse-token";
+const SNIPPET = 400;
+
+const $ = (id) => document.getElementById(id);
+
+// el("a", {href: "#/x", className: "c"}, "text", child...): a DOM node; strings become text nodes.
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (key === "dataset") Object.assign(node.dataset, value);
+    else node[key] = value;
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function short(text, width) {
+  const s = String(text || "").replace(/\s+/g, " ").trim();
+  return s.length <= width ? s : s.slice(0, width - 1) + "…";
+}
+
+function num(x, digits = 4) {
+  return typeof x === "number" && Number.isFinite(x) ? x.toFixed(digits) : "–";
+}
+
+// ---- the API, with a bearer token when the gateway asks for one --------------------------
+
+class ApiError extends Error {
+  constructor(status, code, message, field) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.field = field;
+  }
+  describe() {
+    return `${this.code}${this.field ? ` (${this.field})` : ""}: ${this.message}`;
+  }
+}
+
+let tokenWaiters = null;
+
+function askToken(refused) {
+  if (tokenWaiters) return new Promise((resolve) => tokenWaiters.push(resolve));
+  tokenWaiters = [];
+  const dialog = $("token-dialog");
+  $("token-prompt").textContent = refused
+    ? "That token was refused. Enter a valid bearer token."
+    : "This Lakehouse needs a bearer token.";
+  $("token").value = "";
+  return new Promise((resolve) => {
+    tokenWaiters.push(resolve);
+    dialog.showModal();
+  });
+}
+
+function tokenEntered(token) {
+  sessionStorage.setItem(TOKEN_KEY, token);
+  $("forget-token").hidden = false;
+  const waiters = tokenWaiters || [];
+  tokenWaiters = null;
+  for (const resolve of waiters) resolve(token);
+}
+
+async function api(method, path, body) {
+  let refused = false;
+  for (;;) {
+    const headers = {};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await fetch(path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "omit", cache: "no-store",
+    });
+    if (resp.status === 401) {
+      if (token) { sessionStorage.removeItem(TOKEN_KEY); refused = true; }
+      await askToken(refused);
+      continue;
+    }
+    let payload = null;
+    try { payload = await resp.json(); } catch (_) { payload = null; }
+    if (!resp.ok) {
+      const err = (payload && payload.error) || {};
+      throw new ApiError(resp.status, err.code || `http_${resp.status}`,
+                         err.message || resp.statusText, err.field);
+    }
+    return payload;
+  }
+}
+
+function showError(node, err) {
+  node.textContent = err instanceof ApiError ? err.describe() : `error: ${err.message || err}`;
+  node.classList.add("error");
+}
+
+function showStatus(node, text) {
+  node.textContent = text;
+  node.classList.remove("error");
+}
+
+// ---- what this Lakehouse serves ----------------------------------------------------------
+
+const state = {
+  settings: { playbook_corpus: "playbook_memory" },
+  corpora: [],        // names offered in the picker
+  smartSearch: false, // POST /v1/matrix/smart_search exists: the "ask" mode
+  last: null,         // {key, ranks: Map("corpus\u0000id" -> rank)} of the previous search
+  results: null,
+};
+
+async function loadSurface() {
+  try {
+    state.settings = await api("GET", "/console/settings.json");
+  } catch (_) { /* defaults */ }
+  try {
+    const doc = await api("GET", "/openapi.json");
+    state.smartSearch = Boolean(doc.paths && doc.paths["/v1/matrix/smart_search"]);
+  } catch (_) {
+    state.smartSearch = false;
+  }
+  if (state.smartSearch && !$("mode").querySelector('option[value="ask"]')) {
+    $("mode").append(el("option", { value: "ask" }, "ask (plan + reflect)"));
+  }
+}
+
+async function loadCorpora() {
+  const list = $("corpus-list");
+  try {
+    const out = await api("GET", "/v1/matrix/corpora");
+    const names = (out.corpora || []).map((c) => c.name);
+    state.corpora = names;
+    list.replaceChildren(...names.map((name) => el("label", { className: "corpus-option" },
+      el("input", {
+        type: "checkbox", value: name, name: "corpus",
+        checked: name !== state.settings.playbook_corpus,
+      }),
+      " ", el("span", { className: "badge" }, name))));
+    updateCorpusSummary();
+  } catch (err) {
+    list.replaceChildren(el("p", { className: "error" },
+      err instanceof ApiError ? err.describe() : String(err)));
+  }
+}
+
+function pickedCorpora() {
+  return [...document.querySelectorAll('#corpus-list input[name="corpus"]:checked')].map((i) => i.value);
+}
+
+function updateCorpusSummary() {
+  const picked = pickedCorpora();
+  const all = state.corpora.filter((c) => c !== state.settings.playbook_corpus);
+  $("corpus-summary").textContent =
+    picked.length === all.length && all.every((c) => picked.includes(c)) ? `all (${picked.length})`
+      : picked.length === 0 ? "none picked" : picked.join(", ");
+}
+
+// ---- search ------------------------------------------------------------------------------
+
+const MODE_HELP = {
+  hybrid: "meaning and words together: best for most questions",
+  vector: "meaning only: paraphrases",
+  lexical: "ranked words (BM25): rare terms",
+  keyword: "exact substrings: names, ids, error codes",
+  ask: "plans sub-queries, checks coverage, searches again for what is missing",
+};
+
+function hitKey(hit) { return `${hit.corpus}\u0000${hit.id}`; }
+
+async function search(event) {
+  if (event) event.preventDefault();
+  const query = $("q").value.trim();
+  const status = $("search-status");
+  if (!query) { showStatus(status, "type a question first"); return; }
+  const mode = $("mode").value;
+  const k = Number.parseInt($("k").value, 10) || 10;
+  const corpora = pickedCorpora();
+  if (corpora.length === 0) { showError(status, new Error("pick at least one corpus")); return; }
+  const usePlaybook = $("use-playbook").checked;
+  const body = { query_text: query, corpora, k };
+  let path = "/v1/matrix/search";
+  if (mode === "ask") {
+    path = "/v1/matrix/smart_search";  // plans and reflects; it picks the modes itself
+  } else {
+    body.mode = mode;
+    body.use_playbook = usePlaybook;
+  }
+  showStatus(status, "searching…");
+  $("search-btn").disabled = true;
+  try {
+    const out = await api("POST", path, body);
+    const key = JSON.stringify([query, mode, corpora, k]);
+    const previous = state.last && state.last.key === key ? state.last.ranks : null;
+    renderHits(out, query, previous);
+    state.last = { key, ranks: new Map((out.hits || []).map((h, i) => [hitKey(h), h.rank || i + 1])) };
+    const notes = [`${(out.hits || []).length} hits`, `mode ${out.mode || mode}`, `${num(out.took_ms, 1)} ms`];
+    if (out.playbook_boosted) notes.push(`${out.playbook_boosted} boosted by feedback`);
+    if (out.degraded && out.degraded.length) notes.push(`degraded: ${out.degraded.join(", ")}`);
+    showStatus(status, notes.join(" · "));
+    renderAsk(mode === "ask" ? out : null);
+    document.body.dataset.searches = String(Number(document.body.dataset.searches || 0) + 1);
+  } catch (err) {
+    showError(status, err);
+  } finally {
+    $("search-btn").disabled = false;
+  }
+}
+
+function scoreChips(hit) {
+  const chips = [];
+  const scores = hit.scores || {};
+  for (const layer of ["vector", "lexical", "symbolic"]) {
+    if (scores[layer] !== null && scores[layer] !== undefined) {
+      chips.push(el("span", { className: `score layer-${layer}` }, `${layer} ${num(scores[layer])}`));
+    }
+  }
+  if (typeof hit.distance === "number") chips.push(el("span", { className: "score" }, `distance ${num(hit.distance)}`));
+  if (typeof hit.merge_score === "number") chips.push(el("span", { className: "score" }, `merged ${num(hit.merge_score)}`));
+  return chips;
+}
+
+function renderHits(out, query, previous) {
+  const hits = out.hits || [];
+  const list = $("hits");
+  if (hits.length === 0) {
+    list.replaceChildren(el("li", { className: "empty" }, "No hits."));
+    return;
+  }
+  list.replaceChildren(...hits.map((hit, i) => {
+    const rank = hit.rank || i + 1;
+    const badges = [];
+    const factor = hit.boost_factor;
+    if (typeof factor === "number" && factor < 1) {
+      badges.push(el("span", { className: "boosted", title: "ranked higher by recorded feedback" },
+        `boosted ×${num(1 / factor, 2)}`));
+    } else if (typeof factor === "number" && factor > 1) {
+      badges.push(el("span", { className: "demoted", title: "ranked lower by recorded feedback" },
+        `demoted ×${num(1 / factor, 2)}`));
+    }
+    const before = previous ? previous.get(hitKey(hit)) : undefined;
+    if (before !== undefined && before !== rank) {
+      badges.push(el("span", { className: before > rank ? "moved up" : "moved down" },
+        before > rank ? `↑ from #${before}` : `↓ from #${before}`));
+    } else if (previous && before === undefined) {
+      badges.push(el("span", { className: "moved new" }, "new"));
+    }
+    const layers = (hit.matched_layers || []).map((l) => el("span", { className: `layer layer-${l}` }, l));
+    const feedback = el("span", { className: "feedback-status", role: "status" });
+    const right = el("button", { type: "button", className: "right" }, "right answer");
+    const wrong = el("button", { type: "button", className: "wrong" }, "wrong answer");
+    right.addEventListener("click", () => record(query, hit, RIGHT_SCORE, feedback, right, wrong));
+    wrong.addEventListener("click", () => record(query, hit, WRONG_SCORE, feedback, right, wrong));
+    const itemHref = `#/item/${encodeURIComponent(hit.corpus)}/${encodeURIComponent(hit.id)}`;
+    return el("li", { className: "hit", dataset: { corpus: hit.corpus, id: hit.id, rank: String(rank) } },
+      el("div", { className: "hit-head" },
+        el("span", { className: "rank" }, `#${rank}`),
+        el("span", { className: "badge corpus" }, hit.corpus),
+        el("a", { className: "title", href: itemHref }, hit.title || hit.id),
+        el("code", { className: "id" }, hit.id),
+        ...badges),
+      el("p", { className: "snippet" }, short(hit.text, SNIPPET)),
+      el("div", { className: "hit-scores" }, ...scoreChips(hit),
+        layers.length ? el("span", { className: "layers" }, "matched: ", ...layers) : null),
+      el("div", { className: "hit-actions" }, right, wrong, feedback));
+  }));
+}
+
+async function record(query, hit, score, statusNode, ...buttons) {
+  for (const b of buttons) b.disabled = true;
+  try {
+    await api("POST", "/v1/matrix/playbooks/record",
+      { query_text: query, answer_id: hit.id, answer_corpus: hit.corpus, score });
+    showStatus(statusNode, score === RIGHT_SCORE ? "recorded as right · search again to see it boosted"
+      : "recorded as wrong");
+    statusNode.classList.add("ok");
+  } catch (err) {
+    showError(statusNode, err);
+  } finally {
+    for (const b of buttons) b.disabled = false;
+  }
+}
+
+function renderAsk(out) {
+  const box = $("ask-details");
+  if (!out) { box.hidden = true; return; }
+  box.hidden = false;
+  $("plan").textContent = JSON.stringify(out.plan ?? null, null, 2);
+  $("iterations").replaceChildren(...(out.iterations || []).map((it) =>
+    el("li", {}, el("pre", {}, JSON.stringify(it, null, 2)))));
+}
+
+// ---- corpora, item, sync -----------------------------------------------------------------
+
+async function showCorpora() {
+  const status = $("corpora-status");
+  showStatus(status, "loading…");
+  try {
+    const out = await api("GET", "/v1/vectors/corpora");
+    const rows = (out.corpora || []).map((c) => el("tr", { dataset: { corpus: c.name } },
+      el("td", {}, el("span", { className: "badge" }, c.name)),
+      el("td", { className: "num" }, c.count ?? "–"),
+      el("td", { className: "num" }, c.dim ?? "–"),
+      el("td", {}, c.model || "–"),
+      el("td", {}, c.language || "–"),
+      el("td", {}, c.created_at ? new Date(c.created_at).toLocaleString() : "–")));
+    $("corpora-table").tBodies[0].replaceChildren(...rows);
+    showStatus(status, `${rows.length} corpora`);
+  } catch (err) {
+    showError(status, err);
+  }
+}
+
+async function showItem(corpus, id) {
+  const status = $("item-status");
+  showStatus(status, "loading…");
+  for (const node of ["item-title", "item-corpus", "item-id", "item-text"]) $(node).textContent = "";
+  $("item-fields").replaceChildren();
+  try {
+    const item = await api("GET",
+      `/v1/vectors/corpora/${encodeURIComponent(corpus)}/items/${encodeURIComponent(id)}`);
+    $("item-title").textContent = item.title || item.id;
+    $("item-corpus").textContent = item.corpus || corpus;
+    $("item-id").textContent = item.id;
+    const fields = [["language", item.language], ["tags", (item.tags || []).join(", ")],
+      ["updated", item.updated_at], ["metadata", JSON.stringify(item.metadata || {}, null, 1)]];
+    $("item-fields").replaceChildren(...fields.flatMap(([k, v]) =>
+      [el("dt", {}, k), el("dd", {}, v === undefined || v === null || v === "" ? "–" : String(v))]));
+    $("item-text").textContent = item.text || "";
+    showStatus(status, "");
+  } catch (err) {
+    showError(status, err);
+  }
+}
+
+async function showSync() {
+  const status = $("sync-status");
+  const button = $("sync-now");
+  showStatus(status, "loading…");
+  $("sync-fields").replaceChildren();
+  try {
+    const out = await api("GET", "/v1/sync/status");
+    const last = out.last_run || {};
+    const fields = [["wiki folder", out.wiki_dir], ["corpus", out.corpus], ["every", `${out.interval} s`],
+      ["running", out.running ? "yes" : "no"], ["runs", out.runs], ["last run", out.last_finished_at],
+      ["last counts", out.last_run ? ["added", "updated", "deleted", "unchanged"].map((k) => `${k} ${last[k] ?? 0}`).join(", ") : "–"],
+      ["last errors", out.last_run ? String((last.errors || []).length) : "–"], ["next run", out.next_run_at]];
+    $("sync-fields").replaceChildren(...fields.flatMap(([k, v]) =>
+      [el("dt", {}, k), el("dd", {}, v === undefined || v === null ? "–" : String(v))]));
+    button.disabled = false;
+    showStatus(status, out.running ? "a sync is running" : "idle");
+  } catch (err) {
+    button.disabled = err instanceof ApiError && err.code === "sync_not_configured";
+    if (button.disabled) {
+      showStatus(status, "Sync is not configured: set [sync] wiki_dir in lakehouse.toml.");
+    } else {
+      showError(status, err);
+    }
+  }
+}
+
+async function syncNow() {
+  const button = $("sync-now");
+  button.disabled = true;
+  $("sync-result").textContent = "syncing…";
+  try {
+    const out = await api("POST", "/v1/sync/run");
+    $("sync-result").textContent = ["added", "updated", "deleted", "unchanged"]
+      .map((k) => `${k} ${out[k] ?? 0}`).join(", ") +
+      `; ${(out.errors || []).length} errors; ${num(out.seconds, 2)} s`;
+  } catch (err) {
+    $("sync-result").textContent = err instanceof ApiError ? err.describe() : String(err);
+  } finally {
+    button.disabled = false;
+    showSync();
+  }
+}
+
+// ---- navigation --------------------------------------------------------------------------
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  const view = parts[0] || "search";
+  for (const name of ["search", "corpora", "item", "sync"]) {
+    $(`view-${name}`).hidden = name !== view;
+  }
+  for (const a of document.querySelectorAll("header nav a")) {
+    a.classList.toggle("active", a.id === `nav-${view}`);
+  }
+  if (view === "corpora") showCorpora();
+  else if (view === "sync") showSync();
+  else if (view === "item" && parts.length >= 3) {
+    showItem(decodeURIComponent(parts[1]), decodeURIComponent(parts.slice(2).join("/")));
+  }
+}
+
+function modeChanged() {
+  $("mode-help").textContent = MODE_HELP[$("mode").value] || "";
+}
+
+async function start() {
+  $("token-form").addEventListener("submit", () => tokenEntered($("token").value.trim()));
+  $("token-dialog").addEventListener("cancel", (e) => e.preventDefault());
+  $("forget-token").hidden = !sessionStorage.getItem(TOKEN_KEY);
+  $("forget-token").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    $("forget-token").hidden = true;
+  });
+  $("search-form").addEventListener("submit", search);
+  $("mode").addEventListener("change", modeChanged);
+  $("corpus-list").addEventListener("change", updateCorpusSummary);
+  $("corpora-all").addEventListener("click", () => {
+    for (const i of document.querySelectorAll('#corpus-list input[name="corpus"]')) i.checked = true;
+    updateCorpusSummary();
+  });
+  $("corpora-none").addEventListener("click", () => {
+    for (const i of document.querySelectorAll('#corpus-list input[name="corpus"]')) i.checked = false;
+    updateCorpusSummary();
+  });
+  $("sync-now").addEventListener("click", syncNow);
+  window.addEventListener("hashchange", route);
+  modeChanged();
+  route();
+  await loadSurface();
+  await loadCorpora();
+  document.body.dataset.ready = "true";
+}
+
+start();

@@ -1,0 +1,173 @@
+"""Short text renderings of tool results, for models that read text (I/O-free).
+
+The structured result (the route's JSON) is the full answer; this is its summary:
+rank, corpus, id, title and a snippet per hit, a line per corpus, the run's counts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SNIPPET = 240
+
+
+def _short(text: Any, width: int = SNIPPET) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _num(x: Any) -> str:
+    return f"{x:.4f}" if isinstance(x, (int, float)) and not isinstance(x, bool) else "-"
+
+
+def hits(out: dict[str, Any]) -> str:
+    """One line per hit (rank, corpus, id, title, snippet), then the search's notes."""
+    lines: list[str] = []
+    for i, h in enumerate(out.get("hits") or []):
+        if not isinstance(h, dict):
+            continue
+        title = _short(h.get("title"), 100)
+        head = f"{h.get('rank', i + 1)}. [{h.get('corpus')}] {h.get('id')}"
+        if title:
+            head += f" — {title}"
+        boost = h.get("boost_factor")
+        if isinstance(boost, (int, float)) and boost != 1.0:
+            head += f" (feedback boost ×{1 / boost:.2f})" if boost > 0 else ""
+        layers = h.get("matched_layers")
+        if isinstance(layers, list) and layers:
+            head += f" [matched: {', '.join(str(x) for x in layers)}]"
+        lines.append(head)
+        snippet = _short(h.get("text"))
+        if snippet:
+            lines.append(f"   {snippet}")
+    if not lines:
+        lines.append("no hits")
+    notes = []
+    for key in ("strategy", "mode"):
+        if out.get(key):
+            notes.append(f"{key} {out[key]}")
+    if out.get("reason"):
+        notes.append(f"because {out['reason']}")
+    if out.get("degraded"):
+        notes.append(f"degraded: {', '.join(map(str, out['degraded']))}")
+    failed = out.get("failed_corpora")
+    if failed:
+        notes.append("failed corpora: " + ", ".join(str(f.get("corpus")) for f in failed
+                                                     if isinstance(f, dict)))
+    if out.get("playbook_boosted"):
+        notes.append(f"{out['playbook_boosted']} boosted by feedback")
+    if out.get("took_ms") is not None:
+        notes.append(f"{out['took_ms']} ms")
+    if notes:
+        lines.append("(" + "; ".join(notes) + ")")
+    return "\n".join(lines)
+
+
+def smart(out: dict[str, Any]) -> str:
+    """The hits, then the plan's sub-queries and what each iteration did."""
+    lines = [hits(out)]
+    plan = out.get("plan")
+    if isinstance(plan, dict):
+        subs = plan.get("sub_queries") or []
+        for s in subs:
+            q = s.get("query", s.get("query_text", s)) if isinstance(s, dict) else s
+            lines.append(f"plan: {_short(q, 160)}")
+    iterations = out.get("iterations")
+    if isinstance(iterations, list):
+        lines.append(f"{len(iterations)} iteration(s)")
+        for n, it in enumerate(iterations, 1):
+            if isinstance(it, dict):
+                why = it.get("stopped") or it.get("stop_reason") or it.get("reason") or ""
+                missing = it.get("missing") or []
+                lines.append(f"  {n}: missing {json.dumps(missing, ensure_ascii=False)[:160]}"
+                             + (f"; {_short(why, 120)}" if why else ""))
+    return "\n".join(lines)
+
+
+def corpora(out: dict[str, Any]) -> str:
+    rows = out.get("corpora") or []
+    if not rows:
+        return "no corpora yet"
+    return "\n".join(
+        f"{c.get('name')}: {c.get('count')} items, language {c.get('language')}, "
+        f"dim {c.get('dim')}, model {c.get('model') or '-'}"
+        for c in rows if isinstance(c, dict))
+
+
+def item(out: dict[str, Any]) -> str:
+    head = f"[{out.get('corpus')}] {out.get('id')}"
+    if out.get("title"):
+        head += f" — {out['title']}"
+    meta = out.get("metadata")
+    lines = [head]
+    if out.get("tags"):
+        lines.append("tags: " + ", ".join(map(str, out["tags"])))
+    if meta:
+        lines.append("metadata: " + json.dumps(meta, ensure_ascii=False)[:400])
+    lines.append("")
+    lines.append(str(out.get("text") or ""))
+    return "\n".join(lines)
+
+
+def feedback(out: dict[str, Any]) -> str:
+    return (f"recorded (playbook {out.get('playbook_corpus')}, id {out.get('playbook_id')}); "
+            "searches with use_playbook now take it into account")
+
+
+def sync_run(out: dict[str, Any]) -> str:
+    counts = ", ".join(f"{k} {out.get(k, 0)}" for k in ("added", "updated", "deleted", "unchanged"))
+    errors = out.get("errors") or []
+    tail = f"; {len(errors)} error(s): " + "; ".join(
+        f"{e.get('path')}: {_short(e.get('error'), 80)}" for e in errors[:5] if isinstance(e, dict)
+    ) if errors else ""
+    return f"sync done in {_num(out.get('seconds'))} s: {counts}{tail}"
+
+
+def sync_status(out: dict[str, Any]) -> str:
+    last = out.get("last_run")
+    lines = [f"wiki {out.get('wiki_dir')} -> corpus {out.get('corpus')}, every "
+             f"{out.get('interval')} s; running: {bool(out.get('running'))}; runs: {out.get('runs')}"]
+    if isinstance(last, dict):
+        lines.append(f"last run ({out.get('last_finished_at')}): " + sync_run(last))
+    if out.get("next_run_at"):
+        lines.append(f"next run at {out['next_run_at']}")
+    return "\n".join(lines)
+
+
+def analysis(out: dict[str, Any]) -> str:
+    lines = [f"question type {out.get('question_type')}, complexity {out.get('complexity')}, "
+             f"confidence {_num(out.get('confidence'))}"]
+    ents = out.get("entities") or []
+    if ents:
+        lines.append("entities: " + ", ".join(
+            f"{e.get('name')} ({e.get('type')})" for e in ents if isinstance(e, dict)))
+    if out.get("temporal_range"):
+        lines.append("dates: " + json.dumps(out["temporal_range"], ensure_ascii=False))
+    for s in out.get("sub_queries") or []:
+        lines.append(f"sub-query: {s}")
+    return "\n".join(lines)
+
+
+def observations(out: dict[str, Any]) -> str:
+    lines = []
+    for o in out.get("observations") or []:
+        if isinstance(o, dict):
+            kw = ", ".join(map(str, o.get("keywords") or []))
+            lines.append(f"- {o.get('text')}" + (f"  [keywords: {kw}]" if kw else ""))
+    return "\n".join(lines) or "no observations"
+
+
+RENDER = {
+    "search": hits, "search_auto": hits, "smart_search": smart, "list_corpora": corpora,
+    "get_item": item, "record_feedback": feedback, "sync_now": sync_run,
+    "sync_status": sync_status, "analyze_query": analysis, "normalize_observations": observations,
+}
+
+
+def render(tool: str, out: Any) -> str:
+    """The text rendering of a tool's structured result."""
+    fn = RENDER.get(tool)
+    if fn is None or not isinstance(out, dict):
+        return json.dumps(out, ensure_ascii=False)[:4000]
+    return fn(out)

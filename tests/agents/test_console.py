@@ -1,0 +1,189 @@
+"""The web console in a real headless Chromium (Debian's chromium + chromium-driver).
+
+Against the running stack with auth on: the page asks for the token, searches across
+both corpora, shows corpus badges, records "right answer" and shows the hit boosted and
+moved up on the next search; markup in a document shows as text; the corpora and sync
+pages work; the page talks to no host but its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from tests.agents.conftest import GUIDES, NOTES, SCRIPT_ID, SCRIPT_TITLE, Live, call
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1280,1500")
+QUERY = "how hot should the water be for green tea"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    for exe in (CHROMIUM, CHROMEDRIVER):
+        if not Path(exe).exists():
+            pytest.fail(f"{exe} missing: scripts/setup.sh installs chromium and chromium-driver")
+    profile = tempfile.mkdtemp(prefix="lakehouse-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in FLAGS:
+        opts.add_argument(flag)
+    opts.add_argument(f"--user-data-dir={profile}")
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    # The driver's path is given, so Selenium Manager never downloads anything.
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait(driver: WebDriver, seconds: float = 60) -> WebDriverWait[WebDriver]:
+    return WebDriverWait(driver, seconds)
+
+
+def search(driver: WebDriver, query: str, mode: str = "hybrid", k: int = 6) -> list[WebElement]:
+    before = driver.find_element(By.TAG_NAME, "body").get_attribute("data-searches") or "0"
+    box = driver.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys(query)
+    Select(driver.find_element(By.ID, "mode")).select_by_value(mode)
+    k_box = driver.find_element(By.ID, "k")
+    k_box.clear()
+    k_box.send_keys(str(k))
+    driver.find_element(By.ID, "search-btn").click()
+    wait(driver).until(lambda d: (d.find_element(By.TAG_NAME, "body").get_attribute("data-searches") or "0") != before)
+    return driver.find_elements(By.CSS_SELECTOR, "#hits li.hit")
+
+
+def hit_of(driver: WebDriver, corpus: str, item_id: str) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, f'#hits li.hit[data-corpus="{corpus}"][data-id="{item_id}"]')
+
+
+def test_token_then_search_feedback_and_boost(live: Live, browser: WebDriver, tmp_path: Path) -> None:
+    browser.get(f"{live.url}/")
+    # Auth is on: the page asks for a token when the API answers 401.
+    dialog = wait(browser).until(ec.visibility_of_element_located((By.ID, "token-dialog")))
+    dialog.find_element(By.ID, "token").send_keys(live.token)
+    dialog.find_element(By.ID, "token-ok").click()
+    wait(browser).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    picked = {e.get_attribute("value") for e in browser.find_elements(
+        By.CSS_SELECTOR, '#corpus-list input[name="corpus"]') if e.is_selected()}
+    assert {GUIDES, NOTES} <= picked
+
+    hits = search(browser, QUERY)
+    assert len(hits) == 6
+    badges = [h.find_element(By.CSS_SELECTOR, ".badge.corpus").text for h in hits]
+    assert badges == [h.get_attribute("data-corpus") for h in hits]
+    assert {GUIDES, NOTES} <= set(badges)
+    first = hits[0]
+    assert first.find_element(By.CSS_SELECTOR, ".hit-scores").text  # per-layer scores shown
+    assert first.find_elements(By.CSS_SELECTOR, ".layers .layer")  # and the matched layers
+    assert not browser.find_elements(By.CSS_SELECTOR, "#hits .boosted")
+
+    target = hits[1]
+    corpus, item_id = target.get_attribute("data-corpus"), target.get_attribute("data-id")
+    assert corpus and item_id
+    target.find_element(By.CSS_SELECTOR, "button.right").click()
+    wait(browser).until(lambda d: "recorded" in hit_of(d, corpus, item_id).find_element(
+        By.CSS_SELECTOR, ".feedback-status").text)
+
+    search(browser, QUERY)
+    again = hit_of(browser, corpus, item_id)
+    assert again.get_attribute("data-rank") == "1"
+    assert "boosted" in again.find_element(By.CSS_SELECTOR, ".boosted").text
+    assert again.find_element(By.CSS_SELECTOR, ".moved.up").text == "↑ from #2"
+    assert "boosted by feedback" in browser.find_element(By.ID, "search-status").text
+    shot = tmp_path / "results.png"
+    browser.save_screenshot(str(shot))
+    print(f"screenshot of the results page: {shot}")
+    assert shot.stat().st_size > 10_000
+
+
+def test_markup_in_a_document_shows_as_text(live: Live, browser: WebDriver, tmp_path: Path) -> None:
+    hits = search(browser, "Tea markup test", mode="keyword", k=5)
+    assert [h.get_attribute("data-id") for h in hits] == [SCRIPT_ID]
+    hit = hits[0]
+    assert hit.find_element(By.CSS_SELECTOR, "a.title").text == SCRIPT_TITLE
+    assert '<script>window.__pwned = 3</script>' in hit.find_element(By.CSS_SELECTOR, ".snippet").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#hits script, #hits img")
+    assert browser.execute_script("return window.__pwned === undefined") is True
+
+    hit.find_element(By.CSS_SELECTOR, "a.title").click()
+    wait(browser).until(lambda d: d.find_element(By.ID, "item-title").text == SCRIPT_TITLE)
+    assert '<img src=x onerror="window.__pwned = 2">' in browser.find_element(By.ID, "item-text").text
+    assert browser.find_element(By.ID, "item-corpus").text == GUIDES
+    assert not browser.find_elements(By.CSS_SELECTOR, "#view-item script, #view-item img")
+    assert browser.execute_script("return window.__pwned === undefined") is True
+    browser.save_screenshot(str(tmp_path / "item.png"))
+
+
+def test_corpora_page_lists_the_corpora(live: Live, browser: WebDriver) -> None:
+    browser.find_element(By.ID, "nav-corpora").click()
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#corpora-table tr[data-corpus="{NOTES}"]'))
+    rows = {r.get_attribute("data-corpus"): [c.text for c in r.find_elements(By.TAG_NAME, "td")]
+            for r in browser.find_elements(By.CSS_SELECTOR, "#corpora-table tbody tr")}
+    assert rows[GUIDES][:3] == [GUIDES, "4", "384"]
+    assert rows[NOTES][:3] == [NOTES, "3", "384"]
+    assert rows[GUIDES][4] and rows[GUIDES][5] != "–"  # language, created
+
+
+def test_sync_page_and_sync_now(live: Live, browser: WebDriver) -> None:
+    browser.find_element(By.ID, "nav-sync").click()
+    wait(browser).until(lambda d: d.find_element(By.ID, "sync-status").text in ("idle", "a sync is running"))
+    assert "wiki" in browser.find_element(By.ID, "sync-fields").text
+    browser.find_element(By.ID, "sync-now").click()
+    wait(browser, 300).until(lambda d: "unchanged" in d.find_element(By.ID, "sync-result").text)
+    result = browser.find_element(By.ID, "sync-result").text
+    counts = dict(re.findall(r"(added|updated|deleted|unchanged) (\d+)", result))
+    # The wiki has 3 pages: new to this run, or already synced at start-up.
+    assert int(counts["added"]) + int(counts["updated"]) + int(counts["unchanged"]) == 3, result
+    assert "; 0 errors;" in result
+
+
+def test_ask_mode_exactly_when_smart_search_is_served(live: Live, browser: WebDriver) -> None:
+    _, doc = call(f"{live.url}/openapi.json")
+    served = "/v1/matrix/smart_search" in doc["paths"]
+    browser.find_element(By.ID, "nav-search").click()
+    modes = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "mode")).options]
+    assert ("ask" in modes) == served
+    if served:
+        hits = search(browser, "what temperature for green tea and how long to brew espresso", mode="ask")
+        assert hits
+        assert browser.find_element(By.ID, "ask-details").is_displayed()
+        assert browser.find_element(By.ID, "plan").text not in ("", "null")
+        assert browser.find_elements(By.CSS_SELECTOR, "#iterations li")
+
+
+def test_the_page_calls_only_its_own_origin(live: Live, browser: WebDriver) -> None:
+    sent: list[tuple[str, str]] = []  # (document that asked, URL asked for)
+    for entry in browser.get_log("performance"):  # type: ignore[no-untyped-call]
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            params = message["params"]
+            sent.append((params.get("documentURL", ""), params["request"]["url"]))
+    ours = [url for doc, url in sent if doc.startswith(f"{live.url}/")]
+    assert any(u.startswith(f"{live.url}/v1/matrix/search") for u in ours)
+    assert any(u == f"{live.url}/console/app.js" for u in ours)
+    assert [u for u in ours if not u.startswith(f"{live.url}/")] == []
+    # Nothing at all left the machine's own pages (the browser's blank tab is chrome://).
+    internal = ("chrome:", "chrome-untrusted:", "about:", "data:")
+    assert [u for _, u in sent if not u.startswith((f"{live.url}/", *internal))] == []
