@@ -126,6 +126,8 @@ class VectordConfig:
     data_dir: str = "var/pg"
     pool_min: int = 2
     pool_max: int = 10
+    # Longest wait for a free database connection before answering 503.
+    pool_timeout: float = 5.0
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -138,6 +140,8 @@ class VectordConfig:
     def validate(self) -> None:
         if self.pool_min < 1 or self.pool_max < self.pool_min:
             raise ValueError("pool_max: must be >= pool_min >= 1")
+        if self.pool_timeout <= 0:
+            raise ValueError("pool_timeout: must be positive")
         if not 1 <= self.max_batch <= 10000:
             raise ValueError("max_batch: must be in 1..10000")
         if not 1 <= self.ef_search <= 1000:
@@ -152,8 +156,9 @@ class VectordConfig:
 class MatrixdConfig:
     host: str = "127.0.0.1"
     port: int = MATRIXD_PORT
-    vectord_url: str = _url(VECTORD_PORT)
-    embedd_url: str = _url(EMBEDD_PORT)
+    # One address, or a list of replicas (round-robin with failover, as the gateway's).
+    vectord_url: tuple[str, ...] = (_url(VECTORD_PORT),)
+    embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)  # empty: no embedding
     timeout_seconds: float = 30.0
     max_k: int = 1000
     playbook_corpus: str = "playbook_memory"
@@ -189,8 +194,9 @@ class SyncConfig:
     ignore: tuple[str, ...] = ("_index.md", ".*")
     # folder -> language, e.g. {"pages.de" = "de"}
     languages: dict[str, str] = field(default_factory=dict)
-    vectord_url: str = _url(VECTORD_PORT)
-    embedd_url: str = _url(EMBEDD_PORT)
+    # One address, or a list of replicas (round-robin with failover, as the gateway's).
+    vectord_url: tuple[str, ...] = (_url(VECTORD_PORT),)
+    embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)
     batch_size: int = 64
     chunk_chars: int = 2000
     # Run once right at start-up (else the first run is one interval later).

@@ -13,9 +13,9 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from internal.common.errors import PayloadTooLarge, Unavailable, UpstreamTimeout
+from internal.common.upstream import Upstream
 from internal.common.web import REQUEST_ID_HEADER, request_id
 from internal.gateway.metrics import Metrics
-from internal.gateway.upstreams import Upstream
 
 log = structlog.get_logger()
 

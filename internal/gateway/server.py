@@ -9,6 +9,7 @@ import structlog
 from aiohttp import web
 
 from internal.common.daemon import serve
+from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
 from internal.gateway import openapi, readiness
@@ -16,7 +17,6 @@ from internal.gateway.auth import make_auth_middleware
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Proxy
 from internal.gateway.routes import ROUTES, TIMEOUT_FIELDS, Route
-from internal.gateway.upstreams import Upstream
 
 log = structlog.get_logger()
 

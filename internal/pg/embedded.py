@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import structlog
@@ -30,6 +31,18 @@ class EmbeddedPostgres:
     data_dir: Path
     dsn: str
     _server: object
+
+    def restart(self) -> str:
+        """Start the server again after it died (pg_ctl start under pgserver's lock); the DSN.
+
+        The socket directory is derived from data_dir, so the DSN every daemon holds
+        stays valid. Raises CalledProcessError (or TimeoutExpired) when pg_ctl fails,
+        e.g. while backends of the dead postmaster still hold its shared memory.
+        """
+        server: Any = self._server
+        with server._lock:
+            server.ensure_postgres_running()
+        return str(server.get_uri())
 
     def stop(self) -> None:
         """Let go of the server; it stops when no other process holds it."""

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
 
 from internal.common.client import ServiceClient
+from internal.common.upstream import Upstream
 
 
 class VectordClient(ServiceClient):
-    def __init__(self, session: aiohttp.ClientSession, base_url: str, timeout: float = 60.0) -> None:
+    """vectord at one address or several replicas (failover: ServiceClient)."""
+
+    def __init__(self, session: aiohttp.ClientSession, base_url: str | Sequence[str] | Upstream,
+                 timeout: float = 60.0) -> None:
         super().__init__(session, base_url, "vectord", timeout)
 
     @staticmethod
@@ -42,7 +46,8 @@ class VectordClient(ServiceClient):
 
     async def build_index(self, name: str, timeout: float = 3600.0) -> dict[str, Any]:
         """Build the HNSW index of a corpus created with defer_index (idempotent)."""
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/index", {}, timeout=timeout)
+        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/index", {}, timeout=timeout,
+                                               idempotent=True)
         return out
 
     async def delete_corpus(self, name: str) -> None:
@@ -52,7 +57,8 @@ class VectordClient(ServiceClient):
         body: dict[str, Any] = {"items": items}
         if model:
             body["model"] = model
-        out = await self.call("POST", f"{self._c(name)}/items", body)
+        # Idempotent: the same batch again stores the same rows.
+        out = await self.call("POST", f"{self._c(name)}/items", body, idempotent=True)
         return int(out["upserted"])
 
     async def get_item(self, name: str, item_id: str) -> dict[str, Any]:
@@ -60,7 +66,8 @@ class VectordClient(ServiceClient):
         return out
 
     async def delete_items(self, name: str, ids: list[str]) -> int:
-        out = await self.call("POST", f"{self._c(name)}/items/delete", {"ids": ids})
+        out = await self.call("POST", f"{self._c(name)}/items/delete", {"ids": ids},
+                              idempotent=True)
         return int(out["deleted"])
 
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
@@ -81,7 +88,8 @@ class VectordClient(ServiceClient):
                 return
 
     async def search(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body)
+        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body,
+                                              idempotent=True)
         return out
 
     async def search_many(self, names: list[str], body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -91,5 +99,6 @@ class VectordClient(ServiceClient):
         {"corpus", "hits", "took_ms"} or {"corpus", "error": {"code", "message", "field"?},
         "status"}. A request-wide fault (bad k, filter, ...) raises as search() does.
         """
-        out = await self.call("POST", "/v1/vectors/search", {**body, "corpora": names})
+        out = await self.call("POST", "/v1/vectors/search", {**body, "corpora": names},
+                              idempotent=True)
         return list(out["results"])
