@@ -50,8 +50,22 @@ class GatewayConfig:
     sync_timeout: float = 3600.0
     # How long an address that failed is skipped before it is tried again.
     backoff_seconds: float = 5.0
+    # Slow clients (issue 13): a body up to buffer_bytes is read whole before a daemon
+    # connection is taken, and must arrive within body_timeout (408 after); larger ones
+    # are streamed (body_timeout between chunks), at most stream_slots per daemon at once.
+    body_timeout: float = 30.0
+    buffer_bytes: int = 1024 * 1024
+    stream_slots: int = 32
+    # Connections to each daemon address, and the longest wait for a free one (503 after).
+    upstream_connections: int = 128
+    upstream_wait: float = 5.0
 
     def validate(self) -> None:
+        if self.body_timeout <= 0 or self.upstream_wait <= 0:
+            raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
+        if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:
+            raise ValueError("upstream_connections: buffer_bytes, stream_slots and "
+                             "upstream_connections must be >= 1")
         for name in ("embedd", "vectord", "matrixd", "syncd"):
             if not getattr(self, name):
                 raise ValueError(f"{name}: needs at least one address")

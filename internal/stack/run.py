@@ -37,8 +37,14 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
     specs = plan(cfg, dsn, config_file)
     sup = Supervisor(specs, log_dir=log_dir)
     loop = asyncio.get_running_loop()
+    def on_signal(sig: signal.Signals) -> None:
+        # Logged here, in the handler itself, so a stop request is visible even if the
+        # coroutine waiting for `stopping` were held up elsewhere.
+        log.info("signal_received", signal=sig.name, already_stopping=sup.stopping.is_set())
+        sup.stopping.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, sup.stopping.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     watch: asyncio.Task[None] | None = None
     if pg is not None:
         data_dir = pg.data_dir
