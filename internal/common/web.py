@@ -218,7 +218,7 @@ def _fast_loop() -> None:
 # How long in-flight requests may run on after SIGTERM before their sockets are cut.
 # aiohttp's default (60 s) outlasts the supervisor's 15 s grace, so a daemon under load
 # was SIGKILLed instead of stopping (issue 13).
-SHUTDOWN_SECONDS = 5.0
+SHUTDOWN_SECONDS = 3.0
 
 
 def run(app: web.Application, host: str, port: int) -> None:
