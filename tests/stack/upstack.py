@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -22,6 +22,7 @@ class Stack:
     proc: subprocess.Popen[str]
     url: str
     tmp: Path
+    ports: dict[str, int] = field(default_factory=dict)  # section (GATEWAY, VECTORD...) -> port
 
     @property
     def logs(self) -> Path:
@@ -64,8 +65,8 @@ def start(prefix: str, env_extra: dict[str, str] | None = None, timeout: float =
            "LAKEHOUSE_LOG_FORMAT": "json", "LAKEHOUSE_CONFIG": str(ROOT / "lakehouse.toml")}
     for name in ("LAKEHOUSE_PG_DSN", "LAKEHOUSE_VECTORD_DSN", "LAKEHOUSE_URL", "LAKEHOUSE_TOKEN"):
         env.pop(name, None)
-    for section in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC"):
-        env[f"LAKEHOUSE_{section}_PORT"] = str(free_port())
+    ports = {section: free_port() for section in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC")}
+    env.update({f"LAKEHOUSE_{section}_PORT": str(port) for section, port in ports.items()})
     env.update(env_extra or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs"),
@@ -74,6 +75,6 @@ def start(prefix: str, env_extra: dict[str, str] | None = None, timeout: float =
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("Lakehouse is up: "):
-            return Stack(proc, line.split(": ", 1)[1].strip(), tmp)
+            return Stack(proc, line.split(": ", 1)[1].strip(), tmp, ports)
     proc.kill()
     raise AssertionError(f"lakehouse up never got ready:\n{(tmp / 'up.log').read_text()[-3000:]}")
