@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aiohttp
 
 from internal.clients.base import ServiceClient
+from internal.common.upstream import Upstream, addresses_of
 
 
 @dataclass(frozen=True)
@@ -18,7 +20,8 @@ class Embedding:
 
 
 class EmbedClient(ServiceClient):
-    def __init__(self, session: aiohttp.ClientSession, base_url: str, timeout: float = 120.0) -> None:
+    def __init__(self, session: aiohttp.ClientSession, base_url: str | Sequence[str] | Upstream,
+                 timeout: float = 120.0) -> None:
         super().__init__(session, base_url, "embedd", timeout)
 
     async def embed(self, texts: list[str], input_type: str = "document",
@@ -27,7 +30,7 @@ class EmbedClient(ServiceClient):
         body: dict[str, object] = {"texts": texts, "input_type": input_type}
         if model:
             body["model"] = model
-        out = await self.call("POST", "/v1/embed", body)
+        out = await self.call("POST", "/v1/embed", body, idempotent=True)
         return Embedding(model=out["model"], dim=int(out["dim"]), vectors=out["vectors"],
                          truncated=list(out.get("truncated", [])))
 
@@ -48,7 +51,8 @@ class EmbedClient(ServiceClient):
         return probe.model, probe.dim
 
 
-def make_client(session: aiohttp.ClientSession, url: str | None,
+def make_client(session: aiohttp.ClientSession, url: str | Sequence[str] | None,
                 timeout: float = 120.0) -> EmbedClient | None:
-    """An unconfigured URL yields no client, so callers gate on one check."""
-    return EmbedClient(session, url, timeout) if url else None
+    """An unconfigured URL (or an empty list) yields no client: callers gate on one check."""
+    urls = addresses_of(url or ())
+    return EmbedClient(session, urls, timeout) if urls else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -10,12 +10,15 @@ import aiohttp
 
 from internal.clients.base import ServiceClient
 from internal.common.errors import ServiceError
+from internal.common.upstream import Upstream
 
 
 class VectordClient(ServiceClient):
-    def __init__(self, session: aiohttp.ClientSession, base_url: str, timeout: float = 60.0,
-                 headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(session, base_url, "vectord", timeout, headers)
+    """vectord at one address or several replicas (failover: ServiceClient)."""
+
+    def __init__(self, session: aiohttp.ClientSession, base_url: str | Sequence[str] | Upstream,
+                 timeout: float = 60.0, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(session, base_url, "vectord", timeout, headers=headers)
 
     @staticmethod
     def _c(name: str) -> str:
@@ -64,7 +67,8 @@ class VectordClient(ServiceClient):
 
     async def build_index(self, name: str, timeout: float = 3600.0) -> dict[str, Any]:
         """Build the HNSW index of a corpus created with defer_index (idempotent)."""
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/index", {}, timeout=timeout)
+        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/index", {}, timeout=timeout,
+                                               idempotent=True)
         return out
 
     async def delete_corpus(self, name: str) -> None:
@@ -74,7 +78,8 @@ class VectordClient(ServiceClient):
         body: dict[str, Any] = {"items": items}
         if model:
             body["model"] = model
-        out = await self.call("POST", f"{self._c(name)}/items", body)
+        # Idempotent: the same batch again stores the same rows.
+        out = await self.call("POST", f"{self._c(name)}/items", body, idempotent=True)
         return int(out["upserted"])
 
     async def get_item(self, name: str, item_id: str) -> dict[str, Any]:
@@ -82,7 +87,8 @@ class VectordClient(ServiceClient):
         return out
 
     async def delete_items(self, name: str, ids: list[str]) -> int:
-        out = await self.call("POST", f"{self._c(name)}/items/delete", {"ids": ids})
+        out = await self.call("POST", f"{self._c(name)}/items/delete", {"ids": ids},
+                              idempotent=True)
         return int(out["deleted"])
 
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
@@ -103,7 +109,8 @@ class VectordClient(ServiceClient):
                 return
 
     async def search(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body)
+        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body,
+                                              idempotent=True)
         return out
 
     async def search_many(self, names: list[str] | None, body: dict[str, Any]
@@ -119,5 +126,6 @@ class VectordClient(ServiceClient):
         payload = dict(body)
         if names is not None:
             payload["corpora"] = names
-        out: dict[str, Any] = await self.call("POST", "/v1/vectors/search", payload)
+        out: dict[str, Any] = await self.call("POST", "/v1/vectors/search", payload,
+                                              idempotent=True)
         return out

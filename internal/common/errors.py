@@ -32,6 +32,13 @@ class NotFound(LakehouseError):
     code = "not_found"
 
 
+class RequestTimeout(LakehouseError):
+    """The client did not send its request body in time."""
+
+    status = 408
+    code = "request_timeout"
+
+
 class Conflict(LakehouseError):
     status = 409
     code = "conflict"

@@ -15,7 +15,12 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
+from internal.common.errors import (
+    InvalidArgument,
+    LakehouseError,
+    PayloadTooLarge,
+    RequestTimeout,
+)
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -57,7 +62,7 @@ def request_id(request: web.Request) -> str:
 
 _HTTP_CODES = {
     400: "invalid_argument", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-    405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
+    405: "method_not_allowed", 408: "request_timeout", 409: "conflict", 413: "payload_too_large",
     415: "unsupported_media_type", 429: "too_many_requests",
 }
 
@@ -169,10 +174,20 @@ def decode(raw: bytes, type_: type[T]) -> T:
         raise InvalidArgument(f"malformed JSON: {exc}", code="invalid_json") from None
 
 
+# A client must send its whole request body within this (408 after), so a slow client
+# holds one task for a bounded time and never a database connection (issue 13).
+BODY_TIMEOUT_SECONDS = 30.0
+
+
 async def read_json(request: web.Request, type_: type[T]) -> T:
-    """Read the whole body (bounded by client_max_size) and decode it as type_."""
+    """Read the whole body (bounded by client_max_size and BODY_TIMEOUT_SECONDS) and
+    decode it as type_."""
     try:
-        raw = await request.read()
+        async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+            raw = await request.read()
+    except TimeoutError:
+        raise RequestTimeout(
+            f"request body not received within {BODY_TIMEOUT_SECONDS:g}s") from None
     except web.HTTPRequestEntityTooLarge:
         raise PayloadTooLarge(
             f"request body larger than {request.client_max_size} bytes"
@@ -200,7 +215,14 @@ def _fast_loop() -> None:
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
+# How long in-flight requests may run on after SIGTERM before their sockets are cut.
+# aiohttp's default (60 s) outlasts the supervisor's 15 s grace, so a daemon under load
+# was SIGKILLed instead of stopping (issue 13).
+SHUTDOWN_SECONDS = 3.0
+
+
 def run(app: web.Application, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM; aiohttp runs the cleanup contexts on the way out."""
     _fast_loop()
-    web.run_app(app, host=host, port=port, access_log=None, print=None, handle_signals=True)
+    web.run_app(app, host=host, port=port, access_log=None, print=None, handle_signals=True,
+                shutdown_timeout=SHUTDOWN_SECONDS)

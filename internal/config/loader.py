@@ -57,6 +57,8 @@ def _coerce(key: str, hint: Any, value: Any) -> Any:
     elif origin is tuple:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return tuple(value)
+        if isinstance(value, str):  # one string is a list of one ("" of none)
+            return (value,) if value else ()
         raise ConfigError(key, f"expected a list of strings, got {json.dumps(value, default=str)}")
     elif origin is dict:
         if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):

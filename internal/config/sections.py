@@ -54,8 +54,22 @@ class GatewayConfig:
     mcp_timeout: float = 3600.0  # a tool call may be a whole sync run
     # How long an address that failed is skipped before it is tried again.
     backoff_seconds: float = 5.0
+    # Slow clients (issue 13): a body up to buffer_bytes is read whole before a daemon
+    # connection is taken, and must arrive within body_timeout (408 after); larger ones
+    # are streamed (body_timeout between chunks), at most stream_slots per daemon at once.
+    body_timeout: float = 30.0
+    buffer_bytes: int = 1024 * 1024
+    stream_slots: int = 32
+    # Connections to each daemon address, and the longest wait for a free one (503 after).
+    upstream_connections: int = 128
+    upstream_wait: float = 5.0
 
     def validate(self) -> None:
+        if self.body_timeout <= 0 or self.upstream_wait <= 0:
+            raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
+        if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:
+            raise ValueError("upstream_connections: buffer_bytes, stream_slots and "
+                             "upstream_connections must be >= 1")
         for name in ("embedd", "vectord", "matrixd", "syncd", "mcpd"):
             if not getattr(self, name):
                 raise ValueError(f"{name}: needs at least one address")
@@ -130,6 +144,8 @@ class VectordConfig:
     data_dir: str = "var/pg"
     pool_min: int = 2
     pool_max: int = 10
+    # Longest wait for a free database connection before answering 503.
+    pool_timeout: float = 5.0
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -142,6 +158,8 @@ class VectordConfig:
     def validate(self) -> None:
         if self.pool_min < 1 or self.pool_max < self.pool_min:
             raise ValueError("pool_max: must be >= pool_min >= 1")
+        if self.pool_timeout <= 0:
+            raise ValueError("pool_timeout: must be positive")
         if not 1 <= self.max_batch <= 10000:
             raise ValueError("max_batch: must be in 1..10000")
         if not 1 <= self.ef_search <= 1000:
@@ -156,8 +174,9 @@ class VectordConfig:
 class MatrixdConfig:
     host: str = "127.0.0.1"
     port: int = MATRIXD_PORT
-    vectord_url: str = _url(VECTORD_PORT)
-    embedd_url: str = _url(EMBEDD_PORT)
+    # One address, or a list of replicas (round-robin with failover, as the gateway's).
+    vectord_url: tuple[str, ...] = (_url(VECTORD_PORT),)
+    embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)  # empty: no embedding
     timeout_seconds: float = 30.0
     max_k: int = 1000
     playbook_corpus: str = "playbook_memory"
@@ -193,8 +212,9 @@ class SyncConfig:
     ignore: tuple[str, ...] = ("_index.md", ".*")
     # folder -> language, e.g. {"pages.de" = "de"}
     languages: dict[str, str] = field(default_factory=dict)
-    vectord_url: str = _url(VECTORD_PORT)
-    embedd_url: str = _url(EMBEDD_PORT)
+    # One address, or a list of replicas (round-robin with failover, as the gateway's).
+    vectord_url: tuple[str, ...] = (_url(VECTORD_PORT),)
+    embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)
     batch_size: int = 64
     chunk_chars: int = 2000
     # Run once right at start-up (else the first run is one interval later).

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import aiohttp
 import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from internal.common.errors import PayloadTooLarge, Unavailable, UpstreamTimeout
+from internal.common.errors import PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout
+from internal.common.upstream import Upstream
 from internal.common.web import REQUEST_ID_HEADER, request_id
 from internal.gateway.metrics import Metrics
-from internal.gateway.upstreams import Upstream
 
 log = structlog.get_logger()
 
@@ -26,7 +28,7 @@ HOP_BY_HOP = frozenset({
 })
 _DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization"}
 _CHUNK = 64 * 1024
-_SMALL = 64 * 1024  # bodies up to this size are relayed whole, larger ones streamed
+_SMALL = 64 * 1024  # answers up to this size are relayed whole, larger ones streamed
 
 
 def _forward_headers(headers: CIMultiDict[str] | CIMultiDictProxy[str],
@@ -39,26 +41,66 @@ def _forward_headers(headers: CIMultiDict[str] | CIMultiDictProxy[str],
 
 
 @functools.lru_cache(maxsize=64)
-def _client_timeout(seconds: float) -> aiohttp.ClientTimeout:
-    """Connect within 5 s (or less), then no more than `seconds` between reads."""
-    return aiohttp.ClientTimeout(total=None, sock_connect=min(seconds, 5.0), sock_read=seconds)
+def _client_timeout(seconds: float, wait: float) -> aiohttp.ClientTimeout:
+    """At most `wait` for a free upstream connection (and 5 s to connect), then no more
+    than `seconds` between reads."""
+    return aiohttp.ClientTimeout(total=None, connect=wait, sock_connect=min(seconds, 5.0),
+                                 sock_read=seconds)
 
 
 class _Body:
-    """The request body in chunks, cut off once it passes the limit.
+    """The request body: a head read whole (within the body timeout) before any upstream
+    connection is taken, then, when longer, the rest streamed in chunks with the same
+    timeout between chunks and cut off once it passes the limit.
 
     aiohttp wraps an error raised while sending into a ClientConnectionError, so
     the overflow is remembered here for the caller to turn into a 413.
     """
 
-    def __init__(self, request: web.Request, limit: int) -> None:
+    def __init__(self, request: web.Request, limit: int, timeout: float) -> None:
         self.request = request
         self.limit = limit
+        self.timeout = timeout
+        self.head = b""
+        self.complete = True
         self.too_large = False
+        self.timed_out = False
+
+    async def read_head(self, size: int) -> None:
+        """Read up to `size` bytes (at least all of a body that short); 408 when slow."""
+        parts: list[bytes] = []
+        seen = 0
+        content = self.request.content
+        try:
+            async with asyncio.timeout(self.timeout):
+                while seen < size:
+                    chunk = await content.readany()
+                    if not chunk:
+                        break
+                    parts.append(chunk)
+                    seen += len(chunk)
+                    if seen > self.limit:
+                        raise PayloadTooLarge(f"request body larger than {self.limit} bytes")
+        except TimeoutError:
+            raise RequestTimeout(
+                f"request body not received within {self.timeout:g}s") from None
+        self.head = b"".join(parts)
+        self.complete = content.at_eof()
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for chunk in self.request.content.iter_chunked(_CHUNK):
+        seen = len(self.head)
+        if self.head:
+            yield self.head
+        content = self.request.content
+        while True:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    chunk = await content.readany()
+            except TimeoutError:
+                self.timed_out = True
+                raise RequestTimeout(f"request body stalled for {self.timeout:g}s") from None
+            if not chunk:
+                return
             seen += len(chunk)
             if seen > self.limit:
                 self.too_large = True
@@ -66,19 +108,60 @@ class _Body:
             yield chunk
 
 
-class Proxy:
-    """Sends a request to the first reachable address of an upstream and relays the answer."""
+@dataclass(frozen=True)
+class Limits:
+    """How the proxy protects the daemons from slow or many clients (GatewayConfig)."""
 
-    def __init__(self, session: aiohttp.ClientSession, metrics: Metrics, max_body_bytes: int) -> None:
+    max_body_bytes: int
+    body_timeout: float = 30.0  # to receive a buffered body, or between streamed chunks
+    buffer_bytes: int = 1024 * 1024  # bodies up to this are read whole before connecting
+    upstream_wait: float = 5.0  # for a free upstream connection, then 503
+    stream_slots: int = 32  # streamed (larger) bodies in flight per upstream
+
+
+class Proxy:
+    """Sends a request to the first reachable address of an upstream and relays the answer.
+
+    A body up to `buffer_bytes` is read whole, within `body_timeout`, before an upstream
+    connection is taken: a client sending one byte a second holds a gateway task, never
+    a connection to a daemon. Larger bodies are streamed, at most `stream_slots` per
+    upstream at once. Waiting for a free upstream connection is bounded (503).
+    """
+
+    def __init__(self, session: aiohttp.ClientSession, metrics: Metrics,
+                 max_body_bytes: int | Limits) -> None:
         self.session = session
         self.metrics = metrics
-        self.max_body_bytes = max_body_bytes
+        self.limits = max_body_bytes if isinstance(max_body_bytes, Limits) else Limits(max_body_bytes)
+        self.max_body_bytes = self.limits.max_body_bytes
+        self._streams: dict[str, asyncio.Semaphore] = {}
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
 
+    @contextlib.asynccontextmanager
+    async def _stream_slot(self, upstream: Upstream, streamed: bool) -> AsyncIterator[None]:
+        if not streamed:
+            yield
+            return
+        slots = self._streams.setdefault(upstream.name, asyncio.Semaphore(self.limits.stream_slots))
+        try:
+            async with asyncio.timeout(self.limits.upstream_wait):
+                await slots.acquire()
+        except TimeoutError:
+            raise Unavailable(f"{upstream.name}: too many large uploads in flight",
+                              code=f"{upstream.name}_unavailable") from None
+        try:
+            yield
+        finally:
+            slots.release()
+
     async def forward(self, request: web.Request, upstream: Upstream, timeout: float,
-                      keep_auth: bool = False) -> web.StreamResponse:
+                      idempotent: bool = False, keep_auth: bool = False) -> web.StreamResponse:
+        """Proxy one request. `idempotent`: a connection lost mid-call may be retried on
+        the next address (only when the whole body is in memory). `keep_auth`: pass the
+        caller's Authorization on (mcpd calls the gateway back on the caller's behalf)."""
+        limits = self.limits
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             raise self._too_large()
@@ -86,25 +169,31 @@ class Proxy:
         # calls the gateway back on the client's behalf (mcpd).
         headers = _forward_headers(request.headers, HOP_BY_HOP if keep_auth else _DROP_FROM_REQUEST)
         headers[REQUEST_ID_HEADER] = request_id(request)
-        # A small body with a declared length is read in one go (cheaper than a stream
-        # of one chunk); anything else, or anything larger, is streamed.
-        small_body: bytes | None = None
-        if declared is not None and declared <= _SMALL:
-            small_body = await request.read()
+        body = _Body(request, self.max_body_bytes, limits.body_timeout)
+        if request.body_exists:
+            await body.read_head(limits.buffer_bytes)
+        streamed = not body.complete
+        async with self._stream_slot(upstream, streamed):
+            return await self._send(request, upstream, timeout, headers, body,
+                                    idempotent and not streamed)
+
+    async def _send(self, request: web.Request, upstream: Upstream, timeout: float,
+                    headers: CIMultiDict[str], body: _Body, retry_lost: bool
+                    ) -> web.StreamResponse:
         last_error = ""
+        wait = self.limits.upstream_wait
         for address in upstream.order():
             url = f"{address}{request.rel_url.raw_path_qs}"
-            body = _Body(request, self.max_body_bytes)
             data: bytes | AsyncIterator[bytes] | None = None
-            if small_body is not None:
-                data = small_body
-            elif request.body_exists:
+            if not body.complete:
                 data = body.chunks()
+            elif request.body_exists:
+                data = body.head
             started = time.perf_counter()
             try:
                 upstream_resp = await self.session.request(
                     request.method, url, headers=headers, data=data,
-                    timeout=_client_timeout(timeout), allow_redirects=False)
+                    timeout=_client_timeout(timeout, wait), allow_redirects=False)
             except aiohttp.ClientConnectorError as exc:
                 # Nothing was sent: safe to try the next address.
                 upstream.mark_failed(address)
@@ -112,7 +201,16 @@ class Proxy:
                 log.warning("upstream_unreachable", upstream=upstream.name, address=address, error=str(exc))
                 last_error = f"{upstream.name} unreachable at {address}"
                 continue
+            except aiohttp.ConnectionTimeoutError:
+                # No free connection within `wait` (or no connect): nothing was sent.
+                self.metrics.observe_upstream(upstream.name, "busy", time.perf_counter() - started)
+                log.warning("upstream_busy", upstream=upstream.name, address=address, wait=wait)
+                last_error = f"no connection to {upstream.name} at {address} within {wait:g}s"
+                continue
             except asyncio.TimeoutError:
+                if body.timed_out:
+                    raise RequestTimeout(
+                        f"request body stalled for {self.limits.body_timeout:g}s") from None
                 self.metrics.observe_upstream(upstream.name, "timeout", time.perf_counter() - started)
                 raise UpstreamTimeout(
                     f"{upstream.name} did not answer {request.method} {request.path} within {timeout:g}s"
@@ -120,11 +218,16 @@ class Proxy:
             except aiohttp.ClientError as exc:
                 if body.too_large:
                     raise self._too_large() from None
+                if body.timed_out:
+                    raise RequestTimeout(
+                        f"request body stalled for {self.limits.body_timeout:g}s") from None
                 upstream.mark_failed(address)
                 self.metrics.observe_upstream(upstream.name, "error", time.perf_counter() - started)
                 log.warning("upstream_failed", upstream=upstream.name, address=address, error=str(exc))
-                raise Unavailable(f"{upstream.name} failed at {address}: connection lost",
-                                  code=f"{upstream.name}_unavailable") from None
+                last_error = f"{upstream.name} failed at {address}: connection lost"
+                if retry_lost:
+                    continue
+                raise Unavailable(last_error, code=f"{upstream.name}_unavailable") from None
             upstream.mark_ok(address)
             self.metrics.observe_upstream(upstream.name, str(upstream_resp.status),
                                           time.perf_counter() - started)

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import msgspec
 
-from internal.gateway.upstreams import Upstream
+from internal.common.upstream import Upstream
 
 _TIMEOUT = aiohttp.ClientTimeout(total=3.0)
 

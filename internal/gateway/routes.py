@@ -64,3 +64,11 @@ ROUTES: tuple[Route, ...] = (
     Route("*", "/v1/matrix/{tail:.*}", "matrixd", "Other matrixd routes (passthrough)"),
     Route("*", "/v1/sync/{tail:.*}", "syncd", "Other syncd routes (passthrough)"),
 )
+
+# POST routes that read only (or give the same result when sent twice): a connection lost
+# mid-call is retried on the next replica (issue 13). Writes are not: a lost answer to an
+# upsert may follow a commit, and the client must decide.
+RETRY_SAFE_POSTS = frozenset({
+    "/v1/embed", f"{_C}/search", "/v1/vectors/search", "/v1/matrix/search",
+    "/v1/matrix/relevance",
+})

@@ -9,14 +9,14 @@ import structlog
 from aiohttp import web
 
 from internal.common.daemon import serve
+from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
 from internal.gateway import console, openapi, readiness
 from internal.gateway.auth import make_auth_middleware
 from internal.gateway.metrics import Metrics
-from internal.gateway.proxy import Proxy
-from internal.gateway.routes import ROUTES, TIMEOUT_FIELDS, Route
-from internal.gateway.upstreams import Upstream
+from internal.gateway.proxy import Limits, Proxy
+from internal.gateway.routes import RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
 
 log = structlog.get_logger()
 
@@ -31,13 +31,20 @@ def make_upstreams(cfg: Config) -> dict[str, Upstream]:
     return {name: Upstream(name, getattr(g, name), g.backoff_seconds) for name in TIMEOUT_FIELDS}
 
 
+# Methods whose call may be sent again to another replica when a connection is lost.
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def _proxy_handler(cfg: Config, route: Route) -> Handler:
     timeout = float(getattr(cfg.gateway, TIMEOUT_FIELDS[route.upstream]))
     keep_auth = route.forward_auth
+    retry_post = route.method == "POST" and route.path in RETRY_SAFE_POSTS
 
     async def handler(request: web.Request) -> web.StreamResponse:
         app = request.app
-        return await app[PROXY].forward(request, app[UPSTREAMS][route.upstream], timeout, keep_auth)
+        idempotent = retry_post or request.method in _SAFE_METHODS
+        return await app[PROXY].forward(request, app[UPSTREAMS][route.upstream], timeout,
+                                        idempotent, keep_auth)
 
     return handler
 
@@ -56,11 +63,18 @@ def make_app(cfg: Config) -> web.Application:
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:
         # auto_decompress off: bodies are relayed byte for byte, Content-Encoding intact.
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=256, keepalive_timeout=30)
+        # limit_per_host: each daemon address has its own budget, so one daemon's slow
+        # answers cannot take the connections another daemon's requests need.
+        g = cfg.gateway
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=g.upstream_connections,
+                                         keepalive_timeout=30)
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False,
                                          cookie_jar=aiohttp.DummyCookieJar()) as session:
             app[SESSION] = session
-            app[PROXY] = Proxy(session, metrics, cfg.gateway.max_body_bytes)
+            app[PROXY] = Proxy(session, metrics, Limits(
+                max_body_bytes=g.max_body_bytes, body_timeout=g.body_timeout,
+                buffer_bytes=g.buffer_bytes, upstream_wait=g.upstream_wait,
+                stream_slots=g.stream_slots))
             yield
 
     app.cleanup_ctx.append(session_ctx)

@@ -187,6 +187,15 @@ def _raise_request_fault(results: list[CorpusResult]) -> None:
             raise InvalidArgument(e.message, field=e.field)
 
 
+def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
+    """Every corpus failed with the same 503 (PostgreSQL down): that 503, not a 502."""
+    codes = {(r.error.status, r.error.code) for r in failed if r.error is not None}
+    if len(failed) == total and len(codes) == 1:
+        status, code = next(iter(codes))
+        if status == 503 and failed[0].error is not None:
+            raise Unavailable(describe(failed[0].error), code=code)
+
+
 async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     """One matrix search: validate, embed, fan out, merge, boost, filter; the response body."""
     cfg = deps.cfg
@@ -255,6 +264,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     _raise_request_fault(results)
     failed = [r for r in results if r.error is not None]
     if failed and (not body.allow_partial or len(failed) == len(results)):
+        _raise_unavailable(failed, len(results))
         detail = "; ".join(f"corpus {r.corpus!r}: {describe(r.error)}"
                            for r in failed if r.error is not None)
         raise UpstreamError(detail)

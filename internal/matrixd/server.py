@@ -42,7 +42,7 @@ async def corpora_handler(request: web.Request) -> web.Response:
     try:
         rows = await deps.vectord.list_corpora()
     except ServiceError as exc:
-        if exc.status >= 500:
+        if exc.status >= 500 and exc.status != 503:  # a 503 (PostgreSQL down) stays one
             raise UpstreamError(describe(exc)) from None
         raise
     keep = ("name", "count", "dim", "model", "metric", "language")

@@ -89,7 +89,8 @@ class Toolbox:
         self._surface: tuple[float, Surface] | None = None
 
     def _gateway(self, headers: Mapping[str, str]) -> ServiceClient:
-        return ServiceClient(self.session, self.gateway_url, "gateway", self.timeout, headers)
+        return ServiceClient(self.session, self.gateway_url, "gateway", self.timeout,
+                             headers=headers)
 
     # ---- what is offered ---------------------------------------------------------------
 

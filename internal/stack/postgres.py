@@ -63,3 +63,14 @@ def stop(server: embedded.EmbeddedPostgres, wait: float = 15.0) -> bool:
         log.warning("postgres_still_running", pid=pid, data_dir=str(server.data_dir))
         return False
     return True
+
+
+def alive(data_dir: Path) -> bool:
+    """Is the postmaster of data_dir running (a zombie is not)?"""
+    pid = postmaster_pid(data_dir)
+    if pid is None:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -14,6 +14,7 @@ import structlog
 from internal.config import Config
 from internal.pg.embedded import EmbeddedPostgres
 from internal.stack import postgres
+from internal.stack.pgwatch import PostgresWatch
 from internal.stack.plan import plan
 from internal.stack.supervisor import Supervisor
 
@@ -32,12 +33,23 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 
 async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
-                 ready_timeout: float, out: TextIO) -> int:
+                 ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None) -> int:
     specs = plan(cfg, dsn, config_file)
     sup = Supervisor(specs, log_dir=log_dir)
     loop = asyncio.get_running_loop()
+    def on_signal(sig: signal.Signals) -> None:
+        # Logged here, in the handler itself, so a stop request is visible even if the
+        # coroutine waiting for `stopping` were held up elsewhere.
+        log.info("signal_received", signal=sig.name, already_stopping=sup.stopping.is_set())
+        sup.stopping.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, sup.stopping.set)
+        loop.add_signal_handler(sig, on_signal, sig)
+    watch: asyncio.Task[None] | None = None
+    if pg is not None:
+        data_dir = pg.data_dir
+        watch = asyncio.create_task(PostgresWatch(
+            lambda: postgres.alive(data_dir), pg.restart, sup.stopping).run())
     try:
         await sup.start()
         pending = await sup.wait_ready(ready_timeout)
@@ -58,6 +70,9 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
         log.info("stack_stopping")
         return 0
     finally:
+        sup.stopping.set()
+        if watch is not None:
+            await asyncio.gather(watch, return_exceptions=True)
         await sup.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
@@ -74,7 +89,7 @@ def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = No
             print(f"starting PostgreSQL in {cfg.vectord.data_dir}", file=out, flush=True)
             pg = postgres.start(cfg.vectord.data_dir)
             dsn = pg.dsn
-        return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out))
+        return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out, pg))
     except KeyboardInterrupt:
         return 0
     finally:

@@ -29,7 +29,7 @@ from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLa
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.pg import embedded
-from internal.pg.pool import make_pool
+from internal.pg.resilient import ResilientPool
 from internal.vectord import federated, federation, language, schema
 from internal.vectord.store import PreparedItem, Store
 
@@ -53,8 +53,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         dsn = server.dsn
     try:
         db = await schema.migrate(dsn)
-        pool = make_pool(dsn, cfg.pool_min, cfg.pool_max)
-        await pool.open(wait=True, timeout=30.0)
+        pool = ResilientPool(dsn, cfg.pool_min, cfg.pool_max, timeout=cfg.pool_timeout)
+        await pool.open(timeout=30.0)
         try:
             app[STORE] = Store(pool, cfg, db)
             log.info("vectord_ready", vector=db.vector_version, trgm=db.trgm,

@@ -15,12 +15,12 @@ import psycopg
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
 
 from internal.api.vectord import Corpus, Item
 from internal.common.errors import Conflict, NotFound
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
+from internal.pg.resilient import ResilientPool
 from internal.vectord import lexical, schema
 from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
 
@@ -121,9 +121,13 @@ class PreparedItem:
 
 
 class Store:
-    """The registry and the items tables, over one pool."""
+    """The registry and the items tables, over one pool.
 
-    def __init__(self, pool: AsyncConnectionPool, cfg: VectordConfig, db: schema.DbInfo) -> None:
+    Every query takes its connection from `pool.connection()`, which turns PostgreSQL
+    being down or unreachable into 503 postgres_unavailable (internal/pg/resilient.py).
+    """
+
+    def __init__(self, pool: ResilientPool, cfg: VectordConfig, db: schema.DbInfo) -> None:
         self.pool = pool
         self.cfg = cfg
         self.db = db

@@ -6,11 +6,11 @@ import socket
 
 import aiohttp
 
+from internal.common.upstream import Upstream
 from internal.config import Config
 from internal.gateway.auth import token_ok
 from internal.gateway.openapi import openapi_path
 from internal.gateway.server import make_app
-from internal.gateway.upstreams import Upstream
 from tests.gateway.conftest import GatewayFactory
 from tests.gateway.stubs import stub_app
 from tests.helpers import serve, url_of, with_section

@@ -11,6 +11,7 @@ import aiohttp
 
 from internal.clients.embed import Embedding
 from internal.clients.vectord import VectordClient
+from internal.common.upstream import Upstream
 from tests.helpers import require_shared
 from tests.sync.conftest import (
     CountingEmbed,
@@ -131,7 +132,7 @@ async def test_embedder_outage_mid_run_then_next_run_converges(
         async def embed(self, texts: list[str], input_type: str = "document",
                         model: str | None = None) -> Embedding:
             if self.calls >= 2:
-                self.base_url = dead
+                self.upstream = Upstream("embedd", (dead,), 5.0)
             return await super().embed(texts, input_type=input_type, model=model)
 
     flaky = Outage(session, embedd_url)

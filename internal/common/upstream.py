@@ -1,4 +1,9 @@
-"""Upstream address pools: round-robin, with a failed address skipped for a while."""
+"""Upstream address pools: round-robin, with a failed address skipped for a while.
+
+The one failover rule of Lakehouse: the gateway's proxy and every daemon-to-daemon
+client (internal.clients.base.ServiceClient: matrixd and syncd to vectord and
+embedd) take their addresses from an Upstream.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,15 @@ import time
 from collections.abc import Callable, Sequence
 
 
+def addresses_of(value: str | Sequence[str]) -> tuple[str, ...]:
+    """A configured address list; one string is one address, "" none."""
+    if isinstance(value, str):
+        return (value,) if value else ()
+    return tuple(a for a in value if a)
+
+
 class Upstream:
-    """One daemon behind the gateway, served by one or more addresses.
+    """One daemon, served by one or more addresses (replicas).
 
     `order()` gives the addresses to try for one request: the healthy ones in
     round-robin order, then the ones in back-off (soonest to recover first), so a
