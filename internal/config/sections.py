@@ -166,8 +166,8 @@ class MatrixdConfig:
     def validate(self) -> None:
         if not self.vectord_url:
             raise ValueError("vectord_url: required")
-        if self.max_k < 1:
-            raise ValueError("max_k: must be >= 1")
+        if not 1 <= self.max_k <= 1000:
+            raise ValueError("max_k: must be in 1..1000 (vectord's k)")
         if not 1 <= self.playbook_top_k <= self.max_k:
             raise ValueError("playbook_top_k: must be in 1..max_k")
         if self.playbook_max_distance < 0:

@@ -79,22 +79,47 @@ async def record_handler(request: web.Request) -> web.Response:
             "metadata": boost.entry_to_metadata(entry)}
     created = False
     try:
-        await deps.vectord.upsert(name, [item], model=emb.model)
-    except ServiceError as exc:
-        if exc.status != 404:
-            raise
-        # First record: create the corpus. Two first records racing both get here;
-        # the loser's 409 means the winner created it, which is all we need.
         try:
-            await deps.vectord.create_corpus(name, emb.dim, "cosine", model=emb.model)
-            created = True
-        except ServiceError as exc2:
-            if exc2.status != 409:
+            await deps.vectord.upsert(name, [item], model=emb.model)
+        except ServiceError as exc:
+            if exc.status != 404:
                 raise
-        await deps.vectord.upsert(name, [item], model=emb.model)
+            # First record: create the corpus. Two first records racing both get here;
+            # the loser's 409 means the winner created it, which is all we need.
+            try:
+                await deps.vectord.create_corpus(name, emb.dim, "cosine", model=emb.model)
+                created = True
+            except ServiceError as exc2:
+                if exc2.status != 409:
+                    raise
+            await deps.vectord.upsert(name, [item], model=emb.model)
+    except ServiceError as exc:
+        raise _record_fault(exc) from None
     log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
              score=score, created=created)
     return json_response({"playbook_id": pid, "playbook_corpus": name, "created": created})
+
+
+# vectord's fields of the playbook item -> the record request's own fields.
+_ITEM_FIELDS = {"text": "query_text", "title": "query_text", "tags": "tags",
+                "metadata": "query_text"}
+
+
+def _record_fault(exc: ServiceError) -> LakehouseError:
+    """vectord's 400 about the playbook item, told in the caller's fields (`query_text`,
+    `tags[0]`), never vectord's `items[0].text`; any other 400 is not the caller's: 502."""
+    if exc.status != 400:
+        return exc
+    field = exc.field or ""
+    prefix = "items[0]."
+    rest = field[len(prefix):] if field.startswith(prefix) else ""
+    root = rest.split("[")[0].split(".")[0]
+    mapped = _ITEM_FIELDS.get(root)
+    if mapped is None:
+        return UpstreamError(f"playbook upsert: {describe(exc)}")
+    ours = mapped + rest[len(root):] if mapped == "tags" else mapped
+    detail = exc.message.split(": ", 1)[1] if exc.message.startswith(field) else exc.message
+    return InvalidArgument(f"{ours}: {detail}", field=ours)
 
 
 # ---- relevance ---------------------------------------------------------------------------
