@@ -43,6 +43,10 @@ class GatewayConfig:
     matrixd: tuple[str, ...] = (_url(MATRIXD_PORT),)
     syncd: tuple[str, ...] = (_url(SYNCD_PORT),)
     tokens: tuple[str, ...] = ()
+    # Presented by the gateway, matrixd and syncd to the daemons they call; every daemon
+    # accepts it (and the client tokens) when tokens are configured. Empty: the first of
+    # `tokens` (`lakehouse up` generates a random one for its children instead).
+    service_token: str = ""
     max_body_bytes: int = 32 * 1024 * 1024
     embed_timeout: float = 60.0
     vectors_timeout: float = 60.0
@@ -220,4 +224,5 @@ class Config:
 
 
 # Keys whose values never reach a log line.
-SECRET_KEYS = frozenset({"gateway.tokens", "embedd.openai_api_key", "vectord.dsn"})
+SECRET_KEYS = frozenset({"gateway.tokens", "gateway.service_token", "embedd.openai_api_key",
+                         "vectord.dsn"})

@@ -24,7 +24,11 @@ HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
     "trailer", "trailers", "transfer-encoding", "upgrade", "host",
 })
-_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization"}
+# The client's token is not the daemon's business (the gateway presents its service
+# token instead); forwarding headers a client wrote itself would let it pose as any
+# address, so they are dropped and X-Forwarded-For is set from the connection.
+_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization", "x-forwarded-for", "forwarded",
+                                   "x-real-ip", "x-forwarded-host", "x-forwarded-proto"}
 _CHUNK = 64 * 1024
 _SMALL = 64 * 1024  # bodies up to this size are relayed whole, larger ones streamed
 
@@ -69,10 +73,12 @@ class _Body:
 class Proxy:
     """Sends a request to the first reachable address of an upstream and relays the answer."""
 
-    def __init__(self, session: aiohttp.ClientSession, metrics: Metrics, max_body_bytes: int) -> None:
+    def __init__(self, session: aiohttp.ClientSession, metrics: Metrics, max_body_bytes: int,
+                 service_token: str = "") -> None:
         self.session = session
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.authorization = f"Bearer {service_token}" if service_token else ""
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
@@ -82,9 +88,12 @@ class Proxy:
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             raise self._too_large()
-        # The gateway's own token is not the daemon's business.
         headers = _forward_headers(request.headers, _DROP_FROM_REQUEST)
         headers[REQUEST_ID_HEADER] = request_id(request)
+        if request.remote:
+            headers["X-Forwarded-For"] = request.remote
+        if self.authorization:
+            headers["Authorization"] = self.authorization
         # A small body with a declared length is read in one go (cheaper than a stream
         # of one chunk); anything else, or anything larger, is streamed.
         small_body: bytes | None = None

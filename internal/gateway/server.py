@@ -8,6 +8,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.common.auth import service_token
 from internal.common.daemon import serve
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
@@ -59,7 +60,7 @@ def make_app(cfg: Config) -> web.Application:
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False,
                                          cookie_jar=aiohttp.DummyCookieJar()) as session:
             app[SESSION] = session
-            app[PROXY] = Proxy(session, metrics, cfg.gateway.max_body_bytes)
+            app[PROXY] = Proxy(session, metrics, cfg.gateway.max_body_bytes, service_token(cfg))
             yield
 
     app.cleanup_ctx.append(session_ctx)

@@ -17,6 +17,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.common.auth import protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, ServiceError, UpstreamError
 from internal.common.web import json_response, make_base_app, read_json
@@ -180,11 +181,13 @@ def make_app(cfg: Config) -> web.Application:
     """The matrixd app: one ClientSession for vectord and embedd, opened and closed with it."""
     mcfg = cfg.matrixd
     app = make_base_app()
+    protect(app, cfg)
 
     async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
         # limit_per_host bounds connections to vectord; a fan-out of max_corpora fits.
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=max(100, 2 * mcfg.max_corpora))
-        async with aiohttp.ClientSession(connector=connector) as session:
+        async with aiohttp.ClientSession(connector=connector,
+                                         headers=service_headers(cfg)) as session:
             app[DEPS] = Deps(
                 cfg=mcfg,
                 vectord=VectordClient(session, mcfg.vectord_url, mcfg.timeout_seconds),

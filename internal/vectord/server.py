@@ -11,6 +11,7 @@ import structlog
 from aiohttp import web
 from psycopg import sql
 
+from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
 from internal.common.web import json_response, make_base_app, read_json
@@ -318,6 +319,7 @@ async def readyz(request: web.Request) -> web.Response:
 def make_app(cfg: Config) -> web.Application:
     """vectord's application; the database is opened in a cleanup_ctx."""
     app = make_base_app()
+    protect(app, cfg)
     app[CFG] = cfg
     app.cleanup_ctx.append(_database)
     r = app.router
