@@ -214,6 +214,10 @@ def _raise_validation(exc: msgspec.ValidationError) -> NoReturn:
     elif field is None and "unknown field" in msg:
         m = re.search(r"field `([^`]+)`", msg)
         field = m.group(1) if m else None
+    if field is not None and "[...]" in field:
+        # msgspec does not say which key of a dict held the bad value: name the dict.
+        field = field.split("[...]")[0] or None
+        msg = msg.replace("[...]", "")
     text = msg.replace("Number out of range", "number out of range (must be finite)")
     raise InvalidArgument(f"{field or 'body'}: {text}", field=field) from None
 

@@ -15,7 +15,7 @@ Mode = Literal["vector", "keyword", "lexical", "hybrid"]
 MAX_DIM = 2000
 MAX_K = 1000  # also the ceiling of hnsw.ef_search
 # Ids are at most 512 bytes of UTF-8 (validate.item_id counts the bytes; the schema below
-# can only say characters): with PostgreSQL's longest lexeme (2,047 bytes) a postings key
+# can only say characters): with PostgreSQL's longest lexeme (2,046 bytes) a postings key
 # (lexeme, item_id) then always fits a btree row (2,704 bytes).
 MAX_ID_BYTES = 512
 # A query is stemmed into a tsvector, which PostgreSQL caps at 1 MB; 16k characters is far
