@@ -52,7 +52,7 @@ def make_app(cfg: Config) -> web.Application:
     app.middlewares.insert(0, metrics.middleware())
     if cfg.gateway.tokens:
         app.middlewares.append(make_auth_middleware(cfg.gateway.tokens))
-    document = openapi.build(secured=bool(cfg.gateway.tokens))
+    document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:
         # auto_decompress off: bodies are relayed byte for byte, Content-Encoding intact.

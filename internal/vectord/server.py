@@ -21,6 +21,7 @@ from internal.pg.pool import make_pool
 from internal.vectord import hits, language, lexical_search, schema, validate
 from internal.vectord.filters import build_where
 from internal.vectord.models import (
+    MAX_IDS_PAGE,
     Corpus,
     CorpusSearchResult,
     CreateCorpus,
@@ -40,7 +41,6 @@ log = structlog.get_logger()
 CFG: web.AppKey[Config] = web.AppKey("cfg", Config)
 STORE: web.AppKey[Store] = web.AppKey("store", Store)
 
-MAX_IDS_PAGE = 10_000
 PREFIX = "/v1/vectors/corpora"
 MULTI_SEARCH = "/v1/vectors/search"
 MAX_SEARCH_CORPORA = 1000
