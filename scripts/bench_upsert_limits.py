@@ -32,11 +32,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from internal.config import Config
 from internal.pg import embedded
 from internal.vectord.server import make_app
-from tests.hard.test_bad_input import words
 from tests.helpers import serve, shared_dir, url_of, with_section
 
 DIM = 384
 _WORD = re.compile(r"\w+")
+
+
+def words(nbytes: int) -> str:
+    """Distinct six-letter words adding up to about nbytes."""
+    out, i = [], 0
+    while 7 * len(out) < nbytes:
+        n, w = i, "q"
+        for _ in range(5):
+            n, r = divmod(n, 26)
+            w += chr(97 + r)
+        out.append(w)
+        i += 1
+    return " ".join(out)
 
 
 def precheck(texts: list[str]) -> int:

@@ -23,7 +23,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 from msgspec import inspect
 
 MAX_DEPTH = 64  # levels of nesting inside one free-form field
@@ -59,76 +58,122 @@ def _join(path: str, name: str) -> str:
 
 def depth(value: Any, limit: int) -> int:
     """Levels of nesting of value (a scalar is 0, [] or {} is 1); stops counting past limit."""
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         children: Any = value.values()
-    elif isinstance(value, list):
+    elif kind is list:
         children = value
     else:
         return 0
     deepest = 0
     for child in children:
-        if isinstance(child, (dict, list)):
+        ck = type(child)
+        if ck is dict or ck is list:
             if deepest >= limit:  # already too deep: no need to look further
                 break
-            deepest = max(deepest, depth(child, limit))
+            d = depth(child, limit)
+            if d > deepest:
+                deepest = d
     return 1 + deepest
 
 
-def _pick_union(value: Any, t: inspect.UnionType) -> inspect.Type | None:
-    for u in t.types:
-        if isinstance(u, inspect.StructType) and isinstance(value, u.cls):
-            return u
-        if isinstance(u, (inspect.ListType, inspect.VarTupleType)) and isinstance(value, list):
-            return u
-        if isinstance(u, inspect.DictType) and isinstance(value, dict):
-            return u
-        if isinstance(u, inspect.AnyType):
-            return u
-    return None
+# A compiled check: (value, path, limit) -> the path of a too-deep free-form value, or None.
+Check = Callable[[Any, str, int], "str | None"]
 
 
-def too_deep(value: Any, t: inspect.Type, path: str, limit: int) -> str | None:
-    """The first free-form field of value (typed t) nested deeper than limit, or None."""
+def _free(value: Any, path: str, limit: int) -> str | None:
+    return (path or "body") if depth(value, limit) > limit else None
+
+
+def _compile(t: inspect.Type) -> Check | None:
+    """A check specialised to type t, or None when t cannot hold free-form data.
+
+    Built once per request type: the per-request walk then does no type inspection, only
+    attribute reads and the depth count of the free-form values (measured in DECISIONS.md).
+    """
+    if not _holds_free_form(t):
+        return None
     if isinstance(t, inspect.AnyType):
-        return path or "body" if depth(value, limit) > limit else None
-    if isinstance(t, inspect.UnionType):
-        chosen = _pick_union(value, t)
-        return None if chosen is None else too_deep(value, chosen, path, limit)
-    if isinstance(t, inspect.StructType):
-        if not isinstance(value, msgspec.Struct):
-            return None
-        for f in t.fields:
-            if _holds_free_form(f.type):
-                found = too_deep(getattr(value, f.name), f.type, _join(path, f.encode_name), limit)
-                if found:
-                    return found
-        return None
-    if isinstance(t, inspect.DictType) and isinstance(value, dict):
+        return _free
+    if isinstance(t, inspect.DictType):
         if isinstance(t.value_type, inspect.AnyType):  # a free-form object: metadata
-            return (path or "body") if depth(value, limit) > limit else None
-        if _holds_free_form(t.value_type):
-            for k, v in value.items():
-                found = too_deep(v, t.value_type, _join(path, str(k)), limit)
-                if found:
-                    return found
-        return None
-    if isinstance(t, (inspect.ListType, inspect.VarTupleType)) and isinstance(value, list):
+            return lambda v, p, n: _free(v, p, n) if type(v) is dict else None
+        inner = _compile(t.value_type)
+        if inner is None:
+            return None
+
+        def check_dict(v: Any, p: str, n: int) -> str | None:
+            if type(v) is dict:
+                for k, x in v.items():
+                    found = inner(x, _join(p, str(k)), n)
+                    if found:
+                        return found
+            return None
+        return check_dict
+    if isinstance(t, (inspect.ListType, inspect.VarTupleType, inspect.SetType,
+                      inspect.FrozenSetType)):
         if isinstance(t.item_type, inspect.AnyType):
-            return (path or "body") if depth(value, limit) > limit else None
-        if _holds_free_form(t.item_type):
-            for i, v in enumerate(value):
-                found = too_deep(v, t.item_type, f"{path}[{i}]", limit)
+            return lambda v, p, n: _free(v, p, n) if type(v) is list else None
+        item = _compile(t.item_type)
+        if item is None:
+            return None
+
+        def check_list(v: Any, p: str, n: int) -> str | None:
+            if type(v) is list:
+                for i, x in enumerate(v):
+                    found = item(x, f"{p}[{i}]", n)
+                    if found:
+                        return found
+            return None
+        return check_list
+    if isinstance(t, inspect.UnionType):
+        options = [(u, c) for u in t.types if (c := _compile(u)) is not None]
+
+        def check_union(v: Any, p: str, n: int) -> str | None:
+            for u, c in options:
+                if (isinstance(u, inspect.StructType) and isinstance(v, u.cls)) or (
+                        not isinstance(u, inspect.StructType)):
+                    found = c(v, p, n)
+                    if found:
+                        return found
+            return None
+        return check_union
+    if isinstance(t, inspect.StructType):
+        _COMPILING.add(t.cls)
+        try:
+            fields = [(f.name, f.encode_name, c) for f in t.fields
+                      if (c := _compile_once(f.type)) is not None]
+        finally:
+            _COMPILING.discard(t.cls)
+
+        def check_struct(v: Any, p: str, n: int) -> str | None:
+            for name, key, c in fields:
+                found = c(getattr(v, name), _join(p, key), n)
                 if found:
                     return found
+            return None
+        return check_struct
     return None
+
+
+_COMPILING: set[type] = set()
+
+
+def _compile_once(t: inspect.Type) -> Check | None:
+    if isinstance(t, inspect.StructType) and t.cls in _COMPILING:
+        return None  # a self-referencing struct: its free-form fields are checked above
+    return _compile(t)
+
+
+@functools.lru_cache(maxsize=256)
+def _checker(type_: Any) -> Check | None:
+    return _compile(_type_info(type_))
 
 
 def check_depth(value: Any, type_: Any, limit: int = MAX_DEPTH) -> str | None:
     """The field of a decoded request whose free-form value nests deeper than limit."""
-    t = _type_info(type_)
-    if not _holds_free_form(t):
-        return None
-    return too_deep(value, t, "", limit)
+    check = _checker(type_)
+    return None if check is None else check(value, "", limit)
 
 
 # --- naming the field of a body that failed to decode ------------------------------
