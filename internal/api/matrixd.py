@@ -2,57 +2,75 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
+from internal.api.vectord import (
+    MAX_QUERY_CHARS,
+    MAX_RRF_K,
+    CorpusName,
+    EfSearch,
+    ItemId,
+    K,
+    Label,
+    QueryText,
+    Vector,
+    Weight,
+)
 from internal.matrixd import relevance
 from internal.matrixd.relevance import Chunk, Focus
 
 Mode = Literal["vector", "lexical", "hybrid", "keyword"]
+# Relevance scores are sums of a handful of signal weights (relevance.WEIGHTS).
+Threshold = Annotated[float, Meta(ge=-100, le=100)]
 
 
 class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
     focus: Focus
-    threshold: float = relevance.DEFAULT_THRESHOLD
+    threshold: Threshold = relevance.DEFAULT_THRESHOLD
 
 
 class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
-    corpora: list[str] | None = None  # None: every corpus except playbook corpora
-    query_text: str | None = None
-    query_vector: list[float] | None = None
-    k: int = 10
-    per_corpus_k: int | None = None
+    # None: every corpus except playbook corpora. At most [matrixd] max_corpora (64); k
+    # and per_corpus_k at most [matrixd] max_k.
+    corpora: Annotated[list[str], Meta(min_length=1, max_length=1000)] | None = None
+    query_text: QueryText | None = None
+    query_vector: Vector | None = None
+    k: K = 10
+    per_corpus_k: K | None = None
     mode: Mode | None = None
     # Passed through to vectord unchanged, which validates it (docs/API.md).
     filter: dict[str, Any] | None = None
-    language: str | None = None
-    ef_search: int | None = None
-    fusion: str | None = None
-    rrf_k: int | None = None
-    weights: dict[str, float] | None = None
-    candidates: int | None = None
+    language: Label | None = None
+    ef_search: EfSearch | None = None
+    fusion: Literal["rrf", "weighted", "dbsf"] | None = None
+    rrf_k: Annotated[int, Meta(ge=1, le=MAX_RRF_K)] | None = None
+    weights: dict[str, Weight] | None = None
+    candidates: K | None = None
     prefer: dict[str, Any] | None = None
     allow_partial: bool = False
     use_playbook: bool = False
-    playbook_corpus: str | None = None
-    playbook_top_k: int | None = None
-    playbook_max_distance: float | None = None
+    playbook_corpus: CorpusName | None = None
+    playbook_top_k: K | None = None
+    playbook_max_distance: Annotated[float, Meta(ge=0)] | None = None
     relevance: RelevanceOption | None = None
     # Tilts a corpus after fusion: merge_score x w, or distance / w in vector mode.
     corpus_weights: dict[str, float] | None = None
 
 
 class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):
-    query_text: str
-    answer_id: str
-    answer_corpus: str
-    score: float
-    tags: list[str] = msgspec.field(default_factory=list)
-    playbook_corpus: str | None = None
+    query_text: Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
+    answer_id: ItemId
+    answer_corpus: CorpusName
+    score: Annotated[float, Meta(ge=0, le=1)]
+    tags: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=64)] = (
+        msgspec.field(default_factory=list))
+    playbook_corpus: CorpusName | None = None
 
 
 class RelevanceRequest(msgspec.Struct, forbid_unknown_fields=True):
     focus: Focus
     chunks: list[Chunk]
-    threshold: float = relevance.DEFAULT_THRESHOLD
+    threshold: Threshold = relevance.DEFAULT_THRESHOLD

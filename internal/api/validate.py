@@ -8,11 +8,11 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from internal.api.vectord import MAX_DIM, MAX_K, Item
+from internal.api.vectord import MAX_DIM, MAX_ID_BYTES, MAX_K, NAME_PATTERN, Item
 from internal.common.errors import InvalidArgument
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-MAX_ID_LEN = 512
+NAME_RE = re.compile(NAME_PATTERN)
+MAX_ID_LEN = MAX_ID_BYTES  # bytes of UTF-8
 _json = msgspec.json.Encoder()
 
 
@@ -63,8 +63,9 @@ def _no_nul(value: str, field: str) -> None:
 def item_id(value: str, field: str) -> str:
     if not value:
         raise InvalidArgument(f"{field}: must not be empty", field=field)
-    if len(value) > MAX_ID_LEN:
-        raise InvalidArgument(f"{field}: longer than {MAX_ID_LEN} characters", field=field)
+    # Characters are at most 4 bytes: only long ids need encoding to be measured.
+    if len(value) * 4 > MAX_ID_LEN and len(value.encode("utf-8")) > MAX_ID_LEN:
+        raise InvalidArgument(f"{field}: longer than {MAX_ID_LEN} bytes of UTF-8", field=field)
     _no_nul(value, field)
     return value
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 Metric = Literal["cosine", "l2", "ip"]
 Mode = Literal["vector", "keyword", "lexical", "hybrid"]
@@ -13,41 +14,66 @@ Mode = Literal["vector", "keyword", "lexical", "hybrid"]
 # HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
 MAX_DIM = 2000
 MAX_K = 1000  # also the ceiling of hnsw.ef_search
+# Ids are at most 512 bytes of UTF-8 (validate.item_id counts the bytes; the schema below
+# can only say characters): with PostgreSQL's longest lexeme (2,046 bytes) a postings key
+# (lexeme, item_id) then always fits a btree row (2,704 bytes).
+MAX_ID_BYTES = 512
+# A query is stemmed into a tsvector, which PostgreSQL caps at 1 MB; 16k characters is far
+# beyond any real query (the embedding model reads 256 tokens) and far below the cap.
+MAX_QUERY_CHARS = 16384
+MAX_RRF_K = 100_000
+MAX_BM25_K1 = 100.0
+MAX_WEIGHT = 1000.0  # fusion and field weights; only their ratios matter
+MAX_ITEMS_CEILING = 10_000  # [vectord] max_batch may not exceed this
+MAX_IDS_PAGE = 10_000  # ids per delete call and per /ids page
+NAME_PATTERN = "^[a-z][a-z0-9_]{0,62}$"
+
+CorpusName = Annotated[str, Meta(pattern=NAME_PATTERN, description="corpus name")]
+ItemId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_BYTES,
+                             description=f"at most {MAX_ID_BYTES} bytes of UTF-8, no NUL")]
+K = Annotated[int, Meta(ge=1, le=MAX_K)]
+EfSearch = Annotated[int, Meta(ge=1, le=MAX_K)]
+Dim = Annotated[int, Meta(ge=1, le=MAX_DIM)]
+QueryText = Annotated[str, Meta(max_length=MAX_QUERY_CHARS)]
+Vector = Annotated[list[float], Meta(min_length=1, max_length=MAX_DIM)]
+Weight = Annotated[float, Meta(ge=0, le=MAX_WEIGHT)]
+Label = Annotated[str, Meta(max_length=256)]  # model labels, languages
 
 
 class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    dim: int
+    name: CorpusName
+    dim: Dim
     metric: Metric = "cosine"
-    language: str | None = None
-    model: str | None = None
+    language: Label | None = None
+    model: Label | None = None
     # True: no HNSW index until POST .../index (bulk loads build it once, afterwards).
     defer_index: bool = False
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
-    id: str
-    vector: list[float]
+    id: ItemId
+    vector: Vector
     text: str
     title: str | None = None
     tags: list[str] = []
     metadata: dict[str, Any] = {}
-    language: str | None = None
+    language: Label | None = None
 
 
 class UpsertRequest(msgspec.Struct, forbid_unknown_fields=True):
+    # At most [vectord] max_batch items (413 beyond; /openapi.json states the configured limit).
     items: list[Item]
-    model: str | None = None
+    model: Label | None = None
 
 
 class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
-    ids: list[str]
+    ids: list[str]  # at most 10,000 (413 beyond)
 
 
 class DateRange(msgspec.Struct, forbid_unknown_fields=True):
     """An ISO-8601 date/time metadata field within [after, before) (issue 8)."""
 
-    field: str
+    field: Label
     after: datetime | None = None
     before: datetime | None = None
 
@@ -55,7 +81,7 @@ class DateRange(msgspec.Struct, forbid_unknown_fields=True):
 class NumberRange(msgspec.Struct, forbid_unknown_fields=True):
     """A numeric metadata field (e.g. importance) within bounds (issue 8)."""
 
-    field: str
+    field: Label
     gte: float | None = None
     gt: float | None = None
     lte: float | None = None
@@ -70,7 +96,7 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     """
 
     metadata: dict[str, Any] | None = None
-    id_prefix: str | None = None
+    id_prefix: Annotated[str, Meta(max_length=MAX_ID_BYTES)] | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     # The symbolic layer (issue 8).
@@ -86,28 +112,29 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
 class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
     """BM25 term-frequency weights of the title (A), text (B) and tags (C) fields."""
 
-    title: float = 1.0
-    text: float = 1.0
-    tags: float = 1.0
+    title: Weight = 1.0
+    text: Weight = 1.0
+    tags: Weight = 1.0
 
 
 class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode = "vector"
-    query_vector: list[float] | None = None
-    query_text: str | None = None
-    k: int = 10
-    ef_search: int | None = None
-    language: str | None = None
+    query_vector: Vector | None = None
+    query_text: QueryText | None = None
+    k: K = 10
+    ef_search: EfSearch | None = None
+    language: Label | None = None
     filter: Filter | None = None
     # lexical and hybrid modes (issue 3); None: the [vectord] setting.
-    bm25_k1: float | None = None
-    bm25_b: float | None = None
+    bm25_k1: Annotated[float, Meta(ge=0, le=MAX_BM25_K1)] | None = None
+    bm25_b: Annotated[float, Meta(ge=0, le=1)] | None = None
     field_weights: FieldWeights | None = None
-    rrf_k: int | None = None
-    candidates: int | None = None  # hybrid: how many hits each branch feeds the fusion
+    rrf_k: Annotated[int, Meta(ge=1, le=MAX_RRF_K)] | None = None
+    # hybrid: how many hits each branch feeds the fusion (k..1000)
+    candidates: K | None = None
     # hybrid fusion (issue 8): rrf | weighted | dbsf; None: the [vectord] setting.
     fusion: Literal["rrf", "weighted", "dbsf"] | None = None
-    weights: dict[str, float] | None = None  # vector / lexical / symbolic
+    weights: dict[str, Weight] | None = None  # vector / lexical / symbolic
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score
 
 
@@ -127,7 +154,8 @@ class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True
     Ranked as one corpus holding their union (internal.vectord.federation).
     """
 
-    corpora: list[str] | None = None  # None: every corpus but exclude_corpora
+    # None: every corpus but exclude_corpora
+    corpora: Annotated[list[str], Meta(min_length=1, max_length=1000)] | None = None
     exclude_corpora: list[str] = []
     corpus_weights: dict[str, float] | None = None  # after fusion; see federation.py
     # Always candidates in every branch the mode has, scored like any other; returned even

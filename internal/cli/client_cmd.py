@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_co
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
-from internal.common.errors import ServiceError, Unavailable, UpstreamTimeout
+from internal.common.errors import LakehouseError, ServiceError, Unavailable, UpstreamTimeout
 from internal.common.hashing import content_hash
 
 T = TypeVar("T")
@@ -132,21 +133,46 @@ def read_jsonl(path: Path) -> list[Doc]:
 class IngestPlan:
     todo: list[Doc] = field(default_factory=list)
     unchanged: int = 0
+    empty: list[Doc] = field(default_factory=list)  # no title and no text: nothing to embed
 
 
 def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
-    """Docs that are new or whose stored content hash differs; the rest are skipped."""
+    """Docs that are new or whose stored content hash differs; the rest are skipped.
+
+    A document with neither title nor text has nothing to embed (embedd refuses a blank
+    text): it is skipped and listed, never sent.
+    """
     out = IngestPlan()
     for doc in docs:
-        if stored.get(doc.id) == content_hash(doc.title, doc.text, doc.tags, doc.metadata,
-                                              doc.language):
+        if not doc.embed_text().strip():
+            out.empty.append(doc)
+        elif stored.get(doc.id) == content_hash(doc.title, doc.text, doc.tags, doc.metadata,
+                                                doc.language):
             out.unchanged += 1
         else:
             out.todo.append(doc)
     return out
 
 
-async def _retrying(call: Callable[[], Awaitable[T]], attempts: int = 4) -> T:
+class RunStopped(Exception):
+    """The stack cannot take the run any further (down, or failing on every call)."""
+
+    def __init__(self, cause: LakehouseError) -> None:
+        super().__init__(_describe(cause))
+        self.cause = cause
+
+
+def _describe(exc: LakehouseError) -> str:
+    where = f" ({exc.field})" if exc.field else ""
+    return f"HTTP {exc.status} {exc.code}{where}: {exc.message}"
+
+
+def _is_document_fault(exc: LakehouseError) -> bool:
+    """A 4xx blames what was sent (a document); anything else is the stack's trouble."""
+    return 400 <= exc.status < 500 and exc.status not in (401, 403, 404, 408, 409, 429)
+
+
+async def _retrying(call: Callable[[], Awaitable[T]], what: str, attempts: int = 4) -> T:
     """Retry a call the stack may answer once it is less busy (503/504, or unreachable)."""
     for attempt in range(1, attempts + 1):
         try:
@@ -154,9 +180,90 @@ async def _retrying(call: Callable[[], Awaitable[T]], attempts: int = 4) -> T:
         except (ServiceError, UpstreamTimeout, Unavailable) as exc:
             if attempt == attempts or exc.status not in (503, 504):
                 raise
-            print(f"retrying after {exc.code} ({attempt}/{attempts - 1})", file=sys.stderr)
+            print(f"{what}: {_describe(exc)}; retrying ({attempt}/{attempts - 1})",
+                  file=sys.stderr)
             await asyncio.sleep(2.0 * attempt)
     raise AssertionError("unreachable")
+
+
+_ITEM_INDEX = re.compile(r"^(?:items|texts)\[(\d+)\]")
+
+
+@dataclass
+class IngestTally:
+    """What happened to the documents sent (updated by every worker, never across an await)."""
+
+    upserted: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (doc id, cause)
+
+
+class Ingester:
+    """Embeds and upserts batches; a document the stack refuses is reported and left out,
+    the rest of its batch still goes in."""
+
+    def __init__(self, vectord: VectordClient, embed: EmbedClient, corpus: str,
+                 tally: IngestTally) -> None:
+        self.vectord = vectord
+        self.embed = embed
+        self.corpus = corpus
+        self.tally = tally
+
+    def _fail(self, doc: Doc, exc: LakehouseError) -> None:
+        self.tally.failed.append((doc.id, _describe(exc)))
+        print(f"failed: document {doc.id!r}: {_describe(exc)}", file=sys.stderr)
+
+    async def send(self, batch: list[Doc]) -> None:
+        """Embed and upsert one batch; RunStopped when the stack itself fails."""
+        pending = list(batch)
+        while pending:
+            try:
+                emb = await _retrying(partial(self.embed.embed, [d.embed_text() for d in pending],
+                                              input_type="document"), "embed")
+                break
+            except (ServiceError, UpstreamTimeout, Unavailable) as exc:
+                self._blame(pending, exc)
+        else:
+            return
+        items = [{"id": d.id, "vector": v, "text": d.text, "title": d.title,
+                  "tags": d.tags or [], "metadata": d.metadata,
+                  **({"language": d.language} if d.language else {})}
+                 for d, v in zip(pending, emb.vectors, strict=True)]
+        while pending:
+            try:
+                n = await _retrying(partial(self.vectord.upsert, self.corpus, items,
+                                            model=emb.model), "upsert")
+            except (ServiceError, UpstreamTimeout, Unavailable) as exc:
+                index = self._blame(pending, exc)
+                del items[index]
+                continue
+            self.tally.upserted += n  # never `+= await ...`: that loses concurrent updates
+            return
+
+    def _blame(self, pending: list[Doc], exc: LakehouseError) -> int:
+        """Drop the document a 4xx names from pending (reporting it) and return its index.
+
+        A 4xx naming no document of a batch is retried one document at a time by the
+        caller's loop: the first document is tried alone first.
+        """
+        if not _is_document_fault(exc):
+            raise RunStopped(exc) from None
+        m = _ITEM_INDEX.match(exc.field or "")
+        if m is not None and int(m.group(1)) < len(pending):
+            index = int(m.group(1))
+        elif len(pending) == 1:
+            index = 0
+        else:
+            raise _Unnamed(exc)
+        self._fail(pending.pop(index), exc)
+        return index
+
+
+class _Unnamed(Exception):
+    """A batch refused without naming the document: the caller sends it one by one."""
+
+    def __init__(self, exc: LakehouseError) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
 
 
 async def _ensure_corpus(vectord: VectordClient, embed: EmbedClient, args: argparse.Namespace
@@ -167,6 +274,11 @@ async def _ensure_corpus(vectord: VectordClient, embed: EmbedClient, args: argpa
     if created:
         print(f"created corpus {args.corpus!r} (dim {dim}, model {model})", file=sys.stderr)
     return corpus
+
+
+def _ids(docs: list[Doc], limit: int = 20) -> str:
+    shown = ", ".join(d.id for d in docs[:limit])
+    return shown + (f", ... ({len(docs) - limit} more)" if len(docs) > limit else "")
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -182,39 +294,57 @@ def _ingest(args: argparse.Namespace) -> int:
         await _ensure_corpus(vectord, embed, args)
         stored = {row["id"]: row["content_hash"] async for row in vectord.iter_ids(args.corpus, page=10000)}
         plan = plan_ingest(docs, stored)
+        if plan.empty:
+            print(f"skipped {len(plan.empty)} documents with no title and no text: "
+                  f"{_ids(plan.empty)}", file=sys.stderr)
         batches = [plan.todo[i:i + args.batch] for i in range(0, len(plan.todo), args.batch)]
-        bar = tqdm(total=len(docs), initial=plan.unchanged, unit="doc", desc=args.corpus,
-                   disable=args.quiet)
+        bar = tqdm(total=len(docs), initial=plan.unchanged + len(plan.empty), unit="doc",
+                   desc=args.corpus, disable=args.quiet)
         queue: asyncio.Queue[list[Doc]] = asyncio.Queue()
         for b in batches:
             queue.put_nowait(b)
-        upserted = sent = 0
+        tally = IngestTally()
+        ingester = Ingester(vectord, embed, args.corpus, tally)
+        stopped: list[RunStopped] = []
 
         async def worker() -> None:
-            nonlocal upserted, sent
-            while not queue.empty():
+            while not queue.empty() and not stopped:
                 batch = queue.get_nowait()
-                texts = [d.embed_text() for d in batch]
-                emb = await _retrying(partial(embed.embed, texts, input_type="document"))
-                items = [{"id": d.id, "vector": v, "text": d.text, "title": d.title,
-                          "tags": d.tags or [], "metadata": d.metadata,
-                          **({"language": d.language} if d.language else {})}
-                         for d, v in zip(batch, emb.vectors, strict=True)]
-                upserted += await _retrying(partial(vectord.upsert, args.corpus, items, model=emb.model))
-                sent += len(batch)
+                try:
+                    await ingester.send(batch)
+                except _Unnamed:
+                    reported = {doc_id for doc_id, _ in tally.failed}
+                    for doc in batch:  # the batch would not say which: one at a time
+                        if doc.id in reported:
+                            continue
+                        try:
+                            await ingester.send([doc])
+                        except RunStopped as exc:
+                            stopped.append(exc)
+                            return
+                except RunStopped as exc:
+                    stopped.append(exc)  # the other workers finish their batch and stop
+                    return
                 bar.update(len(batch))
 
-        try:
-            await asyncio.gather(*(worker() for _ in range(max(1, args.concurrency))))
-        except BaseException:
-            bar.close()
-            print(f"{args.corpus}: stopped after {upserted} upserted; run again to resume",
-                  file=sys.stderr)
-            raise
+        # Every worker ends on its own (no cancellation), so the session stays open until
+        # the last call returns and no error is reported for a call we cut short.
+        await asyncio.gather(*(worker() for _ in range(max(1, args.concurrency))))
         bar.close()
+        if stopped:
+            cause = stopped[0].cause
+            print(f"error: {args.corpus}: stopped: {_describe(cause)}", file=sys.stderr)
+            print(f"{args.corpus}: {tally.upserted} upserted before stopping, "
+                  f"{len(tally.failed)} failed; run again to resume", file=sys.stderr)
+            return 1
         total = (await vectord.get_corpus(args.corpus)).get("count")
-        print(f"{args.corpus}: {sent} sent ({upserted} upserted), {plan.unchanged} unchanged "
-              f"(skipped), {total} items in corpus")
+        print(f"{args.corpus}: {len(docs)} documents: {tally.upserted} upserted, "
+              f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
+              f"{len(tally.failed)} failed; {total} items in corpus")
+        if tally.failed:
+            print(f"failed documents: {', '.join(i for i, _ in tally.failed[:20])}"
+                  + (" ..." if len(tally.failed) > 20 else ""), file=sys.stderr)
+            return 1
         return 0
 
     return _run(args, work)

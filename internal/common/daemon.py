@@ -9,6 +9,7 @@ import structlog
 from aiohttp import web
 
 from internal.common import logs
+from internal.common.auth import check_exposure
 from internal.common.web import run
 from internal.config import Config, ConfigError, load_or_exit, redacted
 
@@ -25,6 +26,7 @@ def serve(service: str, make_app: Callable[[Config], web.Application], section: 
     logs.configure(cfg.log.level, cfg.log.format, service=service)
     log.info("config", config=redacted(cfg))
     try:
+        check_exposure(cfg, section)
         app = make_app(cfg)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)

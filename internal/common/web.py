@@ -9,12 +9,15 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 import structlog
-from aiohttp import web
+from aiohttp import web, web_protocol, web_server
+from aiohttp.http_exceptions import LineTooLong
+from aiohttp.web_request import BaseRequest
 
+from internal.common import jsonlimits
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -63,13 +66,33 @@ def request_id(request: web.Request) -> str:
 _HTTP_CODES = {
     400: "invalid_argument", 401: "unauthorized", 403: "forbidden", 404: "not_found",
     405: "method_not_allowed", 408: "request_timeout", 409: "conflict", 413: "payload_too_large",
-    415: "unsupported_media_type", 429: "too_many_requests",
+    414: "uri_too_long", 415: "unsupported_media_type", 429: "too_many_requests",
+    431: "headers_too_large",
 }
+
+
+def _check_url_params(request: web.Request) -> None:
+    """A NUL (%00) in a path segment or query parameter is a 400 naming it.
+
+    PostgreSQL text cannot hold NUL; ids in paths and `?prefix=`/`?after=` reach SQL.
+    Only URLs holding "%00" at all are looked at (a raw NUL never gets past the parser).
+    """
+    if "%00" not in request.raw_path:
+        return
+    for key, value in request.match_info.items():
+        if "\x00" in value:
+            raise InvalidArgument(f"{key}: must not contain NUL characters", field=key)
+    for key, value in request.query.items():
+        if "\x00" in value or "\x00" in key:
+            raise InvalidArgument(f"{key}: must not contain NUL characters", field=key)
+    if "\x00" in request.path:
+        raise InvalidArgument("path: must not contain NUL characters", field="path")
 
 
 async def _render_errors(request: web.Request, handler: Handler, rid: str) -> web.StreamResponse:
     """The handler's response, or its exception as the common error body."""
     try:
+        _check_url_params(request)
         return await handler(request)
     except LakehouseError as exc:
         if exc.status >= 500 and exc.code == "internal":
@@ -85,7 +108,13 @@ async def _render_errors(request: web.Request, handler: Handler, rid: str) -> we
             message = f"request body larger than {request.client_max_size} bytes"
         elif exc.status == 404:
             message = f"no route for {request.method} {request.path}"
-        return error_response(exc.status, code, message, rid)
+        elif exc.status == 405:
+            message = f"{request.method} is not allowed on {request.path}"
+        resp = error_response(exc.status, code, message, rid)
+        allow = exc.headers.get("Allow")
+        if allow is not None:  # RFC 9110 §15.5.6: a 405 says which methods are
+            resp.headers["Allow"] = allow
+        return resp
     except Exception:
         log.exception("request_crashed", path=request.path)
         return error_response(500, "internal", "internal error", rid)
@@ -140,38 +169,75 @@ def _first_non_finite(obj: Any, path: str = "") -> str | None:
 
 
 def decode(raw: bytes, type_: type[T]) -> T:
-    """Decode and validate JSON; errors become 400s that name the field."""
+    """Decode and validate JSON; errors become 400s that name the field.
+
+    Beyond msgspec's own checks: invalid UTF-8, NUL characters in any string and
+    free-form values nested deeper than jsonlimits.MAX_DEPTH are refused too.
+    """
     if not raw.strip():
         raise InvalidArgument("request body is empty; expected a JSON object", code="invalid_json")
     try:
-        return msgspec.json.decode(raw, type=type_)
+        obj = msgspec.json.decode(raw, type=type_)
+    except UnicodeDecodeError:
+        field = jsonlimits.bad_utf8_field(raw)
+        raise InvalidArgument(f"{field or 'body'}: not valid UTF-8", field=field,
+                              code="invalid_json") from None
+    except RecursionError:
+        path = jsonlimits.deep_path(raw, jsonlimits.MAX_DEPTH)
+        field = jsonlimits.field_of_path(path, type_) if path else None
+        raise InvalidArgument(
+            f"{field or 'body'}: nested deeper than {jsonlimits.MAX_DEPTH} levels",
+            field=field) from None
     except msgspec.ValidationError as exc:
-        msg = str(exc)
-        field = _field_from_msgspec(msg)
-        if field is None and "missing required field" in msg:
-            m = re.search(r"field `([^`]+)`", msg)
-            field = m.group(1) if m else None
-        elif field is not None and "missing required field" in msg:
-            m = re.search(r"field `([^`]+)`", msg)
-            field = f"{field}.{m.group(1)}" if m else field
-        elif field is not None and "unknown field" in msg:
-            m = re.search(r"field `([^`]+)`", msg)
-            field = f"{field}.{m.group(1)}" if m else field
-        elif field is None and "unknown field" in msg:
-            m = re.search(r"field `([^`]+)`", msg)
-            field = m.group(1) if m else None
-        text = msg.replace("Number out of range", "number out of range (must be finite)")
-        raise InvalidArgument(f"{field or 'body'}: {text}", field=field) from None
+        _raise_validation(exc)
     except msgspec.DecodeError as exc:
-        # NaN and Infinity are not JSON; find where they are to name the field.
-        try:
-            loose = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidArgument(f"malformed JSON: {exc}", code="invalid_json") from None
-        where = _first_non_finite(loose)
-        if where is not None:
-            raise InvalidArgument(f"{where}: must be a finite number", field=where) from None
+        _raise_decode(raw, exc)
+    if b"\\u0000" in raw:
+        field = jsonlimits.nul_field(raw)
+        if field is not None:
+            raise InvalidArgument(f"{field}: must not contain NUL characters", field=field)
+    deep = jsonlimits.check_depth(obj, type_)
+    if deep is not None:
+        raise InvalidArgument(f"{deep}: nested deeper than {jsonlimits.MAX_DEPTH} levels",
+                              field=deep)
+    return obj
+
+
+def _raise_validation(exc: msgspec.ValidationError) -> NoReturn:
+    """A msgspec validation error as a 400 naming the field."""
+    msg = str(exc)
+    field = _field_from_msgspec(msg)
+    if field is None and "missing required field" in msg:
+        m = re.search(r"field `([^`]+)`", msg)
+        field = m.group(1) if m else None
+    elif field is not None and "missing required field" in msg:
+        m = re.search(r"field `([^`]+)`", msg)
+        field = f"{field}.{m.group(1)}" if m else field
+    elif field is not None and "unknown field" in msg:
+        m = re.search(r"field `([^`]+)`", msg)
+        field = f"{field}.{m.group(1)}" if m else field
+    elif field is None and "unknown field" in msg:
+        m = re.search(r"field `([^`]+)`", msg)
+        field = m.group(1) if m else None
+    if field is not None and "[...]" in field:
+        # msgspec does not say which key of a dict held the bad value: name the dict.
+        field = field.split("[...]")[0] or None
+        msg = msg.replace("[...]", "")
+    text = msg.replace("Number out of range", "number out of range (must be finite)")
+    raise InvalidArgument(f"{field or 'body'}: {text}", field=field) from None
+
+
+def _raise_decode(raw: bytes, exc: msgspec.DecodeError) -> NoReturn:
+    """Malformed JSON as a 400; NaN/Infinity (not JSON) name their field."""
+    # NaN and Infinity are not JSON; find where they are to name the field.
+    try:
+        loose = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise InvalidArgument(f"malformed JSON: {exc}", code="invalid_json") from None
+    where = _first_non_finite(loose)
+    if where is not None:
+        raise InvalidArgument(f"{where}: must be a finite number", field=where) from None
+    raise InvalidArgument(f"malformed JSON: {exc}", code="invalid_json") from None
 
 
 # A client must send its whole request body within this (408 after), so a slow client
@@ -199,11 +265,48 @@ async def healthz(_: web.Request) -> web.Response:
     return json_response({"status": "ok"})
 
 
+# The Server header names no software or version (aiohttp's default says both).
+SERVER_NAME = "lakehouse"
+
+
+async def _server_header(_: web.Request, resp: web.StreamResponse) -> None:
+    resp.headers["Server"] = SERVER_NAME
+
+
 def make_base_app(max_body_bytes: int = 64 * 1024 * 1024) -> web.Application:
     """An Application with the shared middleware and /healthz."""
     app = web.Application(client_max_size=max_body_bytes, middlewares=[context_middleware])
+    app.on_response_prepare.append(_server_header)
     app.router.add_get("/healthz", healthz)
     return app
+
+
+class JsonErrorRequestHandler(web_protocol.RequestHandler):
+    """aiohttp's connection handler, but what fails before routing (a request line over
+    8 KB, a malformed header) is answered in the one error body, not aiohttp's plain text."""
+
+    def handle_error(self, request: BaseRequest, status: int = 500,
+                     exc: BaseException | None = None, message: str | None = None
+                     ) -> web.StreamResponse:
+        super().handle_error(request, status, exc, message)  # logs; refuses if bytes went out
+        field: str | None = None
+        if status >= 500:
+            code, text = "internal", "internal error"
+        elif isinstance(exc, LineTooLong):
+            line = exc.args[0] if exc.args else b""
+            if isinstance(line, (bytes, bytearray)) and line[:1] == b"/":
+                status, code, field = 414, "uri_too_long", "url"
+                text = f"URL longer than {exc.args[1]} bytes"
+            else:
+                status, code = 431, "headers_too_large"
+                text = f"a header line is longer than {exc.args[1]} bytes"
+        else:
+            code = _HTTP_CODES.get(status, "bad_request")
+            text = f"malformed HTTP request: {message or exc or 'bad request'}"[:300]
+        resp = error_response(status, code, text, uuid.uuid4().hex, field)
+        resp.headers["Server"] = SERVER_NAME
+        resp.force_close()
+        return resp
 
 
 def _fast_loop() -> None:
@@ -224,5 +327,8 @@ SHUTDOWN_SECONDS = 3.0
 def run(app: web.Application, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM; aiohttp runs the cleanup contexts on the way out."""
     _fast_loop()
+    # aiohttp builds one RequestHandler per connection by this module-level name and has
+    # no option for another class; ours differs only in how parse errors are answered.
+    web_server.RequestHandler = JsonErrorRequestHandler  # type: ignore[attr-defined]
     web.run_app(app, host=host, port=port, access_log=None, print=None, handle_signals=True,
                 shutdown_timeout=SHUTDOWN_SECONDS)

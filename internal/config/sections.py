@@ -46,6 +46,10 @@ class GatewayConfig:
     # The MCP server (streamable HTTP), served by the gateway at /mcp.
     mcpd: tuple[str, ...] = (_url(MCPD_PORT),)
     tokens: tuple[str, ...] = ()
+    # Presented by the gateway, matrixd and syncd to the daemons they call; every daemon
+    # accepts it (and the client tokens) when tokens are configured. Empty: the first of
+    # `tokens` (`lakehouse up` generates a random one for its children instead).
+    service_token: str = ""
     max_body_bytes: int = 32 * 1024 * 1024
     embed_timeout: float = 60.0
     vectors_timeout: float = 60.0
@@ -189,8 +193,8 @@ class MatrixdConfig:
     def validate(self) -> None:
         if not self.vectord_url:
             raise ValueError("vectord_url: required")
-        if self.max_k < 1:
-            raise ValueError("max_k: must be >= 1")
+        if not 1 <= self.max_k <= 1000:
+            raise ValueError("max_k: must be in 1..1000 (vectord's k)")
         if not 1 <= self.playbook_top_k <= self.max_k:
             raise ValueError("playbook_top_k: must be in 1..max_k")
         if self.playbook_max_distance < 0:
@@ -266,4 +270,5 @@ class Config:
 
 
 # Keys whose values never reach a log line.
-SECRET_KEYS = frozenset({"gateway.tokens", "embedd.openai_api_key", "vectord.dsn"})
+SECRET_KEYS = frozenset({"gateway.tokens", "gateway.service_token", "embedd.openai_api_key",
+                         "vectord.dsn"})

@@ -8,6 +8,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
@@ -43,6 +44,7 @@ def make_app(cfg: Config) -> web.Application:
     """The embedd app; backends open in a cleanup_ctx and close with the app."""
     ecfg = cfg.embedd
     app = make_base_app()
+    protect(app, cfg)
 
     async def backends_ctx(app: web.Application) -> AsyncIterator[None]:
         session = aiohttp.ClientSession()

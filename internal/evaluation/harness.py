@@ -10,6 +10,7 @@ import aiohttp
 
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
+from internal.common.auth import service_headers
 from internal.config import Config
 from internal.evaluation import beir
 from internal.evaluation.ingest import Progress, ingest
@@ -36,7 +37,8 @@ async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
     name = corpus or beir.corpus_name(dataset)
     options = options or SearchOptions()
     async with services(cfg, in_process=in_process, vectord_url=vectord_url,
-                        embedd_url=embedd_url) as ends, aiohttp.ClientSession() as session:
+                        embedd_url=embedd_url) as ends, \
+            aiohttp.ClientSession(headers=service_headers(cfg)) as session:
         # Embedding a large batch on a shared CPU can take minutes.
         vc = VectordClient(session, ends.vectord_url, timeout=600.0)
         ec = EmbedClient(session, ends.embedd_url, timeout=600.0)

@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from internal.api import vectord as vm
+from internal.config import Config
 from internal.gateway import schemas as s
 from internal.gateway.routes import ROUTES, Route
 
@@ -53,9 +55,29 @@ def _errors(secured: bool) -> dict[str, Any]:
     return out
 
 
+# Path and query parameters, with the limits the daemons enforce.
+_PATH_PARAMS: dict[str, dict[str, Any]] = {
+    "name": {"type": "string", "pattern": vm.NAME_PATTERN},
+    "id": {"type": "string", "minLength": 1, "maxLength": vm.MAX_ID_BYTES,
+           "description": f"at most {vm.MAX_ID_BYTES} bytes of UTF-8, no NUL"},
+}
+_QUERY_PARAMS: dict[str, list[dict[str, Any]]] = {
+    "/v1/vectors/corpora/{name}/ids": [
+        {"name": "prefix", "in": "query", "required": False,
+         "schema": {"type": "string", "maxLength": vm.MAX_ID_BYTES}},
+        {"name": "after", "in": "query", "required": False,
+         "schema": {"type": "string", "maxLength": vm.MAX_ID_BYTES}},
+        {"name": "limit", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 1, "maximum": vm.MAX_IDS_PAGE, "default": 1000}},
+    ],
+}
+
+
 def _operation(route: Route, method: str, secured: bool) -> dict[str, Any]:
-    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+    params = [{"name": name, "in": "path", "required": True,
+               "schema": _PATH_PARAMS.get(name, {"type": "string"})}
               for name in _PARAM.findall(route.path)]
+    params += _QUERY_PARAMS.get(route.path, [])
     op: dict[str, Any] = {
         "summary": route.summary,
         "operationId": f"{method}_{route.upstream}_{openapi_path(route.path)}",
@@ -74,8 +96,29 @@ def _operation(route: Route, method: str, secured: bool) -> dict[str, Any]:
     return op
 
 
-def build(secured: bool) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every route the gateway serves."""
+def _limit(schema: dict[str, Any], key: str, value: int) -> None:
+    """Set a bound on a property schema, also inside `anyOf` (an optional field)."""
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") in ("array", "integer"):
+            branch[key] = value
+
+
+def _configured_limits(components: dict[str, Any], cfg: Config) -> None:
+    """Limits that are settings, not constants: what this stack's daemons enforce."""
+    props = {name: c.get("properties", {}) for name, c in components.items()}
+    _limit(props["UpsertRequest"]["items"], "maxItems", cfg.vectord.max_batch)
+    _limit(props["DeleteItems"]["ids"], "maxItems", vm.MAX_IDS_PAGE)
+    _limit(props["EmbedRequest"]["texts"], "maxItems", cfg.embedd.max_texts)
+    _limit(props["MatrixSearchRequest"]["corpora"], "maxItems", cfg.matrixd.max_corpora)
+    for key in ("k", "per_corpus_k", "playbook_top_k"):
+        _limit(props["MatrixSearchRequest"][key], "maximum", cfg.matrixd.max_k)
+
+
+def build(secured: bool, cfg: Config | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every route the gateway serves.
+
+    cfg: the stack's settings, for the limits that are configurable (batch sizes, k).
+    """
     paths: dict[str, dict[str, Any]] = {}
     for method, path, summary, resp, ctype in OWN_ROUTES:
         content = ({ctype: {"schema": _ref(resp)}} if resp is not None
@@ -99,6 +142,7 @@ def build(secured: bool) -> dict[str, Any]:
     missing = {t.__name__ for t in unique} - set(components)
     if missing:  # a name clash: msgspec qualified the names, so our refs would dangle
         raise RuntimeError(f"openapi: struct names must be unique: {sorted(missing)}")
+    _configured_limits(components, cfg or Config())
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "Lakehouse", "version": "0.1.0",

@@ -26,7 +26,12 @@ HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
     "trailer", "trailers", "transfer-encoding", "upgrade", "host",
 })
-_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization"}
+# The client's token is not the daemon's business (the gateway presents its service
+# token instead); forwarding headers a client wrote itself would let it pose as any
+# address, so they are dropped and X-Forwarded-For is set from the connection.
+_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization", "x-forwarded-for", "forwarded",
+                                   "x-real-ip", "x-forwarded-host", "x-forwarded-proto"}
+_DROP_KEEP_AUTH = _DROP_FROM_REQUEST - {"authorization"}
 _CHUNK = 64 * 1024
 _SMALL = 64 * 1024  # answers up to this size are relayed whole, larger ones streamed
 
@@ -129,12 +134,13 @@ class Proxy:
     """
 
     def __init__(self, session: aiohttp.ClientSession, metrics: Metrics,
-                 max_body_bytes: int | Limits) -> None:
+                 max_body_bytes: int | Limits, service_token: str = "") -> None:
         self.session = session
         self.metrics = metrics
         self.limits = max_body_bytes if isinstance(max_body_bytes, Limits) else Limits(max_body_bytes)
         self.max_body_bytes = self.limits.max_body_bytes
         self._streams: dict[str, asyncio.Semaphore] = {}
+        self.authorization = f"Bearer {service_token}" if service_token else ""
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"request body larger than {self.max_body_bytes} bytes")
@@ -165,10 +171,16 @@ class Proxy:
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
             raise self._too_large()
-        # The gateway's own token is not the daemon's business, except for a daemon that
-        # calls the gateway back on the client's behalf (mcpd).
-        headers = _forward_headers(request.headers, HOP_BY_HOP if keep_auth else _DROP_FROM_REQUEST)
+        # The client's token is not the daemon's business (the gateway presents its service
+        # token instead), except for a daemon that calls the gateway back on the client's
+        # behalf (mcpd), which gets the client's own.
+        headers = _forward_headers(request.headers,
+                                   _DROP_KEEP_AUTH if keep_auth else _DROP_FROM_REQUEST)
         headers[REQUEST_ID_HEADER] = request_id(request)
+        if request.remote:
+            headers["X-Forwarded-For"] = request.remote
+        if self.authorization and not keep_auth:
+            headers["Authorization"] = self.authorization
         body = _Body(request, self.max_body_bytes, limits.body_timeout)
         if request.body_exists:
             await body.read_head(limits.buffer_bytes)

@@ -8,6 +8,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.common.auth import service_token
 from internal.common.daemon import serve
 from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app
@@ -59,7 +60,7 @@ def make_app(cfg: Config) -> web.Application:
     app.middlewares.insert(0, metrics.middleware())
     if cfg.gateway.tokens:
         app.middlewares.append(make_auth_middleware(cfg.gateway.tokens, console.OPEN_PATHS))
-    document = openapi.build(secured=bool(cfg.gateway.tokens))
+    document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:
         # auto_decompress off: bodies are relayed byte for byte, Content-Encoding intact.
@@ -74,7 +75,7 @@ def make_app(cfg: Config) -> web.Application:
             app[PROXY] = Proxy(session, metrics, Limits(
                 max_body_bytes=g.max_body_bytes, body_timeout=g.body_timeout,
                 buffer_bytes=g.buffer_bytes, upstream_wait=g.upstream_wait,
-                stream_slots=g.stream_slots))
+                stream_slots=g.stream_slots), service_token(cfg))
             yield
 
     app.cleanup_ctx.append(session_ctx)

@@ -178,13 +178,29 @@ def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mod
     return mode, text, per_corpus_k
 
 
-def _raise_request_fault(results: list[CorpusResult]) -> None:
-    """A vectord 400 naming a request-wide field is the caller's fault: 400, not 502."""
+def _raise_request_fault(results: list[CorpusResult], body: MatrixSearchRequest) -> None:
+    """A vectord 400 about a field of the caller's request is the caller's fault: 400, not 502.
+
+    Request-wide fields (filter, language, the query text, fusion options) are wrong for
+    every corpus. A query_vector the caller gave that does not fit a corpus (another
+    dimension) is a 400 too, unless allow_partial asked for the other corpora's hits and
+    some corpus answered.
+    """
+    vector_faults = 0
     for r in results:
         e = r.error
-        if (isinstance(e, ServiceError) and e.status == 400 and e.field
-                and e.field.split(".")[0].split("[")[0] in (*_REQUEST_FIELDS, *_FUSION_FIELDS)):
+        if not (isinstance(e, ServiceError) and e.status == 400 and e.field):
+            continue
+        root = e.field.split(".")[0].split("[")[0]
+        if root in (*_REQUEST_FIELDS, *_FUSION_FIELDS, "query_text"):
             raise InvalidArgument(e.message, field=e.field)
+        if root == "query_vector" and body.query_vector is not None:
+            if not body.allow_partial:
+                raise InvalidArgument(f"corpus {r.corpus!r}: {e.message}", field=e.field)
+            vector_faults += 1
+    if vector_faults and vector_faults == len(results):
+        raise InvalidArgument(f"query_vector: fits none of the corpora ({results[0].error})",
+                              field="query_vector")
 
 
 def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
@@ -261,7 +277,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
                 raise UpstreamError(f"playbook corpus {playbook_name!r}: {describe(exc)}") from None
             degraded.append("playbook_unavailable")
 
-    _raise_request_fault(results)
+    _raise_request_fault(results, body)
     failed = [r for r in results if r.error is not None]
     if failed and (not body.allow_partial or len(failed) == len(results)):
         _raise_unavailable(failed, len(results))

@@ -21,6 +21,7 @@ from internal.api.matrixd import MatrixSearchRequest, RecordRequest, RelevanceRe
 from internal.api.validate import corpus_name
 from internal.clients.embed import EmbedClient, make_client
 from internal.clients.vectord import VectordClient
+from internal.common.auth import protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, ServiceError, UpstreamError
 from internal.common.web import json_response, make_base_app, read_json
@@ -79,16 +80,42 @@ async def record_handler(request: web.Request) -> web.Response:
             "metadata": boost.entry_to_metadata(entry)}
     created = False
     try:
-        await deps.vectord.upsert(name, [item], model=emb.model)
+        try:
+            await deps.vectord.upsert(name, [item], model=emb.model)
+        except ServiceError as exc:
+            if exc.status != 404:
+                raise
+            # First record: the playbook corpus does not exist yet.
+            _, created = await deps.vectord.ensure_corpus(name, emb.dim, "cosine",
+                                                          model=emb.model)
+            await deps.vectord.upsert(name, [item], model=emb.model)
     except ServiceError as exc:
-        if exc.status != 404:
-            raise
-        # First record: the playbook corpus does not exist yet.
-        _, created = await deps.vectord.ensure_corpus(name, emb.dim, "cosine", model=emb.model)
-        await deps.vectord.upsert(name, [item], model=emb.model)
+        raise _record_fault(exc) from None
     log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
              score=score, created=created)
     return json_response({"playbook_id": pid, "playbook_corpus": name, "created": created})
+
+
+# vectord's fields of the playbook item -> the record request's own fields.
+_ITEM_FIELDS = {"text": "query_text", "title": "query_text", "tags": "tags",
+                "metadata": "query_text"}
+
+
+def _record_fault(exc: ServiceError) -> LakehouseError:
+    """vectord's 400 about the playbook item, told in the caller's fields (`query_text`,
+    `tags[0]`), never vectord's `items[0].text`; any other 400 is not the caller's: 502."""
+    if exc.status != 400:
+        return exc
+    field = exc.field or ""
+    prefix = "items[0]."
+    rest = field[len(prefix):] if field.startswith(prefix) else ""
+    root = rest.split("[")[0].split(".")[0]
+    mapped = _ITEM_FIELDS.get(root)
+    if mapped is None:
+        return UpstreamError(f"playbook upsert: {describe(exc)}")
+    ours = mapped + rest[len(root):] if mapped == "tags" else mapped
+    detail = exc.message.split(": ", 1)[1] if exc.message.startswith(field) else exc.message
+    return InvalidArgument(f"{ours}: {detail}", field=ours)
 
 
 # ---- relevance ---------------------------------------------------------------------------
@@ -149,11 +176,13 @@ def make_app(cfg: Config) -> web.Application:
     """The matrixd app: one ClientSession for vectord and embedd, opened and closed with it."""
     mcfg = cfg.matrixd
     app = make_base_app()
+    protect(app, cfg)
 
     async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
         # limit_per_host bounds connections to vectord; a fan-out of max_corpora fits.
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=max(100, 2 * mcfg.max_corpora))
-        async with aiohttp.ClientSession(connector=connector) as session:
+        async with aiohttp.ClientSession(connector=connector,
+                                         headers=service_headers(cfg)) as session:
             app[DEPS] = Deps(
                 cfg=mcfg,
                 vectord=VectordClient(session, mcfg.vectord_url, mcfg.timeout_seconds),

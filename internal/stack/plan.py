@@ -35,8 +35,13 @@ def _url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def plan(cfg: Config, dsn: str, config_file: str | None = None) -> list[ChildSpec]:
-    """One ChildSpec per daemon, in start order."""
+def plan(cfg: Config, dsn: str, config_file: str | None = None,
+         service_token: str = "") -> list[ChildSpec]:
+    """One ChildSpec per daemon, in start order.
+
+    service_token: what the daemons present to each other (and accept), given to every
+    child; the caller makes one up when tokens are configured and none is set.
+    """
     addr = {d: (getattr(cfg, _SECTION[d]).host, getattr(cfg, _SECTION[d]).port) for d in DAEMONS}
     url = {d: _url(*addr[d]) for d in DAEMONS}
     env: dict[str, str] = {
@@ -60,4 +65,6 @@ def plan(cfg: Config, dsn: str, config_file: str | None = None) -> list[ChildSpe
         env["LAKEHOUSE_PG_DSN"] = dsn
     if config_file:
         env["LAKEHOUSE_CONFIG"] = config_file
+    if service_token:
+        env["LAKEHOUSE_GATEWAY_SERVICE_TOKEN"] = service_token
     return [ChildSpec(d, f"internal.{d}.server", addr[d][0], addr[d][1], dict(env)) for d in DAEMONS]

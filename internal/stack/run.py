@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import TextIO
 
 import structlog
 
-from internal.config import Config
+from internal.common.auth import check_exposure
+from internal.config import Config, ConfigError
 from internal.pg.embedded import EmbeddedPostgres
 from internal.stack import postgres
 from internal.stack.pgwatch import PostgresWatch
@@ -34,7 +36,10 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
                  ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None) -> int:
-    specs = plan(cfg, dsn, config_file)
+    # With client tokens but no service token, the daemons get a fresh random one for
+    # this run, so no client token doubles as the key to the daemons' own ports.
+    token = cfg.gateway.service_token or (secrets.token_urlsafe(32) if cfg.gateway.tokens else "")
+    specs = plan(cfg, dsn, config_file, token)
     sup = Supervisor(specs, log_dir=log_dir)
     loop = asyncio.get_running_loop()
     def on_signal(sig: signal.Signals) -> None:
@@ -81,6 +86,12 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
 def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = None,
        ready_timeout: float = 180.0, out: TextIO = sys.stdout) -> int:
     """Run the stack until SIGINT/SIGTERM; 0 after a clean stop, 1 if it never got ready."""
+    for section in ("embedd", "vectord", "matrixd", "sync", "gateway"):
+        try:
+            check_exposure(cfg, section)
+        except ConfigError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
     previous = signal.signal(signal.SIGTERM, _interrupt)
     pg: EmbeddedPostgres | None = None
     try:

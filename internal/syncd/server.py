@@ -19,6 +19,7 @@ from aiohttp import web
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
+from internal.common.auth import protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
 from internal.common.web import json_response, make_base_app
@@ -121,6 +122,7 @@ def make_app(cfg: Config) -> web.Application:
     """The syncd app; raises ConfigError when wiki_dir is set but unusable."""
     check_config(cfg.sync)
     app = make_base_app()
+    protect(app, cfg)
     app.router.add_get("/readyz", readyz)
     app.router.add_post("/v1/sync/run", run_handler)
     app.router.add_get("/v1/sync/status", status_handler)
@@ -129,7 +131,7 @@ def make_app(cfg: Config) -> web.Application:
         return app
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(headers=service_headers(cfg)) as session:
             app[SESSION] = session
             vectord = VectordClient(session, cfg.sync.vectord_url)
             embed = EmbedClient(session, cfg.sync.embedd_url)

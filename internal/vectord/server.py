@@ -12,6 +12,7 @@ from aiohttp import web
 
 from internal.api import validate
 from internal.api.vectord import (
+    MAX_IDS_PAGE,
     MAX_INCLUDE,
     Corpus,
     CorpusSearchResult,
@@ -24,6 +25,7 @@ from internal.api.vectord import (
     SearchResponse,
     UpsertRequest,
 )
+from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
 from internal.common.web import json_response, make_base_app, read_json
@@ -38,7 +40,6 @@ log = structlog.get_logger()
 CFG: web.AppKey[Config] = web.AppKey("cfg", Config)
 STORE: web.AppKey[Store] = web.AppKey("store", Store)
 
-MAX_IDS_PAGE = 10_000
 PREFIX = "/v1/vectors/corpora"
 MULTI_SEARCH = "/v1/vectors/search"
 MAX_SEARCH_CORPORA = 1000
@@ -300,6 +301,7 @@ async def readyz(request: web.Request) -> web.Response:
 def make_app(cfg: Config) -> web.Application:
     """vectord's application; the database is opened in a cleanup_ctx."""
     app = make_base_app()
+    protect(app, cfg)
     app[CFG] = cfg
     app.cleanup_ctx.append(_database)
     r = app.router

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from internal.api.vectord import Corpus, Item
-from internal.common.errors import Conflict, NotFound
+from internal.common.errors import Conflict, InvalidArgument, NotFound
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
 from internal.pg.resilient import ResilientPool
@@ -68,6 +68,10 @@ ON CONFLICT (id) DO UPDATE SET
     content_hash = EXCLUDED.content_hash, updated_at = now()
 WHERE t.content_hash IS DISTINCT FROM EXCLUDED.content_hash
    OR t.embedding IS DISTINCT FROM EXCLUDED.embedding"""
+
+# One item's lexical vector, as the generated column computes it (to find an oversized one).
+LEX_PROBE = """
+SELECT length(vectord_lex_v1(%(language)s::regconfig, %(title)s, %(text)s, %(tags)s))"""
 
 ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, updated_at"
 GET_ITEM = f"""
@@ -262,6 +266,12 @@ class Store:
 
     async def upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None) -> int:
         """Write the whole batch in one transaction, or nothing."""
+        try:
+            return await self._upsert(corpus, items, model)
+        except psycopg.errors.ProgramLimitExceeded as exc:  # rolled back: nothing written
+            raise await self._over_limit(items, exc) from None
+
+    async def _upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None) -> int:
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
             row = await cur.fetchone()
@@ -287,6 +297,31 @@ class Store:
         if model is not None and corpus.model is None:
             self._cache.pop(corpus.name, None)
         return len(items)
+
+    async def _over_limit(self, items: list[PreparedItem],
+                          exc: psycopg.errors.ProgramLimitExceeded) -> InvalidArgument:
+        """A 400 naming the item whose text-search vector is over PostgreSQL's 1 MB.
+
+        Only runs after the batch failed: each item's tsvector is computed alone, largest
+        first, until one fails (measured in DECISIONS.md, issue 13).
+        """
+        order = sorted(range(len(items)), key=lambda i: -_text_size(items[i]))
+        async with self.pool.connection() as conn:
+            for i in order:
+                it = items[i]
+                try:
+                    async with conn.transaction():
+                        await conn.execute(LEX_PROBE, {"language": it.language, "title": it.title,
+                                                       "text": it.text, "tags": it.tags})
+                except psycopg.errors.ProgramLimitExceeded:
+                    parts = {"text": len(it.text), "title": len(it.title or ""),
+                             "tags": sum(len(t) for t in it.tags)}
+                    field = f"items[{i}].{max(parts, key=lambda k: parts[k])}"
+                    return InvalidArgument(
+                        f"{field}: too many distinct words to index (PostgreSQL limits an "
+                        "item's text-search vector to 1 MB); split the text", field=field)
+        diag = exc.diag.message_primary or "a size limit"
+        return InvalidArgument(f"items: an item exceeds PostgreSQL's {diag}", field="items")
 
     async def get_item(self, corpus: Corpus, item_id: str) -> dict[str, Any]:
         async with self.pool.connection() as conn:
@@ -361,6 +396,10 @@ class Store:
                 "vector": self.db.vector_version,
                 "keyword_index": "trgm" if self.db.trgm else "scan",
                 "schema_version": self.db.version}
+
+
+def _text_size(it: PreparedItem) -> int:
+    return len(it.text) + len(it.title or "") + sum(len(t) for t in it.tags)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -21,6 +21,8 @@ def stub_app(name: str, *, postgres_ok: bool = True) -> web.Application:
         resp.headers["X-Seen-Auth"] = request.headers.get("Authorization", "")
         resp.headers["X-Seen-Custom"] = request.headers.get("X-Custom", "")
         resp.headers["X-Seen-TE"] = request.headers.get("TE", "")
+        resp.headers["X-Seen-XFF"] = request.headers.get("X-Forwarded-For", "")
+        resp.headers["Server"] = "Python/3.11 aiohttp/3.x"
         return resp
 
     async def daemon_error(_: web.Request) -> web.Response:

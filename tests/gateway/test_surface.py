@@ -35,8 +35,18 @@ async def test_auth_on(gateway: GatewayFactory, http: aiohttp.ClientSession) -> 
         assert resp.status == 401
     async with http.get(f"{base}/v1/vectors/corpora", headers={"Authorization": "Bearer other"}) as resp:
         assert resp.status == 200
-        # The gateway's token is not forwarded to the daemon.
-        assert resp.headers["X-Seen-Auth"] == ""
+        # The client's token is not forwarded; the daemon sees the gateway's service token
+        # (the first client token when no service_token is set).
+        assert resp.headers["X-Seen-Auth"] == "Bearer s3cret"
+    svc = await gateway(tokens=("s3cret",), service_token="svc-token")
+    async with http.get(f"{svc}/v1/vectors/corpora", headers={
+            "Authorization": "Bearer s3cret", "X-Forwarded-For": "6.6.6.6"}) as resp:
+        assert resp.status == 200
+        assert resp.headers["X-Seen-Auth"] == "Bearer svc-token"
+        # A client-written X-Forwarded-For is replaced by the connection's address,
+        # and no Server header tells software or versions.
+        assert resp.headers["X-Seen-XFF"] == "127.0.0.1"
+        assert resp.headers["Server"] == "lakehouse"
     for path in ("/healthz", "/readyz", "/openapi.json"):
         async with http.get(f"{base}{path}") as resp:
             assert resp.status == 200, path

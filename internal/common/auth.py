@@ -1,0 +1,96 @@
+"""Bearer tokens on every daemon, not only the gateway (issue 13).
+
+Clients present one of `[gateway] tokens` to the gateway. The gateway, matrixd and
+syncd present the *service token* to the daemons behind them: `[gateway] service_token`,
+else the first client token (`lakehouse up` generates a random service token for its
+children when tokens are configured and none is set). A daemon accepts the service
+token or any client token, so a local process without one cannot reach vectord's port
+directly. `/healthz` and `/readyz` stay open (supervisors and load balancers poll them).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Collection, Sequence
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from internal.common.errors import Unauthorized
+from internal.common.web import Handler
+from internal.config import Config, ConfigError
+
+DAEMON_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+def token_ok(header: str, tokens: Sequence[bytes]) -> bool:
+    """Constant-time check of an Authorization header against every token."""
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer" or not presented:
+        return False
+    given = presented.strip().encode()
+    ok = False
+    for token in tokens:
+        # No early exit: every token is compared, so timing does not tell which matched.
+        ok |= hmac.compare_digest(given, token)
+    return ok
+
+
+def make_auth_middleware(tokens: Sequence[str], open_paths: Collection[str]) -> Middleware:
+    """401 for any request outside open_paths without one of the tokens."""
+    encoded = [t.encode() for t in tokens]
+
+    @web.middleware
+    async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path not in open_paths and not token_ok(
+                request.headers.get("Authorization", ""), encoded):
+            raise Unauthorized("missing or invalid bearer token")
+        return await handler(request)
+
+    return auth_middleware
+
+
+def service_token(cfg: Config) -> str:
+    """The token this process presents to the daemons it calls ("" when auth is off)."""
+    g = cfg.gateway
+    return g.service_token or (g.tokens[0] if g.tokens else "")
+
+
+def daemon_tokens(cfg: Config) -> tuple[str, ...]:
+    """Tokens a daemon accepts; empty means auth is off."""
+    g = cfg.gateway
+    return tuple(dict.fromkeys((*g.tokens, *((g.service_token,) if g.service_token else ()))))
+
+
+def service_headers(cfg: Config) -> dict[str, str]:
+    """Default headers of a daemon's client session towards the other daemons."""
+    token = service_token(cfg)
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def protect(app: web.Application, cfg: Config) -> None:
+    """Require a token on every route but /healthz and /readyz when tokens are configured."""
+    tokens = daemon_tokens(cfg)
+    if tokens:
+        app.middlewares.append(make_auth_middleware(tokens, DAEMON_OPEN_PATHS))
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
+def check_exposure(cfg: Config, section: str) -> None:
+    """ConfigError when a daemon would listen beyond loopback with auth off."""
+    host = getattr(cfg, section).host
+    if not is_loopback(host) and not daemon_tokens(cfg):
+        raise ConfigError(
+            f"{section}.host",
+            f"{host!r} is not a loopback address and no tokens are configured: anyone who "
+            "can reach it could read and change every corpus. Set [gateway] tokens (or "
+            "LAKEHOUSE_TOKEN), or bind 127.0.0.1")
