@@ -162,6 +162,12 @@ class MatrixdConfig:
     # k of the rank-based cross-corpus merge for lexical and keyword modes
     rrf_k: int = 60
     max_corpora: int = 64
+    # Query intelligence (issue 17): the longest observation /v1/matrix/normalize takes,
+    # reflection's bar (vector similarity of a sub-query's best hit), and the time budget
+    # of a search_auto request that names none (0: no budget).
+    normalize_max_chars: int = 20000
+    smart_min_confidence: float = 0.45
+    auto_budget_ms: float = 0.0
 
     def validate(self) -> None:
         if not self.vectord_url:
@@ -176,6 +182,12 @@ class MatrixdConfig:
             raise ValueError("rrf_k: must be >= 1")
         if self.max_corpora < 1:
             raise ValueError("max_corpora: must be >= 1")
+        if self.normalize_max_chars < 1:
+            raise ValueError("normalize_max_chars: must be >= 1")
+        if not 0 <= self.smart_min_confidence <= 1:
+            raise ValueError("smart_min_confidence: must be in [0, 1]")
+        if self.auto_budget_ms < 0:
+            raise ValueError("auto_budget_ms: must not be negative")
 
 
 @dataclass(frozen=True)
