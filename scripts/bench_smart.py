@@ -33,22 +33,22 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from internal.common.logs import configure  # noqa: E402
-from internal.config import loader  # noqa: E402
-from internal.embed.client import EmbedClient  # noqa: E402
-from internal.evaluation import locomo  # noqa: E402
-from internal.evaluation.ingest import ingest  # noqa: E402
-from internal.evaluation.services import services  # noqa: E402
-from internal.matrixd import nlp, smart, strategy  # noqa: E402
-from internal.matrixd.deps import Deps  # noqa: E402
-from internal.matrixd.models import (  # noqa: E402
+from internal.common.logs import configure
+from internal.config import loader
+from internal.embed.client import EmbedClient
+from internal.evaluation import locomo
+from internal.evaluation.ingest import ingest
+from internal.evaluation.services import services
+from internal.matrixd import nlp, smart, strategy
+from internal.matrixd.deps import Deps
+from internal.matrixd.models import (
     MatrixSearchRequest,
     SearchAutoRequest,
     SmartSearchRequest,
 )
-from internal.matrixd.normalize import Observation, normalize  # noqa: E402
-from internal.matrixd.search import run_search  # noqa: E402
-from internal.vectord.client import VectordClient  # noqa: E402
+from internal.matrixd.normalize import Observation, normalize
+from internal.matrixd.search import run_search
+from internal.vectord.client import VectordClient
 
 ROOT = Path(__file__).resolve().parent.parent
 CATS = ("multi-hop", "temporal", "open-domain", "single-hop")

@@ -207,6 +207,11 @@ class SyncConfig:
     chunk_chars: int = 2000
     # Run once right at start-up (else the first run is one interval later).
     run_on_start: bool = True
+    # Normalise each chunk through matrixd's /v1/matrix/normalize before embedding
+    # (issue 17): the normalised text is embedded and indexed, the original kept in
+    # metadata "original", the key phrases in metadata "keywords".
+    normalize: bool = False
+    matrixd_url: str = _url(MATRIXD_PORT)
 
     def validate(self) -> None:
         if self.interval <= 0:
@@ -219,6 +224,8 @@ class SyncConfig:
             raise ValueError("batch_size: must be in 1..256 (embedd's max_texts default)")
         if self.chunk_chars < 200:
             raise ValueError("chunk_chars: must be >= 200")
+        if self.normalize and not self.matrixd_url:
+            raise ValueError("matrixd_url: normalize needs matrixd")
 
 
 @dataclass(frozen=True)

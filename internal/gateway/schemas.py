@@ -34,9 +34,22 @@ from internal.vectord.models import (
 )
 
 __all__ = [
-    "AnalyzeRequest", "NormalizeRequest", "SearchAutoRequest", "SmartSearchRequest",
-    "CreateCorpus", "DeleteItems", "EmbedRequest", "Hit", "MatrixSearchRequest",
-    "MultiSearchRequest", "MultiSearchResponse", "RecordRequest", "RelevanceRequest", "SearchRequest", "SearchResponse", "UpsertRequest",
+    "AnalyzeRequest",
+    "CreateCorpus",
+    "DeleteItems",
+    "EmbedRequest",
+    "Hit",
+    "MatrixSearchRequest",
+    "MultiSearchRequest",
+    "MultiSearchResponse",
+    "NormalizeRequest",
+    "RecordRequest",
+    "RelevanceRequest",
+    "SearchAutoRequest",
+    "SearchRequest",
+    "SearchResponse",
+    "SmartSearchRequest",
+    "UpsertRequest",
 ]
 
 
