@@ -85,10 +85,11 @@ def make_plan(a: Analysis, *, date_field: str = "date", user_prefer: dict[str, A
     rng = a.temporal_range
     if rng is not None and date_field:
         date_pref = {"field": date_field}
+        # vectord's date filter takes RFC 3339 date-times; a date is its midnight UTC.
         if rng.start:
-            date_pref["after"] = rng.start.isoformat()
+            date_pref["after"] = f"{rng.start.isoformat()}T00:00:00Z"
         if rng.end:
-            date_pref["before"] = rng.end.isoformat()
+            date_pref["before"] = f"{rng.end.isoformat()}T00:00:00Z"
         ours["date"] = date_pref
     time_cue = a.question_type == "temporal"
     if time_cue:

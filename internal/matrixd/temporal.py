@@ -105,6 +105,7 @@ def _parser(ref: datetime) -> DateDataParser:
 
 
 _WEEKEND = re.compile(r"^(?:(this past|last|the|this|next) )?weekend$", re.IGNORECASE)
+_PERIOD_OF = re.compile(r"^(?:the )?(week|month|year) of (.+)$", re.IGNORECASE)
 _COUPLE = re.compile(r"^(?:a )?couple of (day|week|month|year)s? ago$", re.IGNORECASE)
 
 
@@ -136,6 +137,13 @@ def resolve(expression: str, ref: datetime) -> Resolved | None:
     special = _special(expr, ref)
     if special is not None:
         return special
+    m = _PERIOD_OF.match(expr)
+    if m:  # "the week of 22 May 2023": the day, widened to its week
+        inner = resolve(m.group(2), ref)
+        if inner is None:
+            return None
+        start, end = _range(inner.start, m.group(1).lower())
+        return Resolved(expr, start, end, m.group(1).lower())
     data = _parser(ref).get_date_data(expr)
     if data.date_obj is None:
         return None
@@ -180,15 +188,20 @@ def query_range(text: str, now: datetime, spans: list[tuple[int, int]] | None = 
     found: list[tuple[int, int]] = [m.span() for m in RELATIVE.finditer(text)]
     found += [m.span() for m in ABSOLUTE.finditer(text)]
     found += spans or []
-    found = _outermost(found)
+    # Longest first; an expression inside one that resolved is not counted twice, but
+    # one inside an expression that did not resolve ("the summer of 2022") still is.
+    resolved: list[tuple[tuple[int, int], Resolved]] = []
+    for a, b in sorted(set(found), key=lambda s: -(s[1] - s[0])):
+        if any(a < y and x < b for (x, y), _ in resolved):
+            continue
+        r = resolve(text[a:b], now)
+        if r is not None:
+            resolved.append(((a, b), r))
     start: date | None = None
     end: date | None = None
     relative: list[str] = []
-    for a, b in found:
+    for (a, b), r in sorted(resolved, key=lambda x: x[0]):
         expr = text[a:b]
-        r = resolve(expr, now)
-        if r is None:
-            continue
         op = _OPERATOR.search(text[:a])
         kind = op.group(1).lower() if op else ""
         if kind in ("before", "until", "till", "by"):
@@ -204,15 +217,3 @@ def query_range(text: str, now: datetime, spans: list[tuple[int, int]] | None = 
     if start is None and end is None:
         return None
     return Range(start, end, ", ".join(relative) or None)
-
-
-def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Spans sorted by start, dropping any inside (or overlapping) an earlier longer one."""
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(set(spans), key=lambda s: (s[0], -(s[1] - s[0]))):
-        if out and a < out[-1][1]:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-            continue
-        out.append((a, b))
-    return out

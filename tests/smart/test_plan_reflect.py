@@ -51,11 +51,12 @@ def test_entities_become_a_lexical_must_match(pipeline: Language) -> None:
 def test_time_range_becomes_a_date_preference(pipeline: Language) -> None:
     a = analyze(pipeline, "What did Melanie paint last week?", NOW)
     p = P.make_plan(a, date_field="date")
-    assert p.date_preference == {"field": "date", "after": "2023-05-01", "before": "2023-05-08"}
+    assert p.date_preference == {"field": "date", "after": "2023-05-01T00:00:00Z",
+                                 "before": "2023-05-08T00:00:00Z"}
     assert p.sub_queries[0].prefer == {"date": p.date_preference}
     # The caller's own preference on the same key wins.
-    p2 = P.make_plan(a, user_prefer={"date": {"field": "when", "after": "2020-01-01"}})
-    assert p2.sub_queries[0].prefer == {"date": {"field": "when", "after": "2020-01-01"}}
+    mine = {"date": {"field": "when", "after": "2020-01-01T00:00:00Z"}}
+    assert P.make_plan(a, user_prefer=mine).sub_queries[0].prefer == mine
 
 
 def test_temporal_question_prefers_dated_hits(pipeline: Language) -> None:

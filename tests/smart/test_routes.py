@@ -168,3 +168,14 @@ async def test_search_auto_bad_input(http: aiohttp.ClientSession, matrix: str, t
                                      body: dict[str, Any], field: str) -> None:
     st, out = await post(http, f"{matrix}/v1/matrix/search_auto", {**body, "corpora": [talk]})
     assert st == 400 and out["error"]["field"] == field, out
+
+
+async def test_smart_search_date_preference(http: aiohttp.ClientSession, matrix: str,
+                                            talk: str) -> None:
+    # A question bounded in time prefers items whose metadata date falls in the range.
+    st, out = await post(http, f"{matrix}/v1/matrix/smart_search",
+                         {"query_text": "What did Melanie do in the week of 22 May 2023?",
+                          "corpora": [talk], "k": 3, "now": "2023-06-01T00:00:00Z"})
+    assert st == 200, out
+    assert out["plan"]["date_preference"]["field"] == "date"
+    assert all(h["metadata"]["date"] == "2023-05-25" for h in out["hits"][:2]), out["hits"]
