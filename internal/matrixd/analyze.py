@@ -82,6 +82,9 @@ class Analysis:
     terms: list[str] = field(default_factory=list)
     # Pairs (i, j): sub-query j needs the answer of sub-query i (a dependent chain).
     dependencies: list[tuple[int, int]] = field(default_factory=list)
+    # How the question was split: "" (not), "items", "clauses", "relative", "possessive",
+    # or "readings" (keyword readings of a question with no structure to split on).
+    split: str = ""
 
     def names(self, kind: EntityType) -> list[str]:
         return [e.name for e in self.entities if e.type == kind]
@@ -217,10 +220,11 @@ def _coordinated(doc: Doc) -> list[list[Span]]:
 
 
 def decompose(text: str, doc: Doc, qtype: QuestionType, ents: list[Entity],
-              terms: list[str]) -> tuple[list[str], list[tuple[int, int]]]:
-    """Sub-queries and their dependencies (i before j); [text] when nothing splits."""
+              terms: list[str]) -> tuple[list[str], list[tuple[int, int]], str]:
+    """Sub-queries, their dependencies (i before j) and how it split; [text] when not."""
     out: list[str] = []
     deps: list[tuple[int, int]] = []
+    how = ""
     # 1. Coordinated items: one sub-query per item, the rest of the question kept.
     for group in _coordinated(doc):
         start, end = group[0].start, group[-1].end
@@ -229,6 +233,7 @@ def decompose(text: str, doc: Doc, qtype: QuestionType, ents: list[Entity],
             words = f"{before} {item.text} {after}".split()
             out.append(_tidy(" ".join(w for w in words if w.lower() != "both")))
         if out:
+            how = "items"
             break
     # 2. Coordinated clauses: "Where did X move from and what did she study?"
     if not out:
@@ -236,6 +241,7 @@ def decompose(text: str, doc: Doc, qtype: QuestionType, ents: list[Entity],
             if (t.lower_ == "and" and t.dep_ == "cc" and t.head.pos_ in ("VERB", "AUX")
                     and t.i + 1 < len(doc) and doc[t.i + 1].tag_ in ("WDT", "WP", "WRB", "WP$")):
                 out = [doc[:t.i].text.rstrip(" ,"), doc[t.i + 1:].text]
+                how = "clauses"
                 break
     # 3. A relative clause: "the friend of Jon who works at Microsoft" -> find him first.
     if not out:
@@ -246,15 +252,15 @@ def decompose(text: str, doc: Doc, qtype: QuestionType, ents: list[Entity],
                 rest = _span_text([x for x in doc if x not in set(head.subtree) or x == head])
                 out = [inner, rest]
                 deps.append((0, 1))
+                how = "relative"
                 break
     # 4. A possessive chain: "Jon's friend's employer" -> Jon's friend, then the rest.
     if not out:
         pos = [t for t in doc if t.tag_ == "POS"]
         if len(pos) >= 2:
-            first = pos[0]
             out = [_span_text(list(doc[:pos[1].i])), text]
             deps.append((0, 1))
-            del first
+            how = "possessive"
     # 5. Multi-hop, aggregation or comparative without structure to split on: an
     #    entity-focused and a topic-focused reading, so the parts are searched apart.
     if not out and qtype in ("multi-hop", "aggregation", "comparative"):
@@ -265,11 +271,12 @@ def decompose(text: str, doc: Doc, qtype: QuestionType, ents: list[Entity],
         elif len(topic) >= 2:
             half = (len(topic) + 1) // 2
             out = [" ".join(topic[:half]), " ".join(topic[half:])]
+        how = "readings"
     out = [q.strip() for q in out if q.strip()]
     uniq = list(dict.fromkeys(out))
     if len(uniq) < 2:
-        return [text], []
-    return uniq, deps if len(uniq) == len(out) else []
+        return [text], [], ""
+    return uniq, deps if len(uniq) == len(out) else [], how
 
 
 # ---- the analysis -------------------------------------------------------------------------
@@ -309,11 +316,11 @@ def analyze(nlp: Language, text: str, now: datetime) -> Analysis:
     rng = temporal.query_range(query, now, date_spans)
     qtype, confidence = question_type(query, doc, ents)
     terms = content_terms(doc)
-    subs, deps = decompose(query, doc, qtype, ents, terms)
+    subs, deps, how = decompose(query, doc, qtype, ents, terms)
     if qtype == "factual" and len(subs) >= 2:
         qtype, confidence = "multi-hop", 0.6
     return Analysis(
         query=query, entities=ents, temporal_range=rng, question_type=qtype,
         complexity=complexity_of(ents, subs, qtype, doc), confidence=confidence,
         required_info_types=required_info(query, qtype), sub_queries=subs, terms=terms,
-        dependencies=deps)
+        dependencies=deps, split=how)

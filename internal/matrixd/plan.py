@@ -97,10 +97,13 @@ def make_plan(a: Analysis, *, date_field: str = "date", user_prefer: dict[str, A
     prefer = _merge_prefer(user_prefer, ours)
     subs = [SubQuery(0, a.query, "hybrid", "original", WEIGHTS["original"], prefer)]
     if len(a.sub_queries) >= 2:
+        # Keyword readings (no structure to split on) are term matches: lexical, which
+        # also spares an embedding each; real parts of the question run hybrid.
+        layer: Layer = "lexical" if a.split == "readings" else "hybrid"
         for i, text in enumerate(a.sub_queries[:max_parts]):
             deps = [1 + d for d, j in a.dependencies if j == i]
-            subs.append(SubQuery(len(subs), text, "hybrid", "part", WEIGHTS["part"], prefer,
-                                 depends_on=deps))
+            subs.append(SubQuery(len(subs), text, layer, "part", WEIGHTS["part"],
+                                 prefer if layer == "hybrid" else None, depends_on=deps))
     named = [e.name for e in a.entities if e.type != "unknown"]
     topic = [t for t in a.terms if t not in named]
     if named and topic:

@@ -1,7 +1,7 @@
 """Reflection: do the results answer the question, and what to search for next (I/O-free).
 
-Adequate means every sub-query that carries the question (the original and its parts)
-has a hit above the confidence bar, every named entity is mentioned by one of the
+Adequate means every sub-query that carries the question (the original and its parts,
+when they run with vectors) has a hit above the confidence bar, every named entity is mentioned by one of the
 top hits, and a question that gathers several facts (aggregation, multi-hop) has
 more than one hit above the bar. What is missing is searched again, and only that:
 an unanswered sub-query with the terms of its best hits added (pseudo-relevance
@@ -59,7 +59,8 @@ def assess(a: Analysis, plan: Plan, results: dict[int, list[dict[str, Any]]],
     missing: list[Missing] = []
     refined_for = {q.refines for q in plan.sub_queries if q.refines is not None}
     for sq in plan.sub_queries:
-        if sq.purpose not in ("original", "part") or sq.id not in results:
+        # Lexical readings have no similarity to judge; the question they read is judged.
+        if sq.purpose not in ("original", "part") or sq.layer == "lexical" or sq.id not in results:
             continue
         hits = results[sq.id]
         best = max((confidence(h) for h in hits), default=0.0)
