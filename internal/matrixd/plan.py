@@ -25,6 +25,10 @@ RRF_K = 60
 WEIGHTS: dict[str, float] = {"original": 1.0, "part": 0.8, "entity": 0.5, "refined": 0.6}
 ENTITY_BONUS = 0.25  # merge score x (1 + bonus x share of the question's entities mentioned)
 TIME_BONUS = 0.2  # temporal questions: merge score x (1 + bonus) for a hit that states a time
+# Questions that gather facts from several places: at most this many of the top k hits
+# from one source (title, e.g. one session or one page) before the others get a turn.
+SPREAD_TYPES = ("multi-hop", "aggregation", "comparative")
+PER_SOURCE = 3
 # Metadata key where normalised items keep the dates their text was anchored to.
 DATES_KEY = "dates"
 
@@ -61,13 +65,15 @@ class Plan:
     time_cue: bool  # a temporal question: prefer hits that state a time
     date_preference: dict[str, Any] | None
     merge: str = "weighted_rrf"
+    per_source: int = 0  # > 0: spread the top hits over sources (see PER_SOURCE)
 
     def to_dict(self) -> dict[str, Any]:
         return {"sub_queries": [q.to_dict() for q in self.sub_queries],
                 "execution": self.execution,
                 "merge": {"strategy": self.merge, "rrf_k": RRF_K, "weights": WEIGHTS,
                           "entity_bonus": ENTITY_BONUS if self.entities else 0.0,
-                          "time_bonus": TIME_BONUS if self.time_cue else 0.0},
+                          "time_bonus": TIME_BONUS if self.time_cue else 0.0,
+                          "per_source": self.per_source or None},
                 "entities": self.entities, "date_preference": self.date_preference}
 
 
@@ -111,7 +117,8 @@ def make_plan(a: Analysis, *, date_field: str = "date", user_prefer: dict[str, A
                              WEIGHTS["entity"], must_match=named))
     sequential = any(q.depends_on for q in subs)
     return Plan(subs, "sequential" if sequential else "parallel",
-                [e.name for e in a.entities], time_cue, date_pref)
+                [e.name for e in a.entities], time_cue, date_pref,
+                per_source=PER_SOURCE if a.question_type in SPREAD_TYPES else 0)
 
 
 def waves(subs: list[SubQuery], done: set[int]) -> list[list[SubQuery]]:
@@ -178,6 +185,21 @@ def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[
         h["sub_queries"] = found_by[k]
         out.append(h)
     out.sort(key=lambda h: (-h["merge_score"], key(h)))
+    if plan.per_source > 0:
+        out = spread(out, plan.per_source)
     for i, h in enumerate(out):
         h["rank"] = i + 1
     return out
+
+
+def spread(hits: list[dict[str, Any]], per_source: int) -> list[dict[str, Any]]:
+    """The same hits, no source (corpus + title) more than per_source times before every
+    other source's hits are placed; order within each pass kept."""
+    seen: dict[tuple[str, str], int] = {}
+    first: list[dict[str, Any]] = []
+    later: list[dict[str, Any]] = []
+    for h in hits:
+        src = (str(h.get("corpus")), str(h.get("title") or h.get("id")))
+        seen[src] = seen.get(src, 0) + 1
+        (first if seen[src] <= per_source else later).append(h)
+    return first + later

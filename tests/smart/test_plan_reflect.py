@@ -141,3 +141,15 @@ def test_refine_returns_nothing_twice(pipeline: Language) -> None:
     tried: set[str] = set()
     assert reflect.refine(a, p, found, results, fused, tried)
     assert reflect.refine(a, p, found, results, fused, tried) == []  # so the loop ends
+
+
+def test_spread_over_sources() -> None:
+    hits = [{"id": str(i), "corpus": "c", "title": "s1" if i < 5 else "s2"} for i in range(7)]
+    out = P.spread(hits, 3)
+    assert [h["id"] for h in out] == ["0", "1", "2", "5", "6", "3", "4"]
+    assert P.spread(hits, 10) == hits
+
+
+def test_gathering_questions_spread(pipeline: Language) -> None:
+    assert P.make_plan(analyze(pipeline, "What activities does Melanie partake in?", NOW)).per_source
+    assert not P.make_plan(analyze(pipeline, "What did Caroline research?", NOW)).per_source
