@@ -281,6 +281,38 @@ def _ids(docs: list[Doc], limit: int = 20) -> str:
     return shown + (f", ... ({len(docs) - limit} more)" if len(docs) > limit else "")
 
 
+NORMALIZE_BATCH = 500  # observations per /v1/matrix/normalize call (the route takes 1,000)
+
+
+async def normalized(matrixd: ServiceClient, docs: list[Doc]) -> list[Doc]:
+    """Docs whose text is normalised by matrixd; the original and keywords go to metadata.
+
+    metadata "speaker" names who said the text, "reference_time" (or "date", ISO 8601)
+    when, so "I" and "yesterday" can be resolved. Normalising is deterministic, so a
+    rerun's content hashes match what the first run stored and nothing is re-embedded.
+    """
+    out: list[Doc] = []
+    for i in range(0, len(docs), NORMALIZE_BATCH):
+        part = docs[i:i + NORMALIZE_BATCH]
+        obs = []
+        for d in part:
+            o: dict[str, Any] = {"text": d.text}
+            when = d.metadata.get("reference_time") or d.metadata.get("date")
+            if isinstance(when, str) and when:
+                o["reference_time"] = when
+            if isinstance(d.metadata.get("speaker"), str):
+                o["speaker"] = d.metadata["speaker"]
+            obs.append(o)
+        res = await _retrying(partial(matrixd.call, "POST", "/v1/matrix/normalize",
+                                      {"observations": obs}), "normalizing")
+        for d, n in zip(part, res["observations"], strict=True):
+            meta = {**d.metadata, "original": d.text, "keywords": n["keywords"]}
+            if n.get("dates"):
+                meta["dates"] = n["dates"]
+            out.append(Doc(d.id, n["text"], d.title, d.tags, meta, d.language))
+    return out
+
+
 def _ingest(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.exists():
@@ -292,6 +324,9 @@ def _ingest(args: argparse.Namespace) -> int:
         vectord = VectordClient(session, base, timeout=args.timeout)
         embed = EmbedClient(session, base, timeout=args.timeout)
         await _ensure_corpus(vectord, embed, args)
+        if args.normalize:
+            docs = await normalized(ServiceClient(session, base, "matrixd", timeout=args.timeout),
+                                    docs)
         stored = {row["id"]: row["content_hash"] async for row in vectord.iter_ids(args.corpus, page=10000)}
         plan = plan_ingest(docs, stored)
         if plan.empty:
@@ -362,16 +397,24 @@ def _num(x: Any) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
+    corpora = [c.strip() for c in (args.corpora or "").split(",") if c.strip()]
     body: dict[str, Any] = {"query_text": args.text, "k": args.k}
-    if args.corpora:  # absent: every corpus but the playbooks
-        body["corpora"] = [c.strip() for c in args.corpora.split(",") if c.strip()]
+    if corpora:  # absent: every corpus but the playbooks
+        body["corpora"] = corpora
+    if args.auto:
+        if args.mode or args.playbook:
+            print("error: --auto chooses the mode itself (no --mode or --playbook)", file=sys.stderr)
+            return 1
+        if args.budget_ms is not None:
+            body["budget_ms"] = args.budget_ms
     if args.mode:
         body["mode"] = args.mode
     if args.playbook:
         body["use_playbook"] = True
+    route = "/v1/matrix/search_auto" if args.auto else "/v1/matrix/search"
 
     async def work(base: str, session: aiohttp.ClientSession) -> int:
-        out = await ServiceClient(session, base, "matrixd").call("POST", "/v1/matrix/search", body)
+        out = await ServiceClient(session, base, "matrixd").call("POST", route, body)
         if args.json:
             print(json.dumps(out, indent=2))
             return 0
@@ -381,6 +424,9 @@ def _search(args: argparse.Namespace) -> int:
                  _short(h.get("title") or h.get("text"), 60)] for i, h in enumerate(hits)]
         print(_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
         notes = [f"mode {out.get('mode')}", f"{out.get('took_ms')} ms"]
+        if args.auto:
+            notes[0] = (f"strategy {out.get('strategy')}: {out.get('reason')}; "
+                        f"expected {out.get('estimated_ms')} ms")
         if out.get("degraded"):
             notes.append(f"degraded: {', '.join(out['degraded'])}")
         if out.get("playbook_boosted"):
@@ -419,6 +465,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--language", default=None, help="for a new corpus (default: vectord's)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per call (default 300)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--normalize", action="store_true",
+                   help="index the text as /v1/matrix/normalize rewrites it (original kept in metadata)")
     add_url_arg(p)
     p.set_defaults(func=_ingest)
 
@@ -426,6 +474,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("text")
     p.add_argument("--corpora", help="comma-separated corpus names (default: every corpus)")
     p.add_argument("--mode", choices=("vector", "keyword", "lexical", "hybrid"))
+    p.add_argument("--auto", action="store_true",
+                   help="let Lakehouse choose the strategy (keyword, lexical, vector, hybrid, smart)")
+    p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--playbook", action="store_true", help="boost answers recorded as good")
     p.add_argument("--json", action="store_true", help="print the raw JSON")

@@ -14,6 +14,7 @@ import sys
 SUBCOMMAND_MODULES = (
     "internal.cli.stack_cmd",    # up, status
     "internal.cli.client_cmd",   # corpora, ingest, search, record
+    "internal.cli.smart_cmd",    # analyze, ask
     "internal.cli.sync_cmd",     # sync
     "internal.cli.eval_cmd",     # eval
     "internal.cli.mcp_cmd",      # mcp (stdio)

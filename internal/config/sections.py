@@ -189,6 +189,12 @@ class MatrixdConfig:
     # k of the rank-based cross-corpus merge for lexical and keyword modes
     rrf_k: int = 60
     max_corpora: int = 64
+    # Query intelligence (issue 17): the longest observation /v1/matrix/normalize takes,
+    # reflection's bar (vector similarity of a sub-query's best hit), and the time budget
+    # of a search_auto request that names none (0: no budget).
+    normalize_max_chars: int = 20000
+    smart_min_confidence: float = 0.45
+    auto_budget_ms: float = 0.0
 
     def validate(self) -> None:
         if not self.vectord_url:
@@ -203,6 +209,12 @@ class MatrixdConfig:
             raise ValueError("rrf_k: must be >= 1")
         if self.max_corpora < 1:
             raise ValueError("max_corpora: must be >= 1")
+        if self.normalize_max_chars < 1:
+            raise ValueError("normalize_max_chars: must be >= 1")
+        if not 0 <= self.smart_min_confidence <= 1:
+            raise ValueError("smart_min_confidence: must be in [0, 1]")
+        if self.auto_budget_ms < 0:
+            raise ValueError("auto_budget_ms: must not be negative")
 
 
 @dataclass(frozen=True)
@@ -223,6 +235,11 @@ class SyncConfig:
     chunk_chars: int = 2000
     # Run once right at start-up (else the first run is one interval later).
     run_on_start: bool = True
+    # Normalise each chunk through matrixd's /v1/matrix/normalize before embedding
+    # (issue 17): the normalised text is embedded and indexed, the original kept in
+    # metadata "original", the key phrases in metadata "keywords".
+    normalize: bool = False
+    matrixd_url: str = _url(MATRIXD_PORT)
 
     def validate(self) -> None:
         if self.interval <= 0:
@@ -235,6 +252,8 @@ class SyncConfig:
             raise ValueError("batch_size: must be in 1..256 (embedd's max_texts default)")
         if self.chunk_chars < 200:
             raise ValueError("chunk_chars: must be >= 200")
+        if self.normalize and not self.matrixd_url:
+            raise ValueError("matrixd_url: normalize needs matrixd")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,15 @@ from typing import Any, Literal
 
 import msgspec
 
-from internal.api.matrixd import MatrixSearchRequest, RecordRequest, RelevanceRequest
+from internal.api.matrixd import (
+    AnalyzeRequest,
+    MatrixSearchRequest,
+    NormalizeRequest,
+    RecordRequest,
+    RelevanceRequest,
+    SearchAutoRequest,
+    SmartSearchRequest,
+)
 from internal.api.vectord import (
     CreateCorpus,
     DeleteItems,
@@ -26,8 +34,22 @@ from internal.api.vectord import (
 from internal.embedd.models import EmbedRequest
 
 __all__ = [
-    "CreateCorpus", "DeleteItems", "EmbedRequest", "Hit", "MatrixSearchRequest",
-    "MultiSearchRequest", "MultiSearchResponse", "RecordRequest", "RelevanceRequest", "SearchRequest", "SearchResponse", "UpsertRequest",
+    "AnalyzeRequest",
+    "CreateCorpus",
+    "DeleteItems",
+    "EmbedRequest",
+    "Hit",
+    "MatrixSearchRequest",
+    "MultiSearchRequest",
+    "MultiSearchResponse",
+    "NormalizeRequest",
+    "RecordRequest",
+    "RelevanceRequest",
+    "SearchAutoRequest",
+    "SearchRequest",
+    "SearchResponse",
+    "SmartSearchRequest",
+    "UpsertRequest",
 ]
 
 
@@ -148,6 +170,73 @@ class MatrixSearchResponse(msgspec.Struct):
     failed_corpora: list[FailedCorpus] = []
     degraded: list[str] = []
     playbook_boosted: int = 0
+
+
+# query intelligence (issue 17)
+
+class AnalyzedEntity(msgspec.Struct):
+    name: str
+    type: Literal["person", "location", "organization", "unknown"]
+
+
+class TemporalRange(msgspec.Struct):
+    start: str | None = None
+    end: str | None = None
+    relative: str | None = None
+
+
+class AnalyzeResponse(msgspec.Struct):
+    query: str
+    entities: list[AnalyzedEntity]
+    persons: list[str]
+    locations: list[str]
+    organizations: list[str]
+    temporal_range: TemporalRange | None
+    question_type: Literal["factual", "temporal", "comparative", "aggregation", "multi-hop",
+                           "conceptual"]
+    complexity: Literal["low", "medium", "high"]
+    confidence: float
+    required_info_types: list[str]
+    sub_queries: list[str]
+
+
+class Resolved(msgspec.Struct):
+    span: str
+    replacement: str
+    kind: Literal["coreference", "temporal"]
+
+
+class NormalizedObservation(msgspec.Struct):
+    text: str
+    original: str
+    keywords: list[str]
+    resolved: list[Resolved]
+    dates: list[str] = []
+
+
+class NormalizeResponse(msgspec.Struct):
+    observations: list[NormalizedObservation]
+
+
+class SmartSearchResponse(msgspec.Struct):
+    hits: list[Hit]
+    plan: dict[str, Any]
+    iterations: list[dict[str, Any]]
+    analysis: dict[str, Any] = {}
+    stopped: str = ""
+    failed_corpora: list[FailedCorpus] = []
+    degraded: list[str] = []
+
+
+class SearchAutoResponse(msgspec.Struct):
+    hits: list[Hit]
+    strategy: Literal["keyword", "lexical", "vector", "hybrid", "smart"]
+    reason: str
+    estimated_ms: float
+    took_ms: float
+    estimate_source: str = ""
+    failed_corpora: list[FailedCorpus] = []
+    degraded: list[str] = []
 
 
 class RecordResponse(msgspec.Struct):

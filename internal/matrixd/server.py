@@ -1,9 +1,10 @@
 """matrixd: one query across many corpora, merged with attribution, boosted by feedback.
 
 Routes: GET /v1/matrix/corpora, POST /v1/matrix/search, POST /v1/matrix/playbooks/record,
-POST /v1/matrix/relevance, GET /readyz (and /healthz from make_base_app). Handlers are
-thin: the search policy is internal.matrixd.search, the scoring rules the I/O-free
-modules merge, boost and relevance.
+POST /v1/matrix/relevance, POST /v1/matrix/{analyze,normalize,smart_search,search_auto},
+GET /readyz (and /healthz from make_base_app). Handlers are thin: the search policy is
+internal.matrixd.search, query intelligence internal.matrixd.smart, the scoring rules
+the I/O-free modules merge, boost, relevance, analyze, plan, reflect and strategy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.api.matrixd import MatrixSearchRequest, RecordRequest, RelevanceRequest
+from internal.api.matrixd import (
+    AnalyzeRequest,
+    MatrixSearchRequest,
+    NormalizeRequest,
+    RecordRequest,
+    RelevanceRequest,
+    SearchAutoRequest,
+    SmartSearchRequest,
+)
 from internal.api.validate import corpus_name
 from internal.clients.embed import EmbedClient, make_client
 from internal.clients.vectord import VectordClient
@@ -26,7 +35,7 @@ from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, ServiceError, UpstreamError
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
-from internal.matrixd import boost, relevance
+from internal.matrixd import boost, relevance, smart, strategy
 from internal.matrixd.boost import PlaybookEntry
 from internal.matrixd.deps import Deps
 from internal.matrixd.search import describe, embed_query, run_search
@@ -34,6 +43,8 @@ from internal.matrixd.search import describe, embed_query, run_search
 log = structlog.get_logger()
 
 DEPS: web.AppKey[Deps] = web.AppKey("deps", Deps)
+# search_auto's per-strategy times of recent requests (plain searches feed it too).
+COSTS: web.AppKey[strategy.CostModel] = web.AppKey("costs", strategy.CostModel)
 
 
 # ---- corpora -----------------------------------------------------------------------------
@@ -52,7 +63,35 @@ async def corpora_handler(request: web.Request) -> web.Response:
 
 async def search_handler(request: web.Request) -> web.Response:
     body = await read_json(request, MatrixSearchRequest)
-    return json_response(await run_search(request.app[DEPS], body))
+    out = await run_search(request.app[DEPS], body)
+    if out.get("mode") in strategy.STRATEGIES and not out.get("degraded"):
+        request.app[COSTS].observe(out["mode"], float(out.get("took_ms") or 0.0))
+    return json_response(out)
+
+
+# ---- query intelligence (issue 17) -------------------------------------------------------
+
+async def analyze_handler(request: web.Request) -> web.Response:
+    body = await read_json(request, AnalyzeRequest)
+    return json_response(await smart.analyze_query(body))
+
+
+async def normalize_handler(request: web.Request) -> web.Response:
+    body = await read_json(request, NormalizeRequest)
+    done = await smart.normalize_observations(request.app[DEPS], body)
+    return json_response({"observations": [n.to_dict() for n in done]})
+
+
+async def smart_search_handler(request: web.Request) -> web.Response:
+    body = await read_json(request, SmartSearchRequest)
+    out = await smart.smart_search(request.app[DEPS], body)
+    request.app[COSTS].observe("smart", float(out["took_ms"]))
+    return json_response(out)
+
+
+async def search_auto_handler(request: web.Request) -> web.Response:
+    body = await read_json(request, SearchAutoRequest)
+    return json_response(await smart.search_auto(request.app[DEPS], body, request.app[COSTS]))
 
 
 # ---- playbook record ---------------------------------------------------------------------
@@ -191,10 +230,15 @@ def make_app(cfg: Config) -> web.Application:
             yield
 
     app.cleanup_ctx.append(clients_ctx)
+    app[COSTS] = strategy.CostModel()
     app.router.add_get("/v1/matrix/corpora", corpora_handler)
     app.router.add_post("/v1/matrix/search", search_handler)
     app.router.add_post("/v1/matrix/playbooks/record", record_handler)
     app.router.add_post("/v1/matrix/relevance", relevance_handler)
+    app.router.add_post("/v1/matrix/analyze", analyze_handler)
+    app.router.add_post("/v1/matrix/normalize", normalize_handler)
+    app.router.add_post("/v1/matrix/smart_search", smart_search_handler)
+    app.router.add_post("/v1/matrix/search_auto", search_auto_handler)
     app.router.add_get("/readyz", readyz)
     return app
 

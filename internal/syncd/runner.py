@@ -9,6 +9,7 @@ deleted only when its file is gone. Unchanged chunks (same content hash as vecto
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any
 import aiohttp
 import structlog
 
+from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError
@@ -41,6 +43,7 @@ class SyncSettings:
     languages: dict[str, str] = field(default_factory=dict)
     batch_size: int = 64
     chunk_chars: int = 2000
+    normalize: bool = False  # needs a matrixd client: Syncer(..., matrixd=...)
 
 
 @dataclass(frozen=True)
@@ -129,13 +132,52 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class Normalizer:
+    """Chunks rewritten by matrixd's /v1/matrix/normalize, remembered by original hash.
+
+    Normalising is deterministic, so a normalised chunk's content hash is stable and
+    the diff against vectord's /ids works unchanged; the memory spares matrixd the
+    unchanged chunks of every later run (after a restart, one full pass).
+    """
+
+    BATCH = 256  # observations per call (the route takes up to 1,000)
+
+    def __init__(self, matrixd: ServiceClient) -> None:
+        self.matrixd = matrixd
+        self.memo: dict[str, tuple[str, str]] = {}  # original hash -> (text, keywords)
+
+    async def apply(self, found: Scan) -> None:
+        chunks = [c for page in found.pages.values() for c in page.chunks]
+        todo = list({c.hash: c for c in chunks if c.hash not in self.memo}.values())
+        for i in range(0, len(todo), self.BATCH):
+            part = todo[i:i + self.BATCH]
+            out = await self.matrixd.call("POST", "/v1/matrix/normalize",
+                                          {"observations": [{"text": c.text} for c in part]})
+            for c, o in zip(part, out["observations"], strict=True):
+                self.memo[c.hash] = (str(o["text"]), ", ".join(map(str, o["keywords"])))
+        for path, page in found.pages.items():
+            found.pages[path] = dataclasses.replace(
+                page, chunks=tuple(self._rewrite(c) for c in page.chunks))
+
+    def _rewrite(self, c: Chunk) -> Chunk:
+        text, keywords = self.memo[c.hash]
+        head = c.embed_text[:-len(c.text)] if c.text and c.embed_text.endswith(c.text) else ""
+        return Chunk(id=c.id, text=text, title=c.title,
+                     metadata={**c.metadata, "original": c.text, "keywords": keywords},
+                     language=c.language, embed_text=head + text)
+
+
 class Syncer:
     """Runs syncs of one directory into one corpus; never two at once."""
 
-    def __init__(self, settings: SyncSettings, vectord: VectordClient, embed: EmbedClient) -> None:
+    def __init__(self, settings: SyncSettings, vectord: VectordClient, embed: EmbedClient,
+                 matrixd: ServiceClient | None = None) -> None:
         self.settings = settings
         self.vectord = vectord
         self.embed = embed
+        self.normalizer = Normalizer(matrixd) if settings.normalize and matrixd else None
+        if settings.normalize and matrixd is None:
+            raise ValueError("normalize needs a matrixd client")
         self._lock = asyncio.Lock()
         self._queued: asyncio.Future[RunResult] | None = None
         self.running = False
@@ -215,6 +257,8 @@ class Syncer:
             # Never "sync" a missing (unmounted, renamed) wiki: that would delete everything.
             raise NotFound(f"wiki_dir {str(s.wiki_dir)!r} is not a directory")
         found = await asyncio.to_thread(scan, s)
+        if self.normalizer is not None:
+            await self.normalizer.apply(found)
         result.pages = len(found.pages)
         result.chunks = sum(len(p.chunks) for p in found.pages.values())
         result.ignored = found.ignored

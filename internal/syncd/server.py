@@ -47,7 +47,7 @@ SESSION = web.AppKey("session", aiohttp.ClientSession)
 def settings_of(cfg: SyncConfig) -> SyncSettings:
     return SyncSettings(wiki_dir=Path(cfg.wiki_dir), corpus=cfg.corpus, ignore=cfg.ignore,
                         languages=dict(cfg.languages), batch_size=cfg.batch_size,
-                        chunk_chars=cfg.chunk_chars)
+                        chunk_chars=cfg.chunk_chars, normalize=cfg.normalize)
 
 
 def check_config(cfg: SyncConfig) -> None:
@@ -135,9 +135,14 @@ def make_app(cfg: Config) -> web.Application:
             app[SESSION] = session
             vectord = VectordClient(session, cfg.sync.vectord_url)
             embed = EmbedClient(session, cfg.sync.embedd_url)
-            syncer = Syncer(settings_of(cfg.sync), vectord, embed)
+            health: list[ServiceClient] = [vectord, embed]
+            matrixd = None
+            if cfg.sync.normalize:
+                matrixd = ServiceClient(session, cfg.sync.matrixd_url, "matrixd", timeout=300.0)
+                health.append(matrixd)
+            syncer = Syncer(settings_of(cfg.sync), vectord, embed, matrixd)
             ticker = Ticker(syncer, cfg.sync.interval, cfg.sync.run_on_start)
-            app[STATE] = SyncState(syncer, ticker, [vectord, embed])
+            app[STATE] = SyncState(syncer, ticker, health)
             task = asyncio.create_task(ticker.loop(), name="sync-ticker")
             try:
                 yield

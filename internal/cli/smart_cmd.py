@@ -1,0 +1,103 @@
+"""Query intelligence from the command line: analyze a question, ask (smart search)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import aiohttp
+
+from internal.cli.client_cmd import _num, _run, _short, _table
+from internal.cli.connect import add_url_arg
+from internal.clients.base import ServiceClient
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"query_text": args.text}
+    if args.now:
+        body["now"] = args.now
+
+    async def work(base: str, session: aiohttp.ClientSession) -> int:
+        out = await ServiceClient(session, base, "matrixd").call("POST", "/v1/matrix/analyze", body)
+        if args.json:
+            print(json.dumps(out, indent=2))
+            return 0
+        ents = ", ".join(f"{e['name']} ({e['type']})" for e in out["entities"]) or "none"
+        rng = out.get("temporal_range")
+        when = "none" if not rng else " ".join(f"{k} {v}" for k, v in rng.items())
+        print(f"question type   {out['question_type']} (confidence {out['confidence']})")
+        print(f"complexity      {out['complexity']}")
+        print(f"entities        {ents}")
+        print(f"time range      {when}")
+        print(f"needs           {', '.join(out['required_info_types'])}")
+        print("sub-queries")
+        for i, q in enumerate(out["sub_queries"], 1):
+            print(f"  {i}. {q}")
+        return 0
+
+    return _run(args, work)
+
+
+def print_hits(hits: list[dict[str, Any]]) -> None:
+    rows = [[str(h.get("rank", i + 1)), str(h.get("corpus")), _short(h.get("id"), 24),
+             _num(h.get("merge_score")), _short(h.get("title") or h.get("text"), 60)]
+            for i, h in enumerate(hits)]
+    print(_table(["#", "corpus", "id", "score", "title / text"], rows) if rows else "no hits")
+
+
+def print_plan(out: dict[str, Any]) -> None:
+    plan = out.get("plan") or {}
+    print(f"\nplan ({plan.get('execution')}, merge {plan.get('merge', {}).get('strategy')})")
+    for q in plan.get("sub_queries", []):
+        deps = f" after {q['depends_on']}" if q.get("depends_on") else ""
+        must = q.get("filters", {}).get("must_match")
+        extra = f" must mention {', '.join(must)}" if must else ""
+        print(f"  [{q['id']}] {q['layer']:<7} {q['purpose']:<8} {q['query']}{deps}{extra}")
+    print("\niterations")
+    for it in out.get("iterations", []):
+        print(f"  {it['iteration']}: {len(it['queries'])} queries, {it['took_ms']} ms"
+              + (f", stopped: {it['stopped']}" if it.get("stopped") else ""))
+        for m in it.get("missing", []):
+            print(f"     missing {m['kind']}: {_short(m['target'], 50)} ({m['reason']})")
+
+
+def _ask(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"query_text": args.text, "k": args.k,
+                            "max_iterations": args.max_iterations}
+    if args.corpora:
+        body["corpora"] = [c.strip() for c in args.corpora.split(",") if c.strip()]
+    if args.now:
+        body["now"] = args.now
+
+    async def work(base: str, session: aiohttp.ClientSession) -> int:
+        out = await ServiceClient(session, base, "matrixd").call(
+            "POST", "/v1/matrix/smart_search", body)
+        if args.json:
+            print(json.dumps(out, indent=2))
+            return 0
+        print_hits(out.get("hits", []))
+        print_plan(out)
+        print(f"({out.get('searches')} searches; {out.get('took_ms')} ms)")
+        return 0
+
+    return _run(args, work)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("analyze", help="analyse a question: entities, time range, type, sub-queries")
+    p.add_argument("text")
+    p.add_argument("--now", help="ISO 8601 time that relative dates resolve against")
+    p.add_argument("--json", action="store_true", help="print the raw JSON")
+    add_url_arg(p)
+    p.set_defaults(func=_analyze)
+
+    p = sub.add_parser("ask", help="smart search: plan, search, reflect; hits, plan and iterations")
+    p.add_argument("text")
+    p.add_argument("--corpora", help="comma-separated corpus names (default: all)")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--max-iterations", type=int, default=3)
+    p.add_argument("--now", help="ISO 8601 time that relative dates resolve against")
+    p.add_argument("--json", action="store_true", help="print the raw JSON")
+    add_url_arg(p)
+    p.set_defaults(func=_ask)

@@ -1,0 +1,94 @@
+"""LoCoMo (long multi-session conversations): turns as documents, questions with evidence.
+
+The data (CC BY-NC 4.0) is read where it lies (`../shared/data/locomo/`), never copied.
+Each conversation's turns become one corpus: id = `dia_id`, text = "Speaker: text",
+title = the session and its date, metadata `{session, date, speaker}`. Questions of
+categories 1-4 with evidence that resolves to a turn are scored by evidence
+Recall@k; evidence ids that resolve to no turn (upstream typos) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from internal.evaluation.beir import Doc
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str
+    speaker: str
+    text: str
+    session: int
+    when: datetime
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    category: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str  # "conv-26"
+    turns: list[Turn]
+    questions: list[Question]
+
+    @property
+    def corpus(self) -> str:
+        return "locomo_" + re.sub(r"[^a-z0-9]+", "_", self.id.lower()).strip("_")
+
+
+def session_time(value: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> datetime(2023, 5, 8, 13, 56)."""
+    return datetime.strptime(" ".join(value.split()), "%I:%M %p on %d %B, %Y")
+
+
+def load(path: Path) -> list[Conversation]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out: list[Conversation] = []
+    for conv in data:
+        c = conv["conversation"]
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in c:
+            when = session_time(c[f"session_{n}_date_time"])
+            for t in c[f"session_{n}"]:
+                turns.append(Turn(t["dia_id"], t["speaker"], t["text"], n, when))
+            n += 1
+        ids = {t.id for t in turns}
+        qs = []
+        for q in conv["qa"]:
+            cat = CATEGORIES.get(int(q.get("category", 0)))
+            ev = tuple(e for e in q.get("evidence") or [] if e in ids)
+            if cat and ev:
+                qs.append(Question(q["question"], cat, ev))
+        out.append(Conversation(conv["sample_id"], turns, qs))
+    return out
+
+
+def title(t: Turn) -> str:
+    return f"session {t.session}, {t.when.strftime('%d %B %Y').lstrip('0')}"
+
+
+def doc(t: Turn, text: str | None = None, extra: dict[str, object] | None = None) -> Doc:
+    """One turn as a document; `text` replaces the turn's words (a normalised index)."""
+    meta: dict[str, object] = {"session": t.session, "date": t.when.date().isoformat(),
+                               "speaker": t.speaker}
+    meta.update(extra or {})
+    return Doc(id=t.id, title=title(t), text=f"{t.speaker}: {text if text is not None else t.text}",
+               metadata=meta)
+
+
+def recall(ranked_ids: list[str], evidence: tuple[str, ...], k: int) -> float:
+    """Share of the evidence turns among the first k ids."""
+    top = set(ranked_ids[:k])
+    return sum(1 for e in evidence if e in top) / len(evidence)

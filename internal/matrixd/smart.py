@@ -1,0 +1,303 @@
+"""Query intelligence with I/O: analyze, normalize, smart search, search_auto.
+
+Every search here runs through `internal.matrixd.search.run_search`, the same path
+as POST /v1/matrix/search; the decisions are the I/O-free modules analyze, plan,
+reflect, normalize and strategy. The spaCy pipeline is loaded once per process, in
+a thread (internal.matrixd.nlp), and every call into it runs in a thread too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from internal.api.matrixd import (
+    MAX_OBSERVATIONS,
+    AnalyzeRequest,
+    MatrixSearchRequest,
+    Mode,
+    NormalizeRequest,
+    SearchAutoRequest,
+    SmartSearchRequest,
+)
+from internal.api.validate import corpus_name
+from internal.common.errors import InvalidArgument, PayloadTooLarge
+from internal.matrixd import nlp, reflect, strategy, temporal
+from internal.matrixd.analyze import Analysis, analyze
+from internal.matrixd.deps import Deps
+from internal.matrixd.normalize import Normalized, Observation, normalize
+from internal.matrixd.plan import Plan, SubQuery, fuse, make_plan, waves
+from internal.matrixd.search import run_search
+
+log = structlog.get_logger()
+
+MAX_ITERATIONS = 10
+# Each sub-query fetches this many hits (at least k) so the fusion has depth to work with.
+SUB_QUERY_DEPTH = 30
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _query_text(value: str) -> str:
+    text = " ".join(value.split())
+    if not text:
+        raise InvalidArgument("query_text: must not be empty or blank", field="query_text")
+    return text
+
+
+def _instant(value: str | None, field: str) -> datetime:
+    if value is None:
+        return temporal.utc_now()
+    try:
+        return temporal.parse_instant(value)
+    except temporal.DateError as exc:
+        raise InvalidArgument(f"{field}: {exc}", field=field) from None
+
+
+def _check_k(k: int, deps: Deps) -> None:
+    if not 1 <= k <= deps.cfg.max_k:
+        raise InvalidArgument(f"k: must be in 1..{deps.cfg.max_k}, got {k}", field="k")
+
+
+# ---- analyze ------------------------------------------------------------------------------
+
+async def analyze_text(text: str, now: datetime) -> Analysis:
+    pipeline = await nlp.get()
+    return await asyncio.to_thread(analyze, pipeline, text, now)
+
+
+async def analyze_query(body: AnalyzeRequest) -> dict[str, Any]:
+    """The analyze route's answer."""
+    text = _query_text(body.query_text)
+    now = _instant(body.now, "now")
+    return (await analyze_text(text, now)).to_dict()
+
+
+# ---- normalize ----------------------------------------------------------------------------
+
+async def normalize_observations(deps: Deps, body: NormalizeRequest) -> list[Normalized]:
+    """Validate (413 past the limits, 400 on a bad reference_time), then normalise."""
+    if len(body.observations) > MAX_OBSERVATIONS:
+        raise PayloadTooLarge(f"observations: at most {MAX_OBSERVATIONS}, got "
+                              f"{len(body.observations)}", field="observations")
+    limit = deps.cfg.normalize_max_chars
+    obs: list[Observation] = []
+    for i, o in enumerate(body.observations):
+        if len(o.text) > limit:
+            raise PayloadTooLarge(f"observations[{i}].text: {len(o.text)} characters, at most "
+                                  f"{limit}", field=f"observations[{i}].text")
+        ref = None
+        if o.reference_time is not None:
+            ref = _instant(o.reference_time, f"observations[{i}].reference_time")
+        obs.append(Observation(o.text, ref, o.speaker))
+    if not obs:
+        return []
+    pipeline = await nlp.get()
+    return await asyncio.to_thread(normalize, pipeline, obs, list(body.context))
+
+
+# ---- smart search -------------------------------------------------------------------------
+
+async def resolve_corpora(deps: Deps, corpora: list[str] | None) -> list[str]:
+    """The corpora named, or every corpus but the playbook when none are."""
+    if corpora is not None:
+        return corpora
+    rows = await deps.vectord.list_corpora()
+    names = [str(r["name"]) for r in rows if r.get("name") != deps.cfg.playbook_corpus]
+    if not names:
+        raise InvalidArgument("corpora: there is no corpus to search yet", field="corpora")
+    return names
+
+
+def _request(body: SmartSearchRequest, corpora: list[str], sq: SubQuery, k: int
+             ) -> MatrixSearchRequest:
+    mode: Mode = sq.layer
+    return MatrixSearchRequest(
+        corpora=corpora, query_text=sq.text, k=k, per_corpus_k=body.per_corpus_k, mode=mode,
+        filter=body.filter, language=body.language, ef_search=body.ef_search,
+        fusion=body.fusion, rrf_k=body.rrf_k, weights=body.weights, candidates=body.candidates,
+        prefer=sq.prefer if sq.layer == "hybrid" else None, allow_partial=body.allow_partial,
+        use_playbook=body.use_playbook, playbook_corpus=body.playbook_corpus)
+
+
+def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> SubQuery:
+    """A dependent sub-query gets the terms of its dependencies' best hits (their answer)."""
+    if not sq.depends_on:
+        return sq
+    extra: list[str] = []
+    for d in sq.depends_on:
+        words = set(sq.text.lower().split())
+        extra += reflect.feedback_terms(results.get(d, []), words, n=3)
+    if not extra:
+        return sq
+    return SubQuery(sq.id, f"{sq.text} {' '.join(dict.fromkeys(extra))}", sq.layer, sq.purpose,
+                    sq.weight, sq.prefer, sq.must_match, sq.depends_on, sq.refines)
+
+
+def validate_smart(deps: Deps, body: SmartSearchRequest) -> tuple[str, datetime, float]:
+    text = _query_text(body.query_text)
+    if not 1 <= body.max_iterations <= MAX_ITERATIONS:
+        raise InvalidArgument(f"max_iterations: must be in 1..{MAX_ITERATIONS}, got "
+                              f"{body.max_iterations}", field="max_iterations")
+    _check_k(body.k, deps)
+    now = _instant(body.now, "now")
+    bar = deps.cfg.smart_min_confidence if body.min_confidence is None else body.min_confidence
+    if not (math.isfinite(bar) and 0 <= bar <= 1):
+        raise InvalidArgument("min_confidence: must be in [0, 1]", field="min_confidence")
+    if body.corpora is not None:
+        for i, name in enumerate(body.corpora):
+            corpus_name(name, f"corpora[{i}]")
+    return text, now, bar
+
+
+async def smart_search(deps: Deps, body: SmartSearchRequest,
+                       analysis: Analysis | None = None) -> dict[str, Any]:
+    """Plan, run the sub-queries, merge, reflect, refine; until adequate or max_iterations."""
+    started = time.perf_counter()
+    text, now, bar = validate_smart(deps, body)
+    a = analysis or await analyze_text(text, now)
+    corpora = await resolve_corpora(deps, body.corpora)
+    plan = make_plan(a, date_field=body.date_field, user_prefer=body.prefer)
+    depth = min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH))
+    results: dict[int, list[dict[str, Any]]] = {}
+    ran: list[tuple[SubQuery, list[dict[str, Any]]]] = []
+    responses: list[dict[str, Any]] = []
+    iterations: list[dict[str, Any]] = []
+    tried = {q.text.lower() for q in plan.sub_queries}
+    pending = list(plan.sub_queries)
+    fused: list[dict[str, Any]] = []
+    stopped = "max_iterations"
+    for n in range(1, body.max_iterations + 1):
+        t0 = time.perf_counter()
+        queries: list[dict[str, Any]] = []
+        for wave in waves(pending, set(results)):
+            wave = [_with_answers(q, results) for q in wave]
+            outs = await asyncio.gather(*(run_search(deps, _request(body, corpora, q, depth))
+                                          for q in wave))
+            for q, resp in zip(wave, outs, strict=True):
+                hits = list(resp.get("hits") or [])
+                results[q.id] = hits
+                ran.append((q, hits))
+                responses.append(resp)
+                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.get("took_ms"),
+                                "best_confidence": round(max(
+                                    (reflect.confidence(h) for h in hits), default=0.0), 4)})
+        fused = fuse(ran, plan)
+        found = reflect.assess(a, plan, results, fused, bar, body.k)
+        entry: dict[str, Any] = {"iteration": n, "queries": queries,
+                                 "missing": [m.to_dict() for m in found.missing],
+                                 "adequate": found.adequate}
+        new: list[SubQuery] = []
+        if found.adequate:
+            stopped = "adequate"
+        elif n == body.max_iterations:
+            stopped = "max_iterations"
+        else:
+            new = reflect.refine(a, plan, found, results, fused, tried)
+            stopped = "" if new else "no_new_queries"
+        entry["took_ms"] = _ms(t0)
+        entry["stopped"] = stopped or None
+        iterations.append(entry)
+        log.info("smart_iteration", iteration=n, queries=[q["query"] for q in queries],
+                 missing=[m.target for m in found.missing], adequate=found.adequate,
+                 stopped=stopped or None, ms=entry["took_ms"])
+        if stopped:
+            break
+        plan.sub_queries.extend(new)
+        pending = new
+    hits = fused[:body.k]
+    first = responses[0]
+    out: dict[str, Any] = {
+        "mode": "smart",
+        "requested_mode": "smart",
+        "k": body.k,
+        "hits": hits,
+        "corpora": first.get("corpora", []),
+        "failed_corpora": _union(responses, "failed_corpora", "corpus"),
+        "degraded": sorted({d for r in responses for d in r.get("degraded") or []}),
+        "playbook_boosted": sum(1 for h in hits if h.get("boost_factor", 1.0) != 1.0),
+        "embed_ms": round(sum(float(r.get("embed_ms") or 0) for r in responses), 2),
+        "analysis": a.to_dict(),
+        "plan": _plan_dict(plan),
+        "iterations": iterations,
+        "stopped": stopped,
+        "searches": len(responses),
+        "took_ms": _ms(started),
+    }
+    log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
+             stopped=stopped, hits=len(hits), ms=out["took_ms"])
+    return out
+
+
+def _plan_dict(plan: Plan) -> dict[str, Any]:
+    return plan.to_dict()
+
+
+def _union(responses: list[dict[str, Any]], field: str, by: str) -> list[dict[str, Any]]:
+    seen: dict[Any, dict[str, Any]] = {}
+    for r in responses:
+        for row in r.get(field) or []:
+            seen.setdefault(row.get(by), row)
+    return list(seen.values())
+
+
+# ---- search_auto --------------------------------------------------------------------------
+
+_MODES: dict[str, Mode] = {"keyword": "keyword", "lexical": "lexical", "vector": "vector",
+                           "hybrid": "hybrid"}
+
+async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostModel
+                      ) -> dict[str, Any]:
+    """Pick a strategy for the query (within the budget), run it, and learn its cost."""
+    started = time.perf_counter()
+    text = _query_text(body.query_text)
+    _check_k(body.k, deps)
+    if body.budget_ms is not None and not (math.isfinite(body.budget_ms) and body.budget_ms > 0):
+        raise InvalidArgument("budget_ms: must be a positive number of milliseconds",
+                              field="budget_ms")
+    now = _instant(body.now, "now")
+    budget = body.budget_ms if body.budget_ms is not None else (deps.cfg.auto_budget_ms or None)
+    a: Analysis | None = None
+    if strategy.needs_analysis(text):
+        a = await analyze_text(text, now)
+    choice = strategy.choose(text, a.question_type if a else None,
+                             bool(a and any(e.type != "unknown" for e in a.entities)),
+                             costs, budget)
+    corpora = await resolve_corpora(deps, body.corpora)
+    t0 = time.perf_counter()
+    ran: strategy.Strategy = choice.strategy
+    reason = choice.reason
+    if choice.strategy == "smart":
+        out = await smart_search(deps, SmartSearchRequest(
+            query_text=text, corpora=corpora, k=body.k, now=body.now, filter=body.filter,
+            language=body.language, allow_partial=body.allow_partial), analysis=a)
+    else:
+        q = strategy.quoted(text) if choice.strategy == "keyword" else None
+        mode: Mode = _MODES[choice.strategy]
+        out = await run_search(deps, MatrixSearchRequest(
+            corpora=corpora, query_text=q or text, k=body.k, mode=mode,
+            filter=body.filter, language=body.language, allow_partial=body.allow_partial))
+        if choice.strategy == "keyword" and not out.get("hits"):
+            costs.observe("keyword", _ms(t0))
+            t0 = time.perf_counter()
+            ran, reason = "lexical", f"{reason}; no exact match, so lexical"
+            out = await run_search(deps, MatrixSearchRequest(
+                corpora=corpora, query_text=q or text, k=body.k, mode="lexical",
+                filter=body.filter, language=body.language, allow_partial=body.allow_partial))
+    costs.observe(ran, _ms(t0))
+    out["strategy"] = ran
+    out["reason"] = reason
+    out["estimated_ms"] = choice.estimated_ms
+    out["estimate_source"] = choice.estimate_source
+    out["budget_ms"] = budget
+    out["took_ms"] = _ms(started)
+    log.info("search_auto_done", strategy=ran, wanted=choice.wanted, estimated_ms=choice.estimated_ms,
+             budget_ms=budget, ms=out["took_ms"])
+    return out

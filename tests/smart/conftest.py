@@ -1,0 +1,13 @@
+"""The real English pipeline (spaCy, weights from its PyPI wheel), loaded once."""
+
+from __future__ import annotations
+
+import pytest
+from spacy.language import Language
+
+from internal.matrixd import nlp
+
+
+@pytest.fixture(scope="session")
+def pipeline() -> Language:
+    return nlp.load()
