@@ -17,6 +17,15 @@ class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
     threshold: float = relevance.DEFAULT_THRESHOLD
 
 
+class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):
+    """Per-request downgrade conditions, laid over `[matrixd] downgrade_*` (0 / false: off)."""
+
+    max_distance: float | None = None
+    min_score: float | None = None
+    max_age_days: float | None = None
+    disputed: bool | None = None
+
+
 class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     corpora: list[str]
     query_text: str | None = None
@@ -39,6 +48,7 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     playbook_top_k: int | None = None
     playbook_max_distance: float | None = None
     relevance: RelevanceOption | None = None
+    downgrade: DowngradeOption | None = None
 
 
 class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):

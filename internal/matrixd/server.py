@@ -1,6 +1,7 @@
 """matrixd: one query across many corpora, merged with attribution, boosted by feedback.
 
 Routes: GET /v1/matrix/corpora, POST /v1/matrix/search, POST /v1/matrix/playbooks/record,
+GET /v1/matrix/playbooks, DELETE /v1/matrix/playbooks/{playbook_id},
 POST /v1/matrix/relevance, GET /readyz (and /healthz from make_base_app). Handlers are
 thin: the search policy is internal.matrixd.search, the scoring rules the I/O-free
 modules merge, boost and relevance.
@@ -22,7 +23,7 @@ from internal.common.errors import InvalidArgument, LakehouseError, ServiceError
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.embed.client import EmbedClient, make_client
-from internal.matrixd import boost, relevance
+from internal.matrixd import boost, playbook, relevance
 from internal.matrixd.boost import PlaybookEntry
 from internal.matrixd.deps import Deps
 from internal.matrixd.models import MatrixSearchRequest, RecordRequest, RelevanceRequest
@@ -70,12 +71,14 @@ async def record_handler(request: web.Request) -> web.Response:
         raise InvalidArgument(f"score: {exc}", field="score") from None
     name = body.playbook_corpus or deps.cfg.playbook_corpus
     corpus_name(name, "playbook_corpus")
+    await playbook.check_answer(deps, body.answer_corpus, body.answer_id)
 
     emb = await embed_query(deps, body.query_text)
     entry = PlaybookEntry(query_text=body.query_text, answer_id=body.answer_id,
                           answer_corpus=body.answer_corpus, score=score, tags=list(body.tags))
     pid = boost.playbook_id(body.query_text, body.answer_id, body.answer_corpus)
-    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text, "tags": list(body.tags),
+    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text,
+            "title": playbook.entry_title(entry), "tags": list(body.tags),
             "metadata": boost.entry_to_metadata(entry)}
     created = False
     try:
@@ -95,6 +98,43 @@ async def record_handler(request: web.Request) -> web.Response:
     log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
              score=score, created=created)
     return json_response({"playbook_id": pid, "playbook_corpus": name, "created": created})
+
+
+def _playbook_name(request: web.Request) -> str:
+    name = request.query.get("playbook_corpus") or request.app[DEPS].cfg.playbook_corpus
+    corpus_name(name, "playbook_corpus")
+    return name
+
+
+async def list_playbooks_handler(request: web.Request) -> web.Response:
+    deps = request.app[DEPS]
+    name = _playbook_name(request)
+    q = request.query
+    answer_id = q.get("answer_id") or None
+    answer_corpus = q.get("answer_corpus") or None
+    if answer_corpus is not None:
+        corpus_name(answer_corpus, "answer_corpus")
+    raw_limit = q.get("limit", "100")
+    try:
+        limit = int(raw_limit)
+    except ValueError:
+        raise InvalidArgument(f"limit: expected an integer, got {raw_limit!r}", field="limit") from None
+    if not 1 <= limit <= playbook.MAX_LIST:
+        raise InvalidArgument(f"limit: must be in 1..{playbook.MAX_LIST}, got {limit}", field="limit")
+    entries = await playbook.list_entries(deps, name, answer_id, answer_corpus, limit)
+    return json_response({"playbook_corpus": name, "entries": entries})
+
+
+async def delete_playbook_handler(request: web.Request) -> web.Response:
+    deps = request.app[DEPS]
+    name = _playbook_name(request)
+    try:
+        pid = playbook.check_playbook_id(request.match_info["playbook_id"])
+    except ValueError as exc:
+        raise InvalidArgument(f"playbook_id: {exc}", field="playbook_id") from None
+    await playbook.delete_entry(deps, name, pid)
+    log.info("playbook_deleted", corpus=name, playbook_id=pid)
+    return json_response({"deleted": pid, "playbook_corpus": name})
 
 
 # ---- relevance ---------------------------------------------------------------------------
@@ -171,6 +211,8 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_get("/v1/matrix/corpora", corpora_handler)
     app.router.add_post("/v1/matrix/search", search_handler)
     app.router.add_post("/v1/matrix/playbooks/record", record_handler)
+    app.router.add_get("/v1/matrix/playbooks", list_playbooks_handler)
+    app.router.add_delete("/v1/matrix/playbooks/{playbook_id}", delete_playbook_handler)
     app.router.add_post("/v1/matrix/relevance", relevance_handler)
     app.router.add_get("/readyz", readyz)
     return app

@@ -91,5 +91,10 @@ class VectordClient(ServiceClient):
         {"corpus", "hits", "took_ms"} or {"corpus", "error": {"code", "message", "field"?},
         "status"}. A request-wide fault (bad k, filter, ...) raises as search() does.
         """
-        out = await self.call("POST", "/v1/vectors/search", {**body, "corpora": names})
-        return list(out["results"])
+        return list((await self.search_many_answer(names, body))["results"])
+
+    async def search_many_answer(self, names: list[str], body: dict[str, Any]) -> dict[str, Any]:
+        """search_many's whole answer: `results`, `took_ms` and, for a search with
+        `include`, `include_missing` (the included items that no longer exist)."""
+        out: dict[str, Any] = await self.call("POST", "/v1/vectors/search", {**body, "corpora": names})
+        return out
