@@ -4,6 +4,8 @@ recall of recorded answers, wrong marks, the downgrade gate, playbook housekeepi
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -341,3 +343,35 @@ async def test_bad_delete_id(http: aiohttp.ClientSession, matrix: str) -> None:
     async with http.delete(f"{matrix}/v1/matrix/playbooks/not-a-hash") as r:
         assert r.status == 400
         assert (await r.json())["error"]["field"] == "playbook_id"
+
+
+# ---- the CLI: record --wrong, playbooks list|delete ------------------------------------------
+
+async def cli(url: str, *argv: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "internal.cli.main", *argv, "--url", url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return int(proc.returncode or 0), out.decode(), err.decode()
+
+
+async def test_cli_record_wrong_list_delete(matrix: str, pets: str) -> None:
+    pb = unique("pb")
+    code, out, err = await cli(matrix, "record", Q, "p1", "--corpus", pets, "--wrong",
+                               "--playbook-corpus", pb)
+    assert code == 0, err
+    pid = boost.playbook_id(Q, "p1", pets)
+    assert pid in out
+    code, out, err = await cli(matrix, "playbooks", "list", "--playbook-corpus", pb, "--json")
+    assert code == 0, err
+    entries = json.loads(out)["entries"]
+    assert [(e["playbook_id"], e["score"], e["answer_id"]) for e in entries] == [(pid, -1.0, "p1")]
+    code, out, err = await cli(matrix, "playbooks", "list", "--playbook-corpus", pb)
+    assert code == 0 and "-1.00" in out and f"{pets}/p1" in out, err
+    code, out, err = await cli(matrix, "playbooks", "delete", pid, "--playbook-corpus", pb)
+    assert code == 0 and f"deleted: {pid}" in out, err
+    code, out, err = await cli(matrix, "playbooks", "delete", pid, "--playbook-corpus", pb)
+    assert code == 1 and "HTTP 404" in err and "playbook_id" in err
+    code, out, err = await cli(matrix, "record", Q, "nope", "--corpus", pets, "--wrong",
+                               "--playbook-corpus", pb)
+    assert code == 1 and "HTTP 404" in err and "(answer_id)" in err
