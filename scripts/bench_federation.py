@@ -112,8 +112,8 @@ async def main() -> int:
     async with services(cfg, in_process=True) as ends, aiohttp.ClientSession() as http:
         vc = VectordClient(http, ends.vectord_url, timeout=600.0)
         ec = EmbedClient(http, ends.embedd_url, timeout=600.0)
-        mcfg = with_section(cfg, "matrixd", vectord_url=ends.vectord_url,
-                            embedd_url=ends.embedd_url)
+        mcfg = with_section(cfg, "matrixd", vectord_url=(ends.vectord_url,),
+                            embedd_url=(ends.embedd_url,))
         runner = web.AppRunner(make_matrixd(mcfg), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# matrixd's playbook loop: a recorded answer (score 1.0) halves its distance and moves up.
+# matrixd's playbook loop: a recorded answer (score 1.0) halves its distance and moves up;
+# a wrong mark (score -1) multiplies it by 1.5; entries are listed and deleted; an answer
+# retrieval misses is found once recorded (issue 16).
 source "$(dirname "$0")/smoke_lib.sh"
 source "$(dirname "$0")/matrix_stack.sh"
 matrix_stack_up
@@ -17,6 +19,7 @@ Q='which pet can learn to talk'
 SEARCH=$(jq -nc --arg q "$Q" --arg c "$C" --arg pb "$PB" '{query_text: $q, mode: "vector", corpora: [$c], k: 6, playbook_corpus: $pb}')
 req POST /v1/matrix/search "$SEARCH"
 expect_status 200 "baseline search"
+BASELINE=$BODY
 TARGET=$(printf '%s' "$BODY" | jq -r '.hits[2].id')
 BASE_RANK=3
 BASE_D=$(printf '%s' "$BODY" | jq '.hits[2].distance')
@@ -34,8 +37,48 @@ check "the target moves up" "([.hits[].id] | index(\"$TARGET\")) + 1 < $BASE_RAN
 check "distances still ascend" "[.hits[].distance] as \$d | \$d == (\$d | sort)"
 
 req POST /v1/matrix/playbooks/record "$(jq -nc --arg q "$Q" --arg id "$TARGET" --arg c "$C" '{query_text: $q, answer_id: $id, answer_corpus: $c, score: 1.5}')"
-expect_status 400 "score outside [0, 1] -> 400"
+expect_status 400 "score outside [-1, 1] -> 400"
 check "400 names score" '.error.field == "score"'
 
-drop_corpus "$C"; drop_corpus "$PB"
+# ---- issue 16: wrong marks, housekeeping, recall of answers retrieval misses ----------------
+ORDER=$(printf '%s' "$BASELINE" | jq -c '[.hits[].id]')
+TOP=$(printf '%s' "$BASELINE" | jq -r '.hits[0].id')
+TOP_D=$(printf '%s' "$BASELINE" | jq '.hits[0].distance')
+PB2="smoke_pb_wrong_$SUFFIX"
+WRONG=$(printf '%s' "$SEARCH" | jq -c --arg pb "$PB2" '. + {use_playbook: true, playbook_corpus: $pb}')
+req POST /v1/matrix/playbooks/record "$(jq -nc --arg q "$Q" --arg id "$TOP" --arg c "$C" --arg pb "$PB2" '{query_text: $q, answer_id: $id, answer_corpus: $c, score: -1, playbook_corpus: $pb}')"
+expect_status 200 "record the top hit as wrong (score -1)"
+PID=$(printf '%s' "$BODY" | jq -r '.playbook_id')
+req POST /v1/matrix/search "$WRONG"
+expect_status 200 "search after the wrong mark"
+check "the wrong hit drops" "([.hits[].id] | index(\"$TOP\")) > 0"
+check "its distance is exactly 1.5x" "[.hits[] | select(.id == \"$TOP\")][0] | (.distance == ($TOP_D * 1.5) and .boost_factor == 1.5)"
+req GET "/v1/matrix/playbooks?playbook_corpus=$PB2&answer_id=$TOP&answer_corpus=$C"
+expect_status 200 "list the playbook entries for that answer"
+check "the entry is listed with score -1" "[.entries[] | {playbook_id, score}] == [{playbook_id: \"$PID\", score: -1}]"
+req DELETE "/v1/matrix/playbooks/$PID?playbook_corpus=$PB2"
+expect_status 200 "delete the entry"
+req POST /v1/matrix/search "$WRONG"
+expect_status 200 "search after the delete"
+check "order restored" "[.hits[].id] == $ORDER"
+req DELETE "/v1/matrix/playbooks/$PID?playbook_corpus=$PB2"
+expect_status 404 "deleting it again -> 404"
+check "404 names playbook_id" '.error.field == "playbook_id"'
+req POST /v1/matrix/playbooks/record "$(jq -nc --arg q "$Q" --arg c "$C" '{query_text: $q, answer_id: "no-such-doc", answer_corpus: $c, score: 1}')"
+expect_status 404 "recording an answer that does not exist -> 404"
+check "404 names answer_id" '.error.field == "answer_id"'
+
+# An answer outside the top 2 whose halved distance beats the second: found once recorded.
+PB3="smoke_pb_recall_$SUFFIX"
+MISSING=$(printf '%s' "$BASELINE" | jq -r '.hits[1].distance as $d2 | [.hits[2:][] | select(.distance * 0.5 < $d2)][0].id')
+NARROW=$(printf '%s' "$SEARCH" | jq -c --arg pb "$PB3" '. + {k: 2, use_playbook: true, playbook_corpus: $pb}')
+req POST /v1/matrix/search "$NARROW"
+check "the answer is not among the top 2 before recording" "\"$MISSING\" != \"null\" and ([.hits[].id] | index(\"$MISSING\")) == null"
+req POST /v1/matrix/playbooks/record "$(jq -nc --arg q "$Q" --arg id "$MISSING" --arg c "$C" --arg pb "$PB3" '{query_text: $q, answer_id: $id, answer_corpus: $c, score: 1, playbook_corpus: $pb}')"
+expect_status 200 "record the missed answer"
+req POST /v1/matrix/search "$NARROW"
+expect_status 200 "search the top 2 with use_playbook"
+check "the missed answer is found, from_playbook" "[.hits[] | select(.id == \"$MISSING\")][0].from_playbook == true"
+
+drop_corpus "$C"; drop_corpus "$PB"; drop_corpus "$PB2"; drop_corpus "$PB3"
 smoke_done playbook_smoke

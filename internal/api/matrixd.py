@@ -32,6 +32,15 @@ class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
     threshold: Threshold = relevance.DEFAULT_THRESHOLD
 
 
+class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):
+    """Per-request downgrade conditions, laid over `[matrixd] downgrade_*` (0 / false: off)."""
+
+    max_distance: float | None = None
+    min_score: float | None = None
+    max_age_days: float | None = None
+    disputed: bool | None = None
+
+
 class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     # None: every corpus except playbook corpora. At most [matrixd] max_corpora (64); k
     # and per_corpus_k at most [matrixd] max_k.
@@ -56,6 +65,7 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     playbook_top_k: K | None = None
     playbook_max_distance: Annotated[float, Meta(ge=0)] | None = None
     relevance: RelevanceOption | None = None
+    downgrade: DowngradeOption | None = None
     # Tilts a corpus after fusion: merge_score x w, or distance / w in vector mode.
     corpus_weights: dict[str, float] | None = None
 
@@ -64,7 +74,7 @@ class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):
     query_text: Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
     answer_id: ItemId
     answer_corpus: CorpusName
-    score: Annotated[float, Meta(ge=0, le=1)]
+    score: Annotated[float, Meta(ge=-1, le=1)]  # -1: wrong answer; 1: right (issue 16)
     tags: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=64)] = (
         msgspec.field(default_factory=list))
     playbook_corpus: CorpusName | None = None

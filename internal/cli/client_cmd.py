@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
 
 import aiohttp
 from tqdm import tqdm
@@ -438,13 +439,54 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    body = {"query_text": args.query, "answer_id": args.answer_id,
-            "answer_corpus": args.corpus, "score": args.score}
+    body: dict[str, Any] = {"query_text": args.query, "answer_id": args.answer_id,
+                            "answer_corpus": args.corpus,
+                            "score": -1.0 if args.wrong else args.score}
+    if args.playbook_corpus:
+        body["playbook_corpus"] = args.playbook_corpus
 
     async def work(base: str, session: aiohttp.ClientSession) -> int:
         out = await ServiceClient(session, base, "matrixd").call(
             "POST", "/v1/matrix/playbooks/record", body)
         print(f"recorded: playbook_id {out.get('playbook_id')}")
+        return 0
+
+    return _run(args, work)
+
+
+# --- playbooks ---------------------------------------------------------------
+
+def _playbooks_list(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"limit": args.limit}
+    for key in ("answer_id", "answer_corpus", "playbook_corpus"):
+        if getattr(args, key):
+            params[key] = getattr(args, key)
+
+    async def work(base: str, session: aiohttp.ClientSession) -> int:
+        out = await ServiceClient(session, base, "matrixd").call(
+            "GET", f"/v1/matrix/playbooks?{urlencode(params)}")
+        if args.json:
+            print(json.dumps(out, indent=2))
+            return 0
+        rows = [[str(e.get("playbook_id"))[:12], f"{e.get('score'):+.2f}",
+                 f"{e.get('answer_corpus')}/{_short(e.get('answer_id'), 24)}",
+                 str(e.get("recorded_at") or "")[:19], _short(e.get("query_text"), 50)]
+                for e in out.get("entries", [])]
+        print(_table(["id", "score", "answer", "recorded_at", "query"], rows) if rows
+              else f"no entries in playbook {out.get('playbook_corpus')!r}")
+        return 0
+
+    return _run(args, work)
+
+
+def _playbooks_delete(args: argparse.Namespace) -> int:
+    query = f"?{urlencode({'playbook_corpus': args.playbook_corpus})}" if args.playbook_corpus else ""
+
+    async def work(base: str, session: aiohttp.ClientSession) -> int:
+        client = ServiceClient(session, base, "matrixd")
+        for pid in args.playbook_id:
+            await client.call("DELETE", f"/v1/matrix/playbooks/{quote(pid, safe='')}{query}")
+            print(f"deleted: {pid}")
         return 0
 
     return _run(args, work)
@@ -483,10 +525,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_search)
 
-    p = sub.add_parser("record", help="record that ANSWER_ID was a good (score 1) or bad (0) answer")
+    p = sub.add_parser("record", help="record that ANSWER_ID was a good (score 1) or wrong (--wrong) answer")
     p.add_argument("query")
     p.add_argument("answer_id")
     p.add_argument("--corpus", required=True, help="the corpus the answer came from")
-    p.add_argument("--score", type=float, required=True, help="0..1")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--score", type=float, help="-1..1: 1 right (halves its distance), 0 no effect, "
+                                                 "-1 wrong (distance x1.5)")
+    how.add_argument("--wrong", action="store_true", help="the answer was wrong: score -1")
+    p.add_argument("--playbook-corpus", help="default: matrixd's [matrixd] playbook_corpus")
     add_url_arg(p)
     p.set_defaults(func=_record)
+
+    p = sub.add_parser("playbooks", help="list or delete recorded feedback (playbook entries)")
+    psub = p.add_subparsers(dest="playbooks_command", required=True, metavar="list|delete")
+    pl = psub.add_parser("list", help="entries, newest first")
+    pl.add_argument("--answer-id", help="only entries for this answer id")
+    pl.add_argument("--answer-corpus", help="only entries for answers in this corpus")
+    pl.add_argument("--limit", type=int, default=100, help="1..1000 (default 100)")
+    pl.add_argument("--playbook-corpus", help="default: matrixd's [matrixd] playbook_corpus")
+    pl.add_argument("--json", action="store_true", help="print the raw JSON")
+    add_url_arg(pl)
+    pl.set_defaults(func=_playbooks_list)
+    pd = psub.add_parser("delete", help="remove entries by playbook id")
+    pd.add_argument("playbook_id", nargs="+")
+    pd.add_argument("--playbook-corpus", help="default: matrixd's [matrixd] playbook_corpus")
+    add_url_arg(pd)
+    pd.set_defaults(func=_playbooks_delete)

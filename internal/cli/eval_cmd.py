@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from internal.common.errors import LakehouseError
-from internal.config import load_or_exit
+from internal.config import Config, load_or_exit
 from internal.evaluation.beir import DatasetError
 from internal.evaluation.runner import MODES, SearchOptions
 
@@ -38,6 +38,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--weights", metavar="V,L[,S]",
                    help="vector,lexical[,symbolic] weights for hybrid-weighted and hybrid-dbsf")
     p.add_argument("--candidates", type=int, help="candidates each branch feeds the fusion")
+    p.add_argument("--feedback-qrels", metavar="FILE",
+                   help="record FILE's judged pairs as playbook entries (score 1) in a fresh "
+                        "playbook, then score the split through matrixd with and without "
+                        "use_playbook; FILE's queries are split by a hash of the query id into "
+                        "recorded and held out (see --holdout)")
+    p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
+                   help="share of FILE's queries not recorded, reported as 'held out' (default 0.2)")
     p.set_defaults(func=run)
 
 
@@ -72,10 +79,38 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load_or_exit(Path(args.config) if args.config else None)
     logs.configure("warning", cfg.log.format)
+    if args.feedback_qrels:
+        return _run_feedback(args, cfg)
     try:
         report = asyncio.run(evaluate_dataset(
             cfg, args.dataset, args.split, args.modes, options=_options(args),
             corpus=args.corpus, in_process=args.in_process, progress=_progress,
+            cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
+        ))
+    except (DatasetError, ValueError) as exc:
+        print(f"eval: {exc}", file=sys.stderr)
+        return 2
+    except (LakehouseError, RuntimeError) as exc:
+        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return 1
+    print(report.table())
+    if args.json:
+        text = json.dumps(report.to_json(), indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    return 0 if report.ok else 1
+
+
+def _run_feedback(args: argparse.Namespace, cfg: Config) -> int:
+    from internal.evaluation.feedback import evaluate_feedback
+
+    try:
+        report = asyncio.run(evaluate_feedback(
+            cfg, args.dataset, args.split, args.feedback_qrels, args.modes,
+            holdout=args.holdout, options=_options(args), corpus=args.corpus,
+            in_process=args.in_process, progress=_progress,
             cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
         ))
     except (DatasetError, ValueError) as exc:

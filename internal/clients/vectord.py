@@ -121,7 +121,8 @@ class VectordClient(ServiceClient):
         (merged, each with its corpus), "results" (per corpus, in order: {"corpus", "hits"
         (how many of the merged hits are its own), "took_ms"} or {"corpus", "error":
         {"code", "message", "field"?}, "status"}), "took_ms"}. A request-wide fault (bad k,
-        filter, ...) raises as search() does.
+        filter, ...) raises as search() does. With `include`, `include_missing` counts the
+        included items that do not exist.
         """
         payload = dict(body)
         if names is not None:

@@ -195,8 +195,16 @@ class MatrixdConfig:
     normalize_max_chars: int = 20000
     smart_min_confidence: float = 0.45
     auto_budget_ms: float = 0.0
+    # The downgrade gate (issue 16); 0 / false: that condition is off.
+    downgrade_max_distance: float = 0.0  # vector mode: distance above it is `weak`
+    downgrade_min_score: float = 0.0  # score-ranked modes: the hit's score below it is `weak`
+    downgrade_max_age_days: float = 0.0  # updated_at older than this is `stale`
+    downgrade_disputed: bool = False  # an entry marking the answer wrong makes it `disputed`
 
     def validate(self) -> None:
+        for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"{key}: must not be negative (0 is off)")
         if not self.vectord_url:
             raise ValueError("vectord_url: required")
         if not 1 <= self.max_k <= 1000:

@@ -71,6 +71,12 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def load_queries(folder: str | Path) -> dict[str, str]:
+    """Every query of DIR/queries.jsonl (judged or not): id -> text."""
+    return {str(row["_id"]): str(row.get("text") or "")
+            for row in _read_jsonl(Path(folder) / "queries.jsonl")}
+
+
 def load(folder: str | Path, split: str) -> Dataset:
     """Read a BEIR folder; the split names qrels/<split>.tsv."""
     root = Path(folder)

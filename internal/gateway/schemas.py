@@ -243,6 +243,26 @@ class RecordResponse(msgspec.Struct):
     playbook_id: str
 
 
+class PlaybookEntryRow(msgspec.Struct):
+    playbook_id: str
+    query_text: str
+    answer_id: str
+    answer_corpus: str
+    score: float
+    tags: list[str]
+    recorded_at: str | None
+
+
+class PlaybookList(msgspec.Struct):
+    playbook_corpus: str
+    entries: list[PlaybookEntryRow]
+
+
+class PlaybookDeleted(msgspec.Struct):
+    deleted: str
+    playbook_corpus: str
+
+
 class ScoredChunk(msgspec.Struct):
     text: str
     score: float

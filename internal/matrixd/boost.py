@@ -1,10 +1,14 @@
 """Playbook math: feedback entries turned into a bounded boost of matching hits.
 
-An entry says "for a query like this, `answer_id` in `answer_corpus` was good, with
-score s in [0, 1]". A hit it matches is boosted by the factor f = 1 - 0.5 * s, so
-f is in [0.5, 1]: the cap is a halving of the distance (or a doubling of the score).
+An entry says "for a query like this, `answer_id` in `answer_corpus` was good (s > 0)
+or wrong (s < 0), with score s in [-1, 1]". A hit it matches gets the factor
+f = 1 - 0.5 * s, so f is in [0.5, 1.5]: a perfect score at most halves a distance (or
+doubles a score), a wrong mark at most multiplies it by 1.5 (or divides a score by 1.5).
 - distance-ranked modes: distance' = distance * f (smaller is better)
 - score-ranked modes:    score'    = score / f    (larger is better; same factor, same cap)
+Several entries for one answer: among entries of one sign the strongest wins (the highest
+of positive ones, as before negative scores existed; the lowest of negative ones); when
+both signs match, the entry whose recorded question is nearer the query wins.
 No I/O here: the server finds the entries, this module decides what they do.
 """
 
@@ -13,11 +17,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, MutableSequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
 
 MIN_FACTOR = 0.5  # the cap: a perfect score halves the distance, never more
+MAX_FACTOR = 1.5  # a wrong mark (score -1) multiplies the distance by 1.5, never more
+MIN_SCORE, MAX_SCORE = -1.0, 1.0
 
 Ranking = Literal["distance", "score"]
 
@@ -32,15 +39,23 @@ class PlaybookEntry(msgspec.Struct, forbid_unknown_fields=True):
     tags: list[str] = msgspec.field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Match:
+    """An entry found for a query, with its recorded question's distance to the query."""
+
+    entry: PlaybookEntry
+    distance: float
+
+
 _encoder = msgspec.json.Encoder()
 
 
 def validate_score(score: float) -> float:
-    """The score itself, or ValueError when it is not a finite number in [0, 1]."""
+    """The score itself, or ValueError when it is not a finite number in [-1, 1]."""
     if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise ValueError(f"expected a number in [0, 1], got {score!r}")
-    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-        raise ValueError(f"must be a finite number in [0, 1], got {score!r}")
+        raise ValueError(f"expected a number in [-1, 1], got {score!r}")
+    if not math.isfinite(score) or not MIN_SCORE <= score <= MAX_SCORE:
+        raise ValueError(f"must be a finite number in [-1, 1], got {score!r}")
     return float(score)
 
 
@@ -84,27 +99,60 @@ def entry_from_metadata(meta: Any) -> PlaybookEntry | None:
     return entry
 
 
-def best_scores(entries: Iterable[PlaybookEntry]) -> dict[tuple[str, str], float]:
-    """(answer_corpus, answer_id) -> the highest score among the matching entries."""
-    best: dict[tuple[str, str], float] = {}
+def _as_match(e: PlaybookEntry | Match) -> Match:
+    # A bare entry (no distance known) counts as recorded for this very query.
+    return e if isinstance(e, Match) else Match(e, 0.0)
+
+
+def best_scores(entries: Iterable[PlaybookEntry | Match]) -> dict[tuple[str, str], float]:
+    """(answer_corpus, answer_id) -> the score that decides, per the rule in the module doc.
+
+    Same sign: the strongest (highest positive, lowest negative). Both signs: the entry
+    nearest the query; on equal distance the first given (lookups give nearest first).
+    A score of 0 counts with the positive ones, as it always did.
+    """
+    groups: dict[tuple[str, str], list[Match]] = {}
     for e in entries:
-        key = (e.answer_corpus, e.answer_id)
-        if key not in best or e.score > best[key]:
-            best[key] = e.score
+        m = _as_match(e)
+        groups.setdefault((m.entry.answer_corpus, m.entry.answer_id), []).append(m)
+    best: dict[tuple[str, str], float] = {}
+    for key, ms in groups.items():
+        pos = [m.entry.score for m in ms if m.entry.score >= 0]
+        neg = [m.entry.score for m in ms if m.entry.score < 0]
+        if not neg:
+            best[key] = max(pos)
+        elif not pos:
+            best[key] = min(neg)
+        else:
+            nearest = ms[0]
+            for m in ms[1:]:
+                if m.distance < nearest.distance:
+                    nearest = m
+            best[key] = nearest.entry.score
     return best
 
 
-def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry],
+def disputed(entries: Iterable[PlaybookEntry | Match]) -> set[tuple[str, str]]:
+    """(answer_corpus, answer_id) of every answer some matching entry marks wrong (s < 0)."""
+    return {(m.entry.answer_corpus, m.entry.answer_id) for m in map(_as_match, entries)
+            if m.entry.score < 0}
+
+
+def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry | Match],
           ranking: Ranking) -> int:
-    """Boost the hits the entries match, re-sort in place, return how many were boosted.
+    """Apply the entries' factors to the hits they match, re-sort in place.
+
+    Returns how many hits were boosted (factor < 1); hits pushed down by a wrong mark
+    (factor > 1) show as `boost_factor` > 1 and are not counted.
 
     A hit matches on (corpus, id): an entry for the same id in another corpus never
-    counts. Every hit gets `boost_factor` (1.0 when unboosted) and `original_distance`;
-    score-ranked hits also get `original_merge_score`. The sort is stable, so hits the
-    boost does not reorder keep the order the merge gave them.
+    counts. Every hit gets `boost_factor` (1.0 when untouched) and `original_distance`;
+    score-ranked hits also get `original_merge_score`. The sort is stable and keeps the
+    downgrade gate's groups (a hit with `downgraded` reasons stays below every hit
+    without), so hits the boost does not reorder keep the order they came in.
     """
     best = best_scores(entries)
-    boosted = 0
+    boosted = changed = 0
     for hit in hits:
         f = 1.0
         score = best.get((str(hit["corpus"]), str(hit["id"])))
@@ -122,23 +170,25 @@ def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry
             if f != 1.0 and hit.get("merge_score") is not None:
                 hit["merge_score"] = float(hit["merge_score"]) / f
         if f != 1.0:
+            changed += 1
+        if f < 1.0:
             boosted += 1
-    if boosted:
+    if changed:
         sort_hits(hits, ranking)
     return boosted
 
 
 def sort_hits(hits: MutableSequence[dict[str, Any]], ranking: Ranking) -> None:
-    """Stable sort by the ranking quantity; hits lacking it go last."""
+    """Stable sort by the ranking quantity within the downgrade groups; hits lacking it go last."""
     if ranking == "distance":
-        def key(h: dict[str, Any]) -> tuple[bool, float]:
-            d = h.get("merge_distance")
+        def key(h: dict[str, Any]) -> tuple[bool, bool, float]:
+            d = h.get("merge_distance")  # the corpus-weighted distance, when vectord set one
             if d is None:
                 d = h.get("distance")
-            return (d is None, float(d) if d is not None else 0.0)
+            return (bool(h.get("downgraded")), d is None, float(d) if d is not None else 0.0)
     else:
-        def key(h: dict[str, Any]) -> tuple[bool, float]:
+        def key(h: dict[str, Any]) -> tuple[bool, bool, float]:
             s = h.get("merge_score")
-            return (s is None, -float(s) if s is not None else 0.0)
+            return (bool(h.get("downgraded")), s is None, -float(s) if s is not None else 0.0)
     ordered = sorted(hits, key=key)
     hits[:] = ordered

@@ -6,11 +6,12 @@ the tests and the handler all run the very same path.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import structlog
 
 from internal.api.matrixd import MatrixSearchRequest, Mode, RelevanceOption
@@ -25,8 +26,7 @@ from internal.common.errors import (
     UpstreamTimeout,
 )
 from internal.config import MatrixdConfig
-from internal.matrixd import boost, merge, relevance
-from internal.matrixd.boost import PlaybookEntry
+from internal.matrixd import boost, downgrade, merge, playbook, relevance
 from internal.matrixd.deps import Deps
 from internal.matrixd.relevance import Chunk
 from internal.vectord import federation
@@ -77,13 +77,15 @@ class CorpusResult:
     error: LakehouseError | None = None
 
 
-async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any]
+async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any],
+                      meta: dict[str, Any] | None = None
                       ) -> tuple[list[dict[str, Any]], list[CorpusResult]]:
     """One vectord call over every corpus: the merged hits and each corpus's outcome.
 
     A corpus's error is vectord's answer for it, as the per-corpus route gives it; a
     failure of the whole call (vectord down, a request-wide 400) is every named corpus's
-    (with corpora absent there is no list to blame, so it is raised as it is).
+    (with corpora absent there is no list to blame, so it is raised as it is). meta, when
+    given, receives vectord's `include_missing` count.
     """
     started = time.perf_counter()
     try:
@@ -93,6 +95,8 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
             raise
         ms = _ms(started)
         return [], [CorpusResult(c, 0, ms, exc) for c in corpora]
+    if meta is not None:
+        meta["include_missing"] = int(out.get("include_missing") or 0)
     results = []
     for row in out.get("results") or []:
         err = row.get("error")
@@ -105,29 +109,6 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
             results.append(CorpusResult(c, int(row.get("hits") or 0),
                                         round(float(row.get("took_ms") or 0.0), 2)))
     return list(out.get("hits") or []), results
-
-
-async def _playbook_entries(deps: Deps, corpus: str, vector: list[float], top_k: int,
-                            max_distance: float) -> list[PlaybookEntry]:
-    """Entries near the query; a playbook corpus that does not exist yet has none."""
-    try:
-        out = await deps.vectord.search(corpus, {"mode": "vector", "query_vector": vector,
-                                                 "k": top_k})
-    except ServiceError as exc:
-        if exc.status == 404:
-            return []
-        raise
-    entries = []
-    for h in out.get("hits") or []:
-        d = h.get("distance")
-        if d is None or d > max_distance:
-            continue
-        entry = boost.entry_from_metadata(h.get("metadata"))
-        if entry is None:
-            log.warning("playbook_entry_invalid", corpus=corpus, id=h.get("id"))
-            continue
-        entries.append(entry)
-    return entries
 
 
 def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
@@ -178,6 +159,19 @@ def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mod
     return mode, text, per_corpus_k
 
 
+def _downgrade_rules(body: MatrixSearchRequest, cfg: MatrixdConfig) -> downgrade.Rules:
+    """`[matrixd] downgrade_*` with the request's `downgrade` keys over them; 400 naming a key."""
+    defaults = downgrade.Rules(cfg.downgrade_max_distance, cfg.downgrade_min_score,
+                               cfg.downgrade_max_age_days, cfg.downgrade_disputed)
+    if body.downgrade is None:
+        return defaults
+    given = {k: v for k, v in msgspec.structs.asdict(body.downgrade).items() if v is not None}
+    try:
+        return downgrade.combine(defaults, given)
+    except downgrade.RuleError as exc:
+        raise InvalidArgument(f"downgrade.{exc}", field=f"downgrade.{exc.key}") from None
+
+
 def _raise_request_fault(results: list[CorpusResult], body: MatrixSearchRequest) -> None:
     """A vectord 400 about a field of the caller's request is the caller's fault: 400, not 502.
 
@@ -217,12 +211,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     cfg = deps.cfg
     started = time.perf_counter()
     mode, text, per_corpus_k = _validate_search(body, cfg)
+    rules = _downgrade_rules(body, cfg)
     requested_mode = mode
     degraded: list[str] = []
 
     vector = body.query_vector
     embed_ms: float | None = None
-    if vector is None and (mode in ("vector", "hybrid") or body.use_playbook):
+    if vector is None and (mode in ("vector", "hybrid") or body.use_playbook or rules.disputed):
         t0 = time.perf_counter()
         try:
             vector = (await embed_query(deps, text)).vectors[0]
@@ -249,33 +244,38 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             if getattr(body, key) is not None:
                 vbody[key] = getattr(body, key)
 
+    # The playbook (issue 16): looked up before the fan-out, so that the answers its
+    # entries raise ride along as `include` and are scored even when retrieval misses them.
     playbook_name = body.playbook_corpus or cfg.playbook_corpus
     use_playbook = body.use_playbook and vector is not None
-    if body.use_playbook and vector is None:
+    if (body.use_playbook or rules.disputed) and vector is None:
         degraded.append("playbook_unavailable")
+    lookup = playbook.Lookup(playbook_name)
+    playbook_ms: float | None = None
+    if vector is not None and (body.use_playbook or rules.disputed):
+        t0 = time.perf_counter()
+        lookup = await playbook.lookup(
+            deps, playbook_name, vector, body.playbook_top_k or cfg.playbook_top_k,
+            body.playbook_max_distance if body.playbook_max_distance is not None
+            else cfg.playbook_max_distance, body.allow_partial)
+        playbook_ms = _ms(t0)
+        if lookup.unavailable:
+            degraded.append("playbook_unavailable")
+    include = lookup.include(body.corpora) if use_playbook else []
+    if include:
+        vbody["include"] = include
     if body.corpus_weights:
         vbody["corpus_weights"] = body.corpus_weights
     if body.corpora is None:
         # Every corpus but the playbooks: recorded questions are not answers.
         vbody["exclude_corpora"] = sorted({cfg.playbook_corpus, playbook_name})
-    searches = _search_all(deps, body.corpora, vbody)
-    playbook_task: asyncio.Task[list[PlaybookEntry]] | None = None
-    if use_playbook and vector is not None:
-        playbook_task = asyncio.ensure_future(_playbook_entries(
-            deps, playbook_name, vector,
-            body.playbook_top_k or cfg.playbook_top_k,
-            body.playbook_max_distance if body.playbook_max_distance is not None
-            else cfg.playbook_max_distance))
-    merged, results = await searches
-
-    entries: list[PlaybookEntry] = []
-    if playbook_task is not None:
-        try:
-            entries = await playbook_task
-        except LakehouseError as exc:
-            if not body.allow_partial:
-                raise UpstreamError(f"playbook corpus {playbook_name!r}: {describe(exc)}") from None
-            degraded.append("playbook_unavailable")
+    search_meta: dict[str, Any] = {}
+    merged, results = await _search_all(deps, body.corpora, vbody, search_meta)
+    if include and playbook.include_refused(results):
+        # A vectord without `include` (older than issue 16): answer without recall.
+        del vbody["include"]
+        merged, results = await _search_all(deps, body.corpora, vbody, search_meta)
+        degraded.append("playbook_recall_unavailable")
 
     _raise_request_fault(results, body)
     failed = [r for r in results if r.error is not None]
@@ -287,11 +287,16 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
 
     hits = merge.annotate(merged, mode, cfg.rrf_k)
     ranking = merge.ranking_of(mode)
-    boosted = boost.apply(hits, entries, ranking)
+    if use_playbook:
+        playbook.mark_recalled(hits)
 
+    # relevance, downgrade, playbook: the order of the matrix components.
     relevance_info: dict[str, Any] | None = None
     if body.relevance is not None:
         hits, relevance_info = _filter_hits(hits, body.relevance)
+    downgraded = downgrade.apply(hits, rules, ranking, datetime.now(UTC),
+                                 boost.disputed(lookup.matches))
+    boosted = boost.apply(hits, lookup.matches if use_playbook else [], ranking)
 
     hits = hits[:body.k]
     for i, h in enumerate(hits):
@@ -313,7 +318,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         "took_ms": _ms(started),
     }
     if body.use_playbook:
-        out["playbook"] = {"corpus": playbook_name, "entries": len(entries), "boosted": boosted}
+        out["playbook"] = {
+            "corpus": playbook_name, "entries": len(lookup.matches), "boosted": boosted,
+            "demoted": sum(1 for h in hits if h.get("boost_factor", 1.0) > 1.0),
+            "included": len(include), "recalled": sum(1 for h in hits if h.get("from_playbook")),
+            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms}
+    if rules.active:
+        out["downgrade"] = {**rules.to_json(), "downgraded": downgraded}
     if relevance_info is not None:
         out["relevance"] = relevance_info
     log.info("search_done", corpora=len(results), failed=len(failed), mode=mode, k=body.k,

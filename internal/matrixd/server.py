@@ -2,9 +2,11 @@
 
 Routes: GET /v1/matrix/corpora, POST /v1/matrix/search, POST /v1/matrix/playbooks/record,
 POST /v1/matrix/relevance, POST /v1/matrix/{analyze,normalize,smart_search,search_auto},
+GET /v1/matrix/playbooks, DELETE /v1/matrix/playbooks/{playbook_id},
 GET /readyz (and /healthz from make_base_app). Handlers are thin: the search policy is
-internal.matrixd.search, query intelligence internal.matrixd.smart, the scoring rules
-the I/O-free modules merge, boost, relevance, analyze, plan, reflect and strategy.
+internal.matrixd.search, query intelligence internal.matrixd.smart, the playbook's I/O
+internal.matrixd.playbook, the scoring rules the I/O-free modules merge, boost, downgrade,
+relevance, analyze, plan, reflect and strategy.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, ServiceError, UpstreamError
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
-from internal.matrixd import boost, relevance, smart, strategy
+from internal.matrixd import boost, playbook, relevance, smart, strategy
 from internal.matrixd.boost import PlaybookEntry
 from internal.matrixd.deps import Deps
 from internal.matrixd.search import describe, embed_query, run_search
@@ -110,12 +112,14 @@ async def record_handler(request: web.Request) -> web.Response:
         raise InvalidArgument(f"score: {exc}", field="score") from None
     name = body.playbook_corpus or deps.cfg.playbook_corpus
     corpus_name(name, "playbook_corpus")
+    await playbook.check_answer(deps, body.answer_corpus, body.answer_id)
 
     emb = await embed_query(deps, body.query_text)
     entry = PlaybookEntry(query_text=body.query_text, answer_id=body.answer_id,
                           answer_corpus=body.answer_corpus, score=score, tags=list(body.tags))
     pid = boost.playbook_id(body.query_text, body.answer_id, body.answer_corpus)
-    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text, "tags": list(body.tags),
+    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text,
+            "title": playbook.entry_title(entry), "tags": list(body.tags),
             "metadata": boost.entry_to_metadata(entry)}
     created = False
     try:
@@ -155,6 +159,43 @@ def _record_fault(exc: ServiceError) -> LakehouseError:
     ours = mapped + rest[len(root):] if mapped == "tags" else mapped
     detail = exc.message.split(": ", 1)[1] if exc.message.startswith(field) else exc.message
     return InvalidArgument(f"{ours}: {detail}", field=ours)
+
+
+def _playbook_name(request: web.Request) -> str:
+    name = request.query.get("playbook_corpus") or request.app[DEPS].cfg.playbook_corpus
+    corpus_name(name, "playbook_corpus")
+    return name
+
+
+async def list_playbooks_handler(request: web.Request) -> web.Response:
+    deps = request.app[DEPS]
+    name = _playbook_name(request)
+    q = request.query
+    answer_id = q.get("answer_id") or None
+    answer_corpus = q.get("answer_corpus") or None
+    if answer_corpus is not None:
+        corpus_name(answer_corpus, "answer_corpus")
+    raw_limit = q.get("limit", "100")
+    try:
+        limit = int(raw_limit)
+    except ValueError:
+        raise InvalidArgument(f"limit: expected an integer, got {raw_limit!r}", field="limit") from None
+    if not 1 <= limit <= playbook.MAX_LIST:
+        raise InvalidArgument(f"limit: must be in 1..{playbook.MAX_LIST}, got {limit}", field="limit")
+    entries = await playbook.list_entries(deps, name, answer_id, answer_corpus, limit)
+    return json_response({"playbook_corpus": name, "entries": entries})
+
+
+async def delete_playbook_handler(request: web.Request) -> web.Response:
+    deps = request.app[DEPS]
+    name = _playbook_name(request)
+    try:
+        pid = playbook.check_playbook_id(request.match_info["playbook_id"])
+    except ValueError as exc:
+        raise InvalidArgument(f"playbook_id: {exc}", field="playbook_id") from None
+    await playbook.delete_entry(deps, name, pid)
+    log.info("playbook_deleted", corpus=name, playbook_id=pid)
+    return json_response({"deleted": pid, "playbook_corpus": name})
 
 
 # ---- relevance ---------------------------------------------------------------------------
@@ -234,6 +275,8 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_get("/v1/matrix/corpora", corpora_handler)
     app.router.add_post("/v1/matrix/search", search_handler)
     app.router.add_post("/v1/matrix/playbooks/record", record_handler)
+    app.router.add_get("/v1/matrix/playbooks", list_playbooks_handler)
+    app.router.add_delete("/v1/matrix/playbooks/{playbook_id}", delete_playbook_handler)
     app.router.add_post("/v1/matrix/relevance", relevance_handler)
     app.router.add_post("/v1/matrix/analyze", analyze_handler)
     app.router.add_post("/v1/matrix/normalize", normalize_handler)

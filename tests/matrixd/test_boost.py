@@ -21,7 +21,8 @@ def hit(id_: str, corpus: str, distance: float | None = None,
             "metadata": {"k": id_}}
 
 
-@pytest.mark.parametrize(("score", "expected"), [(0.0, 1.0), (0.25, 0.875), (0.5, 0.75), (1.0, 0.5)])
+@pytest.mark.parametrize(("score", "expected"), [(0.0, 1.0), (0.25, 0.875), (0.5, 0.75), (1.0, 0.5),
+                                               (-0.5, 1.25), (-1.0, 1.5)])
 def test_factor(score: float, expected: float) -> None:
     assert boost.factor(score) == expected
 
@@ -35,7 +36,7 @@ def test_perfect_score_halves_exactly() -> None:
     assert hits[0]["boost_factor"] == 0.5
 
 
-@pytest.mark.parametrize("bad", [-0.01, 1.01, math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("bad", [-1.01, 1.01, math.nan, math.inf, -math.inf])
 def test_invalid_score_rejected(bad: float) -> None:
     with pytest.raises(ValueError):
         boost.factor(bad)
@@ -111,6 +112,8 @@ def test_entry_from_bad_metadata_is_none() -> None:
     assert boost.entry_from_metadata({"query_text": "q"}) is None
     bad = {"query_text": "q", "answer_id": "a", "answer_corpus": "c", "score": 2.0}
     assert boost.entry_from_metadata(bad) is None
+    wrong = {"query_text": "q", "answer_id": "a", "answer_corpus": "c", "score": -1.0}
+    assert boost.entry_from_metadata(wrong) == PlaybookEntry("q", "a", "c", -1.0)
 
 
 def test_playbook_id_deterministic_and_unambiguous() -> None:
@@ -120,3 +123,56 @@ def test_playbook_id_deterministic_and_unambiguous() -> None:
     assert boost.playbook_id("a|b", "c", "d") != boost.playbook_id("a", "b|c", "d")
     assert boost.playbook_id("ab", "c", "d") != boost.playbook_id("a", "bc", "d")
     assert boost.playbook_id("q", "a", "c") != boost.playbook_id("q", "a", "c2")
+
+
+# ---- negative feedback (issue 16) -----------------------------------------------------------
+
+def test_wrong_mark_multiplies_distance_by_exactly_1_5() -> None:
+    d = 0.123456789012345
+    hits = [hit("t", "c", d), hit("a", "c", 0.15), hit("b", "c", 0.2)]
+    assert boost.apply(hits, [entry("t", "c", -1.0)], "distance") == 0  # pushed down, not boosted
+    t = next(h for h in hits if h["id"] == "t")
+    assert t["distance"] == d * 1.5
+    assert t["original_distance"] == d
+    assert t["boost_factor"] == 1.5
+    assert [h["id"] for h in hits] == ["a", "t", "b"]  # 0.185 sorts between 0.15 and 0.2
+
+
+def test_wrong_mark_divides_score_by_exactly_1_5() -> None:
+    hits = [hit("t", "c", merge_score=0.030), hit("a", "c", merge_score=0.025)]
+    boost.apply(hits, [entry("t", "c", -1.0)], "score")
+    assert [h["id"] for h in hits] == ["a", "t"]
+    assert hits[1]["merge_score"] == 0.030 / 1.5
+    assert hits[1]["original_merge_score"] == 0.030
+
+
+def test_strongest_wins_among_negative_entries() -> None:
+    entries = [entry("t", "c", -0.2, "q1"), entry("t", "c", -0.8, "q2")]
+    assert boost.best_scores(entries) == {("c", "t"): -0.8}
+
+
+def test_zero_and_positive_keep_highest_wins() -> None:
+    entries = [boost.Match(entry("t", "c", 0.0, "q1"), 0.01), boost.Match(entry("t", "c", 0.6, "q2"), 0.3)]
+    assert boost.best_scores(entries) == {("c", "t"): 0.6}
+
+
+@pytest.mark.parametrize(("d_neg", "d_pos", "winner"), [(0.1, 0.2, -1.0), (0.3, 0.2, 1.0)])
+def test_nearer_question_wins_between_signs(d_neg: float, d_pos: float, winner: float) -> None:
+    matches = [boost.Match(entry("t", "c", -1.0, "wrong for this"), d_neg),
+               boost.Match(entry("t", "c", 1.0, "right for that"), d_pos)]
+    assert boost.best_scores(matches) == {("c", "t"): winner}
+    assert boost.best_scores(list(reversed(matches))) == {("c", "t"): winner}
+
+
+def test_disputed_lists_answers_with_a_negative_entry() -> None:
+    matches = [boost.Match(entry("t", "c", -0.5), 0.3), boost.Match(entry("t", "c", 1.0), 0.1),
+               boost.Match(entry("u", "c", 1.0), 0.1), boost.Match(entry("t", "d", 0.0), 0.1)]
+    assert boost.disputed(matches) == {("c", "t")}
+
+
+def test_boost_keeps_downgrade_groups() -> None:
+    hits = [hit("a", "c", 0.3), hit("b", "c", 0.4), hit("t", "c", 0.2)]
+    hits[2]["downgraded"] = ["weak"]
+    hits[0]["downgraded"] = hits[1]["downgraded"] = []
+    assert boost.apply(hits, [entry("t", "c", 1.0)], "distance") == 1
+    assert [h["id"] for h in hits] == ["a", "b", "t"]  # 0.1 but downgraded: stays below

@@ -349,11 +349,12 @@ async def test_missing_playbook_corpus_is_a_noop(http: aiohttp.ClientSession, ma
     assert out["playbook_boosted"] == 0 and out["playbook"]["entries"] == 0
 
 
-async def test_concurrent_first_records(http: aiohttp.ClientSession, matrix: str) -> None:
+async def test_concurrent_first_records(http: aiohttp.ClientSession, matrix: str,
+                                        two_corpora: tuple[str, str]) -> None:
     pb = unique("pb")
     results = await asyncio.gather(*[
         post(http, f"{matrix}/v1/matrix/playbooks/record",
-             {"query_text": f"question {i}", "answer_id": f"a{i}", "answer_corpus": "docs",
+             {"query_text": f"question {i}", "answer_id": f"d{i}", "answer_corpus": two_corpora[0],
               "score": 0.5, "playbook_corpus": pb}) for i in range(5)])
     assert [s for s, _ in results] == [200] * 5, results
     assert sum(1 for _, r in results if r["created"]) <= 1
@@ -364,7 +365,7 @@ async def test_concurrent_first_records(http: aiohttp.ClientSession, matrix: str
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"query_text": "q", "answer_id": "a", "answer_corpus": "docs", "score": 1.5}, "score"),
-    ({"query_text": "q", "answer_id": "a", "answer_corpus": "docs", "score": -0.1}, "score"),
+    ({"query_text": "q", "answer_id": "a", "answer_corpus": "docs", "score": -1.1}, "score"),
     ({"query_text": "q", "answer_id": "a", "answer_corpus": "docs"}, "score"),
     ({"query_text": " ", "answer_id": "a", "answer_corpus": "docs", "score": 1}, "query_text"),
     ({"query_text": "q", "answer_id": "a", "answer_corpus": "Docs!", "score": 1}, "answer_corpus"),

@@ -67,6 +67,12 @@ def test_cli_parses_every_people_command() -> None:
     assert (a.corpora, a.mode, a.k) == ("a,b", "vector", 3)
     a = p.parse_args(["record", "q", "id1", "--corpus", "c", "--score", "0.5"])
     assert (a.answer_id, a.corpus, a.score) == ("id1", "c", 0.5)
+    a = p.parse_args(["record", "q", "id1", "--corpus", "c", "--wrong"])
+    assert (a.wrong, a.score) == (True, None)
+    a = p.parse_args(["playbooks", "list", "--answer-id", "x", "--limit", "5"])
+    assert (a.answer_id, a.limit) == ("x", 5)
+    a = p.parse_args(["playbooks", "delete", "a" * 64, "b" * 64])
+    assert a.playbook_id == ["a" * 64, "b" * 64]
     a = p.parse_args(["ingest", "f.jsonl", "--corpus", "c"])
     assert a.batch == 64
     assert p.parse_args(["up"]).func.__name__ == "_up"

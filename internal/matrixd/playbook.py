@@ -1,0 +1,190 @@
+"""The playbook's I/O: entries near a query, recall of their answers, listing, deleting.
+
+The playbook is an ordinary vectord corpus (`[matrixd] playbook_corpus`): one item per
+(query_text, answer_id, answer_corpus), its vector the question's embedding, its metadata
+the entry (boost.PlaybookEntry), its title `answer_corpus/answer_id`. What the entries do
+to hits is decided by the pure modules boost and downgrade.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from internal.common.errors import LakehouseError, NotFound, ServiceError, UpstreamError
+from internal.matrixd import boost
+from internal.matrixd.boost import Match
+from internal.matrixd.deps import Deps
+
+log = structlog.get_logger()
+
+MAX_INCLUDE = 100  # vectord takes at most this many `include` items a search
+MAX_LIST = 1000
+# Every entry's title is `answer_corpus/answer_id` and so holds "/": vectord's keyword
+# mode with this text lists every entry, newest first, with the metadata filter in its SQL.
+_LIST_MARK = "/"
+_PLAYBOOK_ID = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _describe(exc: LakehouseError) -> str:
+    if isinstance(exc, ServiceError):
+        return f"{exc.service} answered {exc.status} {exc.code}: {exc.message}"
+    return f"{exc.code}: {exc.message}"
+
+
+@dataclass
+class Lookup:
+    """What the playbook said about one query."""
+
+    corpus: str
+    matches: list[Match] = field(default_factory=list)
+    unavailable: bool = False
+
+    def include(self, corpora: Sequence[str] | None) -> list[dict[str, str]]:
+        """The recorded answers to add to the candidates: answers the entries raise
+        (the deciding score > 0) in a searched corpus (None: every corpus), nearest
+        question first, at most MAX_INCLUDE."""
+        best = boost.best_scores(self.matches)
+        searched = None if corpora is None else set(corpora)
+        out: list[dict[str, str]] = []
+        seen: set[tuple[str, str]] = set()
+        for m in self.matches:
+            key = (m.entry.answer_corpus, m.entry.answer_id)
+            if (key in seen or (searched is not None and key[0] not in searched)
+                    or best.get(key, 0.0) <= 0):
+                continue
+            seen.add(key)
+            out.append({"corpus": key[0], "id": key[1]})
+            if len(out) == MAX_INCLUDE:
+                break
+        return out
+
+
+async def lookup(deps: Deps, corpus: str, vector: list[float], top_k: int,
+                 max_distance: float, allow_partial: bool) -> Lookup:
+    """Entries whose recorded question is within max_distance of the query, nearest first.
+
+    A playbook corpus that does not exist yet has none. Any other failure is a 502, or
+    with allow_partial an empty lookup marked unavailable.
+    """
+    try:
+        out = await deps.vectord.search(corpus, {"mode": "vector", "query_vector": vector,
+                                                 "k": top_k})
+    except ServiceError as exc:
+        if exc.status == 404:
+            return Lookup(corpus)
+        if not allow_partial:
+            raise UpstreamError(f"playbook corpus {corpus!r}: {_describe(exc)}") from None
+        return Lookup(corpus, unavailable=True)
+    except LakehouseError as exc:
+        if not allow_partial:
+            raise UpstreamError(f"playbook corpus {corpus!r}: {_describe(exc)}") from None
+        return Lookup(corpus, unavailable=True)
+    matches = []
+    for h in out.get("hits") or []:
+        d = h.get("distance")
+        if d is None or d > max_distance:
+            continue
+        entry = boost.entry_from_metadata(h.get("metadata"))
+        if entry is None:
+            log.warning("playbook_entry_invalid", corpus=corpus, id=h.get("id"))
+            continue
+        matches.append(Match(entry, float(d)))
+    return Lookup(corpus, matches)
+
+
+def include_refused(results: Sequence[Any]) -> bool:
+    """True when vectord refused the `include` field itself (a vectord older than it).
+
+    The whole call failed, so every corpus carries the same 400 naming `include`.
+    """
+    errors = [getattr(r, "error", None) for r in results]
+    return bool(errors) and all(isinstance(e, ServiceError) and e.status == 400
+                                and (e.field or "").split("[")[0] == "include" for e in errors)
+
+
+def mark_recalled(hits: list[dict[str, Any]]) -> int:
+    """Hits that entered the candidates only through `include` say so; how many there are."""
+    n = 0
+    for h in hits:
+        recalled = bool(h.pop("included", False))
+        h["from_playbook"] = recalled
+        n += recalled
+    return n
+
+
+# ---- record, list, delete -------------------------------------------------------------------
+
+async def check_answer(deps: Deps, answer_corpus: str, answer_id: str) -> None:
+    """404 naming answer_corpus (no such corpus) or answer_id (no such item in it)."""
+    try:
+        await deps.vectord.get_corpus(answer_corpus)
+    except ServiceError as exc:
+        if exc.status == 404:
+            raise NotFound(f"answer_corpus: corpus {answer_corpus!r} not found",
+                           field="answer_corpus") from None
+        raise
+    try:
+        await deps.vectord.get_item(answer_corpus, answer_id)
+    except ServiceError as exc:
+        if exc.status == 404:
+            raise NotFound(f"answer_id: item {answer_id!r} not found in corpus {answer_corpus!r}",
+                           field="answer_id") from None
+        raise
+
+
+def entry_title(entry: boost.PlaybookEntry) -> str:
+    return f"{entry.answer_corpus}/{entry.answer_id}"
+
+
+async def list_entries(deps: Deps, corpus: str, answer_id: str | None,
+                       answer_corpus: str | None, limit: int) -> list[dict[str, Any]]:
+    """Entries, newest first, optionally only those for one answer; none if no playbook yet."""
+    meta: dict[str, str] = {}
+    if answer_id is not None:
+        meta["answer_id"] = answer_id
+    if answer_corpus is not None:
+        meta["answer_corpus"] = answer_corpus
+    body: dict[str, Any] = {"mode": "keyword", "query_text": _LIST_MARK, "k": limit}
+    if meta:
+        body["filter"] = {"metadata": meta}
+    try:
+        out = await deps.vectord.search(corpus, body)
+    except ServiceError as exc:
+        if exc.status == 404:
+            return []
+        raise
+    rows = []
+    for h in out.get("hits") or []:
+        entry = boost.entry_from_metadata(h.get("metadata"))
+        if entry is None:
+            continue
+        rows.append({"playbook_id": h.get("id"), "query_text": entry.query_text,
+                     "answer_id": entry.answer_id, "answer_corpus": entry.answer_corpus,
+                     "score": entry.score, "tags": entry.tags,
+                     "recorded_at": h.get("updated_at")})
+    return rows
+
+
+def check_playbook_id(playbook_id: str) -> str:
+    """The id itself, or ValueError: ids are sha256 hex digests (boost.playbook_id)."""
+    if not _PLAYBOOK_ID.match(playbook_id):
+        raise ValueError(f"expected 64 lowercase hex digits, got {playbook_id!r}")
+    return playbook_id
+
+
+async def delete_entry(deps: Deps, corpus: str, playbook_id: str) -> None:
+    """Remove one entry; 404 naming playbook_id when there is no such entry (or playbook)."""
+    try:
+        deleted = await deps.vectord.delete_items(corpus, [playbook_id])
+    except ServiceError as exc:
+        if exc.status != 404:
+            raise
+        deleted = 0
+    if not deleted:
+        raise NotFound(f"playbook_id: no entry {playbook_id!r} in playbook {corpus!r}",
+                       field="playbook_id")
