@@ -9,7 +9,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from internal.common.errors import Unauthorized
-from internal.common.web import Handler
+from internal.common.web import Handler, error_response, request_id
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
 
@@ -37,7 +37,11 @@ def make_auth_middleware(tokens: Sequence[str], also_open: Iterable[str] = ()) -
     async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path not in open_paths and not token_ok(
                 request.headers.get("Authorization", ""), encoded):
-            raise Unauthorized("missing or invalid bearer token")
+            err = Unauthorized("missing or invalid bearer token")
+            resp = error_response(err.status, err.code, err.message, request_id(request))
+            # RFC 6750; MCP clients (this gateway serves /mcp) expect it on a 401.
+            resp.headers["WWW-Authenticate"] = 'Bearer realm="lakehouse"'
+            return resp
         return await handler(request)
 
     return auth_middleware
