@@ -18,7 +18,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from internal.common.errors import Unauthorized
-from internal.common.web import Handler
+from internal.common.web import Handler, error_response, request_id
 from internal.config import Config, ConfigError
 
 DAEMON_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -45,7 +45,11 @@ def make_auth_middleware(tokens: Sequence[str], open_paths: Collection[str]) -> 
     async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path not in open_paths and not token_ok(
                 request.headers.get("Authorization", ""), encoded):
-            raise Unauthorized("missing or invalid bearer token")
+            err = Unauthorized("missing or invalid bearer token")
+            resp = error_response(err.status, err.code, err.message, request_id(request))
+            # RFC 6750; MCP clients (the gateway serves /mcp) expect it on a 401.
+            resp.headers["WWW-Authenticate"] = 'Bearer realm="lakehouse"'
+            return resp
         return await handler(request)
 
     return auth_middleware

@@ -168,7 +168,7 @@ class Toolbox:
         except InvalidArgument as exc:
             raise ToolError("invalid_argument", exc.message, exc.field, 400) from None
         surface = await self.surface(headers)
-        if tool not in surface.tools:
+        if tool.name not in {t.name for t in surface.tools}:
             why = ("the wiki sync is not configured ([sync] wiki_dir)" if tool.needs_sync
                    else f"this Lakehouse does not serve {tool.method} {tool.path}")
             raise ToolError("tool_unavailable", f"{name}: {why}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 import msgspec
 from msgspec import Meta
@@ -247,8 +248,6 @@ BY_NAME = {t.name: t for t in TOOLS}
 
 def route_path(tool: Tool, args: msgspec.Struct) -> str:
     """The route with its path parameters filled (quoted) from the arguments."""
-    from urllib.parse import quote
-
     path = tool.path
     for name in ("corpus", "id"):
         if "{" + name + "}" in path:

@@ -58,3 +58,5 @@ async def test_mcp_route_passes_the_callers_token_to_mcpd_only(gateway: GatewayF
         assert resp.headers["X-Seen-Auth"] == ""
     async with http.post(f"{base}/mcp", data=body) as resp:
         assert resp.status == 401
+        assert resp.headers["WWW-Authenticate"] == 'Bearer realm="lakehouse"'
+        assert (await resp.json())["error"]["code"] == "unauthorized"
