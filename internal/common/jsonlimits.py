@@ -20,9 +20,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from msgspec import inspect
 
 MAX_DEPTH = 64  # levels of nesting inside one free-form field
@@ -284,3 +287,76 @@ def bad_utf8_field(raw: bytes) -> str | None:
     except (ValueError, RecursionError):
         return None
     return _find_string(loose, lambda s: _SURROGATE.search(s) is not None)
+
+
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+
+
+def dict_key_at(raw: bytes, type_: Any, field: str) -> str | None:
+    """msgspec names a bad dict value `weights[...]`; the key it is under, as `weights.vector`.
+
+    Re-reads the body and tries each entry of that dict against the field's own type.
+    """
+    prefix = field.split("[...]")[0]
+    try:
+        node: Any = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    owner: Any = type_
+    name = ""
+    for m in _SEGMENT.finditer(prefix):
+        key, index = m.group(1), m.group(2)
+        if index is not None:
+            if not isinstance(node, list) or int(index) >= len(node):
+                return None
+            node = node[int(index)]
+            owner = _item_type(owner)
+        else:
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+            name = key
+            owner = _field_type(owner, key)
+            if owner is None:
+                return None
+    if not isinstance(node, dict) or not name:
+        return None
+    for k, v in node.items():
+        try:
+            msgspec.convert({k: v}, owner)
+        except msgspec.ValidationError:
+            return f"{prefix}.{k}"
+    return None
+
+
+def _strip(t: Any) -> Any:
+    """Annotated[X, ...] -> X; X | None -> X."""
+    while True:
+        origin = typing.get_origin(t)
+        if origin is typing.Annotated:
+            t = typing.get_args(t)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(t) if a is not type(None)]
+            if len(args) != 1:
+                return t
+            t = args[0]
+        else:
+            return t
+
+
+def _field_type(owner: Any, key: str) -> Any:
+    owner = _strip(owner)
+    if isinstance(owner, type) and issubclass(owner, msgspec.Struct):
+        for f in msgspec.structs.fields(owner):
+            if f.encode_name == key:
+                return typing.get_type_hints(owner, include_extras=True)[f.name]
+        return None
+    if typing.get_origin(owner) is dict:
+        return typing.get_args(owner)[1]
+    return None
+
+
+def _item_type(owner: Any) -> Any:
+    owner = _strip(owner)
+    args = typing.get_args(owner)
+    return args[0] if typing.get_origin(owner) is list and args else None

@@ -189,7 +189,7 @@ def decode(raw: bytes, type_: type[T]) -> T:
             f"{field or 'body'}: nested deeper than {jsonlimits.MAX_DEPTH} levels",
             field=field) from None
     except msgspec.ValidationError as exc:
-        _raise_validation(exc)
+        _raise_validation(exc, raw, type_)
     except msgspec.DecodeError as exc:
         _raise_decode(raw, exc)
     if b"\\u0000" in raw:
@@ -203,7 +203,7 @@ def decode(raw: bytes, type_: type[T]) -> T:
     return obj
 
 
-def _raise_validation(exc: msgspec.ValidationError) -> NoReturn:
+def _raise_validation(exc: msgspec.ValidationError, raw: bytes, type_: Any) -> NoReturn:
     """A msgspec validation error as a 400 naming the field."""
     msg = str(exc)
     field = _field_from_msgspec(msg)
@@ -220,9 +220,11 @@ def _raise_validation(exc: msgspec.ValidationError) -> NoReturn:
         m = re.search(r"field `([^`]+)`", msg)
         field = m.group(1) if m else None
     if field is not None and "[...]" in field:
-        # msgspec does not say which key of a dict held the bad value: name the dict.
-        field = field.split("[...]")[0] or None
-        msg = msg.replace("[...]", "")
+        # msgspec does not say which key of a dict held the bad value: find it (else
+        # name the dict).
+        keyed = jsonlimits.dict_key_at(raw, type_, field)
+        msg = msg.replace(f"`$.{field}`", f"`$.{keyed}`") if keyed else msg.replace("[...]", "")
+        field = keyed or field.split("[...]")[0] or None
     text = msg.replace("Number out of range", "number out of range (must be finite)")
     raise InvalidArgument(f"{field or 'body'}: {text}", field=field) from None
 
