@@ -53,7 +53,8 @@ def words(rng: np.random.Generator, n: int) -> str:
 def vectors(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarray:
     pick = centres[rng.integers(0, len(centres), n)]
     v = pick + rng.normal(0, 0.35, (n, DIM)).astype(np.float32)
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    out: np.ndarray = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return out
 
 
 def mb(n: int) -> str:

@@ -123,7 +123,7 @@ async def run(args: argparse.Namespace) -> int:
         base_p95: list[float] = []
         slow_p95: list[float] = []
         outcomes: collections.Counter[str] = collections.Counter()
-        for r in range(args.rounds):
+        for rnd in range(args.rounds):
             for with_slow in (False, True):
                 stop = asyncio.Event()
                 clients = []
@@ -139,7 +139,7 @@ async def run(args: argparse.Namespace) -> int:
                 await asyncio.gather(*clients)
                 p50, p95 = statistics.median(lat), pct(lat, 95)
                 (slow_p95 if with_slow else base_p95).append(p95)
-                label = f"{r + 1}: {'with' if with_slow else 'without'} slow clients"
+                label = f"{rnd + 1}: {'with' if with_slow else 'without'} slow clients"
                 print(f"{label:<24}{len(lat):>8}{errors:>8}{p50:>10.1f}{p95:>10.1f}")
         worst = max(slow_p95)
         print(f"\np95 with slow clients / without: {statistics.median(slow_p95) / statistics.median(base_p95):.2f}x")

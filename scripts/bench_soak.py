@@ -195,11 +195,11 @@ async def soak(stack: upstack.Stack, args: argparse.Namespace) -> int:
         async with http.post(f"{base}/v1/vectors/corpora",
                              json={"name": CORPUS, "dim": dim, "model": model}) as r:
             assert r.status == 201, await r.text()
-        for start in range(0, args.docs, 32):
-            batch = docs[start:start + 32]
+        for first in range(0, args.docs, 32):
+            batch = docs[first:first + 32]
             async with http.post(f"{base}/v1/embed", json={"texts": batch}) as r:
                 vecs = (await r.json())["vectors"]
-            items = [{"id": f"doc-{start + i}", "vector": v, "text": t}
+            items = [{"id": f"doc-{first + i}", "vector": v, "text": t}
                      for i, (t, v) in enumerate(zip(batch, vecs, strict=True))]
             async with http.post(f"{base}/v1/vectors/corpora/{CORPUS}/items",
                                  json={"items": items, "model": model}) as r:
