@@ -5,7 +5,7 @@
 
 // Score sent by "wrong answer". The playbook route takes [0, 1] today; once it accepts
 // negative feedback this becomes -1 (one constant to change).
-const WRONG_SCORE = 0;
+const WRONG_SCORE = -1;
 const RIGHT_SCORE = 1;
 const TOKEN_KEY = "lakehouse-token";
 const SNIPPET = 400;
