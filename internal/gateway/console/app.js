@@ -3,8 +3,7 @@
 // contains <script> shows as text.
 "use strict";
 
-// Score sent by "wrong answer". The playbook route takes [0, 1] today; once it accepts
-// negative feedback this becomes -1 (one constant to change).
+// Scores sent by "right answer" and "wrong answer" (the playbook takes [-1, 1]).
 const WRONG_SCORE = -1;
 const RIGHT_SCORE = 1;
 const TOKEN_KEY = "lakehouse-token";
