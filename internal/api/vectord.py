@@ -143,6 +143,9 @@ class IncludeRef(msgspec.Struct, forbid_unknown_fields=True):
 
     corpus: str
     id: str
+    # Hybrid only: the playbook's factor, applied inside the fusion (distance x factor,
+    # BM25 / factor) so a recalled answer competes at its boosted strength.
+    factor: Annotated[float, Meta(ge=0.5, le=1.5)] = 1.0
 
 
 MAX_INCLUDE = 100

@@ -139,7 +139,7 @@ def disputed(entries: Iterable[PlaybookEntry | Match]) -> set[tuple[str, str]]:
 
 
 def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry | Match],
-          ranking: Ranking) -> int:
+          ranking: Ranking, in_fusion: bool = False) -> int:
     """Apply the entries' factors to the hits they match, re-sort in place.
 
     Returns how many hits were boosted (factor < 1); hits pushed down by a wrong mark
@@ -150,6 +150,10 @@ def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry
     score-ranked hits also get `original_merge_score`. The sort is stable and keeps the
     downgrade gate's groups (a hit with `downgraded` reasons stays below every hit
     without), so hits the boost does not reorder keep the order they came in.
+
+    in_fusion: the factors were already applied inside the fusion (hybrid: vectord scaled
+    the answer's distance and BM25 before fusing, see `include`), so the hits only say
+    their factor; their merge_score already holds it.
     """
     best = best_scores(entries)
     boosted = changed = 0
@@ -167,13 +171,13 @@ def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry
                     hit["merge_distance"] = float(hit["merge_distance"]) * f
         else:
             hit["original_merge_score"] = hit.get("merge_score")
-            if f != 1.0 and hit.get("merge_score") is not None:
+            if f != 1.0 and hit.get("merge_score") is not None and not in_fusion:
                 hit["merge_score"] = float(hit["merge_score"]) / f
         if f != 1.0:
             changed += 1
         if f < 1.0:
             boosted += 1
-    if changed:
+    if changed and not in_fusion:
         sort_hits(hits, ranking)
     return boosted
 

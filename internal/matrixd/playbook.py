@@ -44,21 +44,31 @@ class Lookup:
     matches: list[Match] = field(default_factory=list)
     unavailable: bool = False
 
-    def include(self, corpora: Sequence[str] | None) -> list[dict[str, str]]:
-        """The recorded answers to add to the candidates: answers the entries raise
-        (the deciding score > 0) in a searched corpus (None: every corpus), nearest
-        question first, at most MAX_INCLUDE."""
+    def include(self, corpora: Sequence[str] | None, with_factors: bool = False
+                ) -> list[dict[str, Any]]:
+        """The recorded answers to add to the candidates, nearest question first, at most
+        MAX_INCLUDE, in a searched corpus (None: every corpus).
+
+        Without factors (vector, lexical: the boost follows the merge): the answers the
+        entries raise (deciding score > 0), so retrieval cannot miss them. With factors
+        (hybrid: the boost goes inside the fusion, where a fused score's x2 could not lift
+        a recalled answer): every answer an entry judges, with its factor 1 - 0.5 s.
+        """
         best = boost.best_scores(self.matches)
         searched = None if corpora is None else set(corpora)
-        out: list[dict[str, str]] = []
+        out: list[dict[str, Any]] = []
         seen: set[tuple[str, str]] = set()
         for m in self.matches:
             key = (m.entry.answer_corpus, m.entry.answer_id)
+            score = best.get(key, 0.0)
             if (key in seen or (searched is not None and key[0] not in searched)
-                    or best.get(key, 0.0) <= 0):
+                    or score == 0 or (score < 0 and not with_factors)):
                 continue
             seen.add(key)
-            out.append({"corpus": key[0], "id": key[1]})
+            ref: dict[str, Any] = {"corpus": key[0], "id": key[1]}
+            if with_factors:
+                ref["factor"] = boost.factor(score)
+            out.append(ref)
             if len(out) == MAX_INCLUDE:
                 break
         return out

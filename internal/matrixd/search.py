@@ -261,7 +261,10 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         playbook_ms = _ms(t0)
         if lookup.unavailable:
             degraded.append("playbook_unavailable")
-    include = lookup.include(body.corpora) if use_playbook else []
+    # Hybrid: the boost is applied inside the fusion (vectord), so a recalled answer
+    # competes at its boosted strength; other modes boost the merged list below.
+    in_fusion = mode == "hybrid"
+    include = lookup.include(body.corpora, with_factors=in_fusion) if use_playbook else []
     if include:
         vbody["include"] = include
     if body.corpus_weights:
@@ -296,7 +299,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         hits, relevance_info = _filter_hits(hits, body.relevance)
     downgraded = downgrade.apply(hits, rules, ranking, datetime.now(UTC),
                                  boost.disputed(lookup.matches))
-    boosted = boost.apply(hits, lookup.matches if use_playbook else [], ranking)
+    boosted = boost.apply(hits, lookup.matches if use_playbook else [], ranking,
+                          in_fusion=in_fusion)
 
     hits = hits[:body.k]
     for i, h in enumerate(hits):

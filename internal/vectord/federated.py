@@ -169,20 +169,25 @@ class Result:
 async def search(store: Store, names: Sequence[str], req: SearchRequest,
                  corpus_weights: dict[str, float] | None = None,
                  p: Plan | None = None,
-                 include: Sequence[tuple[str, str]] = ()) -> Result:
+                 include: Sequence[tuple[str, str, float]] = ()) -> Result:
     """The top k over the named corpora, ranked as their union; one outcome per corpus.
 
-    include: (corpus, id) pairs scored as candidates whatever retrieval finds and returned
+    include: (corpus, id, factor) scored as candidates whatever retrieval finds and returned
     even below the top k (`included`), for the playbook's recall (keyword mode: ignored).
+    In hybrid mode the factor is applied to the item's branch scores before the fusion
+    (distance x factor, BM25 / factor): the playbook boost, inside the fusion.
     """
     p = p or plan(store, req)
     weights = dict(corpus_weights or {})
     outcomes = [Outcome(name, i) for i, name in enumerate(names)]
     await _each(store, outcomes, _resolved)
     inc: dict[str, list[str]] = {}
-    for corpus, item_id in include:
+    factors: dict[tuple[str, str], float] = {}
+    for corpus, item_id, f in include:
         if item_id not in inc.setdefault(corpus, []):
             inc[corpus].append(item_id)
+        if f != 1.0:
+            factors[(corpus, item_id)] = f
     if req.mode == "vector":
         found = await _vector(store, p, outcomes, weights, inc)
     elif req.mode == "keyword":
@@ -190,7 +195,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
     elif req.mode == "lexical":
         found = await _lexical(store, p, outcomes, weights, inc)
     else:
-        found = await _hybrid(store, p, outcomes, weights, inc)
+        found = await _hybrid(store, p, outcomes, weights, inc, factors)
     by_name = {o.name: o for o in outcomes}
     for h in found:
         by_name[h.corpus].hits += 1
@@ -375,7 +380,8 @@ class _Candidates:
 
 
 async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
-                  weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
+                  weights: dict[str, float], inc: dict[str, list[str]],
+                  factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
     federated, stats = await _stats(store, p, outcomes)
     text = p.text if (not federated or stats is not None) else ""
@@ -403,7 +409,17 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         sym = {}
         for _, (_, c) in per:
             sym.update(c.sym)
-    distance = dict(vec)
+    distance = dict(vec)  # true values, shown on the hits
+    lexical_score = dict(lex)
+    if factors:
+        name_of = {o.position: o.name for o, _ in per}
+
+        def fac(k: str) -> float:
+            item_id, pos = federation.unkey(k)
+            return factors.get((name_of[pos], item_id), 1.0)
+
+        vec = federation.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
+        lex = federation.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
     branches = {
         fusion.VECTOR: [(k, hits.similarity(metric[federation.unkey(k)[1]], d)) for k, d in vec],
         fusion.LEXICAL: lex,
@@ -434,8 +450,13 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         row = items.get((pos, item_id))
         if row is None:
             continue  # deleted between the statements
+        scores = dict(f.scores)
+        if f.id in distance:
+            scores[fusion.VECTOR] = hits.similarity(corpora[pos].metric, distance[f.id])
+        if f.id in lexical_score:
+            scores[fusion.LEXICAL] = lexical_score[f.id]
         h = hits.hit(corpora[pos], row, distance=distance.get(f.id), score=f.score,
-                     ranks=dict(f.ranks), scores=dict(f.scores),
+                     ranks=dict(f.ranks), scores=scores,
                      matched_layers=list(f.matched_layers))
         h.merge_score = merged
         h.included = f.id in included

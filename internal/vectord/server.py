@@ -275,7 +275,7 @@ async def multi_search(request: web.Request) -> web.Response:
         validate.corpus_name(ref.corpus, f"include[{i}].corpus")
         validate.item_id(ref.id, f"include[{i}].id")
     searched = set(names)
-    include = [(r.corpus, r.id) for r in req.include if r.corpus in searched]
+    include = [(r.corpus, r.id, r.factor) for r in req.include if r.corpus in searched]
     result = await federated.search(store, names, req, weights, p, include)
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(MultiSearchResponse(

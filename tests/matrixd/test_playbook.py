@@ -113,8 +113,10 @@ async def test_wrong_mark_moves_a_hit_down_by_exactly_1_5(http: aiohttp.ClientSe
 
 async def test_wrong_then_delete_restores_the_order(http: aiohttp.ClientSession, matrix: str,
                                                     pets: str) -> None:
+    # Lexical: the factor applies to the merged list, exactly. (Hybrid applies it inside the
+    # fusion, to the answer's distance and BM25: test_hybrid_boost_inside_the_fusion.)
     pb = unique("pb")
-    q = {"query_text": Q, "mode": "hybrid", "corpora": [pets], "k": 8, "playbook_corpus": pb,
+    q = {"query_text": Q, "mode": "lexical", "corpora": [pets], "k": 8, "playbook_corpus": pb,
          "use_playbook": True}
     base = await search(http, matrix, q)
     hits = base["hits"]
@@ -132,6 +134,27 @@ async def test_wrong_then_delete_restores_the_order(http: aiohttp.ClientSession,
         assert r.status == 200, await r.text()
     restored = await search(http, matrix, q)
     assert order(restored) == order(base)
+
+
+async def test_hybrid_boost_inside_the_fusion(http: aiohttp.ClientSession, matrix: str,
+                                             pets: str) -> None:
+    """Hybrid: a right answer is fused with its distance halved and BM25 doubled, so even the
+    last hit comes first; a wrong one sinks; the hits say their factor."""
+    pb = unique("pb")
+    q = {"query_text": Q, "mode": "hybrid", "corpora": [pets], "k": 8, "playbook_corpus": pb,
+         "use_playbook": True}
+    base = await search(http, matrix, q)
+    last, first = base["hits"][-1], base["hits"][0]
+    await record(http, matrix, pets, last["id"], 1.0, pb)
+    await record(http, matrix, pets, first["id"], -1.0, pb)
+    out = await search(http, matrix, q)
+    ids = order(out)
+    assert ids.index(last["id"]) < len(ids) - 1 and ids.index(first["id"]) > 0
+    up = next(h for h in out["hits"] if h["id"] == last["id"])
+    down = next(h for h in out["hits"] if h["id"] == first["id"])
+    assert up["boost_factor"] == 0.5 and down["boost_factor"] == 1.5
+    assert up["distance"] == pytest.approx(last["distance"])  # the true distance is shown
+    assert out["playbook_boosted"] == 1
 
 
 # ---- recall of recorded answers (needs vectord's `include`) -------------------------------
