@@ -4,7 +4,9 @@ Usage: .venv/bin/python scripts/bench_federation.py [--max-queries N] [--json FI
 
 For SciFact (train), Cranfield (dev) and CISI (dev), each stored (a) as one corpus,
 (b) as 4 corpora split by a hash of the document id, and searched (c) as one corpus plus
-the other two data sets as extra corpora and (d) as the 4 parts plus the other two. Every
+the other two data sets as extra corpora and (d) as the 4 parts plus the other two; and
+(e) the three data sets stored together in ONE corpus (ids prefixed by the set), the
+ranking that (c) and (d) must equal by the federation property. Every
 judged query is asked through matrixd (in-process, on vectord and embedd in-process) in
 each mode; the script prints nDCG@10 per mode and setup, the mean number of top-10 hits
 from the extra corpora, and the p50 latency of each. Document vectors are cached in
@@ -36,7 +38,7 @@ from internal.clients.vectord import VectordClient  # noqa: E402
 from internal.common import logs  # noqa: E402
 from internal.config import load_or_exit  # noqa: E402
 from internal.evaluation import beir  # noqa: E402
-from internal.evaluation.ingest import cache_path, ingest  # noqa: E402
+from internal.evaluation.ingest import VectorCache, cache_path, ingest  # noqa: E402
 from internal.evaluation.metrics import evaluate  # noqa: E402
 from internal.evaluation.runner import embed_queries  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
@@ -88,6 +90,23 @@ async def load_corpora(vc: VectordClient, ec: EmbedClient, ds: beir.Dataset, nam
     return parts
 
 
+async def load_union(vc: VectordClient, ec: EmbedClient,
+                     sets: dict[str, tuple[beir.Dataset, str, list[str]]]) -> str:
+    """All documents of every set in one corpus `fed_union`, ids `<set>:<id>`."""
+    model, _ = await ec.default_model()
+    name = "fed_union"
+    union = VectorCache(cache_path(CACHE, name, model), model)
+    for _, whole, _ in sets.values():
+        part = VectorCache(cache_path(CACHE, whole, model), model)
+        union.vectors.update(part.vectors)
+        union.dirty = union.dirty or bool(part.vectors)
+    union.save()
+    docs = [beir.Doc(f"{folder}:{d.id}", d.title, d.text, d.metadata)
+            for folder, (ds, _, _) in sets.items() for d in ds.docs]
+    await ingest(vc, ec, name, docs, cache_dir=CACHE)
+    return name
+
+
 async def ask(http: aiohttp.ClientSession, matrix: str, body: dict[str, Any]
               ) -> tuple[list[dict[str, Any]], float]:
     started = time.perf_counter()
@@ -125,13 +144,15 @@ async def main() -> int:
             name = f"fed_{folder}"
             print(f"loading {folder}: {len(ds.docs)} docs", flush=True)
             sets[folder] = (ds, name, await load_corpora(vc, ec, ds, name))
+        union = await load_union(vc, ec, sets)
         model, _ = await ec.default_model()
         try:
             for folder, (ds, name, parts) in sets.items():
                 others = [n for f, (_, n, _) in sets.items() if f != folder]
                 setups = {"(a) one corpus": [name], "(b) 4 parts": parts,
                           "(c) one + 2 other sets": [name, *others],
-                          "(d) 4 parts + 2 other sets": [*parts, *others]}
+                          "(d) 4 parts + 2 other sets": [*parts, *others],
+                          "(e) the 3 sets in one corpus": [union]}
                 qids = list(ds.queries)[:args.max_queries or None]
                 vectors = await embed_queries(ec, {q: ds.queries[q] for q in qids}, model)
                 for mode, extra in MODES.items():
@@ -143,9 +164,16 @@ async def main() -> int:
                         outs = await gather_limited([ask(http, matrix, {
                             **extra, "query_text": ds.queries[q], "query_vector": vectors[q],
                             "corpora": corpora, "k": 10}) for q in qids])
+                        prefix = f"{folder}:"
                         for q, (hits, ms) in zip(qids, outs, strict=True):
-                            run[q] = [h["id"] for h in hits]
-                            extra_hits.append(sum(h["corpus"] not in own for h in hits))
+                            if corpora == [union]:
+                                run[q] = [h["id"][len(prefix):] for h in hits
+                                          if h["id"].startswith(prefix)]
+                                extra_hits.append(sum(not h["id"].startswith(prefix)
+                                                      for h in hits))
+                            else:
+                                run[q] = [h["id"] for h in hits]
+                                extra_hits.append(sum(h["corpus"] not in own for h in hits))
                             lat.append(ms)
                         qrels = {q: ds.qrels[q] for q in qids if q in ds.qrels}
                         ndcg = evaluate(run, qrels)["ndcg@10"]
@@ -159,16 +187,17 @@ async def main() -> int:
         finally:
             await runner.cleanup()
     print()
-    print("| set | mode | (a) one | (b) 4 parts | (c) +2 sets | (d) both | max gap | "
-          "extra hits (c) / (d) | p50 ms (a) / (d) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| set | mode | (a) one | (b) 4 parts | (c) +2 sets | (d) both | (e) union in one | "
+          "max gap to (a) | extra hits (c) / (d) | p50 ms (a) / (d) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for folder, _ in DATASETS:
         for mode in MODES:
             r = {x["setup"][:3]: x for x in rows if x["set"] == folder and x["mode"] == mode}
             a = r["(a)"]["ndcg10"]
             gap = max(abs(r[s]["ndcg10"] - a) for s in ("(b)", "(c)", "(d)"))
             print(f"| {folder} | {mode} | {a:.4f} | {r['(b)']['ndcg10']:.4f} | "
-                  f"{r['(c)']['ndcg10']:.4f} | {r['(d)']['ndcg10']:.4f} | {gap:.4f} | "
+                  f"{r['(c)']['ndcg10']:.4f} | {r['(d)']['ndcg10']:.4f} | "
+                  f"{r['(e)']['ndcg10']:.4f} | {gap:.4f} | "
                   f"{r['(c)']['extra_hits']:.2f} / {r['(d)']['extra_hits']:.2f} | "
                   f"{r['(a)']['p50_ms']:.1f} / {r['(d)']['p50_ms']:.1f} |")
     if args.json:
