@@ -91,6 +91,8 @@ class ResilientPool:
                 yield conn
         except PoolTimeout:
             raise unavailable(f"no connection free within {timeout or self.timeout:g}s") from None
+        except psycopg.errors.ProgramLimitExceeded:
+            raise  # the request's own fault (e.g. a tsvector over 1 MB): the caller maps it
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             if conn is None or conn.broken or conn.closed:
                 self.mark_down(pool, exc)

@@ -45,7 +45,7 @@ async def test_console_escapes_with_text_content_only(gateway: GatewayFactory,
 
 async def test_mcp_route_passes_the_callers_token_to_mcpd_only(gateway: GatewayFactory,
                                                                http: aiohttp.ClientSession) -> None:
-    base = await gateway(tokens=("s3cret",))
+    base = await gateway(tokens=("s3cret",), service_token="svc")
     auth = {"Authorization": "Bearer s3cret"}
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
     async with http.post(f"{base}/mcp", data=body, headers={**auth, "Content-Type": "application/json"}) as resp:
@@ -55,7 +55,8 @@ async def test_mcp_route_passes_the_callers_token_to_mcpd_only(gateway: GatewayF
         assert resp.headers["X-Seen-Auth"] == "Bearer s3cret"
         assert await resp.read() == body
     async with http.post(f"{base}/v1/matrix/search", data=b"{}", headers=auth) as resp:
-        assert resp.headers["X-Seen-Auth"] == ""
+        # Any other daemon sees the gateway's service token, never the caller's (issue 13).
+        assert resp.headers["X-Seen-Auth"] == "Bearer svc"
     async with http.post(f"{base}/mcp", data=body) as resp:
         assert resp.status == 401
         assert resp.headers["WWW-Authenticate"] == 'Bearer realm="lakehouse"'
