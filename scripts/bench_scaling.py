@@ -30,6 +30,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from internal.common import logs  # noqa: E402
 from internal.config import Config  # noqa: E402
 from internal.vectord.server import STORE, make_app  # noqa: E402
 from tests.helpers import serve, url_of, with_section  # noqa: E402
@@ -38,7 +39,8 @@ DIM = 384
 CORPUS = "scale"
 VOCAB = 5000
 SIZES_SQL = """
-SELECT c.relname, c.relkind, pg_relation_size(c.oid) AS main,
+SELECT c.relname, c.relkind,
+       CASE c.relkind WHEN 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END AS own,
        pg_total_relation_size(c.oid) AS total
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = 'public' AND c.relname LIKE %(pattern)s AND c.relkind IN ('r', 'i')
@@ -79,6 +81,7 @@ async def timed(http: aiohttp.ClientSession, url: str, bodies: list[dict[str, An
 
 async def run(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
+    logs.configure("warning", "console")  # no access line per request in the output
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-scaling-"))
     cfg = with_section(Config(), "vectord", data_dir=str(tmp / "pg"), dsn="", pool_min=1,
                        pool_max=4)
@@ -130,12 +133,11 @@ async def run(args: argparse.Namespace) -> int:
                       f"index: {index.get('seconds')} s, 0 when it existed already and was "
                       "kept up to date by the inserts)")
                 total = 0
-                for name, kind, main, whole in rows:
-                    label = "index" if kind == "i" else "table (with TOAST)"
-                    shown = main if kind == "i" else whole
+                for name, kind, own, whole in rows:
+                    label = "index" if kind == "i" else "table (heap + TOAST)"
                     if kind == "r":
-                        total += whole
-                    print(f"  {name:<48} {label:<20} {mb(shown):>12}")
+                        total += whole  # the table with its indexes
+                    print(f"  {name:<48} {label:<20} {mb(own):>12}")
                 print(f"  {'all tables and indexes of the corpus':<69} {mb(total):>12}  "
                       f"({total / size:,.0f} bytes an item)")
                 for label, xs in (("vector k=10", vec), ("lexical k=10", lex),

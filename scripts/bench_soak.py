@@ -7,7 +7,8 @@ of that rate for `--minutes`. The mix: vector searches through the gateway, hybr
 matrix searches with query text (embedd + vectord), embeddings of one short text, and
 upserts of one item. In the middle embedd, then vectord, get SIGKILL (the supervisor
 restarts them). Every minute it prints requests, errors by status, p50/p99 latency and
-the RSS of every daemon (and PostgreSQL's processes together).
+the RSS of every daemon (with its worker processes) and PostgreSQL's processes
+together (by PSS, so shared_buffers counts once).
 
 Targets (printed at the end): no 500 at all; errors only in the seconds right after a
 kill (`--grace`, default 20 s); each daemon's RSS in the last minute within 10% of
@@ -158,10 +159,12 @@ def rss_mb(stack: upstack.Stack) -> dict[str, float]:
             out[name] = sum(q.memory_info().rss for q in procs) / 2**20
         except (AssertionError, psutil.NoSuchProcess):
             out[name] = float("nan")
+    # PostgreSQL's processes share shared_buffers: summing their RSS would count it once
+    # per backend, so they are summed by PSS (shared pages split among the sharers).
     pg = postmaster_pid(stack.tmp / "pg")
     try:
         procs = [psutil.Process(pg), *psutil.Process(pg).children()] if pg else []
-        out["postgres"] = sum(p.memory_info().rss for p in procs) / 2**20
+        out["postgres"] = sum(p.memory_full_info().pss for p in procs) / 2**20
     except psutil.NoSuchProcess:
         out["postgres"] = float("nan")
     return out
@@ -236,7 +239,7 @@ async def soak(stack: upstack.Stack, args: argparse.Namespace) -> int:
         i = 0
         print(f"{'min':>3} {'requests':>8} {'shed':>5} {'errors by status':<24} {'p50 ms':>7} "
               f"{'p99 ms':>7}  " + " ".join(f"{d:>8}" for d in (*DAEMONS, "postgres"))
-              + "  (RSS MB)", flush=True)
+              + "  (RSS MB; postgres: PSS)", flush=True)
         while True:
             at = start + i / rate
             if at >= end:

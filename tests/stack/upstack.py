@@ -30,7 +30,11 @@ class Stack:
 
     def daemon_pid(self, name: str) -> int:
         for child in psutil.Process(self.proc.pid).children():
-            if f"internal.{name}.server" in " ".join(child.cmdline()):
+            try:
+                cmdline = " ".join(child.cmdline())
+            except psutil.NoSuchProcess:  # a daemon just killed (a zombie until reaped)
+                continue
+            if f"internal.{name}.server" in cmdline:
                 return child.pid
         raise AssertionError(f"no {name} process under lakehouse up")
 
