@@ -27,8 +27,14 @@ ENTITY_BONUS = 0.25  # merge score x (1 + bonus x share of the question's entiti
 TIME_BONUS = 0.2  # temporal questions: merge score x (1 + bonus) for a hit that states a time
 # Questions that gather facts from several places: at most this many of the top k hits
 # from one source (title, e.g. one session or one page) before the others get a turn.
-SPREAD_TYPES = ("multi-hop", "aggregation", "comparative")
+# Measured on LoCoMo's dev half: spreading cost single-hop recall more than it gained
+# multi-hop, so no question type spreads by default.
+SPREAD_TYPES: tuple[str, ...] = ()
 PER_SOURCE = 3
+# The question's own ranking is the backbone: its first KEEP_TOP hits keep their places
+# and the sub-queries' evidence fills the places after them (LoCoMo: fusing everything
+# re-ranked single-hop answers out of the top 10).
+KEEP_TOP = 5
 # Metadata key where normalised items keep the dates their text was anchored to.
 DATES_KEY = "dates"
 
@@ -73,7 +79,7 @@ class Plan:
                 "merge": {"strategy": self.merge, "rrf_k": RRF_K, "weights": WEIGHTS,
                           "entity_bonus": ENTITY_BONUS if self.entities else 0.0,
                           "time_bonus": TIME_BONUS if self.time_cue else 0.0,
-                          "per_source": self.per_source or None},
+                          "per_source": self.per_source or None, "keep_top": KEEP_TOP},
                 "entities": self.entities, "date_preference": self.date_preference}
 
 
@@ -187,6 +193,12 @@ def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[
     out.sort(key=lambda h: (-h["merge_score"], key(h)))
     if plan.per_source > 0:
         out = spread(out, plan.per_source)
+    backbone = next((hits for sq, hits in runs if sq.purpose == "original"), [])
+    if KEEP_TOP > 0 and backbone:
+        keep = [key(h) for h in backbone[:KEEP_TOP]]
+        by_key = {key(h): h for h in out}
+        head = [by_key[k] for k in keep if k in by_key]
+        out = head + [h for h in out if key(h) not in set(keep)]
     for i, h in enumerate(out):
         h["rank"] = i + 1
     return out

@@ -214,6 +214,7 @@ def query_range(text: str, now: datetime, spans: list[tuple[int, int]] | None = 
             end = r.end if end is None else max(end, r.end)
         if RELATIVE.fullmatch(expr.strip()) or RELATIVE.search(expr):
             relative.append(expr)
-    if start is None and end is None:
-        return None
+    if (start is None and end is None) or (start is not None and end is not None
+                                              and start >= end):
+        return None  # nothing, or bounds that contradict each other: no range
     return Range(start, end, ", ".join(relative) or None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import pytest
 from spacy.language import Language
 
 from internal.matrixd import plan as P
@@ -59,7 +60,9 @@ def test_time_range_becomes_a_date_preference(pipeline: Language) -> None:
     assert P.make_plan(a, user_prefer=mine).sub_queries[0].prefer == mine
 
 
-def test_temporal_question_prefers_dated_hits(pipeline: Language) -> None:
+def test_temporal_question_prefers_dated_hits(pipeline: Language,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(P, "KEEP_TOP", 0)
     a = analyze(pipeline, "When did Caroline go to the support group?", NOW)
     p = P.make_plan(a)
     assert p.time_cue and p.sub_queries[0].prefer == {"has": ["dates"]}
@@ -69,7 +72,9 @@ def test_temporal_question_prefers_dated_hits(pipeline: Language) -> None:
     assert [h["id"] for h in fused] == ["b", "a"]  # "yesterday" states a time
 
 
-def test_fuse_weights_and_must_match(pipeline: Language) -> None:
+def test_fuse_weights_and_must_match(pipeline: Language,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(P, "KEEP_TOP", 0)
     a = analyze(pipeline, "What did Caroline research about adoption agencies?", NOW)
     p = P.make_plan(a)
     orig, ent = p.sub_queries[0], next(q for q in p.sub_queries if q.purpose == "entity")
@@ -150,6 +155,20 @@ def test_spread_over_sources() -> None:
     assert P.spread(hits, 10) == hits
 
 
-def test_gathering_questions_spread(pipeline: Language) -> None:
+def test_gathering_questions_spread(pipeline: Language, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(P, "SPREAD_TYPES", ("aggregation",))
     assert P.make_plan(analyze(pipeline, "What activities does Melanie partake in?", NOW)).per_source
     assert not P.make_plan(analyze(pipeline, "What did Caroline research?", NOW)).per_source
+
+
+def test_question_ranking_is_the_backbone(pipeline: Language) -> None:
+    a = analyze(pipeline, "What did Caroline research about adoption agencies?", NOW)
+    p = P.make_plan(a)
+    orig, ent = p.sub_queries[0], next(q for q in p.sub_queries if q.purpose == "entity")
+    own = [hit(str(i), f"Melanie: text {i}") for i in range(P.KEEP_TOP + 2)]
+    extra = [hit("e", "Caroline: adoption agencies")]
+    fused = P.fuse([(orig, own), (ent, extra)], p)
+    ids = [h["id"] for h in fused]
+    # The question's own first KEEP_TOP hits stay; the entity query's find is merged after.
+    assert ids[:P.KEEP_TOP] == [h["id"] for h in own[:P.KEEP_TOP]]
+    assert "e" in ids[P.KEEP_TOP:]
