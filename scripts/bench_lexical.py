@@ -1,11 +1,27 @@
-"""Benchmark vectord's lexical (BM25) mode on SciFact against the bm25s library.
+"""Benchmark vectord's lexical (BM25) mode against the engines it is compared with.
 
 Starts vectord in-process on a free loopback port (embedded PostgreSQL in a temporary
-folder, or LAKEHOUSE_PG_DSN), loads SciFact through the HTTP API, and prints in one
-run: nDCG@10 on the train qrels of vectord's lexical mode next to bm25s with the same
-stemmer (Snowball English, English stop words), and p50/p95 lexical latency over HTTP on
-SciFact and on a corpus of --docs documents (SciFact repeated with new ids).
-Targets: nDCG@10 within 0.01 of bm25s; p50 <= 20 ms at 100,000 documents.
+folder, or LAKEHOUSE_PG_DSN), loads the data sets through the HTTP API, and prints in one
+run (issue 15):
+
+- latency p50 / p95 (sequential) and QPS at concurrency 8, on SciFact (5,183 docs) and on
+  a corpus of --docs documents (SciFact repeated with new ids), of
+  - vectord lexical over HTTP;
+  - the same SQL straight to PostgreSQL (vectord's statement, no HTTP, no Python shaping);
+  - the exhaustive BM25 SQL (reads every posting of every query lexeme; same scores);
+  - a floor: the SQL that only reads the postings of the query's lexemes (no scoring);
+    every exact scorer that reads postings in PostgreSQL pays at least this;
+  - pg_textsearch (BM25 index with Block-Max WAND, in the same PostgreSQL) on a copy of the
+    text in one column, as plain SQL: the in-database engine reference (not exact BM25:
+    per-index statistics, quantized document lengths, float4 scores);
+  - tantivy in-process (bench-only dependency) as the search-engine reference;
+  - candidate b1: the same BM25 as one static statement (no plpgsql when the postings
+    fit the budget), measured before any adoption (DECISIONS "Lexical speed");
+- nDCG@10 of each on SciFact train, Cranfield dev and CISI dev (and bm25s on SciFact);
+- the load time (HTTP upsert with lexical indexing) of both SciFact corpora.
+
+Targets (issue 15): vectord HTTP p50 <= 2.5 ms at 5k and <= 5 ms at 100k; QPS >= 5x
+today's in the same run; nDCG@10 within 0.005 of today's.
 
     .venv/bin/python scripts/bench_lexical.py [--docs 100000] [--queries 300]
 """
@@ -15,15 +31,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psycopg
 from aiohttp import web
 from psycopg import sql
 
@@ -38,6 +58,9 @@ from internal.vectord.store import Store  # noqa: E402
 
 BATCH = 1000
 C = "/v1/vectors/corpora"
+CONCURRENCY = 8
+K = 10
+Run = dict[str, list[str]]
 
 
 async def post(http: aiohttp.ClientSession, url: str, body: Any) -> Any:
@@ -66,22 +89,244 @@ async def load(http: aiohttp.ClientSession, base: str, name: str, docs: list[bei
     return time.perf_counter() - started
 
 
-async def run_queries(http: aiohttp.ClientSession, base: str, name: str,
-                      queries: dict[str, str], k: int = 10
-                      ) -> tuple[dict[str, list[str]], list[float]]:
-    run: dict[str, list[str]] = {}
+# ---- the systems: each answers (query text) -> top-K ids -------------------------------
+
+Search = Callable[[str], Awaitable[list[str]]]
+
+
+def http_search(http: aiohttp.ClientSession, base: str, name: str) -> Search:
+    async def run(text: str) -> list[str]:
+        body = await post(http, f"{base}{C}/{name}/search",
+                          {"mode": "lexical", "query_text": text, "k": K})
+        return [h["id"] for h in body["hits"]]
+    return run
+
+
+class Conns:
+    """CONCURRENCY direct connections, handed out one per concurrent query."""
+
+    def __init__(self, conns: list[psycopg.AsyncConnection[Any]]) -> None:
+        self.free = list(conns)
+
+    @classmethod
+    async def open(cls, dsn: str) -> Conns:
+        return cls([await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+                    for _ in range(CONCURRENCY)])
+
+    async def run(self, stmt: Any, params: Any) -> list[tuple[Any, ...]]:
+        conn = self.free.pop()
+        try:
+            return await (await conn.execute(stmt, params)).fetchall()
+        finally:
+            self.free.append(conn)
+
+    async def close(self) -> None:
+        for c in self.free:
+            await c.close()
+
+
+def sql_search(conns: Conns, corpus_id: int, exhaustive: bool) -> Search:
+    """vectord's lexical statement (or the exhaustive one), sent straight to PostgreSQL."""
+    stmt = lexical.lexical_sql(schema.items_table(corpus_id), corpus_id, ["english"],
+                               sql.SQL("TRUE"), False, exhaustive=exhaustive)
+
+    async def run(text: str) -> list[str]:
+        params = lexical.bm25_params(text, ["english"], 1.2, 0.75,
+                                     lexical.DEFAULT_FIELD_WEIGHTS, K)
+        return [str(r[0]) for r in await conns.run(stmt, params)]
+    return run
+
+
+# Candidate (b), step 1 of DECISIONS "Lexical speed (issue 15)", measured here before any
+# adoption: the single-corpus statement with no plpgsql and no dynamic SQL (so psycopg's
+# prepared plan covers all of it). The statistics are plain CTEs over the corpus's side
+# tables; when the query's postings fit TOP_BUDGET every posting is scored in the same
+# statement (what vectord_bm25_top2 does then, minus its per-call planning), otherwise the
+# gated branch hands the same statistics to vectord_bm25_top2. Same scores as today's.
+CANDIDATE = """
+WITH q AS (
+  SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
+  FROM (SELECT DISTINCT c FROM unnest(%(langs)s::regconfig[]) AS c) l,
+       unnest(to_tsvector(l.c, %(q)s)) x
+  GROUP BY 1),
+st AS MATERIALIZED (
+  SELECT coalesce(sum(n), 0)::float8 AS n,
+         (%(wa)s * coalesce(sum(sum_a), 0)::float8 + %(wb)s * coalesce(sum(sum_b), 0)::float8
+          + %(wc)s * coalesce(sum(sum_c), 0)::float8)
+         / greatest(coalesce(sum(n), 0)::float8, 1::float8) AS avgdl
+  FROM {stats}),
+t AS MATERIALIZED (
+  SELECT q.lexeme, f.df::float8 AS df,
+         ln(1.0::float8 + (st.n - f.df + 0.5::float8) / (f.df + 0.5::float8)) * q.qtf AS w
+  FROM q JOIN {dfs} f ON f.lexeme = q.lexeme CROSS JOIN st WHERE f.df > 0),
+small AS MATERIALIZED (
+  SELECT coalesce(sum(t.df), 0) <= %(budget)s AS yes FROM t),
+scored AS (
+  SELECT p.item_id AS id,
+         round(sum(t.w * x.tf * (%(k1)s + 1.0::float8)
+                   / (x.tf + %(k1)s * (1.0::float8 - %(b)s + %(b)s * x.dl / st.avgdl)))
+               * 1e12::float8) / 1e12::float8 AS score
+  FROM t JOIN {postings} p ON p.lexeme = t.lexeme
+  CROSS JOIN st
+  CROSS JOIN LATERAL (
+    SELECT %(wa)s * p.tf_a + %(wb)s * p.tf_b + %(wc)s * p.tf_c AS tf,
+           %(wa)s * p.dl_a + %(wb)s * p.dl_b + %(wc)s * p.dl_c AS dl) x
+  WHERE x.tf > 0 AND (SELECT yes FROM small)
+  GROUP BY p.item_id),
+pruned AS (
+  SELECT s.id, s.score
+  FROM (SELECT array_agg(t.lexeme ORDER BY t.df, t.lexeme) AS lexemes,
+               array_agg(t.w ORDER BY t.df, t.lexeme) AS w,
+               array_agg(t.df ORDER BY t.df, t.lexeme) AS df FROM t) a
+  CROSS JOIN st,
+  vectord_bm25_top2({postings_name}, a.lexemes, a.df, a.w, st.avgdl, %(k1)s, %(b)s,
+                    %(wa)s, %(wb)s, %(wc)s, %(k)s, %(budget)s) s
+  WHERE NOT (SELECT yes FROM small)),
+lex AS (
+  SELECT u.id, u.score, row_number() OVER (ORDER BY u.score DESC, u.id) AS rank
+  FROM (SELECT * FROM (SELECT id, score FROM scored ORDER BY score DESC, id LIMIT %(k)s) e
+        UNION ALL SELECT id, score FROM pruned) u)
+SELECT i.id, lex.score, lex.rank FROM lex JOIN {table} i ON i.id = lex.id ORDER BY lex.rank"""
+
+
+def candidate_sql(corpus_id: int) -> sql.Composed:
+    cid = int(corpus_id)
+    return sql.SQL(CANDIDATE).format(
+        stats=lexical.stats_table(cid), dfs=lexical.dfs_table(cid),
+        postings=lexical.postings_table(cid),
+        postings_name=sql.Literal(f"vectord_items_{cid}_postings"),
+        table=schema.items_table(cid))
+
+
+def candidate_params(text: str) -> dict[str, object]:
+    return {"q": text, "langs": ["english"], "k1": 1.2, "b": 0.75, "wa": 1.0, "wb": 1.0,
+            "wc": 1.0, "k": K, "budget": lexical.TOP_BUDGET}
+
+
+def candidate_search(conns: Conns, corpus_id: int) -> Search:
+    stmt = candidate_sql(corpus_id)
+
+    async def run(text: str) -> list[str]:
+        return [str(r[0]) for r in await conns.run(stmt, candidate_params(text))]
+    return run
+
+
+def floor_search(conns: Conns, corpus_id: int) -> Search:
+    """Reads the postings of the query's lexemes and nothing more (answers no ids)."""
+    stmt = sql.SQL("SELECT count(*) FROM {p} p WHERE p.lexeme = ANY("
+                   "tsvector_to_array(to_tsvector('english', %(q)s)))").format(
+        p=lexical.postings_table(corpus_id))
+
+    async def run(text: str) -> list[str]:
+        await conns.run(stmt, {"q": text})
+        return []
+    return run
+
+
+async def pg_textsearch_setup(dsn: str, corpus_id: int) -> str:
+    """A copy of the corpus's text in one column with a pg_textsearch BM25 index.
+
+    pg_textsearch 1.0 indexes a plain column with one text configuration (no expression
+    index), so the copy stands for the stored column an adoption would need.
+    """
+    name = f"bench_pts_{corpus_id}"
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
+        await conn.execute(sql.SQL(
+            "CREATE TABLE {t} AS SELECT id, coalesce(title, '') || ' ' || text || ' ' || "
+            "array_to_string(tags, ' ') AS body FROM {i}").format(
+            t=sql.Identifier(name), i=schema.items_table(corpus_id)))
+        await conn.execute(sql.SQL(
+            "CREATE INDEX {x} ON {t} USING bm25 (body) "
+            "WITH (text_config = 'english', k1 = 1.2, b = 0.75)").format(
+            x=sql.Identifier(f"{name}_bm25"), t=sql.Identifier(name)))
+        await conn.execute(sql.SQL("VACUUM ANALYZE {t}").format(t=sql.Identifier(name)))
+    return name
+
+
+def pg_textsearch_search(conns: Conns, table: str) -> Search:
+    stmt = sql.SQL("SELECT id FROM {t} ORDER BY body <@> to_bm25query(%(q)s, {x}) "
+                   "LIMIT {k}").format(t=sql.Identifier(table),
+                                       x=sql.Literal(f"{table}_bm25"), k=sql.Literal(K))
+
+    async def run(text: str) -> list[str]:
+        return [str(r[0]) for r in await conns.run(stmt, {"q": text})]
+    return run
+
+
+class Tantivy:
+    """tantivy in-process: English stemming tokenizer over title + text, BM25 k1 1.2 b 0.75."""
+
+    def __init__(self, docs: list[beir.Doc], total: int) -> None:
+        import tantivy  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("id", stored=True, tokenizer_name="raw")
+        sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
+        self.index = tantivy.Index(sb.build())
+        writer = self.index.writer(heap_size=200_000_000, num_threads=1)
+        for i in range(total):
+            d = docs[i % len(docs)]
+            rep = i // len(docs)
+            writer.add_document(tantivy.Document(id=d.id if rep == 0 else f"{d.id}~{rep}",
+                                                 body=f"{d.title} {d.text}"))
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+        self.searcher = self.index.searcher()
+        self.pool = ThreadPoolExecutor(CONCURRENCY)
+
+    def query(self, text: str) -> list[str]:
+        words = re.sub(r"[^\w]+", " ", text).strip() or "_"
+        q = self.index.parse_query(words, ["body"])
+        found = self.searcher.search(q, K)
+        return [self.searcher.doc(addr)["id"][0] for _, addr in found.hits]
+
+    def search(self) -> Search:
+        async def run(text: str) -> list[str]:
+            return self.query(text)
+        return run
+
+    def qps(self, texts: list[str]) -> float:
+        started = time.perf_counter()
+        list(self.pool.map(self.query, texts))
+        return len(texts) / (time.perf_counter() - started)
+
+
+# ---- measuring ----------------------------------------------------------------------
+
+async def sequential(search: Search, queries: dict[str, str]) -> tuple[Run, list[float]]:
+    run: Run = {}
     took: list[float] = []
     for qid, text in queries.items():
         t0 = time.perf_counter()
-        body = await post(http, f"{base}{C}/{name}/search",
-                          {"mode": "lexical", "query_text": text, "k": k})
+        run[qid] = await search(text)
         took.append((time.perf_counter() - t0) * 1000)
-        run[qid] = [h["id"] for h in body["hits"]]
     return run, took
 
 
-def bm25s_run(docs: list[beir.Doc], queries: dict[str, str], k: int = 10
-              ) -> dict[str, list[str]]:
+async def qps(search: Search, texts: list[str]) -> float:
+    """Queries per second with CONCURRENCY queries in flight."""
+    todo = list(texts)
+
+    async def worker() -> None:
+        while todo:
+            await search(todo.pop())
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return len(texts) / (time.perf_counter() - started)
+
+
+def pct(values: list[float], p: float) -> float:
+    return statistics.quantiles(values, n=100)[int(p) - 1] if len(values) > 1 else values[0]
+
+
+def ndcg(run: Run, qrels: dict[str, dict[str, int]]) -> float:
+    return metrics.evaluate(run, qrels)["ndcg@10"]
+
+
+def bm25s_run(docs: list[beir.Doc], queries: dict[str, str]) -> Run:
     import bm25s  # type: ignore[import-untyped]
     import Stemmer  # type: ignore[import-not-found]
 
@@ -93,85 +338,143 @@ def bm25s_run(docs: list[beir.Doc], queries: dict[str, str], k: int = 10
     qids = list(queries)
     tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer,
                             show_progress=False)
-    results, _ = retriever.retrieve(tokens, k=k, show_progress=False)
-    return {qid: [docs[int(results[i, j])].id for j in range(k)] for i, qid in enumerate(qids)}
+    results, _ = retriever.retrieve(tokens, k=K, show_progress=False)
+    return {qid: [docs[int(results[i, j])].id for j in range(K)] for i, qid in enumerate(qids)}
 
 
-async def exhaustive_ms(store: Store, name: str, queries: dict[str, str]) -> list[float]:
-    """The baseline: the same BM25 scores from the statement that reads every posting."""
-    corpus = await store.corpus(name)
-    stmt = lexical.lexical_sql(schema.items_table(corpus.id), corpus.id, ["english"],
-                               sql.SQL("TRUE"), False, exhaustive=True)
-    took = []
-    async with store.pool.connection() as conn:
-        for text in queries.values():
-            params = lexical.bm25_params(text, ["english"], 1.2, 0.75,
-                                         lexical.DEFAULT_FIELD_WEIGHTS, 10)
-            t0 = time.perf_counter()
-            await (await conn.execute(stmt, params)).fetchall()
-            took.append((time.perf_counter() - t0) * 1000)
-    return took
-
-
-def pct(values: list[float], p: float) -> float:
-    return statistics.quantiles(values, n=100)[int(p) - 1] if len(values) > 1 else values[0]
+SYSTEMS = ("vectord lexical, HTTP", "same SQL, direct", "exhaustive BM25 SQL, direct",
+           "floor: read the query's postings, SQL", "pg_textsearch SQL (reference)",
+           "tantivy in-process (reference)", "candidate b1: static SQL, direct")
 
 
 async def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--docs", type=int, default=100_000, help="size of the large corpus")
-    ap.add_argument("--queries", type=int, default=300, help="queries timed on the large corpus")
+    ap.add_argument("--queries", type=int, default=300, help="queries timed per corpus")
     args = ap.parse_args()
 
-    ds = beir.load(args.data, "train")
-    dsn = os.environ.get("LAKEHOUSE_PG_DSN", "")
+    data = Path(args.data)
+    sets = {"SciFact train": beir.load(data / "scifact", "train"),
+            "Cranfield dev": beir.load(data / "cranfield", "dev"),
+            "CISI dev": beir.load(data / "cisi", "dev")}
+    sf = sets["SciFact train"]
+    dsn_env = os.environ.get("LAKEHOUSE_PG_DSN", "")
     tmp = tempfile.mkdtemp(prefix="bench-lexical-")
     cfg = Config()
-    cfg = Config(vectord=type(cfg.vectord)(dsn=dsn, data_dir=f"{tmp}/pg", pool_min=1, pool_max=4))
+    cfg = Config(vectord=type(cfg.vectord)(dsn=dsn_env, data_dir=f"{tmp}/pg", pool_min=1,
+                                           pool_max=CONCURRENCY))
     runner = web.AppRunner(make_app(cfg))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     base = f"http://127.0.0.1:{port}"
-    small, large = f"bench_lex_{os.getpid()}", f"bench_lex_big_{os.getpid()}"
+    store: Store = runner.app[STORE]
+    dsn = str(store.pool.conninfo)
+    pid = os.getpid()
+    quality: dict[str, dict[str, float]] = {}
+    speed: dict[str, dict[str, tuple[float, float, float]]] = {}
+    loads: dict[str, float] = {}
+    names: list[str] = []
+    conns = await Conns.open(dsn)
     try:
         async with aiohttp.ClientSession() as http:
-            load_small = await load(http, base, small, ds.docs, len(ds.docs))
-            await run_queries(http, base, small, dict(list(ds.queries.items())[:20]))  # warm
-            run, took_small = await run_queries(http, base, small, ds.queries)
-            ours = metrics.evaluate(run, ds.qrels)
-            ref = metrics.evaluate(bm25s_run(ds.docs, ds.queries), ds.qrels)
-
-            load_large = await load(http, base, large, ds.docs, args.docs)
-            timed = dict(list(ds.queries.items())[: args.queries])
-            await run_queries(http, base, large, dict(list(timed.items())[:20]))  # warm
-            _, took_large = await run_queries(http, base, large, timed)
-            took_base = await exhaustive_ms(runner.app[STORE], large, timed)
-            for name in (small, large):
+            for label, ds in sets.items():
+                name = f"bench_lex_{re.sub(r'[^a-z]', '', label.lower())}_{pid}"
+                names.append(name)
+                loads[label] = await load(http, base, name, ds.docs, len(ds.docs))
+                cid = (await store.corpus(name)).id
+                pts = await pg_textsearch_setup(dsn, cid)
+                tv = Tantivy(ds.docs, len(ds.docs))
+                systems: dict[str, Search] = {
+                    SYSTEMS[0]: http_search(http, base, name),
+                    SYSTEMS[1]: sql_search(conns, cid, False),
+                    SYSTEMS[4]: pg_textsearch_search(conns, pts),
+                    SYSTEMS[5]: tv.search()}
+                quality[label] = {}
+                for sys_name, search in systems.items():
+                    run, _ = await sequential(search, ds.queries)
+                    quality[label][sys_name] = ndcg(run, ds.qrels)
+                if label == "SciFact train":
+                    quality[label]["bm25s"] = ndcg(bm25s_run(ds.docs, ds.queries), ds.qrels)
+                    speed[f"{len(ds.docs):,} docs"] = await timings(
+                        http, base, name, conns, cid, pts, tv, ds.queries, args.queries)
+            big = f"bench_lex_big_{pid}"
+            names.append(big)
+            loads[f"SciFact x{args.docs / len(sf.docs):.1f}"] = await load(
+                http, base, big, sf.docs, args.docs)
+            cid = (await store.corpus(big)).id
+            pts = await pg_textsearch_setup(dsn, cid)
+            tv = Tantivy(sf.docs, args.docs)
+            speed[f"{args.docs:,} docs"] = await timings(
+                http, base, big, conns, cid, pts, tv, sf.queries, args.queries)
+            for name in names:
                 async with http.delete(f"{base}{C}/{name}"):
                     pass
     finally:
+        await conns.close()
         await runner.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    ndcg_ours, ndcg_ref = ours["ndcg@10"], ref["ndcg@10"]
-    print(f"\nSciFact train: {len(ds.queries)} queries, {len(ds.docs)} docs\n")
-    print("| measure | vectord lexical | bm25s | target |")
-    print("|---|---|---|---|")
-    print(f"| nDCG@10 (train) | {ndcg_ours:.4f} | {ndcg_ref:.4f} | "
-          f"within 0.01 (diff {ndcg_ours - ndcg_ref:+.4f}) |")
-    print(f"| p50 / p95 ms, {len(ds.docs)} docs | {pct(took_small, 50):.1f} / "
-          f"{pct(took_small, 95):.1f} | | |")
-    print(f"| p50 / p95 ms, {args.docs} docs | {pct(took_large, 50):.1f} / "
-          f"{pct(took_large, 95):.1f} | | p50 <= 20 |")
-    print(f"| p50 / p95 ms, {args.docs} docs, baseline: exhaustive BM25 SQL, no HTTP | "
-          f"{pct(took_base, 50):.1f} / {pct(took_base, 95):.1f} | | "
-          f"vectord p50 / baseline p50 = {pct(took_large, 50) / pct(took_base, 50):.2f} |")
-    print(f"| load s (HTTP upsert), {len(ds.docs)} / {args.docs} docs | "
-          f"{load_small:.1f} / {load_large:.1f} | | |")
+    print("\nnDCG@10 (BM25 k1 1.2, b 0.75)\n")
+    cols = [SYSTEMS[0], SYSTEMS[1], SYSTEMS[4], SYSTEMS[5], "bm25s"]
+    print("| data set | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for label, row in quality.items():
+        print(f"| {label} ({len(sets[label].queries)} q, {len(sets[label].docs)} docs) | "
+              + " | ".join(f"{row[c]:.4f}" if c in row else "" for c in cols) + " |")
+    print(f"\nLatency (sequential, ms) and QPS at concurrency {CONCURRENCY}; "
+          f"{args.queries} SciFact queries per corpus\n")
+    print("| system | " + " | ".join(f"{s}: p50 / p95 ms | {s}: QPS" for s in speed) + " |")
+    print("|---" * (2 * len(speed) + 1) + "|")
+    for sys_name in SYSTEMS:
+        cells = []
+        for figures in speed.values():
+            p50, p95, q = figures[sys_name]
+            cells += [f"{p50:.2f} / {p95:.2f}", f"{q:.0f}"]
+        print(f"| {sys_name} | " + " | ".join(cells) + " |")
+    print("\nRatios in this run (vectord HTTP against the others, p50):")
+    for size, figures in speed.items():
+        ours = figures[SYSTEMS[0]][0]
+        print(f"- {size}: HTTP / same SQL {ours / figures[SYSTEMS[1]][0]:.2f}, "
+              f"HTTP / pg_textsearch {ours / figures[SYSTEMS[4]][0]:.2f}, "
+              f"HTTP / tantivy {ours / figures[SYSTEMS[5]][0]:.2f}, "
+              f"floor / same SQL {figures[SYSTEMS[3]][0] / figures[SYSTEMS[1]][0]:.2f}, "
+              f"candidate b1 / same SQL {figures[SYSTEMS[6]][0] / figures[SYSTEMS[1]][0]:.2f} "
+              f"(QPS {figures[SYSTEMS[6]][2] / figures[SYSTEMS[1]][2]:.2f}x)")
+    print("\nLoad (HTTP upsert with lexical indexing, no embedding): "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in loads.items()))
     return 0
+
+
+async def timings(http: aiohttp.ClientSession, base: str, name: str, conns: Conns, cid: int,
+                  pts: str, tv: Tantivy, queries: dict[str, str], n: int
+                  ) -> dict[str, tuple[float, float, float]]:
+    """(p50, p95, QPS) of every system on one corpus; systems alternate query by query."""
+    searches: dict[str, Search] = {
+        SYSTEMS[0]: http_search(http, base, name),
+        SYSTEMS[1]: sql_search(conns, cid, False),
+        SYSTEMS[2]: sql_search(conns, cid, True),
+        SYSTEMS[3]: floor_search(conns, cid),
+        SYSTEMS[4]: pg_textsearch_search(conns, pts),
+        SYSTEMS[5]: tv.search(),
+        SYSTEMS[6]: candidate_search(conns, cid)}
+    timed = list(queries.values())[:n]
+    took: dict[str, list[float]] = {s: [] for s in searches}
+    for text in timed[:20]:  # warm
+        for search in searches.values():
+            await search(text)
+    for text in timed:
+        for s, search in searches.items():
+            t0 = time.perf_counter()
+            await search(text)
+            took[s].append((time.perf_counter() - t0) * 1000)
+    out: dict[str, tuple[float, float, float]] = {}
+    for s, search in searches.items():
+        q = tv.qps(timed) if s == SYSTEMS[5] else await qps(search, timed)
+        out[s] = (pct(took[s], 50), pct(took[s], 95), q)
+    return out
 
 
 if __name__ == "__main__":
