@@ -1,13 +1,18 @@
-"""Grid search of BM25 and fusion settings on a data set's train/dev split.
+"""Grid search of the hybrid defaults over several data sets, judged on their mean.
 
-Usage: .venv/bin/python scripts/tune_fusion.py --dataset DIR --split NAME [--candidates 100]
+Usage:
+    .venv/bin/python scripts/tune_fusion.py [--set DIR:SPLIT ...] [--bm25-grid] [--prf-grid]
 
-Ingests (or reuses) the corpus like `lakehouse eval`, then:
-1. lexical nDCG@10 for BM25 k1, b and the title weight (requests to vectord);
-2. with the best BM25, fetches each query's vector and lexical candidates once and
-   fuses them offline with internal.vectord.fusion (the same code vectord runs for
-   weighted and dbsf, and the same formula as its SQL RRF) over RRF k, weights and
-   candidates per branch. Prints one table per step.
+Default sets: SciFact train, Cranfield dev, CISI dev (../shared/data). Ingests (or reuses)
+each corpus like `lakehouse eval`, then:
+1. (--bm25-grid) lexical nDCG@10 for BM25 k1, b and the title weight, per set and mean;
+2. fetches each query's vector and lexical candidates once (200 per branch) and fuses
+   them offline with internal.vectord.fusion (the code vectord runs) over the method,
+   weights, RRF k and candidates per branch; prints each set's nDCG@10 and the mean,
+   best mean first, today's default marked;
+3. (--prf-grid) end to end through vectord: the default hybrid with pseudo-relevance
+   feedback settings (`prf`), each set and the mean.
+The default is chosen on the mean (each set counts once), not on one set.
 """
 
 from __future__ import annotations
@@ -15,22 +20,43 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from internal.config import load_or_exit
-from internal.embed.client import EmbedClient
-from internal.evaluation import beir
-from internal.evaluation.ingest import ingest
-from internal.evaluation.metrics import evaluate
-from internal.evaluation.runner import embed_queries
-from internal.evaluation.services import services
-from internal.vectord import fusion
-from internal.vectord.client import VectordClient
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-Branches = dict[str, dict[str, list[tuple[str, float]]]]
+from internal.config import load_or_exit  # noqa: E402
+from internal.embed.client import EmbedClient  # noqa: E402
+from internal.evaluation import beir  # noqa: E402
+from internal.evaluation.ingest import ingest  # noqa: E402
+from internal.evaluation.metrics import evaluate  # noqa: E402
+from internal.evaluation.runner import embed_queries  # noqa: E402
+from internal.evaluation.services import services  # noqa: E402
+from internal.vectord import fusion  # noqa: E402
+from internal.vectord.client import VectordClient  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+DEFAULT_SETS = (f"{DATA / 'scifact'}:train", f"{DATA / 'cranfield'}:dev", f"{DATA / 'cisi'}:dev")
+TOP = 200  # candidates fetched per branch; the grid cuts them to 50/100/200
+# Today's default (issue 8): weighted, vector 0.5 / lexical 0.5, 100 candidates.
+BASELINE = ("weighted", "v0.5/l0.5", 100)
+
+Hits = dict[str, list[tuple[str, float]]]
+
+
+@dataclass
+class SetData:
+    name: str
+    ds: beir.Dataset
+    corpus: str
+    vec: Hits
+    lex: Hits
 
 
 async def gather_limited(coros: list[Any], limit: int = 4) -> list[Any]:
@@ -43,88 +69,140 @@ async def gather_limited(coros: list[Any], limit: int = 4) -> list[Any]:
     return list(await asyncio.gather(*(one(c) for c in coros)))
 
 
-async def lexical_run(vc: VectordClient, corpus: str, ds: beir.Dataset, k: int,
-                      extra: dict[str, Any]) -> dict[str, list[tuple[str, float]]]:
+async def search_all(vc: VectordClient, corpus: str, ds: beir.Dataset,
+                     body: dict[str, Any], vectors: dict[str, list[float]] | None = None,
+                     key: str = "score") -> Hits:
     qids = list(ds.queries)
-    outs = await gather_limited([vc.search(corpus, {"mode": "lexical", "query_text": ds.queries[q],
-                                                    "k": k, **extra}) for q in qids])
-    return {q: [(h["id"], float(h["score"])) for h in o["hits"]] for q, o in zip(qids, outs, strict=True)}
+
+    def one(q: str) -> Any:
+        b = dict(body)
+        if b.get("mode") in ("lexical", "hybrid"):
+            b["query_text"] = ds.queries[q]
+        if vectors is not None:
+            b["query_vector"] = vectors[q]
+        return vc.search(corpus, b)
+
+    outs = await gather_limited([one(q) for q in qids])
+    return {q: [(h["id"], float(h["scores"]["vector"] if key == "vector" else h["score"] or 0.0))
+                for h in o["hits"]] for q, o in zip(qids, outs, strict=True)}
 
 
-async def vector_run(vc: VectordClient, corpus: str, ds: beir.Dataset, k: int,
-                     vectors: dict[str, list[float]]) -> dict[str, list[tuple[str, float]]]:
-    qids = list(ds.queries)
-    outs = await gather_limited([vc.search(corpus, {"mode": "vector", "query_vector": vectors[q],
-                                                    "k": k, "ef_search": max(100, k)}) for q in qids])
-    return {q: [(h["id"], float(h["scores"]["vector"])) for h in o["hits"]]
-            for q, o in zip(qids, outs, strict=True)}
+def ndcg(ds: beir.Dataset, run: Hits) -> float:
+    return evaluate({q: [d for d, _ in hits] for q, hits in run.items()}, ds.qrels)["ndcg@10"]
 
 
-def ndcg(run: dict[str, list[str]], ds: beir.Dataset) -> float:
-    return evaluate(run, ds.qrels)["ndcg@10"]
-
-
-def fused_ndcg(ds: beir.Dataset, vec: dict[str, list[tuple[str, float]]],
-               lex: dict[str, list[tuple[str, float]]], n: int, method: str,
-               k: int = 60, weights: dict[str, float] | None = None) -> dict[str, float]:
+def fused(s: SetData, n: int, method: str, k: int, weights: dict[str, float] | None) -> float:
     run = {}
-    for q in ds.queries:
-        out = fusion.fuse(method, {"vector": vec[q][:n], "lexical": lex[q][:n]}, k=k, weights=weights)
-        run[q] = [f.id for f in out[:100]]
-    return evaluate(run, ds.qrels)
+    for q in s.ds.queries:
+        out = fusion.fuse(method, {"vector": s.vec[q][:n], "lexical": s.lex[q][:n]}, k=k,
+                          weights=weights)
+        run[q] = [(f.id, f.score) for f in out[:100]]
+    return ndcg(s.ds, run)
+
+
+def table(title: str, rows: list[tuple[str, list[float]]], names: Sequence[str],
+          mark: str | None = None, limit: int | None = None) -> None:
+    print(f"\n{title}\n| setting | " + " | ".join(names) + " | mean |")
+    print("|---|" + "---:|" * (len(names) + 1))
+    ranked = sorted(rows, key=lambda r: -sum(r[1]) / len(r[1]))
+    shown = ranked if limit is None else ranked[:limit] + [r for r in ranked[limit:]
+                                                            if r[0] == mark]
+    for label, values in shown:
+        mean = sum(values) / len(values)
+        bold = "**" if label == mark else ""
+        print(f"| {bold}{label}{bold} | " + " | ".join(f"{v:.4f}" for v in values)
+              + f" | {bold}{mean:.4f}{bold} |")
+
+
+def fusion_grid(sets: list[SetData]) -> None:
+    names = [s.name for s in sets]
+    rows: list[tuple[str, list[float]]] = []
+    for n in (50, 100, 200):
+        for k in (10, 20, 40, 60):
+            rows.append((f"rrf k={k} n={n}", [fused(s, n, "rrf", k, None) for s in sets]))
+        for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
+            w = {"vector": wv, "lexical": round(1 - wv, 2)}
+            for method in ("weighted", "dbsf"):
+                rows.append((f"{method} v{wv}/l{1 - wv:.1f} n={n}",
+                             [fused(s, n, method, 60, w) for s in sets]))
+            for k in (20, 60):
+                rows.append((f"rrf k={k} v{wv}/l{1 - wv:.1f} n={n}",
+                             [fused(s, n, "rrf", k, w) for s in sets]))
+    singles = [("vector alone", [ndcg(s.ds, s.vec) for s in sets]),
+               ("lexical alone", [ndcg(s.ds, s.lex) for s in sets])]
+    table("single branches (nDCG@10)", singles, names)
+    method, wlabel, n = BASELINE
+    mark = f"{method} {wlabel} n={n}"
+    table("fusion, best mean first (nDCG@10; top 25 and today's default)", rows, names,
+          mark=mark, limit=25)
+    for m in ("rrf", "weighted", "dbsf"):
+        best = max((r for r in rows if r[0].startswith(m)), key=lambda r: sum(r[1]))
+        print(f"best {m}: {best[0]} mean {sum(best[1]) / len(best[1]):.4f}")
 
 
 async def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dataset", required=True)
-    ap.add_argument("--split", required=True)
-    ap.add_argument("--candidates", type=int, default=100)
+    ap.add_argument("--set", action="append", metavar="DIR:SPLIT",
+                    help="a BEIR folder and its split (repeat); default: the three dev sets")
+    ap.add_argument("--bm25-grid", action="store_true", help="also grid BM25 k1, b, title weight")
+    ap.add_argument("--prf-grid", action="store_true",
+                    help="also measure pseudo-relevance feedback end to end")
+    ap.add_argument("--no-fusion-grid", action="store_true", help="skip the offline fusion grid")
     args = ap.parse_args()
     cfg = load_or_exit()
-    ds = beir.load(args.dataset, args.split)
-    corpus = beir.corpus_name(ds)
+    sets: list[SetData] = []
+    prf_rows: list[tuple[str, list[float]]] = []
+    bm25_rows: list[tuple[str, list[float]]] = []
     async with services(cfg) as ends, aiohttp.ClientSession() as http:
         vc = VectordClient(http, ends.vectord_url, timeout=600)
         ec = EmbedClient(http, ends.embedd_url, timeout=600)
-        ing = await ingest(vc, ec, corpus, ds.docs,
-                           cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache")
-        print(f"{ds.name} ({args.split}): {len(ds.queries)} queries, corpus {corpus} "
-              f"({ing.embedded} embedded, {ing.reused} reused)")
-
-        print("\n| k1 | b | title weight | lexical nDCG@10 |\n|---:|---:|---:|---:|")
-        best: tuple[float, dict[str, Any]] = (-1.0, {})
-        for k1, b, wa in itertools.product((0.9, 1.2, 1.5), (0.5, 0.75, 0.9), (1.0, 2.0)):
-            extra = {"bm25_k1": k1, "bm25_b": b, "field_weights": {"title": wa, "text": 1.0, "tags": 1.0}}
-            lex = await lexical_run(vc, corpus, ds, 10, extra)
-            score = ndcg({q: [d for d, _ in hits] for q, hits in lex.items()}, ds)
-            print(f"| {k1} | {b} | {wa} | {score:.4f} |")
-            if score > best[0]:
-                best = (score, extra)
-        print(f"\nbest BM25: {best[1]} nDCG@10 {best[0]:.4f}")
-
-        top = max(200, args.candidates)
-        vectors = await embed_queries(ec, ds.queries, ing.model)
-        vec = await vector_run(vc, corpus, ds, top, vectors)
-        lex_default = await lexical_run(vc, corpus, ds, top, {})
-        lex_best = await lexical_run(vc, corpus, ds, top, best[1])
-    vec_only = ndcg({q: [d for d, _ in h] for q, h in vec.items()}, ds)
-    print(f"vector nDCG@10 {vec_only:.4f}")
-
-    for label, lex in (("default BM25", lex_default), ("best BM25", lex_best)):
-        print(f"\n{label}\n| method | setting | candidates | nDCG@10 | Recall@100 |\n|---|---|---:|---:|---:|")
-        for n in (50, 100, 200):
-            for k in (10, 20, 40, 60, 100):
-                m = fused_ndcg(ds, vec, lex, n, "rrf", k=k)
-                print(f"| rrf | k={k} | {n} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
-            for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
-                w = {"vector": wv, "lexical": 1 - wv}
-                m = fused_ndcg(ds, vec, lex, n, "rrf", k=60, weights=w)
-                print(f"| rrf | k=60 vector {wv} / lexical {1 - wv:.1f} | {n} | "
-                      f"{m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
-                for method in ("weighted", "dbsf"):
-                    m = fused_ndcg(ds, vec, lex, n, method, weights=w)
-                    print(f"| {method} | vector {wv} / lexical {1 - wv:.1f} | {n} | "
-                          f"{m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
+        loaded = []
+        for spec in args.set or DEFAULT_SETS:
+            folder, _, split = spec.rpartition(":")
+            ds = beir.load(folder, split)
+            corpus = beir.corpus_name(ds)
+            ing = await ingest(vc, ec, corpus, ds.docs,
+                               cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache")
+            print(f"{ds.name} ({split}): {len(ds.queries)} queries, corpus {corpus} "
+                  f"({ing.embedded} embedded, {ing.reused} reused)", flush=True)
+            vectors = await embed_queries(ec, ds.queries, ing.model)
+            loaded.append((ds, split, corpus, vectors))
+            vec = await search_all(vc, corpus, ds, {"mode": "vector", "k": TOP, "ef_search": TOP},
+                                   vectors, key="vector")
+            lex = await search_all(vc, corpus, ds, {"mode": "lexical", "k": TOP})
+            sets.append(SetData(f"{ds.name} {split}", ds, corpus, vec, lex))
+        names = [s.name for s in sets]
+        if args.bm25_grid:
+            for k1, b, wa in itertools.product((0.9, 1.2, 1.5), (0.5, 0.75, 0.9), (1.0, 2.0)):
+                extra = {"bm25_k1": k1, "bm25_b": b,
+                         "field_weights": {"title": wa, "text": 1.0, "tags": 1.0}}
+                bm25_rows.append((f"k1 {k1} b {b} title {wa}", [
+                    ndcg(ds, await search_all(vc, corpus, ds, {"mode": "lexical", "k": 10, **extra}))
+                    for ds, _, corpus, _ in loaded]))
+        if args.prf_grid:
+            settings: list[tuple[str, dict[str, Any]]] = [("no prf", {"docs": 0})]
+            for m, beta in itertools.product((3, 5, 10), (0.25, 0.5, 1.0)):
+                settings.append((f"rocchio docs {m} weight {beta}",
+                                 {"docs": m, "terms": 0, "weight": beta}))
+            for m, t, lam in itertools.product((5, 10), (10, 20), (0.3, 0.5)):
+                settings.append((f"rm3 docs {m} terms {t} weight {lam}",
+                                 {"docs": m, "terms": t, "weight": lam, "vector": False}))
+            for label, prf in settings:
+                values = []
+                for ds, _, corpus, vectors in loaded:
+                    run = await search_all(vc, corpus, ds,
+                                           {"mode": "hybrid", "k": 100, "prf": prf}, vectors)
+                    values.append(ndcg(ds, run))
+                print(f"prf {label}: " + " ".join(f"{v:.4f}" for v in values)
+                      + f" mean {sum(values) / len(values):.4f}", flush=True)
+                prf_rows.append((label, values))
+    if bm25_rows:
+        table("BM25 (lexical nDCG@10)", bm25_rows, names, mark="k1 1.2 b 0.75 title 1.0")
+    if not args.no_fusion_grid:
+        fusion_grid(sets)
+    if prf_rows:
+        table("pseudo-relevance feedback, default hybrid end to end (nDCG@10)", prf_rows, names,
+              mark="no prf")
     return 0
 
 
