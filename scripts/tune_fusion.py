@@ -31,10 +31,16 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from internal.common.errors import ServiceError  # noqa: E402
 from internal.config import load_or_exit  # noqa: E402
 from internal.embed.client import EmbedClient  # noqa: E402
 from internal.evaluation import beir  # noqa: E402
-from internal.evaluation.ingest import ingest  # noqa: E402
+from internal.evaluation.ingest import (  # noqa: E402
+    VectorCache,
+    cache_path,
+    default_model,
+    ingest,
+)
 from internal.evaluation.metrics import evaluate  # noqa: E402
 from internal.evaluation.runner import embed_queries  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
@@ -114,20 +120,26 @@ def table(title: str, rows: list[tuple[str, list[float]]], names: Sequence[str],
               + f" | {bold}{mean:.4f}{bold} |")
 
 
-def fusion_grid(sets: list[SetData]) -> None:
+def fusion_grid(sets: list[SetData]) -> dict[str, Any]:
+    """Prints the grid; returns the best mean's request fields (fusion, weights, ...)."""
     names = [s.name for s in sets]
     rows: list[tuple[str, list[float]]] = []
+    fields: dict[str, dict[str, Any]] = {}
     for n in (50, 100, 200):
         for k in (10, 20, 40, 60):
             rows.append((f"rrf k={k} n={n}", [fused(s, n, "rrf", k, None) for s in sets]))
+            fields[rows[-1][0]] = {"fusion": "rrf", "rrf_k": k, "candidates": n}
         for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
             w = {"vector": wv, "lexical": round(1 - wv, 2)}
             for method in ("weighted", "dbsf"):
                 rows.append((f"{method} v{wv}/l{1 - wv:.1f} n={n}",
                              [fused(s, n, method, 60, w) for s in sets]))
+                fields[rows[-1][0]] = {"fusion": method, "weights": w, "candidates": n}
             for k in (20, 60):
                 rows.append((f"rrf k={k} v{wv}/l{1 - wv:.1f} n={n}",
                              [fused(s, n, "rrf", k, w) for s in sets]))
+                fields[rows[-1][0]] = {"fusion": "rrf", "rrf_k": k, "weights": w,
+                                       "candidates": n}
     singles = [("vector alone", [ndcg(s.ds, s.vec) for s in sets]),
                ("lexical alone", [ndcg(s.ds, s.lex) for s in sets])]
     table("single branches (nDCG@10)", singles, names)
@@ -137,7 +149,47 @@ def fusion_grid(sets: list[SetData]) -> None:
           mark=mark, limit=25)
     for m in ("rrf", "weighted", "dbsf"):
         best = max((r for r in rows if r[0].startswith(m)), key=lambda r: sum(r[1]))
-        print(f"best {m}: {best[0]} mean {sum(best[1]) / len(best[1]):.4f}")
+        print(f"best {m}: {best[0]} mean {sum(best[1]) / len(best[1]):.4f} "
+              + " ".join(f"{v:.4f}" for v in best[1]))
+    top = max(rows, key=lambda r: sum(r[1]))
+    print(f"best mean: {top[0]}", flush=True)
+    return fields[top[0]]
+
+
+async def language_check(vc: VectordClient, ec: EmbedClient,
+                         loaded: list[tuple[beir.Dataset, str, str, dict[str, list[float]]]],
+                         cache_dir: Path) -> list[tuple[str, list[float]]]:
+    """Each set also as `lakehouse ingest` stores it: corpus language auto, no item language,
+    documents with no text kept; vectors from the harness corpus's cache."""
+    rows: dict[str, list[float]] = {}
+    for ds, _, corpus, vectors in loaded:
+        model, _ = await default_model(ec)
+        cache = VectorCache(cache_path(cache_dir, corpus, model), model)
+        name = f"{corpus}_cli"
+        try:
+            await vc.delete_corpus(name)
+        except ServiceError as exc:
+            if exc.status != 404:
+                raise
+        first = next(iter(cache.vectors.values()))
+        await vc.create_corpus(name, len(first), "cosine", language=None, model=model)
+        items = []
+        for d in ds.docs:
+            text = f"{d.title}\n{d.text}" if d.title else d.text
+            vec = cache.get(text)
+            if vec is None:
+                vec = (await ec.embed([text], input_type="document", model=model)).vectors[0]
+            items.append({"id": d.id, "vector": vec, "text": d.text, "title": d.title or None,
+                          "tags": [], "metadata": d.metadata})
+        for i in range(0, len(items), 256):
+            await vc.upsert(name, items[i:i + 256], model=model)
+        for label, target in (("harness (english)", corpus), ("ingest path (auto)", name)):
+            for mode in ("lexical", "hybrid"):
+                body: dict[str, Any] = {"mode": mode, "k": 100}
+                run = await search_all(vc, target, ds, body,
+                                       vectors if mode == "hybrid" else None)
+                rows.setdefault(f"{mode} {label}", []).append(ndcg(ds, run))
+    return list(rows.items())
 
 
 async def main() -> int:
@@ -147,12 +199,16 @@ async def main() -> int:
     ap.add_argument("--bm25-grid", action="store_true", help="also grid BM25 k1, b, title weight")
     ap.add_argument("--prf-grid", action="store_true",
                     help="also measure pseudo-relevance feedback end to end")
+    ap.add_argument("--language-check", action="store_true",
+                    help="also load each set as `lakehouse ingest` does (language auto, empty "
+                         "documents kept) and compare lexical and default hybrid")
     ap.add_argument("--no-fusion-grid", action="store_true", help="skip the offline fusion grid")
     args = ap.parse_args()
     cfg = load_or_exit()
     sets: list[SetData] = []
     prf_rows: list[tuple[str, list[float]]] = []
     bm25_rows: list[tuple[str, list[float]]] = []
+    lang_rows: list[tuple[str, list[float]]] = []
     async with services(cfg) as ends, aiohttp.ClientSession() as http:
         vc = VectordClient(http, ends.vectord_url, timeout=600)
         ec = EmbedClient(http, ends.embedd_url, timeout=600)
@@ -172,6 +228,9 @@ async def main() -> int:
             lex = await search_all(vc, corpus, ds, {"mode": "lexical", "k": TOP})
             sets.append(SetData(f"{ds.name} {split}", ds, corpus, vec, lex))
         names = [s.name for s in sets]
+        if args.language_check:
+            lang_rows = await language_check(vc, ec, loaded,
+                                             Path(cfg.vectord.data_dir).parent / "eval-cache")
         if args.bm25_grid:
             for k1, b, wa in itertools.product((0.9, 1.2, 1.5), (0.5, 0.75, 0.9), (1.0, 2.0)):
                 extra = {"bm25_k1": k1, "bm25_b": b,
@@ -179,7 +238,11 @@ async def main() -> int:
                 bm25_rows.append((f"k1 {k1} b {b} title {wa}", [
                     ndcg(ds, await search_all(vc, corpus, ds, {"mode": "lexical", "k": 10, **extra}))
                     for ds, _, corpus, _ in loaded]))
+        best_fusion: dict[str, Any] = {}
+        if not args.no_fusion_grid:
+            best_fusion = fusion_grid(sets)
         if args.prf_grid:
+            print(f"prf grid with the best fusion: {best_fusion}", flush=True)
             settings: list[tuple[str, dict[str, Any]]] = [("no prf", {"docs": 0})]
             for m, beta in itertools.product((3, 5, 10), (0.25, 0.5, 1.0)):
                 settings.append((f"rocchio docs {m} weight {beta}",
@@ -191,15 +254,17 @@ async def main() -> int:
                 values = []
                 for ds, _, corpus, vectors in loaded:
                     run = await search_all(vc, corpus, ds,
-                                           {"mode": "hybrid", "k": 100, "prf": prf}, vectors)
+                                           {"mode": "hybrid", "k": 10, "prf": prf,
+                                            **best_fusion}, vectors)
                     values.append(ndcg(ds, run))
                 print(f"prf {label}: " + " ".join(f"{v:.4f}" for v in values)
                       + f" mean {sum(values) / len(values):.4f}", flush=True)
                 prf_rows.append((label, values))
+    if args.language_check:
+        table("`lakehouse ingest` path (language auto, every document) vs the harness (english)",
+              lang_rows, names)
     if bm25_rows:
         table("BM25 (lexical nDCG@10)", bm25_rows, names, mark="k1 1.2 b 0.75 title 1.0")
-    if not args.no_fusion_grid:
-        fusion_grid(sets)
     if prf_rows:
         table("pseudo-relevance feedback, default hybrid end to end (nDCG@10)", prf_rows, names,
               mark="no prf")
