@@ -5,7 +5,8 @@ folder, or LAKEHOUSE_PG_DSN), loads SciFact through the HTTP API, and prints in 
 run: nDCG@10 on the train qrels of vectord's lexical mode next to bm25s with the same
 stemmer (Snowball English, English stop words), and p50/p95 lexical latency over HTTP on
 SciFact and on a corpus of --docs documents (SciFact repeated with new ids).
-Targets: nDCG@10 within 0.01 of bm25s; p50 <= 20 ms at 100,000 documents.
+Targets: nDCG@10 within 0.01 of bm25s on SciFact train, Cranfield dev and CISI dev
+(issue 14: all three printed side by side); p50 <= 20 ms at 100,000 documents.
 
     .venv/bin/python scripts/bench_lexical.py [--docs 100000] [--queries 300]
 """
@@ -117,14 +118,25 @@ def pct(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100)[int(p) - 1] if len(values) > 1 else values[0]
 
 
+class _QualityOnly(Exception):
+    """--quality-only: stop after the quality table."""
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
     ap.add_argument("--docs", type=int, default=100_000, help="size of the large corpus")
     ap.add_argument("--queries", type=int, default=300, help="queries timed on the large corpus")
+    ap.add_argument("--quality-only", action="store_true",
+                    help="only nDCG@10 on the three sets (no timing, no large corpus)")
     args = ap.parse_args()
 
     ds = beir.load(args.data, "train")
+    # Quality on SciFact train, Cranfield dev and CISI dev (issue 14): vectord's lexical mode
+    # and bm25s (which counts a repeated query token each time, as vectord does) side by side.
+    data = ROOT.parent / "shared" / "data"
+    others = [beir.load(data / "cranfield", "dev"), beir.load(data / "cisi", "dev")]
+    quality: list[tuple[str, float, float]] = []
     dsn = os.environ.get("LAKEHOUSE_PG_DSN", "")
     tmp = tempfile.mkdtemp(prefix="bench-lexical-")
     cfg = Config()
@@ -143,6 +155,21 @@ async def main() -> int:
             run, took_small = await run_queries(http, base, small, ds.queries)
             ours = metrics.evaluate(run, ds.qrels)
             ref = metrics.evaluate(bm25s_run(ds.docs, ds.queries), ds.qrels)
+            quality.append((f"{ds.name} train", ours["ndcg@10"], ref["ndcg@10"]))
+            for i, other in enumerate(others):
+                name = f"bench_lex_q{i}_{os.getpid()}"
+                await load(http, base, name, other.docs, len(other.docs))
+                orun, _ = await run_queries(http, base, name, other.queries)
+                quality.append((f"{other.name} dev",
+                                metrics.evaluate(orun, other.qrels)["ndcg@10"],
+                                metrics.evaluate(bm25s_run(other.docs, other.queries),
+                                                 other.qrels)["ndcg@10"]))
+                async with http.delete(f"{base}{C}/{name}"):
+                    pass
+            if args.quality_only:
+                async with http.delete(f"{base}{C}/{small}"):
+                    pass
+                raise _QualityOnly
 
             load_large = await load(http, base, large, ds.docs, args.docs)
             timed = dict(list(ds.queries.items())[: args.queries])
@@ -152,9 +179,19 @@ async def main() -> int:
             for name in (small, large):
                 async with http.delete(f"{base}{C}/{name}"):
                     pass
+    except _QualityOnly:
+        pass
     finally:
         await runner.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
+
+    print("\nnDCG@10, vectord lexical vs bm25s (k1 1.2, b 0.75, Snowball English, English "
+          "stop words; target: within 0.01 on every set)\n")
+    print("| set | vectord lexical | bm25s | diff |\n|---|---:|---:|---:|")
+    for label, a, b in quality:
+        print(f"| {label} | {a:.4f} | {b:.4f} | {a - b:+.4f} |")
+    if args.quality_only:
+        return 0
 
     ndcg_ours, ndcg_ref = ours["ndcg@10"], ref["ndcg@10"]
     print(f"\nSciFact train: {len(ds.queries)} queries, {len(ds.docs)} docs\n")
