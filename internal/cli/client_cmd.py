@@ -132,13 +132,16 @@ def read_jsonl(path: Path) -> list[Doc]:
 class IngestPlan:
     todo: list[Doc] = field(default_factory=list)
     unchanged: int = 0
+    empty: int = 0  # no title and no text: nothing to embed or match, not sent (as eval)
 
 
 def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
     """Docs that are new or whose stored content hash differs; the rest are skipped."""
     out = IngestPlan()
     for doc in docs:
-        if stored.get(doc.id) == content_hash(doc.title, doc.text, doc.tags, doc.metadata,
+        if not doc.embed_text().strip():
+            out.empty += 1
+        elif stored.get(doc.id) == content_hash(doc.title, doc.text, doc.tags, doc.metadata,
                                               doc.language):
             out.unchanged += 1
         else:
@@ -192,7 +195,7 @@ def _ingest(args: argparse.Namespace) -> int:
         stored = {row["id"]: row["content_hash"] async for row in vectord.iter_ids(args.corpus, page=10000)}
         plan = plan_ingest(docs, stored)
         batches = [plan.todo[i:i + args.batch] for i in range(0, len(plan.todo), args.batch)]
-        bar = tqdm(total=len(docs), initial=plan.unchanged, unit="doc", desc=args.corpus,
+        bar = tqdm(total=len(docs), initial=plan.unchanged + plan.empty, unit="doc", desc=args.corpus,
                    disable=args.quiet)
         queue: asyncio.Queue[list[Doc]] = asyncio.Queue()
         for b in batches:
@@ -222,8 +225,9 @@ def _ingest(args: argparse.Namespace) -> int:
             raise
         bar.close()
         total = (await vectord.get_corpus(args.corpus)).get("count")
+        empty = f", {plan.empty} with no title and no text (skipped)" if plan.empty else ""
         print(f"{args.corpus}: {sent} sent ({upserted} upserted), {plan.unchanged} unchanged "
-              f"(skipped), {total} items in corpus")
+              f"(skipped){empty}, {total} items in corpus")
         return 0
 
     return _run(args, work)
