@@ -36,13 +36,15 @@ from internal.config import load_or_exit  # noqa: E402
 from internal.embed.client import EmbedClient  # noqa: E402
 from internal.evaluation import beir  # noqa: E402
 from internal.evaluation.ingest import (  # noqa: E402
+    IngestReport,
     VectorCache,
     cache_path,
     default_model,
     ingest,
 )
 from internal.evaluation.metrics import evaluate  # noqa: E402
-from internal.evaluation.runner import embed_queries  # noqa: E402
+from internal.evaluation.report import Report, mean_table  # noqa: E402
+from internal.evaluation.runner import SearchOptions, embed_queries, run_modes  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
 from internal.vectord import fusion  # noqa: E402
 from internal.vectord.client import VectordClient  # noqa: E402
@@ -194,6 +196,17 @@ async def language_check(vc: VectordClient, ec: EmbedClient,
     return list(rows.items())
 
 
+def pick_prf(rows: list[tuple[str, list[float]]], loss: float = 0.005) -> str | None:
+    """The best-mean feedback setting that beats "no prf" on the mean and loses on no set by
+    more than `loss` (issue 14's rule for turning it on by default), or None."""
+    base = dict(rows).get("no prf")
+    if base is None:
+        return None
+    ok = [(sum(v), label) for label, v in rows if label != "no prf"
+          and sum(v) > sum(base) and all(a >= b - loss for a, b in zip(v, base, strict=True))]
+    return max(ok)[1] if ok else None
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", action="append", metavar="DIR:SPLIT",
@@ -211,6 +224,8 @@ async def main() -> int:
     prf_rows: list[tuple[str, list[float]]] = []
     bm25_rows: list[tuple[str, list[float]]] = []
     lang_rows: list[tuple[str, list[float]]] = []
+    prf_fields: dict[str, dict[str, Any]] = {}
+    ings: dict[str, IngestReport] = {}
     async with services(cfg) as ends, aiohttp.ClientSession() as http:
         vc = VectordClient(http, ends.vectord_url, timeout=600)
         ec = EmbedClient(http, ends.embedd_url, timeout=600)
@@ -225,6 +240,7 @@ async def main() -> int:
                   f"({ing.embedded} embedded, {ing.reused} reused)", flush=True)
             vectors = await embed_queries(ec, ds.queries, ing.model)
             loaded.append((ds, split, corpus, vectors))
+            ings[corpus] = ing
             vec = await search_all(vc, corpus, ds, {"mode": "vector", "k": TOP, "ef_search": TOP},
                                    vectors, key="vector")
             lex = await search_all(vc, corpus, ds, {"mode": "lexical", "k": TOP})
@@ -271,6 +287,27 @@ async def main() -> int:
                 print(f"prf {label}: " + " ".join(f"{v:.4f}" for v in values)
                       + f" mean {sum(values) / len(values):.4f}", flush=True)
                 prf_rows.append((label, values))
+                prf_fields[label] = prf
+        chosen = dict(best_fusion)
+        pick = pick_prf(prf_rows)
+        if pick is not None:
+            chosen["prf"] = prf_fields[pick]
+        if chosen.get("candidates", 100) < 100:
+            # depth 100 needs candidates >= k: vectord's rule max(candidates, k) gives 100.
+            chosen["candidates"] = 100
+        print(f"\n`lakehouse eval` table with the chosen hybrid (fields sent explicitly): "
+              f"{chosen}", flush=True)
+        reports = []
+        for ds, split, corpus, _ in loaded:
+            ing = ings[corpus]
+            results, seconds = await run_modes(vc, ec, corpus, ds, ["vector", "lexical", "hybrid"],
+                                               ing.model, SearchOptions(hybrid=chosen))
+            reports.append(Report(dataset=ds.name, split=split, docs=len(ds.docs),
+                                  queries=len(ds.queries), ingest=ing,
+                                  query_embed_seconds=seconds, results=results,
+                                  settings={"hybrid_options": chosen}))
+            print("\n" + reports[-1].table(), flush=True)
+        print("\n" + mean_table(reports), flush=True)
     if bm25_rows:
         table("BM25 (lexical nDCG@10)", bm25_rows, names, mark="k1 1.2 b 0.75 title 1.0")
     if prf_rows:
