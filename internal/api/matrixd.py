@@ -59,6 +59,7 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     weights: dict[str, Weight] | None = None
     candidates: K | None = None
     prefer: dict[str, Any] | None = None
+    prf: dict[str, Any] | None = None  # hybrid: pseudo-relevance feedback (vectord checks it)
     allow_partial: bool = False
     use_playbook: bool = False
     playbook_corpus: CorpusName | None = None

@@ -117,6 +117,21 @@ class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
     tags: Weight = 1.0
 
 
+class Prf(msgspec.Struct, forbid_unknown_fields=True):
+    """Pseudo-relevance feedback of hybrid search (issue 14; internal.vectord.prf).
+
+    The top `docs` fused hits of a first pass are taken as relevant: the query vector
+    moves toward their mean (Rocchio) when `vector`, and the lexical query gains their
+    `terms` best expansion lexemes (RM3) when terms > 0; `weight` is the feedback's
+    weight against the original query's 1 in both. docs 0: off, the plain search.
+    """
+
+    docs: int = 0
+    terms: int = 0
+    weight: float = 0.5
+    vector: bool = True
+
+
 class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode = "vector"
     query_vector: Vector | None = None
@@ -136,6 +151,7 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     fusion: Literal["rrf", "weighted", "dbsf"] | None = None
     weights: dict[str, Weight] | None = None  # vector / lexical / symbolic
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score
+    prf: Prf | None = None  # hybrid: pseudo-relevance feedback; None: the default (prf.py)
 
 
 class IncludeRef(msgspec.Struct, forbid_unknown_fields=True):

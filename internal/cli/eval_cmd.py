@@ -26,12 +26,16 @@ def register(subparsers: Any) -> None:
             "answer, otherwise starts them in-process and stops them after."
         ),
     )
-    p.add_argument("--dataset", required=True, metavar="DIR", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
-    p.add_argument("--split", required=True, metavar="NAME", help="reads qrels/NAME.tsv")
+    p.add_argument("--dataset", required=True, action="append", metavar="DIR",
+                   help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/); repeat it to score "
+                        "several data sets and print their mean")
+    p.add_argument("--split", required=True, action="append", metavar="NAME",
+                   help="reads qrels/NAME.tsv; once for every data set, or once per --dataset")
     p.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE ('-': stdout)")
     p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
                    help=f"modes to run (default: all): {', '.join(MODES)}")
-    p.add_argument("--corpus", help="vectord corpus caching the data set (default: eval_<dataset name>)")
+    p.add_argument("--corpus", help="vectord corpus caching the data set (default: eval_<dataset "
+                                    "name>; one data set only)")
     p.add_argument("--in-process", action="store_true",
                    help="start vectord and embedd in-process even if configured ones answer")
     p.add_argument("--rrf-k", type=int, help="RRF k for hybrid-rrf (default: vectord's)")
@@ -45,6 +49,11 @@ def register(subparsers: Any) -> None:
                         "recorded and held out (see --holdout)")
     p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
                    help="share of FILE's queries not recorded, reported as 'held out' (default 0.2)")
+    p.add_argument("--fusion", choices=["rrf", "weighted", "dbsf"],
+                   help="fusion of the `hybrid` mode (default: vectord's)")
+    p.add_argument("--prf", metavar="DOCS,TERMS,WEIGHT",
+                   help="pseudo-relevance feedback for the hybrid modes, e.g. 5,0,0.5 "
+                        "('0' turns it off; default: vectord's)")
     p.set_defaults(func=run)
 
 
@@ -62,7 +71,36 @@ def _options(args: argparse.Namespace) -> SearchOptions:
         if not 2 <= len(values) <= 3:
             raise SystemExit("--weights: expected 2 or 3 numbers (vector,lexical[,symbolic])")
         hybrid["weights"] = dict(zip(("vector", "lexical", "symbolic"), values, strict=False))
+    if args.fusion is not None:
+        hybrid["fusion"] = args.fusion
+    if args.prf:
+        hybrid["prf"] = _prf(args.prf)
     return SearchOptions(hybrid=hybrid)
+
+
+def _prf(text: str) -> dict[str, Any]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise SystemExit(f"--prf: expected numbers like 5,10,0.5, got {text!r}") from None
+    if values == [0.0]:
+        return {"docs": 0}
+    if len(values) != 3:
+        raise SystemExit("--prf: expected DOCS,TERMS,WEIGHT (or 0)")
+    return {"docs": int(values[0]), "terms": int(values[1]), "weight": values[2]}
+
+
+def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(data set folder, split) for each --dataset: one --split for all, or one each."""
+    datasets, splits = list(args.dataset), list(args.split)
+    if len(splits) == 1:
+        splits = splits * len(datasets)
+    if len(splits) != len(datasets):
+        raise SystemExit(f"--split: give one, or one per --dataset ({len(datasets)}), "
+                         f"got {len(splits)}")
+    if args.corpus and len(datasets) > 1:
+        raise SystemExit("--corpus: only with a single --dataset")
+    return list(zip(datasets, splits, strict=True))
 
 
 def _progress(done: int, total: int) -> None:
@@ -75,15 +113,19 @@ def _progress(done: int, total: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from internal.common import logs
-    from internal.evaluation.harness import evaluate_dataset
+    from internal.evaluation.harness import evaluate_datasets
+    from internal.evaluation.report import mean_json, mean_table
 
+    pairs = _pairs(args)
     cfg = load_or_exit(Path(args.config) if args.config else None)
     logs.configure("warning", cfg.log.format)
     if args.feedback_qrels:
-        return _run_feedback(args, cfg)
+        if len(pairs) != 1:
+            raise SystemExit("--feedback-qrels: only with a single --dataset")
+        return _run_feedback(args, cfg, *pairs[0])
     try:
-        report = asyncio.run(evaluate_dataset(
-            cfg, args.dataset, args.split, args.modes, options=_options(args),
+        reports = asyncio.run(evaluate_datasets(
+            cfg, pairs, args.modes, options=_options(args),
             corpus=args.corpus, in_process=args.in_process, progress=_progress,
             cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
         ))
@@ -93,22 +135,25 @@ def run(args: argparse.Namespace) -> int:
     except (LakehouseError, RuntimeError) as exc:
         print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 1
-    print(report.table())
+    print("\n\n".join(r.table() for r in reports))
+    if len(reports) > 1:
+        print("\n" + mean_table(reports))
     if args.json:
-        text = json.dumps(report.to_json(), indent=2)
+        doc = reports[0].to_json() if len(reports) == 1 else mean_json(reports)
+        text = json.dumps(doc, indent=2)
         if args.json == "-":
             print(text)
         else:
             Path(args.json).write_text(text + "\n", encoding="utf-8")
-    return 0 if report.ok else 1
+    return 0 if all(r.ok for r in reports) else 1
 
 
-def _run_feedback(args: argparse.Namespace, cfg: Config) -> int:
+def _run_feedback(args: argparse.Namespace, cfg: Config, dataset: str, split: str) -> int:
     from internal.evaluation.feedback import evaluate_feedback
 
     try:
         report = asyncio.run(evaluate_feedback(
-            cfg, args.dataset, args.split, args.feedback_qrels, args.modes,
+            cfg, dataset, split, args.feedback_qrels, args.modes,
             holdout=args.holdout, options=_options(args), corpus=args.corpus,
             in_process=args.in_process, progress=_progress,
             cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",

@@ -30,30 +30,56 @@ async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
 
     cache_dir keeps document vectors between runs (see ingest.VectorCache).
     """
+    reports = await evaluate_datasets(cfg, [(folder, split)], modes, options=options,
+                                      corpus=corpus, in_process=in_process,
+                                      vectord_url=vectord_url, embedd_url=embedd_url,
+                                      progress=progress, cache_dir=cache_dir)
+    return reports[0]
+
+
+async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]],
+                            modes: Sequence[str] = tuple(MODES), *,
+                            options: SearchOptions | None = None,
+                            corpus: str | None = None, in_process: bool = False,
+                            vectord_url: str | None = None, embedd_url: str | None = None,
+                            progress: Progress | None = None,
+                            cache_dir: Path | None = None) -> list[Report]:
+    """evaluate_dataset for each (folder, split), with the daemons started once.
+
+    corpus names the corpus of a single data set only (each has its own eval_<name>).
+    """
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
-    dataset = beir.load(folder, split)
-    name = corpus or beir.corpus_name(dataset)
+    if corpus is not None and len(pairs) != 1:
+        raise ValueError("corpus: only with a single data set")
+    datasets = [(beir.load(folder, split), split) for folder, split in pairs]
     options = options or SearchOptions()
+    reports: list[Report] = []
     async with services(cfg, in_process=in_process, vectord_url=vectord_url,
                         embedd_url=embedd_url) as ends, \
             aiohttp.ClientSession(headers=service_headers(cfg)) as session:
         # Embedding a large batch on a shared CPU can take minutes.
         vc = VectordClient(session, ends.vectord_url, timeout=600.0)
         ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
-        ing = await ingest(vc, ec, name, dataset.docs, progress=progress, cache_dir=cache_dir)
-        results, embed_seconds = await run_modes(vc, ec, name, dataset, modes, ing.model, options)
-        settings: dict[str, Any] = {
-            "corpus": name,
-            "model": ing.model,
-            "depth": 100,
-            "started": list(ends.started),
-            "hybrid_options": dict(options.hybrid),
-            "bm25_k1": cfg.vectord.bm25_k1,
-            "bm25_b": cfg.vectord.bm25_b,
-            "rrf_k": cfg.vectord.rrf_k,
-        }
-    return Report(dataset=dataset.name, split=split, docs=len(dataset.docs),
-                  queries=len(dataset.queries), ingest=ing, query_embed_seconds=embed_seconds,
-                  results=results, settings=settings)
+        for dataset, split in datasets:
+            name = corpus or beir.corpus_name(dataset)
+            ing = await ingest(vc, ec, name, dataset.docs, progress=progress,
+                               cache_dir=cache_dir)
+            results, embed_seconds = await run_modes(vc, ec, name, dataset, modes, ing.model,
+                                                     options)
+            settings: dict[str, Any] = {
+                "corpus": name,
+                "model": ing.model,
+                "depth": 100,
+                "started": list(ends.started),
+                "hybrid_options": dict(options.hybrid),
+                "bm25_k1": cfg.vectord.bm25_k1,
+                "bm25_b": cfg.vectord.bm25_b,
+                "rrf_k": cfg.vectord.rrf_k,
+            }
+            reports.append(Report(dataset=dataset.name, split=split, docs=len(dataset.docs),
+                                  queries=len(dataset.queries), ingest=ing,
+                                  query_embed_seconds=embed_seconds, results=results,
+                                  settings=settings))
+    return reports

@@ -126,14 +126,17 @@ def cache_path(cache_dir: Path, corpus: str, model: str) -> Path:
 
 
 async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[Doc],
-                 progress: Progress | None = None, cache_dir: Path | None = None) -> IngestReport:
+                 progress: Progress | None = None, cache_dir: Path | None = None,
+                 cache_name: str | None = None) -> IngestReport:
     """Bring corpus `name` in line with docs; embed (input_type document) only what changed.
 
-    cache_dir: where document vectors are kept between runs (None: not kept).
+    cache_dir: where document vectors are kept between runs (None: not kept); cache_name:
+    the corpus whose cache file to use (default: name).
     """
     started = time.perf_counter()
     model, dim = await ec.default_model()
-    cache = VectorCache(None if cache_dir is None else cache_path(cache_dir, name, model), model)
+    cache = VectorCache(None if cache_dir is None else
+                        cache_path(cache_dir, cache_name or name, model), model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
     empty = sum(1 for doc in docs if not embed_text(doc).strip())
     docs = [doc for doc in docs if embed_text(doc).strip()]

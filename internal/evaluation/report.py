@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -68,3 +69,58 @@ class Report:
             cells = " | ".join(f"{r.metrics[key]:.4f}" for key, _ in COLUMNS)
             lines.append(f"| {r.mode} | {cells} | {r.seconds:.1f} | {r.ms_per_query:.1f} |")
         return "\n".join(lines)
+
+
+def mean_json(reports: Sequence[Report]) -> dict[str, Any]:
+    """Every data set's report and, per mode, the mean of each metric over them."""
+    means: list[dict[str, Any]] = []
+    for mode in _modes(reports):
+        row: dict[str, Any] = {"mode": mode}
+        for key, _ in COLUMNS:
+            values = _values(reports, mode, key)
+            row[key] = None if values is None else round(sum(values) / len(values), 4)
+        means.append(row)
+    return {"datasets": [r.to_json() for r in reports], "mean": means}
+
+
+def mean_table(reports: Sequence[Report]) -> str:
+    """nDCG@10 of each mode on each data set, and the unweighted mean over the data sets."""
+    names = [f"{r.dataset} ({r.split})" for r in reports]
+    lines = [
+        f"Mean over {len(reports)} data sets (each data set counts once)",
+        "",
+        "| mode | " + " | ".join(f"{n} nDCG@10" for n in names)
+        + " | mean nDCG@10 | mean Recall@100 | mean MRR@10 |",
+        "|---|" + "---:|" * (len(names) + 3),
+    ]
+    for mode in _modes(reports):
+        ndcg = _values(reports, mode, "ndcg@10")
+        if ndcg is None:
+            lines.append(f"| {mode} | failed on some data set |")
+            continue
+        cells = [f"{v:.4f}" for v in ndcg]
+        for key, _ in COLUMNS:
+            values = _values(reports, mode, key)
+            assert values is not None
+            cells.append(f"{sum(values) / len(values):.4f}")
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _modes(reports: Sequence[Report]) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in reports:
+        for m in r.results:
+            seen.setdefault(m.mode, None)
+    return list(seen)
+
+
+def _values(reports: Sequence[Report], mode: str, key: str) -> list[float] | None:
+    """The metric of one mode on every data set, None when any lacks it (failed)."""
+    out: list[float] = []
+    for r in reports:
+        found = [m for m in r.results if m.mode == mode and m.error is None and key in m.metrics]
+        if not found:
+            return None
+        out.append(found[0].metrics[key])
+    return out

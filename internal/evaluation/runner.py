@@ -19,12 +19,14 @@ from internal.evaluation.metrics import evaluate
 log = structlog.get_logger()
 
 # Mode name in the table -> the search request's mode and fusion method.
+# "hybrid" names no fusion: vectord's default (fusion.DEFAULT_METHOD, DEFAULT_WEIGHTS).
 MODES: dict[str, tuple[str, str | None]] = {
     "vector": ("vector", None),
     "lexical": ("lexical", None),
     "hybrid-rrf": ("hybrid", "rrf"),
     "hybrid-weighted": ("hybrid", "weighted"),
     "hybrid-dbsf": ("hybrid", "dbsf"),
+    "hybrid": ("hybrid", None),
 }
 DEPTH = 100  # hits per query: Recall@100 needs 100
 QUERY_EMBED_BATCH = 128
@@ -59,11 +61,14 @@ def search_body(mode: str, text: str, vector: list[float], options: SearchOption
         body["query_vector"] = vector
     if api_mode in ("lexical", "hybrid"):
         body["query_text"] = text
-    if fusion is not None:
-        body["fusion"] = fusion
+    if api_mode == "hybrid":
+        if fusion is not None:
+            body["fusion"] = fusion
         for key, value in options.hybrid.items():
-            # rrf_k only shapes RRF, weights only the score fusions.
-            if (key == "rrf_k" and fusion != "rrf") or (key == "weights" and fusion == "rrf"):
+            # rrf_k only shapes RRF, weights only the score fusions, fusion only the mode
+            # that names none (the default hybrid takes every option given).
+            if fusion is not None and (key == "fusion" or (key == "rrf_k" and fusion != "rrf")
+                                       or (key == "weights" and fusion == "rrf")):
                 continue
             body[key] = value
     return body

@@ -36,7 +36,7 @@ log = structlog.get_logger()
 # vectord 400s on these fields are faults of the request, the same for every corpus.
 _REQUEST_FIELDS = ("filter", "language", "ef_search", "corpus_weights")
 # Hybrid fusion options (issue 8), passed to vectord unchanged; a 400 on them is the request's.
-_FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer")
+_FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer", "prf")
 
 # ---- helpers --------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 from internal.api import validate
 from internal.api.vectord import MAX_K, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
-from internal.vectord import federation, fusion, fusion_search, hits, lexical, schema
+from internal.vectord import federation, fusion, fusion_search, hits, lexical, prf, schema
 from internal.vectord.filters import build_where, is_filtered
 from internal.vectord.language import AUTO
 from internal.vectord.lexical_search import (
@@ -79,6 +79,7 @@ class Plan:
     symbolic: sql.Composable | None
     sym_params: dict[str, Any] = field(default_factory=dict)
     ef_search: int = 100
+    prf: prf.Settings = prf.DEFAULT
 
 
 def plan(store: Store, req: SearchRequest) -> Plan:
@@ -118,7 +119,8 @@ def plan(store: Store, req: SearchRequest) -> Plan:
                 method=req.fusion or fusion.DEFAULT_METHOD,
                 fusion_weights=fusion_search.fusion_weights(req), symbolic=symbolic,
                 sym_params=sym_params,
-                ef_search=req.ef_search if req.ef_search is not None else store.cfg.ef_search)
+                ef_search=req.ef_search if req.ef_search is not None else store.cfg.ef_search,
+                prf=prf.settings(req.prf))
 
 
 def _ms(started: float) -> float:
@@ -283,14 +285,23 @@ def _languages(req: SearchRequest, corpora: Sequence[Corpus]) -> tuple[list[str]
     return fixed, [c.language == AUTO for c in corpora]
 
 
+_UNION_STATS = """
+SELECT lexemes, w, df, avgdl, cnt FROM vectord_bm25_query(
+  %(stats)s::text[], %(dfs)s::text[], %(langs)s::regconfig[] || {held}, '{{}}'::text[], %(q)s,
+  %(wa)s, %(wb)s, %(wc)s)"""
+
+
 async def union_stats(store: Store, p: Plan, corpora: Sequence[Corpus]
                       ) -> lexical.QueryStats | None:
     """The query side of BM25 over the union of corpora (None: no query lexeme matches)."""
     langs, auto = _languages(p.req, corpora)
-    src = lexical.stats_sources([c.id for c in corpora], auto)
+    src = lexical.stats_sources([c.id for c in corpora], [False] * len(corpora))
+    # auto corpora: the languages they hold, not every one plus `simple` (lexical.held_languages)
+    stmt = sql.SQL(_UNION_STATS).format(held=lexical.held_languages(
+        [c.id for c, a in zip(corpora, auto, strict=True) if a]))
     w = p.field_weights
     async with store.pool.connection() as conn:
-        cur = await conn.execute(lexical.STATS_QUERY, {
+        cur = await conn.execute(stmt, {
             **src, "langs": langs, "q": p.text,
             "wa": w["title"], "wb": w["text"], "wc": w["tags"]})
         row = await cur.fetchone()
@@ -425,6 +436,18 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         fusion.LEXICAL: lex,
     }
     fused = fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights, symbolic=sym)
+    if p.prf.on and fused:
+        corpora_at = {o.position: c for o, (c, _) in per}
+        vec, lex = await _feedback(store, p, corpora_at, fused, vec, lex, text, stats)
+        distance = dict(vec)
+        lexical_score = dict(lex)
+        branches = {
+            fusion.VECTOR: [(k, hits.similarity(metric[federation.unkey(k)[1]], d))
+                            for k, d in vec],
+            fusion.LEXICAL: lex,
+        }
+        fused = fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights,
+                            symbolic=sym)
     by_pos = {o.position: o for o, _ in per}
     order = sorted(
         ((federation.weighted_score(f.score, _weight(by_pos[federation.unkey(f.id)[1]], weights)),
@@ -466,12 +489,19 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
 
 async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, federated: bool,
                              stats: lexical.QueryStats | None, position: int,
-                             include: Sequence[str] = ()) -> _Candidates:
-    """One corpus's vector and BM25 candidates (ids and branch scores only)."""
+                             include: Sequence[str] = (),
+                             query_vector: list[float] | bool | None = True) -> _Candidates:
+    """One corpus's vector and BM25 candidates (ids and branch scores only), and the
+    `include` items' scores in the branches that missed them.
+
+    query_vector: True for the request's, None for no vector branch, or another vector
+    (feedback); text blank: no BM25 branch.
+    """
     req = p.req
+    qv = req.query_vector if query_vector is True else query_vector
     query: npt.NDArray[np.float32] | None = None
-    if req.query_vector is not None:
-        query = validate.vector(req.query_vector, corpus.dim, corpus.metric, "query_vector")
+    if isinstance(qv, list):
+        query = validate.vector(qv, corpus.dim, corpus.metric, "query_vector")
     langs = query_languages(req, corpus)
     table = schema.items_table(corpus.id)
     stmt = fusion_search.candidates_sql(
@@ -568,3 +598,105 @@ async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int
     for part in await asyncio.gather(*(read(pos) for pos in wanted)):
         out.update(part)
     return out
+
+
+# ---- pseudo-relevance feedback (prf.py) ----------------------------------------------
+
+_FEEDBACK_VECTORS = "SELECT id, embedding FROM {table} WHERE id = ANY(%(ids)s)"
+# Each feedback document's lexemes and their counts over title, text and tags (the
+# tsvector the postings are made of).
+_FEEDBACK_LEXEMES = """
+SELECT i.id, x.lexeme, coalesce(cardinality(x.positions), 1)::float8 AS tf
+FROM {table} i, unnest(i.lex) x WHERE i.id = ANY(%(ids)s)"""
+_FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexemes)s)"
+
+
+async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
+                    first: list[fusion.Fused], vec: list[tuple[str, float]],
+                    lex: list[tuple[str, float]], text: str, stats: lexical.QueryStats | None
+                    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The branches run again from the query moved toward the top fused hits (prf.py)."""
+    top = first[:p.prf.docs]
+    wanted: dict[int, list[str]] = {}
+    for f in top:
+        item_id, pos = federation.unkey(f.id)
+        wanted.setdefault(pos, []).append(item_id)
+    new_vec, new_lex = vec, lex
+    if p.prf.vector and p.req.query_vector is not None:
+        docs = await _read(store, corpora, wanted, _FEEDBACK_VECTORS)
+        by_key = {r["key"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in docs}
+        # In the fused order, so the sum (and the moved query) does not depend on which
+        # corpus answered first.
+        vectors = [by_key[f.id] for f in top if f.id in by_key]
+        q = np.asarray(p.req.query_vector, dtype=np.float32)
+        moved = prf.rocchio(q, vectors, p.prf.weight)
+        new_vec = await _rerun(store, p, corpora, "", False, None, moved.tolist(), vector=True)
+    if p.prf.terms > 0 and text.strip():
+        expanded = await _expanded_stats(store, p, corpora, top, wanted, stats)
+        if expanded is not None:
+            new_lex = await _rerun(store, p, corpora, text, True, expanded, None, vector=False)
+    return new_vec, new_lex
+
+
+async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], text: str, given: bool,
+                 stats: lexical.QueryStats | None, query: list[float] | None, *, vector: bool
+                 ) -> list[tuple[str, float]]:
+    """One branch again over every corpus, merged to the union's top n."""
+    async def run(pos: int) -> _Candidates:
+        return await _corpus_candidates(store, p, corpora[pos], text, given, stats, pos,
+                                        query_vector=query)
+
+    parts = await asyncio.gather(*(run(pos) for pos in corpora))
+    if vector:
+        return federation.top_by_distance([r for c in parts for r in c.vec], p.n)
+    return federation.top_by_score([r for c in parts for r in c.lex], p.n)
+
+
+async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
+                template: str) -> list[dict[str, Any]]:
+    async def read(pos: int) -> list[dict[str, Any]]:
+        stmt = sql.SQL(template).format(table=schema.items_table(corpora[pos].id))
+        async with store.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, {"ids": wanted[pos]})
+            return [{**row, "key": federation.key(row["id"], pos)}
+                    for row in await cur.fetchall()]
+
+    return [row for part in await asyncio.gather(*(read(pos) for pos in wanted)) for row in part]
+
+
+async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
+                          top: list[fusion.Fused], wanted: dict[int, list[str]],
+                          stats: lexical.QueryStats | None) -> lexical.QueryStats | None:
+    """RM3: the query's lexemes and the feedback's best, with the union's statistics."""
+    if stats is None:
+        stats = await union_stats(store, p, list(corpora.values()))
+    if stats is None:
+        return None
+    query_tf = {t: w / prf.idf(df, stats.n)
+                for t, w, df in zip(stats.lexemes, stats.weights, stats.dfs, strict=True)
+                if prf.idf(df, stats.n) > 0}
+    docs: dict[str, dict[str, float]] = {}
+    for row in await _read(store, corpora, wanted, _FEEDBACK_LEXEMES):
+        docs.setdefault(row["key"], {})[row["lexeme"]] = float(row["tf"])
+    model = prf.relevance_model(docs, {f.id: f.score for f in top})
+    mixed = prf.expand(query_tf, model, p.prf.terms, p.prf.weight)
+    lexemes = sorted(mixed)
+
+    async def dfs(c: Corpus) -> list[tuple[str, float]]:
+        stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
+        async with store.pool.connection() as conn:
+            cur = await conn.execute(stmt, {"lexemes": lexemes})
+            return [(str(r[0]), float(r[1])) for r in await cur.fetchall()]
+
+    df: dict[str, float] = {}
+    for part in await asyncio.gather(*(dfs(c) for c in corpora.values())):
+        for t, d in part:
+            df[t] = df.get(t, 0.0) + d
+    scale = sum(query_tf.values()) or 1.0  # keeps the original lexemes' weights near idf·qtf
+    rows = sorted(((df[t], t, prf.idf(df[t], stats.n) * mixed[t] * scale)
+                   for t in lexemes if df.get(t, 0) > 0), key=lambda r: (r[0], r[1]))
+    if not rows:
+        return None
+    return lexical.QueryStats(lexemes=[t for _, t, _ in rows], weights=[w for _, _, w in rows],
+                              dfs=[d for d, _, _ in rows], avgdl=stats.avgdl, n=stats.n)

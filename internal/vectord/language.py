@@ -116,6 +116,32 @@ def detect(text: str) -> str:
     return ISO_TO_REGCONFIG.get(found.iso_code_639_1.name.lower(), SIMPLE)
 
 
+# The corpus-level prior of an `auto` corpus (issue 14): when one language holds at least
+# PRIOR_SHARE of the items whose language was detected (at least PRIOR_MIN of them, the
+# corpus's and the batch's), an item too short or too ambiguous to detect takes it instead
+# of "simple". "simple" keeps stop words and no stems, so a few such items in an English
+# corpus made every query also match unstemmed forms (issue 14 item 4).
+PRIOR_SHARE = 0.8
+PRIOR_MIN = 10
+
+
+def detects(explicit: str | None, corpus_language: str) -> bool:
+    """Whether resolve_item_language detects the item's language (rather than being told)."""
+    if explicit is not None and explicit.strip():
+        return explicit.strip().lower() == AUTO
+    return corpus_language == AUTO
+
+
+def dominant(counts: dict[str, int]) -> str | None:
+    """The language holding PRIOR_SHARE of the detected items ("simple" not counted)."""
+    decided = {lang: n for lang, n in counts.items() if lang not in (SIMPLE, AUTO) and n > 0}
+    total = sum(decided.values())
+    if total < PRIOR_MIN:
+        return None
+    lang, n = max(decided.items(), key=lambda kv: (kv[1], kv[0]))
+    return lang if n >= PRIOR_SHARE * total else None
+
+
 def resolve_item_language(explicit: str | None, text: str, corpus_language: str,
                           field: str) -> str:
     """An item's regconfig: explicit, else the corpus's fixed one, else detected or simple."""

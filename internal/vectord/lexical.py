@@ -503,15 +503,32 @@ def stats_sources(corpus_ids: list[int], auto: list[bool]) -> dict[str, list[str
             "auto": [n[1] for n, a in zip(names, auto, strict=True) if a]}
 
 
+def held_languages(corpus_ids: list[int]) -> sql.Composable:
+    """SQL: the languages these corpora hold items in (regconfig[]), read from their stats.
+
+    The query of an `auto` corpus is stemmed in these only: stemming it in `simple` too
+    when no item is `simple` added unstemmed forms (and stop words) that can only match
+    other words' stems ("environment" matching "environmental" in English documents).
+    """
+    if not corpus_ids:
+        return sql.SQL("'{}'::regconfig[]")
+    parts = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT language FROM {} WHERE n > 0").format(stats_table(cid))
+        for cid in corpus_ids)
+    return sql.SQL("(SELECT coalesce(array_agg(DISTINCT s.language::regconfig), "
+                   "'{{}}'::regconfig[]) FROM ({}) s)").format(parts)
+
+
 def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool) -> sql.Composed:
     """lex_q: this corpus's own statistics (inline), or the union's (given as params)."""
     if given:
         return sql.SQL(_STATS_GIVEN).format()
     _, stats, dfs = _names(corpus_id)
-    langs: sql.Composable = (sql.SQL("'{}'::regconfig[]") if languages is None
+    # An `auto` corpus: the query is stemmed in the languages the corpus holds (held_languages),
+    # passed as fixed languages so that vectord_bm25_query does not add `simple` (issue 14).
+    langs: sql.Composable = (held_languages([corpus_id]) if languages is None
                              else sql.SQL("%(lex_langs)s::regconfig[]"))
-    auto = sql.SQL("ARRAY[{}]").format(sql.Literal(stats)) if languages is None else sql.SQL(
-        "'{}'")
+    auto = sql.SQL("'{}'")
     return sql.SQL(_STATS_INLINE).format(
         stats=sql.SQL("ARRAY[{}]").format(sql.Literal(stats)),
         dfs=sql.SQL("ARRAY[{}]").format(sql.Literal(dfs)), langs=langs, auto=auto)

@@ -107,15 +107,31 @@ async def build_index(request: web.Request) -> web.Response:
 
 # --- items -------------------------------------------------------------------
 
-def _prepare(corpus: Corpus, body: UpsertRequest) -> list[PreparedItem]:
-    """Validate every item (naming index and field) before anything is written."""
-    out = []
+def _prepare(corpus: Corpus, body: UpsertRequest,
+             held: dict[str, int] | None = None) -> list[PreparedItem]:
+    """Validate every item (naming index and field) before anything is written.
+
+    held: items per language already in the corpus; with this batch's detections it
+    gives the prior that items too short to detect take (language.dominant).
+    """
+    arrays, langs, ambiguous = [], [], []
+    counts = dict(held or {})
     for i, it in enumerate(body.items):
-        arr = validate.item(it, i, corpus.dim, corpus.metric)
+        arrays.append(validate.item(it, i, corpus.dim, corpus.metric))
         lang = language.resolve_item_language(it.language, it.text, corpus.language,
                                               f"items[{i}].language")
-        out.append(PreparedItem.of(it, arr, lang))
-    return out
+        if language.detects(it.language, corpus.language):
+            if lang == language.SIMPLE:
+                ambiguous.append(i)
+            else:
+                counts[lang] = counts.get(lang, 0) + 1
+        langs.append(lang)
+    prior = language.dominant(counts) if ambiguous else None
+    if prior is not None:
+        for i in ambiguous:
+            langs[i] = prior
+    return [PreparedItem.of(it, arr, lang)
+            for it, arr, lang in zip(body.items, arrays, langs, strict=True)]
 
 
 async def upsert_items(request: web.Request) -> web.Response:
@@ -129,7 +145,9 @@ async def upsert_items(request: web.Request) -> web.Response:
     model = body.model.strip() if body.model else None
 
     async def run_upsert(corpus: Corpus) -> int:
-        prepared = await asyncio.to_thread(_prepare, corpus, body)
+        held = await store.language_counts(corpus) if any(
+            language.detects(it.language, corpus.language) for it in body.items) else None
+        prepared = await asyncio.to_thread(_prepare, corpus, body, held)
         return await store.upsert(corpus, prepared, model or None)
 
     n = await store.with_corpus(name, run_upsert)

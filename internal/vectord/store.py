@@ -153,6 +153,14 @@ class Store:
         self._cache[name] = (time.monotonic(), corpus)
         return corpus
 
+    async def language_counts(self, corpus: Corpus) -> dict[str, int]:
+        """Items per language in the corpus (its BM25 statistics table)."""
+        stmt = sql.SQL("SELECT language::text, n FROM {} WHERE n > 0").format(
+            lexical.stats_table(corpus.id))
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(stmt)
+            return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
+
     async def corpus(self, name: str, *, fresh: bool = False) -> Corpus:
         """The registry row of name (cached briefly), or NotFound."""
         hit = self._cache.get(name)

@@ -27,7 +27,8 @@ async def test_cranfield_hybrid_is_at_least_the_best_single_mode(base_cfg: Confi
                                     corpus="eval_cranfield", cache_dir=VECTOR_CACHE)
     assert report.ok, [r.error for r in report.results]
     ndcg = {r.mode: r.metrics["ndcg@10"] for r in report.results}
-    assert set(ndcg) == {"vector", "lexical", "hybrid-rrf", "hybrid-weighted", "hybrid-dbsf"}
+    assert set(ndcg) == {"vector", "lexical", "hybrid-rrf", "hybrid-weighted", "hybrid-dbsf",
+                         "hybrid"}
     assert report.queries == 113 and report.docs == 1400
     assert ndcg["vector"] > VECTOR_FLOOR
     assert ndcg["lexical"] > LEXICAL_FLOOR

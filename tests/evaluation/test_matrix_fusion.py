@@ -53,3 +53,21 @@ async def test_fusion_options_reach_vectord(matrix: tuple[str, str],
     async with http.post(f"{url}/v1/matrix/search", json={**body, "fusion": "borda"}) as resp:
         err = await resp.json()
     assert resp.status == 400 and err["error"]["field"] == "fusion"
+
+
+async def test_prf_reaches_vectord(matrix: tuple[str, str], http: aiohttp.ClientSession) -> None:
+    url, name = matrix
+    body = {"corpora": [name], "query_text": "pets that live with people", "mode": "hybrid"}
+    async with http.post(f"{url}/v1/matrix/search", json={**body, "prf": {"docs": 0}}) as resp:
+        plain = await resp.json()
+    async with http.post(f"{url}/v1/matrix/search", json=body) as resp:
+        default = await resp.json()
+    assert resp.status == 200, default
+    assert [h["id"] for h in plain["hits"]] == [h["id"] for h in default["hits"]]
+    async with http.post(f"{url}/v1/matrix/search",
+                         json={**body, "prf": {"docs": 2, "terms": 5, "weight": 0.5}}) as resp:
+        fed = await resp.json()
+    assert resp.status == 200, fed
+    async with http.post(f"{url}/v1/matrix/search", json={**body, "prf": {"docs": -1}}) as resp:
+        err = await resp.json()
+    assert resp.status == 400 and err["error"]["field"] == "prf.docs", err

@@ -77,3 +77,10 @@ def test_cli_parses_every_people_command() -> None:
     assert a.batch == 64
     assert p.parse_args(["up"]).func.__name__ == "_up"
     assert p.parse_args(["status", "--url", "http://x"]).url == "http://x"
+
+
+def test_plan_skips_documents_with_nothing_to_embed() -> None:
+    # Cranfield 471 and 995 have no title and no text: the eval harness never stored them,
+    # and an embedding of "" only ever adds a noise hit (issue 14 item 4).
+    plan = plan_ingest([Doc("e", "  ", None, None, {}, None), _doc("a", "x")], {})
+    assert plan.empty == 1 and [d.id for d in plan.todo] == ["a"]

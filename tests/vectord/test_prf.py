@@ -1,0 +1,100 @@
+"""Pseudo-relevance feedback of hybrid search (issue 14): prf.py and vectord's prf option."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import numpy as np
+import pytest
+
+from internal.vectord import prf
+from tests.vectord.test_federation import QUERIES, _many, _one, _same, split  # noqa: F401
+from tests.vectord.vdata import call, unit
+
+C = "/v1/vectors/corpora"
+DIM = 8
+
+
+def test_rocchio_moves_toward_the_feedback_and_keeps_the_norm() -> None:
+    q = np.array([2.0, 0.0, 0.0], dtype=np.float32)
+    docs = [np.array([0.0, 3.0, 0.0], dtype=np.float32), np.array([0.0, 1.0, 0.0], dtype=np.float32)]
+    moved = prf.rocchio(q, docs, 1.0)
+    # q/|q| + 1 * mean(unit docs) = (1, 1, 0), rescaled to |q| = 2.
+    assert np.allclose(moved, [np.sqrt(2), np.sqrt(2), 0.0], atol=1e-6)
+    assert prf.rocchio(q, docs, 0.0) is q
+    assert prf.rocchio(q, [], 1.0) is q
+
+
+def test_relevance_model_and_expansion_by_hand() -> None:
+    docs = {"a": {"x": 2.0, "y": 2.0}, "b": {"y": 1.0, "z": 3.0}}
+    model = prf.relevance_model(docs, {"a": 3.0, "b": 1.0})
+    # P(a)=0.75, P(b)=0.25: x 0.75*0.5, y 0.75*0.5 + 0.25*0.25, z 0.25*0.75.
+    assert model == pytest.approx({"x": 0.375, "y": 0.4375, "z": 0.1875})
+    mixed = prf.expand({"q": 2.0, "x": 1.0}, model, terms=2, weight=1.0)
+    # Best two: y 0.4375, x 0.375 (sum 0.8125); query model q 2/3, x 1/3; (Q + R) / 2.
+    assert mixed == pytest.approx({"q": 1 / 3, "x": 1 / 6 + 0.375 / 0.8125 / 2,
+                                   "y": 0.4375 / 0.8125 / 2})
+    assert sum(mixed.values()) == pytest.approx(1.0)
+    assert prf.expand({"q": 1.0}, model, terms=0, weight=1.0) == {"q": 0.5}
+
+
+def test_settings_checked() -> None:
+    from internal.api.vectord import Prf
+    from internal.common.errors import InvalidArgument
+
+    assert prf.settings(None) == prf.DEFAULT
+    assert not prf.settings(Prf(docs=0, terms=10, weight=1.0)).on
+    assert prf.settings(Prf(docs=3, terms=0, weight=0.5)).on
+    for bad, field in ((Prf(docs=-1), "prf.docs"), (Prf(docs=3, terms=1000), "prf.terms"),
+                       (Prf(docs=3, weight=float("nan")), "prf.weight")):
+        with pytest.raises(InvalidArgument) as exc:
+            prf.settings(bad)
+        assert exc.value.field == field
+
+
+def _search(i: int, query: str, fusion: str, **extra: Any) -> dict[str, Any]:
+    return {"mode": "hybrid", "query_text": query, "query_vector": unit(DIM, 7 + i), "k": 10,
+            "candidates": 20, "fusion": fusion, **extra}
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted", "dbsf"])
+async def test_prf_off_when_docs_is_zero(vectord_url: str, split: dict[str, Any],  # noqa: F811
+                                         http: aiohttp.ClientSession, fusion: str) -> None:
+    for i, query in enumerate(QUERIES):
+        plain = await _one(http, vectord_url, split["union"],
+                           _search(i, query, fusion, prf={"docs": 0}))
+        for off in ({"docs": 0, "terms": 10, "weight": 1.0}, {"docs": 0, "weight": 2.0}):
+            got = await _one(http, vectord_url, split["union"], _search(i, query, fusion, prf=off))
+            _same(got, plain, (query, fusion, off))
+        # weight 0 changes nothing either
+        got = await _one(http, vectord_url, split["union"],
+                         _search(i, query, fusion, prf={"docs": 5, "terms": 5, "weight": 0.0}))
+        _same(got, plain, (query, fusion, "weight 0"))
+
+
+@pytest.mark.parametrize("feedback", [{"docs": 3, "terms": 0, "weight": 1.0},
+                                      {"docs": 3, "terms": 5, "weight": 0.5, "vector": False},
+                                      {"docs": 5, "terms": 5, "weight": 1.0}])
+async def test_prf_federated_equals_union(vectord_url: str, split: dict[str, Any],  # noqa: F811
+                                          http: aiohttp.ClientSession,
+                                          feedback: dict[str, Any]) -> None:
+    changed = 0
+    for i, query in enumerate(QUERIES):
+        search = _search(i, query, "weighted", prf=feedback)
+        want = await _one(http, vectord_url, split["union"], search)
+        got = await _many(http, vectord_url, split["parts"], search)
+        _same(got, want, (query, feedback))
+        plain = await _one(http, vectord_url, split["union"], _search(i, query, "weighted"))
+        changed += [h["id"] for h in want] != [h["id"] for h in plain]
+    assert changed > 0  # feedback moved at least one ranking
+
+
+async def test_prf_bad_input_is_a_400(vectord_url: str, split: dict[str, Any],  # noqa: F811
+                                      http: aiohttp.ClientSession) -> None:
+    for bad, field in (({"docs": 100}, "prf.docs"), ({"docs": 2, "terms": -1}, "prf.terms"),
+                       ({"docs": 2, "weight": -1}, "prf.weight"), ({"dogs": 2}, "prf.dogs")):
+        status, body = await call(http, "POST", f"{vectord_url}{C}/{split['union']}/search",
+                                  _search(0, "solar wind", "weighted", prf=bad))
+        assert status == 400, body
+        assert body["error"]["field"] == field, body
