@@ -1,9 +1,10 @@
 """search_auto's choice of strategy and its measured cost model (I/O-free).
 
-The choice: a quoted string or a lone identifier is a `keyword` search; a few words
-that are not a question go `lexical`; multi-hop, temporal, aggregation and
-comparative questions go `smart`; a conceptual question with no names goes `vector`;
-the rest `hybrid`. The cost of each strategy is the median of its recent requests'
+The choice: a query that is one quoted string or a lone identifier is a `keyword`
+search; a few words that are not a question go `lexical`; multi-hop, temporal,
+aggregation and comparative questions go `smart`; the rest `hybrid` (LoCoMo: keyword
+search inside a question and vector for conceptual questions both lost recall to
+hybrid). `vector` remains a fallback under a budget. The cost of each strategy is the median of its recent requests'
 times; before a strategy has any, its prior is scaled by how the measured strategies
 compare with theirs. A strategy expected to exceed the budget gives way to the best
 cheaper one that fits.
@@ -88,7 +89,7 @@ class Choice:
 def wants(text: str, question_type: str | None, has_entities: bool) -> tuple[Strategy, str]:
     """The strategy the query calls for, and why (question_type None: not analysed)."""
     q = quoted(text)
-    if q is not None:
+    if q is not None and q.strip() == text.strip().strip("\"“”'").strip():
         return "keyword", f"quoted string {q!r}: exact match"
     if is_identifier(text):
         return "keyword", "an identifier: exact match"
@@ -97,14 +98,12 @@ def wants(text: str, question_type: str | None, has_entities: bool) -> tuple[Str
         return "lexical", f"{words} word(s), not a question: term match"
     if question_type in SMART_TYPES:
         return "smart", f"{question_type} question: planned sub-queries and reflection"
-    if question_type == "conceptual" and not has_entities:
-        return "vector", "conceptual question without names: meaning over terms"
     return "hybrid", f"{question_type or 'plain'} query: vector and lexical fused"
 
 
 def needs_analysis(text: str) -> bool:
     """False when the surface alone decides (quotes, identifiers, a few words)."""
-    return not (quoted(text) is not None or is_identifier(text)
+    return not (wants(text, None, False)[0] == "keyword"
                 or (len(text.split()) <= 3 and not _QUESTION.search(text)))
 
 
