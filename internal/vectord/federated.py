@@ -285,19 +285,13 @@ def _languages(req: SearchRequest, corpora: Sequence[Corpus]) -> tuple[list[str]
     return fixed, [c.language == AUTO for c in corpora]
 
 
-_UNION_STATS = """
-SELECT lexemes, w, df, avgdl, cnt FROM vectord_bm25_query(
-  %(stats)s::text[], %(dfs)s::text[], %(langs)s::regconfig[] || {held}, '{{}}'::text[], %(q)s,
-  %(wa)s, %(wb)s, %(wc)s)"""
-
-
 async def union_stats(store: Store, p: Plan, corpora: Sequence[Corpus]
                       ) -> lexical.QueryStats | None:
     """The query side of BM25 over the union of corpora (None: no query lexeme matches)."""
     langs, auto = _languages(p.req, corpora)
-    src = lexical.stats_sources([c.id for c in corpora], [False] * len(corpora))
+    src = lexical.stats_sources([c.id for c in corpora])
     # auto corpora: the languages they hold, not every one plus `simple` (lexical.held_languages)
-    stmt = sql.SQL(_UNION_STATS).format(held=lexical.held_languages(
+    stmt = sql.SQL(lexical.UNION_STATS).format(held=lexical.held_languages(
         [c.id for c, a in zip(corpora, auto, strict=True) if a]))
     w = p.field_weights
     async with store.pool.connection() as conn:

@@ -429,9 +429,11 @@ lex_q AS (
   SELECT %(lex_lexemes)s::text[] AS lexemes, %(lex_w)s::float8[] AS w,
          %(lex_df)s::float8[] AS df, %(lex_avgdl)s::float8 AS avgdl)"""
 
-STATS_QUERY = """
+# The union's statistics, once per multi-corpus search ({held}: held_languages of the
+# `auto` corpora, so their queries are stemmed only in the languages they hold).
+UNION_STATS = """
 SELECT lexemes, w, df, avgdl, cnt FROM vectord_bm25_query(
-  %(stats)s::text[], %(dfs)s::text[], %(langs)s::regconfig[], %(auto)s::text[], %(q)s,
+  %(stats)s::text[], %(dfs)s::text[], %(langs)s::regconfig[] || {held}, '{{}}'::text[], %(q)s,
   %(wa)s, %(wb)s, %(wc)s)"""
 
 # Okapi BM25 (Robertson/Sparck Jones idf with +1 so it is never negative, as Lucene and
@@ -496,11 +498,10 @@ FROM lex JOIN {table} i ON i.id = lex.id
 ORDER BY lex.rank"""
 
 
-def stats_sources(corpus_ids: list[int], auto: list[bool]) -> dict[str, list[str]]:
-    """Table names vectord_bm25_query reads for these corpora (auto: language 'auto')."""
+def stats_sources(corpus_ids: list[int]) -> dict[str, list[str]]:
+    """Table names vectord_bm25_query reads for these corpora."""
     names = [_names(cid) for cid in corpus_ids]
-    return {"stats": [n[1] for n in names], "dfs": [n[2] for n in names],
-            "auto": [n[1] for n, a in zip(names, auto, strict=True) if a]}
+    return {"stats": [n[1] for n in names], "dfs": [n[2] for n in names]}
 
 
 def held_languages(corpus_ids: list[int]) -> sql.Composable:
