@@ -40,7 +40,6 @@ from internal.evaluation.ingest import (  # noqa: E402
     IngestReport,
     VectorCache,
     cache_path,
-    default_model,
     ingest,
 )
 from internal.evaluation.metrics import evaluate  # noqa: E402
@@ -165,7 +164,7 @@ async def language_check(vc: VectordClient, ec: EmbedClient,
     documents with no text kept; vectors from the harness corpus's cache."""
     rows: dict[str, list[float]] = {}
     for ds, _, corpus, vectors in loaded:
-        model, _ = await default_model(ec)
+        model, _ = await ec.default_model()
         cache = VectorCache(cache_path(cache_dir, corpus, model), model)
         name = f"{corpus}_cli"
         try:
@@ -218,6 +217,9 @@ async def main() -> int:
                     help="also load each set as `lakehouse ingest` does (language auto, empty "
                          "documents kept) and compare lexical and default hybrid")
     ap.add_argument("--no-fusion-grid", action="store_true", help="skip the offline fusion grid")
+    ap.add_argument("--prf-fusion", choices=("default", "best"), default="default",
+                    help="the fusion the PRF grid runs on: vectord's default (sent as no "
+                         "fusion fields) or the fusion grid's best mean")
     args = ap.parse_args()
     cfg = load_or_exit()
     sets: list[SetData] = []
@@ -265,14 +267,19 @@ async def main() -> int:
                     ndcg(ds, await search_all(vc, corpus, ds, {"mode": "lexical", "k": 10, **extra}))
                     for ds, _, corpus, _ in loaded]))
         if args.prf_grid:
-            print(f"prf grid with the best fusion: {best_fusion}", flush=True)
+            if args.prf_fusion == "default":
+                best_fusion = {}
+            print(f"prf grid with the fusion: {best_fusion or 'vectord default'}", flush=True)
             settings: list[tuple[str, dict[str, Any]]] = [("no prf", {"docs": 0})]
-            for m, beta in itertools.product((3, 5, 10), (0.25, 0.5, 1.0)):
+            for m, beta in itertools.product((3, 5, 10), (0.25, 0.5)):
                 settings.append((f"rocchio docs {m} weight {beta}",
                                  {"docs": m, "terms": 0, "weight": beta}))
-            for m, t, lam in itertools.product((5, 10), (10, 20), (0.3, 0.5)):
+            for m, t, lam in itertools.product((3, 5, 10), (10, 20, 40), (0.3, 0.5, 1.0)):
                 settings.append((f"rm3 docs {m} terms {t} weight {lam}",
                                  {"docs": m, "terms": t, "weight": lam, "vector": False}))
+            for m, t, lam in itertools.product((3, 5), (20, 40), (0.25, 0.5)):
+                settings.append((f"rm3+rocchio docs {m} terms {t} weight {lam}",
+                                 {"docs": m, "terms": t, "weight": lam, "vector": True}))
             for label, prf in settings:
                 values = []
                 try:
