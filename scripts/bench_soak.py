@@ -7,8 +7,10 @@ of that rate for `--minutes`. The mix: vector searches through the gateway, hybr
 matrix searches with query text (embedd + vectord), embeddings of one short text, and
 upserts of one item. In the middle embedd, then vectord, get SIGKILL (the supervisor
 restarts them). Every minute it prints requests, errors by status, p50/p99 latency and
-the RSS of every daemon (with its worker processes) and PostgreSQL's processes
-together (by PSS, so shared_buffers counts once).
+the RSS of every daemon (with its worker processes) and of PostgreSQL's processes
+together: their private memory (USS), judged like a daemon's, and the shared pages they
+touched (by PSS, so shared_buffers counts once; it fills as the upserts grow the corpus
+about tenfold, up to shared_buffers), reported only.
 
 Targets (printed at the end): no 500 at all; errors only in the seconds right after a
 kill (`--grace`, default 20 s); each daemon's RSS in the last minute within 10% of
@@ -50,6 +52,7 @@ from tests.stack import upstack  # noqa: E402
 
 CORPUS = "soak"
 DAEMONS = ("gateway", "embedd", "vectord", "matrixd", "syncd")
+COLUMNS = (*DAEMONS, "postgres", "pg shared")
 MIX = (("vector", 0.4), ("matrix", 0.3), ("embed", 0.15), ("upsert", 0.15))
 
 
@@ -160,13 +163,18 @@ def rss_mb(stack: upstack.Stack) -> dict[str, float]:
         except (AssertionError, psutil.NoSuchProcess):
             out[name] = float("nan")
     # PostgreSQL's processes share shared_buffers: summing their RSS would count it once
-    # per backend, so they are summed by PSS (shared pages split among the sharers).
+    # per backend. "postgres" is their private memory (USS summed: what a leak would grow,
+    # judged like a daemon's RSS); "pg shared" the shared pages they have touched (PSS -
+    # USS: mostly the buffer cache, which fills as the upserts grow the corpus, capped by
+    # shared_buffers; reported, not judged).
     pg = postmaster_pid(stack.tmp / "pg")
     try:
         procs = [psutil.Process(pg), *psutil.Process(pg).children()] if pg else []
-        out["postgres"] = sum(p.memory_full_info().pss for p in procs) / 2**20
+        infos = [p.memory_full_info() for p in procs]
+        out["postgres"] = sum(i.uss for i in infos) / 2**20
+        out["pg shared"] = sum(i.pss - i.uss for i in infos) / 2**20
     except psutil.NoSuchProcess:
-        out["postgres"] = float("nan")
+        out["postgres"] = out["pg shared"] = float("nan")
     return out
 
 
@@ -238,8 +246,8 @@ async def soak(stack: upstack.Stack, args: argparse.Namespace) -> int:
         next_minute = 1
         i = 0
         print(f"{'min':>3} {'requests':>8} {'shed':>5} {'errors by status':<24} {'p50 ms':>7} "
-              f"{'p99 ms':>7}  " + " ".join(f"{d:>8}" for d in (*DAEMONS, "postgres"))
-              + "  (RSS MB; postgres: PSS)", flush=True)
+              f"{'p99 ms':>7}  " + " ".join(f"{d:>8}" for d in COLUMNS)
+              + "  (RSS MB; postgres: private, pg shared: shared pages by PSS)", flush=True)
         while True:
             at = start + i / rate
             if at >= end:
@@ -278,7 +286,7 @@ def report(n: int, m: Minute, rss: dict[str, float]) -> None:
     print(f"{n:>3} {m.requests:>8} {m.shed:>5} {json.dumps(errors):<24} "
           f"{statistics.median(m.latencies) if m.latencies else float('nan'):>7.1f} "
           f"{pct(m.latencies, 99):>7.1f}  "
-          + " ".join(f"{rss[d]:>8.0f}" for d in (*DAEMONS, "postgres")), flush=True)
+          + " ".join(f"{rss[d]:>8.0f}" for d in COLUMNS), flush=True)
 
 
 def verdict(minutes: list[Minute], rss: list[dict[str, float]], kills: list[tuple[float, str]],
