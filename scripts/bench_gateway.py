@@ -11,6 +11,8 @@ body and the answer and does nothing else (scripts/bench_floors.py), is the floo
 overhead any aiohttp hop adds on this machine, measured in the same rounds.
 
     .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
+        [--baseline DIR]   # instead: this checkout against another (e.g. a worktree of
+                           # an older commit), both through their gateways, alternating
 """
 
 from __future__ import annotations
@@ -46,13 +48,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_stack(tmp: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+def start_stack(tmp: Path, root: Path = ROOT) -> tuple[subprocess.Popen[str], dict[str, str]]:
     ports = {s: free_port() for s in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC", "MCPD")}
     env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(tmp / "pg"),
            "LAKEHOUSE_LOG_LEVEL": "warning", "LAKEHOUSE_LOG_FORMAT": "json"}
     env.update({f"LAKEHOUSE_{s}_PORT": str(p) for s, p in ports.items()})
     proc = subprocess.Popen([sys.executable, "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs")],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("Lakehouse is up: "):
@@ -107,15 +109,9 @@ async def main_async(args: argparse.Namespace, urls: dict[str, str], gateway: ps
     async with aiohttp.ClientSession(connector=connector) as session:
         corpus = "bench_gateway"
         await load(session, urls["gateway"], corpus, args.items)
-        qv = np.random.default_rng(1).standard_normal(384).astype(np.float32)
-        qv /= np.linalg.norm(qv)
-        searches = {
-            "text (hybrid)": {"query_text": "vector search latency", "corpora": [corpus], "k": 10},
-            "vector": {"query_vector": qv.tolist(), "corpora": [corpus], "k": 10, "mode": "vector"},
-        }
         rows = []
         cpu_ms: dict[str, tuple[float, float]] = {}
-        for label, body in searches.items():
+        for label, body in searches(corpus).items():
             paths = ("matrixd", "gateway", "floor")
             for path in paths:
                 await run(session, urls[path], body, 50)  # warm-up
@@ -156,13 +152,72 @@ async def main_async(args: argparse.Namespace, urls: dict[str, str], gateway: ps
         print("target: gateway p50 overhead <= 15% (the bare aiohttp proxy row is the floor)")
 
 
+def searches(corpus: str) -> dict[str, dict[str, Any]]:
+    qv = np.random.default_rng(1).standard_normal(384).astype(np.float32)
+    qv /= np.linalg.norm(qv)
+    return {
+        "text (hybrid)": {"query_text": "vector search latency", "corpora": [corpus], "k": 10},
+        "vector": {"query_vector": qv.tolist(), "corpora": [corpus], "k": 10, "mode": "vector"},
+    }
+
+
+async def against_baseline(args: argparse.Namespace, this: str, base: str) -> None:
+    """The same searches through this checkout's gateway and the baseline's, alternating."""
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        corpus = "bench_gateway"
+        for url in (this, base):
+            await load(session, url, corpus, args.items)
+        print(f"\nthis checkout vs baseline {args.baseline}, through the gateway, concurrency "
+              f"{CONCURRENCY}, {args.rounds} x {args.queries} queries per side, alternating\n")
+        print("| search        | side     | p50 ms | p95 ms |   QPS | QPS this / baseline |")
+        print("|---------------|----------|-------:|-------:|------:|--------------------:|")
+        for label, body in searches(corpus).items():
+            sides = {"this": this, "baseline": base}
+            for url in sides.values():
+                await run(session, url, body, 50)  # warm-up
+            lat: dict[str, list[float]] = {s: [] for s in sides}
+            wall = dict.fromkeys(sides, 0.0)
+            for rnd in range(args.rounds):
+                order = list(sides) if rnd % 2 == 0 else list(sides)[::-1]
+                for side in order:
+                    got, secs = await run(session, sides[side], body, args.queries)
+                    lat[side] += got
+                    wall[side] += secs
+            qps = {s: len(lat[s]) / wall[s] for s in sides}
+            for side in sides:
+                xs = sorted(lat[side])
+                ratio = f"{qps['this'] / qps['baseline']:.2f}x" if side == "this" else ""
+                print(f"| {label:<13} | {side:<8} | {statistics.median(xs):6.2f} | "
+                      f"{xs[int(len(xs) * 0.95) - 1]:6.2f} | {qps[side]:5.0f} | {ratio:>19} |")
+        print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout to compare with (e.g. a git worktree of an older "
+                             "commit): both stacks run, their searches alternate")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-gw-"))
+    if args.baseline is not None:
+        proc, urls = start_stack(tmp / "this")
+        try:
+            bproc, burls = start_stack(tmp / "baseline", args.baseline.resolve())
+            try:
+                asyncio.run(against_baseline(args, urls["gateway"], burls["gateway"]))
+            finally:
+                bproc.send_signal(signal.SIGTERM)
+                bproc.wait(120)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(120)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     proc, urls = start_stack(tmp)
     floor_port = free_port()
     floor = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_floors.py"), "proxy",
