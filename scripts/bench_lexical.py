@@ -15,8 +15,8 @@ run (issue 15):
     text in one column, as plain SQL: the in-database engine reference (not exact BM25:
     per-index statistics, quantized document lengths, float4 scores);
   - tantivy in-process (bench-only dependency) as the search-engine reference;
-  - candidate b1: the same BM25 as one static statement (no plpgsql when the postings
-    fit the budget), measured before any adoption (DECISIONS "Lexical speed");
+  - before: the statement vectord ran until the static single-corpus form (plpgsql
+    statistics and vectord_bm25_top2 for every query), for the ratio against today's;
 - nDCG@10 of each on SciFact train, Cranfield dev and CISI dev (and bm25s on SciFact);
 - the load time (HTTP upsert with lexical indexing) of both SciFact corpora.
 
@@ -137,77 +137,32 @@ def sql_search(conns: Conns, corpus_id: int, exhaustive: bool) -> Search:
     return run
 
 
-# Candidate (b), step 1 of DECISIONS "Lexical speed (issue 15)", measured here before any
-# adoption: the single-corpus statement with no plpgsql and no dynamic SQL (so psycopg's
-# prepared plan covers all of it). The statistics are plain CTEs over the corpus's side
-# tables; when the query's postings fit TOP_BUDGET every posting is scored in the same
-# statement (what vectord_bm25_top2 does then, minus its per-call planning), otherwise the
-# gated branch hands the same statistics to vectord_bm25_top2. Same scores as today's.
-CANDIDATE = """
-WITH q AS (
-  SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
-  FROM (SELECT DISTINCT c FROM unnest(%(langs)s::regconfig[]) AS c) l,
-       unnest(to_tsvector(l.c, %(q)s)) x
-  GROUP BY 1),
-st AS MATERIALIZED (
-  SELECT coalesce(sum(n), 0)::float8 AS n,
-         (%(wa)s * coalesce(sum(sum_a), 0)::float8 + %(wb)s * coalesce(sum(sum_b), 0)::float8
-          + %(wc)s * coalesce(sum(sum_c), 0)::float8)
-         / greatest(coalesce(sum(n), 0)::float8, 1::float8) AS avgdl
-  FROM {stats}),
-t AS MATERIALIZED (
-  SELECT q.lexeme, f.df::float8 AS df,
-         ln(1.0::float8 + (st.n - f.df + 0.5::float8) / (f.df + 0.5::float8)) * q.qtf AS w
-  FROM q JOIN {dfs} f ON f.lexeme = q.lexeme CROSS JOIN st WHERE f.df > 0),
-small AS MATERIALIZED (
-  SELECT coalesce(sum(t.df), 0) <= %(budget)s AS yes FROM t),
-scored AS (
-  SELECT p.item_id AS id,
-         round(sum(t.w * x.tf * (%(k1)s + 1.0::float8)
-                   / (x.tf + %(k1)s * (1.0::float8 - %(b)s + %(b)s * x.dl / st.avgdl)))
-               * 1e12::float8) / 1e12::float8 AS score
-  FROM t JOIN {postings} p ON p.lexeme = t.lexeme
-  CROSS JOIN st
-  CROSS JOIN LATERAL (
-    SELECT %(wa)s * p.tf_a + %(wb)s * p.tf_b + %(wc)s * p.tf_c AS tf,
-           %(wa)s * p.dl_a + %(wb)s * p.dl_b + %(wc)s * p.dl_c AS dl) x
-  WHERE x.tf > 0 AND (SELECT yes FROM small)
-  GROUP BY p.item_id),
-pruned AS (
-  SELECT s.id, s.score
-  FROM (SELECT array_agg(t.lexeme ORDER BY t.df, t.lexeme) AS lexemes,
-               array_agg(t.w ORDER BY t.df, t.lexeme) AS w,
-               array_agg(t.df ORDER BY t.df, t.lexeme) AS df FROM t) a
-  CROSS JOIN st,
-  vectord_bm25_top2({postings_name}, a.lexemes, a.df, a.w, st.avgdl, %(k1)s, %(b)s,
-                    %(wa)s, %(wb)s, %(wc)s, %(k)s, %(budget)s) s
-  WHERE NOT (SELECT yes FROM small)),
+# The statement vectord ran before the static single-corpus form was adopted (issue 15,
+# DECISIONS "Lexical speed"): statistics by the plpgsql vectord_bm25_query and the top n
+# by vectord_bm25_top2 (dynamic SQL, planned on every call) for every query. Kept here
+# so each run measures today's statement against it on the same data.
+BEFORE_TOP = """
+{stats_cte},
 lex AS (
-  SELECT u.id, u.score, row_number() OVER (ORDER BY u.score DESC, u.id) AS rank
-  FROM (SELECT * FROM (SELECT id, score FROM scored ORDER BY score DESC, id LIMIT %(k)s) e
-        UNION ALL SELECT id, score FROM pruned) u)
-SELECT i.id, lex.score, lex.rank FROM lex JOIN {table} i ON i.id = lex.id ORDER BY lex.rank"""
+  SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
+  FROM lex_q, vectord_bm25_top2({postings_name}, lex_q.lexemes, lex_q.df, lex_q.w,
+                                lex_q.avgdl, %(lex_k1)s, %(lex_b)s, %(lex_wa)s, %(lex_wb)s,
+                                %(lex_wc)s, %(lex_n)s, {budget}) s)"""
 
 
-def candidate_sql(corpus_id: int) -> sql.Composed:
-    cid = int(corpus_id)
-    return sql.SQL(CANDIDATE).format(
-        stats=lexical.stats_table(cid), dfs=lexical.dfs_table(cid),
-        postings=lexical.postings_table(cid),
-        postings_name=sql.Literal(f"vectord_items_{cid}_postings"),
-        table=schema.items_table(cid))
-
-
-def candidate_params(text: str) -> dict[str, object]:
-    return {"q": text, "langs": ["english"], "k1": 1.2, "b": 0.75, "wa": 1.0, "wb": 1.0,
-            "wc": 1.0, "k": K, "budget": lexical.TOP_BUDGET}
-
-
-def candidate_search(conns: Conns, corpus_id: int) -> Search:
-    stmt = candidate_sql(corpus_id)
+def before_search(conns: Conns, corpus_id: int) -> Search:
+    table = schema.items_table(corpus_id)
+    bm25 = sql.SQL(BEFORE_TOP).format(
+        stats_cte=lexical._stats_cte(corpus_id, ["english"], False),
+        postings_name=sql.Literal(f"vectord_items_{int(corpus_id)}_postings"),
+        budget=sql.Literal(lexical.TOP_BUDGET))
+    stmt = sql.SQL(lexical._LEXICAL_SEARCH).format(
+        bm25=bm25, columns=sql.SQL(lexical.ITEM_COLUMNS), table=table)
 
     async def run(text: str) -> list[str]:
-        return [str(r[0]) for r in await conns.run(stmt, candidate_params(text))]
+        params = lexical.bm25_params(text, ["english"], 1.2, 0.75,
+                                     lexical.DEFAULT_FIELD_WEIGHTS, K)
+        return [str(r[0]) for r in await conns.run(stmt, params)]
     return run
 
 
@@ -344,7 +299,7 @@ def bm25s_run(docs: list[beir.Doc], queries: dict[str, str]) -> Run:
 
 SYSTEMS = ("vectord lexical, HTTP", "same SQL, direct", "exhaustive BM25 SQL, direct",
            "floor: read the query's postings, SQL", "pg_textsearch SQL (reference)",
-           "tantivy in-process (reference)", "candidate b1: static SQL, direct")
+           "tantivy in-process (reference)", "before: plpgsql statistics + top2, direct")
 
 
 async def main() -> int:
@@ -441,8 +396,8 @@ async def main() -> int:
               f"HTTP / pg_textsearch {ours / figures[SYSTEMS[4]][0]:.2f}, "
               f"HTTP / tantivy {ours / figures[SYSTEMS[5]][0]:.2f}, "
               f"floor / same SQL {figures[SYSTEMS[3]][0] / figures[SYSTEMS[1]][0]:.2f}, "
-              f"candidate b1 / same SQL {figures[SYSTEMS[6]][0] / figures[SYSTEMS[1]][0]:.2f} "
-              f"(QPS {figures[SYSTEMS[6]][2] / figures[SYSTEMS[1]][2]:.2f}x)")
+              f"before / same SQL {figures[SYSTEMS[6]][0] / figures[SYSTEMS[1]][0]:.2f} "
+              f"(same SQL QPS {figures[SYSTEMS[1]][2] / figures[SYSTEMS[6]][2]:.2f}x before's)")
     print("\nLoad (HTTP upsert with lexical indexing, no embedding): "
           + ", ".join(f"{k} {v:.1f} s" for k, v in loads.items()))
     return 0
@@ -459,7 +414,7 @@ async def timings(http: aiohttp.ClientSession, base: str, name: str, conns: Conn
         SYSTEMS[3]: floor_search(conns, cid),
         SYSTEMS[4]: pg_textsearch_search(conns, pts),
         SYSTEMS[5]: tv.search(),
-        SYSTEMS[6]: candidate_search(conns, cid)}
+        SYSTEMS[6]: before_search(conns, cid)}
     timed = list(queries.values())[:n]
     took: dict[str, list[float]] = {s: [] for s in searches}
     for text in timed[:20]:  # warm

@@ -423,11 +423,45 @@ lex_q AS (
     {stats}::text[], {dfs}::text[], {langs}, {auto}::text[], %(lex_q)s,
     %(lex_wa)s, %(lex_wb)s, %(lex_wc)s))"""
 
-# The statistics of the union, computed beforehand (QueryStats) and passed in.
+# The statistics of the union, computed beforehand (QueryStats) and passed in; `small`:
+# the query's postings fit TOP_BUDGET (computed by bm25_params from the given df).
 _STATS_GIVEN = """
 lex_q AS (
   SELECT %(lex_lexemes)s::text[] AS lexemes, %(lex_w)s::float8[] AS w,
-         %(lex_df)s::float8[] AS df, %(lex_avgdl)s::float8 AS avgdl)"""
+         %(lex_df)s::float8[] AS df, %(lex_avgdl)s::float8 AS avgdl,
+         %(lex_small)s::boolean AS small)"""
+
+# The statistics of one corpus as plain SQL over its side tables: what vectord_bm25_query
+# computes for a single corpus, term for term (the same float8 arithmetic, so the same
+# weights to the last bit), without plpgsql or dynamic EXECUTE, so the whole statement is
+# one prepared plan (issue 15: planning top2's and the statistics' dynamic statements on
+# every call was a third of a SciFact query's time). `small`: the query's postings fit
+# {budget}, so every posting is scored in the statement itself and vectord_bm25_top2 is
+# not called (its plan is never cached: it is dynamic SQL).
+_STATS_STATIC = """
+lex_qt AS (
+  SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
+  FROM (SELECT DISTINCT c FROM unnest({langs}) AS c) l,
+       unnest(to_tsvector(l.c, %(lex_q)s)) x
+  GROUP BY 1),
+lex_st AS MATERIALIZED (
+  SELECT coalesce(sum(n), 0)::float8 AS n,
+         (%(lex_wa)s * coalesce(sum(sum_a), 0)::float8
+          + %(lex_wb)s * coalesce(sum(sum_b), 0)::float8
+          + %(lex_wc)s * coalesce(sum(sum_c), 0)::float8)
+         / greatest(coalesce(sum(n), 0)::float8, 1::float8) AS avgdl
+  FROM {stats}),
+lex_tw AS MATERIALIZED (
+  SELECT q.lexeme, f.df::float8 AS df,
+         ln(1.0::float8 + (st.n - f.df + 0.5::float8) / (f.df + 0.5::float8)) * q.qtf AS w
+  FROM lex_qt q JOIN {dfs} f ON f.lexeme = q.lexeme CROSS JOIN lex_st st WHERE f.df > 0),
+lex_q AS MATERIALIZED (
+  SELECT array_agg(t.lexeme ORDER BY t.df, t.lexeme) AS lexemes,
+         array_agg(t.w ORDER BY t.df, t.lexeme) AS w,
+         array_agg(t.df ORDER BY t.df, t.lexeme) AS df,
+         (SELECT lex_st.avgdl FROM lex_st) AS avgdl,
+         coalesce(sum(t.df), 0) <= {budget} AS small
+  FROM lex_tw t)"""
 
 # The union's statistics, once per multi-corpus search ({held}: held_languages of the
 # `auto` corpora, so their queries are stemmed only in the languages they hold).
@@ -464,15 +498,40 @@ lex AS (
   FROM (SELECT id, score FROM lex_s WHERE {lex_where}
         ORDER BY score DESC, id LIMIT %(lex_n)s) s)"""
 
-# Unfiltered: the same scores by vectord_bm25_top2, which skips the postings of frequent
-# lexemes that cannot change the top n.
+# Unfiltered: the same scores. When the query's postings fit the budget (lex_q.small)
+# every posting is scored right here (the exhaustive sum, what vectord_bm25_top2 would do
+# then, minus planning its dynamic statement); otherwise vectord_bm25_top2 skips the
+# postings of frequent lexemes that cannot change the top n. One branch runs: the other's
+# filter is false before it reads a row.
 _BM25_TOP = """
 {stats_cte},
-lex AS (
-  SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
+lex_t AS (
+  SELECT t.lexeme, t.w FROM lex_q, unnest(lex_q.lexemes, lex_q.w) AS t(lexeme, w)
+  WHERE lex_q.small),
+lex_all AS (
+  SELECT p.item_id AS id,
+         round(sum(lex_t.w * x.tf * (%(lex_k1)s + 1.0::float8)
+                   / (x.tf + %(lex_k1)s * (1.0::float8 - %(lex_b)s
+                                           + %(lex_b)s * x.dl / lex_q.avgdl)))
+               * 1e12::float8) / 1e12::float8 AS score
+  FROM lex_t JOIN {postings} p ON p.lexeme = lex_t.lexeme
+  CROSS JOIN lex_q
+  CROSS JOIN LATERAL (
+    SELECT %(lex_wa)s * p.tf_a + %(lex_wb)s * p.tf_b + %(lex_wc)s * p.tf_c AS tf,
+           %(lex_wa)s * p.dl_a + %(lex_wb)s * p.dl_b + %(lex_wc)s * p.dl_c AS dl) x
+  WHERE x.tf > 0
+  GROUP BY p.item_id),
+lex_pruned AS (
+  SELECT s.id, s.score
   FROM lex_q, vectord_bm25_top2({postings_name}, lex_q.lexemes, lex_q.df, lex_q.w,
                                 lex_q.avgdl, %(lex_k1)s, %(lex_b)s, %(lex_wa)s, %(lex_wb)s,
-                                %(lex_wc)s, %(lex_n)s, {budget}) s)"""
+                                %(lex_wc)s, %(lex_n)s, {budget}) s
+  WHERE NOT lex_q.small),
+lex AS (
+  SELECT u.id, u.score, row_number() OVER (ORDER BY u.score DESC, u.id) AS rank
+  FROM (SELECT * FROM (SELECT id, score FROM lex_all ORDER BY score DESC, id
+                       LIMIT %(lex_n)s) e
+        UNION ALL SELECT id, score FROM lex_pruned) u)"""
 
 # vectord_bm25_top2 scores the rarest lexemes in full until they hold this many postings.
 TOP_BUDGET = 5000
@@ -520,8 +579,13 @@ def held_languages(corpus_ids: list[int]) -> sql.Composable:
                    "'{{}}'::regconfig[]) FROM ({}) s)").format(parts)
 
 
-def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool) -> sql.Composed:
-    """lex_q: this corpus's own statistics (inline), or the union's (given as params)."""
+def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool,
+               static: bool = False, budget: int = TOP_BUDGET) -> sql.Composed:
+    """lex_q: this corpus's own statistics (inline), or the union's (given as params).
+
+    static: the inline statistics as plain SQL (_STATS_STATIC, with `small`) instead of
+    vectord_bm25_query.
+    """
     if given:
         return sql.SQL(_STATS_GIVEN).format()
     _, stats, dfs = _names(corpus_id)
@@ -529,6 +593,10 @@ def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool) -> sql.
     # passed as fixed languages so that vectord_bm25_query does not add `simple` (issue 14).
     langs: sql.Composable = (held_languages([corpus_id]) if languages is None
                              else sql.SQL("%(lex_langs)s::regconfig[]"))
+    if static:
+        return sql.SQL(_STATS_STATIC).format(
+            langs=langs, stats=stats_table(corpus_id), dfs=dfs_table(corpus_id),
+            budget=sql.Literal(int(budget)))
     auto = sql.SQL("'{}'")
     return sql.SQL(_STATS_INLINE).format(
         stats=sql.SQL("ARRAY[{}]").format(sql.Literal(stats)),
@@ -545,12 +613,13 @@ def _bm25(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
     statistics come as parameters (QueryStats of the corpora searched together).
     only_ids: score just the items in %(lex_ids)s (exhaustively).
     """
-    stats_cte = _stats_cte(corpus_id, languages, given)
     if not filtered and not exhaustive and not only_ids:
         postings, _, _ = _names(corpus_id)
         return sql.SQL(_BM25_TOP).format(
-            stats_cte=stats_cte, postings_name=sql.Literal(postings),
+            stats_cte=_stats_cte(corpus_id, languages, given, static=True, budget=budget),
+            postings=postings_table(corpus_id), postings_name=sql.Literal(postings),
             budget=sql.Literal(int(budget)))
+    stats_cte = _stats_cte(corpus_id, languages, given)
     # Postings exist only for existing rows, so the items table is read only to filter.
     lex_where = (sql.SQL("EXISTS (SELECT 1 FROM {t} WHERE {t}.id = lex_s.id AND {w})").format(
         t=table, w=where) if filtered else sql.SQL("TRUE"))
@@ -584,5 +653,6 @@ def bm25_params(query_text: str, languages: list[str] | None, k1: float, b: floa
         params["lex_langs"] = languages
     if stats is not None:
         params.update({"lex_lexemes": stats.lexemes, "lex_w": stats.weights,
-                       "lex_df": stats.dfs, "lex_avgdl": stats.avgdl})
+                       "lex_df": stats.dfs, "lex_avgdl": stats.avgdl,
+                       "lex_small": sum(stats.dfs) <= TOP_BUDGET})
     return params
