@@ -400,48 +400,52 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
 
     per = await _each(store, outcomes, run)
     metric = {o.position: c.metric for o, (c, _) in per}
-    vec = federation.top_by_distance([r for _, (_, c) in per for r in c.vec], p.n)
-    lex = federation.top_by_score([r for _, (_, c) in per for r in c.lex], p.n)
-    # Included items join the merged lists with their true scores, wherever those rank.
-    vec = federation.top_by_distance(vec + [r for _, (_, c) in per for r in c.extra_vec],
-                                     len(vec) + sum(len(c.extra_vec) for _, (_, c) in per))
-    lex = federation.top_by_score(lex + [r for _, (_, c) in per for r in c.extra_lex],
-                                  len(lex) + sum(len(c.extra_lex) for _, (_, c) in per))
-    included = {key for _, (_, c) in per for key in c.included}
+    parts = [c for _, (_, c) in per]
+    vec, lex = _merged_vec(parts, p.n), _merged_lex(parts, p.n)
+    included = {key for c in parts for key in c.included}
     asked = {federation.key(i, o.position) for o, _ in per for i in inc.get(o.name, [])}
     sym: dict[str, float] | None = None
     if p.symbolic is not None:
         sym = {}
-        for _, (_, c) in per:
+        for c in parts:
             sym.update(c.sym)
-    distance = dict(vec)  # true values, shown on the hits
-    lexical_score = dict(lex)
-    if factors:
-        name_of = {o.position: o.name for o, _ in per}
+    name_of = {o.position: o.name for o, _ in per}
 
-        def fac(k: str) -> float:
-            item_id, pos = federation.unkey(k)
-            return factors.get((name_of[pos], item_id), 1.0)
+    def fac(k: str) -> float:
+        item_id, pos = federation.unkey(k)
+        return (factors or {}).get((name_of[pos], item_id), 1.0)
 
-        vec = federation.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
-        lex = federation.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
-    branches = {
-        fusion.VECTOR: [(k, hits.similarity(metric[federation.unkey(k)[1]], d)) for k, d in vec],
-        fusion.LEXICAL: lex,
-    }
-    fused = fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights, symbolic=sym)
-    if p.prf.on and fused:
-        corpora_at = {o.position: c for o, (c, _) in per}
-        vec, lex = await _feedback(store, p, corpora_at, fused, vec, lex, text, stats)
-        distance = dict(vec)
-        lexical_score = dict(lex)
+    def fuse(vec: list[tuple[str, float]], lex: list[tuple[str, float]]) -> list[fusion.Fused]:
+        if factors:  # the playbook's factor inside the fusion (true values stay shown)
+            vec = federation.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
+            lex = federation.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
         branches = {
             fusion.VECTOR: [(k, hits.similarity(metric[federation.unkey(k)[1]], d))
                             for k, d in vec],
             fusion.LEXICAL: lex,
         }
-        fused = fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights,
-                            symbolic=sym)
+        return fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights,
+                           symbolic=sym)
+
+    fused = fuse(vec, lex)
+    if p.prf.on and fused:
+        corpora_at = {o.position: c for o, (c, _) in per}
+        inc_at = {o.position: inc.get(o.name, []) for o, _ in per}
+        vec_parts, lex_parts = await _feedback(store, p, corpora_at, inc_at, fused, text, stats)
+        # The second pass's candidates bring their own symbolic scores and `include`
+        # extras, so a candidate new in this pass is scored as in the first. (`included`,
+        # "found by no branch on its own", stays the first pass's: a rerun is one branch.)
+        for new in (vec_parts, lex_parts):
+            if sym is not None and new is not None:
+                for c in new:
+                    sym.update(c.sym)
+        if vec_parts is not None:
+            vec = _merged_vec(vec_parts, p.n)
+        if lex_parts is not None:
+            lex = _merged_lex(lex_parts, p.n)
+        fused = fuse(vec, lex)
+    distance = dict(vec)  # true values, shown on the hits
+    lexical_score = dict(lex)
     by_pos = {o.position: o for o, _ in per}
     order = sorted(
         ((federation.weighted_score(f.score, _weight(by_pos[federation.unkey(f.id)[1]], weights)),
@@ -606,16 +610,23 @@ _FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexem
 
 
 async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
-                    first: list[fusion.Fused], vec: list[tuple[str, float]],
-                    lex: list[tuple[str, float]], text: str, stats: lexical.QueryStats | None
-                    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """The branches run again from the query moved toward the top fused hits (prf.py)."""
+                    inc: dict[int, list[str]], first: list[fusion.Fused], text: str,
+                    stats: lexical.QueryStats | None
+                    ) -> tuple[list[_Candidates] | None, list[_Candidates] | None]:
+    """The branches run again from the query moved toward the top fused hits (prf.py):
+    each corpus's candidates of the moved vector branch and of the expanded lexical branch
+    (None: that branch does not run again)."""
+    if p.prf.min_docs > 0:
+        if stats is None and text.strip():
+            stats = await union_stats(store, p, list(corpora.values()))
+        if stats is None or stats.n < p.prf.min_docs:
+            return None, None
     top = first[:p.prf.docs]
     wanted: dict[int, list[str]] = {}
     for f in top:
         item_id, pos = federation.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
-    new_vec, new_lex = vec, lex
+    new_vec = new_lex = None
     if p.prf.vector and p.req.query_vector is not None:
         docs = await _read(store, corpora, wanted, _FEEDBACK_VECTORS)
         by_key = {r["key"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in docs}
@@ -624,26 +635,39 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
         vectors = [by_key[f.id] for f in top if f.id in by_key]
         q = np.asarray(p.req.query_vector, dtype=np.float32)
         moved = prf.rocchio(q, vectors, p.prf.weight)
-        new_vec = await _rerun(store, p, corpora, "", False, None, moved.tolist(), vector=True)
+        new_vec = await _rerun(store, p, corpora, inc, "", False, None, moved.tolist())
     if p.prf.terms > 0 and text.strip():
         expanded = await _expanded_stats(store, p, corpora, top, wanted, stats)
         if expanded is not None:
-            new_lex = await _rerun(store, p, corpora, text, True, expanded, None, vector=False)
+            new_lex = await _rerun(store, p, corpora, inc, text, True, expanded, None)
     return new_vec, new_lex
 
 
-async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], text: str, given: bool,
-                 stats: lexical.QueryStats | None, query: list[float] | None, *, vector: bool
-                 ) -> list[tuple[str, float]]:
-    """One branch again over every corpus, merged to the union's top n."""
+def _merged_vec(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
+    """The union's top n by distance, then the `include` items with their true distances,
+    wherever those rank."""
+    vec = federation.top_by_distance([r for c in parts for r in c.vec], n)
+    extra = [r for c in parts for r in c.extra_vec]
+    return federation.top_by_distance(vec + extra, len(vec) + len(extra))
+
+
+def _merged_lex(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
+    """The union's top n by BM25, then the `include` items with their true scores."""
+    lex = federation.top_by_score([r for c in parts for r in c.lex], n)
+    extra = [r for c in parts for r in c.extra_lex]
+    return federation.top_by_score(lex + extra, len(lex) + len(extra))
+
+
+async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[int, list[str]],
+                 text: str, given: bool, stats: lexical.QueryStats | None,
+                 query: list[float] | None) -> list[_Candidates]:
+    """One branch again (the vector one when `query` is given, else BM25) over every
+    corpus: each corpus's candidates."""
     async def run(pos: int) -> _Candidates:
         return await _corpus_candidates(store, p, corpora[pos], text, given, stats, pos,
-                                        query_vector=query)
+                                        inc.get(pos, []), query_vector=query)
 
-    parts = await asyncio.gather(*(run(pos) for pos in corpora))
-    if vector:
-        return federation.top_by_distance([r for c in parts for r in c.vec], p.n)
-    return federation.top_by_score([r for c in parts for r in c.lex], p.n)
+    return list(await asyncio.gather(*(run(pos) for pos in corpora)))
 
 
 async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],

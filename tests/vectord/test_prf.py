@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from internal.vectord import prf
-from tests.vectord.test_federation import QUERIES, _many, _one, _same, split  # noqa: F401
+from tests.vectord.test_federation import (  # noqa: F401
+    QUERIES,
+    _corpus,
+    _docs,
+    _many,
+    _one,
+    _same,
+    split,
+)
 from tests.vectord.vdata import call, unit
 
 C = "/v1/vectors/corpora"
@@ -88,6 +96,42 @@ async def test_prf_federated_equals_union(vectord_url: str, split: dict[str, Any
         plain = await _one(http, vectord_url, split["union"], _search(i, query, "weighted"))
         changed += [h["id"] for h in want] != [h["id"] for h in plain]
     assert changed > 0  # feedback moved at least one ranking
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted", "dbsf"])
+async def test_prf_with_preferences_federated_equals_union(
+        vectord_url: str, split: dict[str, Any], http: aiohttp.ClientSession,  # noqa: F811
+        fusion: str) -> None:
+    # A candidate new in the feedback pass gets its true symbolic score (it once got 0
+    # unless some part had listed it in the first pass, so parts and union differed).
+    prefer = {"tags_any": ["a"], "type": "page"}
+    for i, query in enumerate(QUERIES):
+        search = _search(i, query, fusion, prefer=prefer,
+                         prf={"docs": 3, "terms": 5, "weight": 0.5})
+        want = await _one(http, vectord_url, split["union"], search)
+        got = await _many(http, vectord_url, split["parts"], search)
+        _same(got, want, (query, fusion))
+
+
+async def test_default_prf_from_100_documents(vectord_url: str, split: dict[str, Any],  # noqa: F811
+                                              http: aiohttp.ClientSession) -> None:
+    # Below 100 documents (the split's union holds 90) the default is no feedback; from 100
+    # on it is prf.DEFAULT (RM3 from the top 10, 10 lexemes, weight 0.5).
+    d = prf.DEFAULT
+    explicit = {"docs": d.docs, "terms": d.terms, "weight": d.weight, "vector": d.vector}
+    big = await _corpus(http, vectord_url, _docs(140))
+    moved = 0
+    for i, query in enumerate(QUERIES):
+        small_default = await _one(http, vectord_url, split["union"], _search(i, query, "weighted"))
+        small_off = await _one(http, vectord_url, split["union"],
+                               _search(i, query, "weighted", prf={"docs": 0}))
+        _same(small_default, small_off, (query, "under 100 documents"))
+        big_default = await _one(http, vectord_url, big, _search(i, query, "weighted"))
+        big_explicit = await _one(http, vectord_url, big, _search(i, query, "weighted", prf=explicit))
+        _same(big_default, big_explicit, (query, "from 100 documents"))
+        big_off = await _one(http, vectord_url, big, _search(i, query, "weighted", prf={"docs": 0}))
+        moved += [h["id"] for h in big_default] != [h["id"] for h in big_off]
+    assert moved > 0
 
 
 async def test_prf_bad_input_is_a_400(vectord_url: str, split: dict[str, Any],  # noqa: F811
