@@ -329,7 +329,7 @@ async def main() -> int:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     base = f"http://127.0.0.1:{port}"
     store: Store = runner.app[STORE]
-    dsn = str(store.pool.conninfo)
+    dsn = str(store.pool.dsn)
     pid = os.getpid()
     quality: dict[str, dict[str, float]] = {}
     speed: dict[str, dict[str, tuple[float, float, float]]] = {}
