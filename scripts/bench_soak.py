@@ -311,7 +311,9 @@ def verdict(minutes: list[Minute], rss: list[dict[str, float]], kills: list[tupl
     if len(rss) >= 3:
         last = rss[-1]
         for d in (*DAEMONS, "postgres"):
-            killed_at = [t for t, v in kills if v == d]
+            # PostgreSQL's backends are vectord's pool connections: a vectord kill replaces
+            # them, so its reference minute is vectord's.
+            killed_at = [t for t, v in kills if v == ("vectord" if d == "postgres" else d)]
             ref_min = 2 if not killed_at else int(killed_at[0] // 60) + 3
             if ref_min >= len(rss):
                 print(f"RSS {d}: no reference minute after its restart")
