@@ -698,19 +698,21 @@ async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
     for row in await _read(store, corpora, wanted, _FEEDBACK_LEXEMES):
         docs.setdefault(row["key"], {})[row["lexeme"]] = float(row["tf"])
     model = prf.relevance_model(docs, {f.id: f.score for f in top})
-    mixed = prf.expand(query_tf, model, p.prf.terms, p.prf.weight)
-    lexemes = sorted(mixed)
+    candidates = sorted(set(model) | set(query_tf))
 
     async def dfs(c: Corpus) -> list[tuple[str, float]]:
         stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
         async with store.pool.connection() as conn:
-            cur = await conn.execute(stmt, {"lexemes": lexemes})
+            cur = await conn.execute(stmt, {"lexemes": candidates})
             return [(str(r[0]), float(r[1])) for r in await cur.fetchall()]
 
     df: dict[str, float] = {}
     for part in await asyncio.gather(*(dfs(c) for c in corpora.values())):
         for t, d in part:
             df[t] = df.get(t, 0.0) + d
+    model = prf.without_common(model, df, stats.n, query_tf)
+    mixed = prf.expand(query_tf, model, p.prf.terms, p.prf.weight)
+    lexemes = sorted(mixed)
     scale = sum(query_tf.values()) or 1.0  # keeps the original lexemes' weights near idf·qtf
     rows = sorted(((df[t], t, prf.idf(df[t], stats.n) * mixed[t] * scale)
                    for t in lexemes if df.get(t, 0) > 0), key=lambda r: (r[0], r[1]))

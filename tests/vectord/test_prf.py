@@ -142,3 +142,11 @@ async def test_prf_bad_input_is_a_400(vectord_url: str, split: dict[str, Any],  
                                   _search(0, "solar wind", "weighted", prf=bad))
         assert status == 400, body
         assert body["error"]["field"] == field, body
+
+
+def test_common_feedback_lexemes_are_left_out_but_the_query_keeps_its_own() -> None:
+    model = {"rare": 0.5, "common": 0.3, "query": 0.2}
+    df = {"rare": 5.0, "common": 40.0, "query": 90.0}
+    kept = prf.without_common(model, df, 100.0, {"query"}, share=0.25)
+    assert kept == {"rare": 0.5, "query": 0.2}
+    assert prf.without_common(model, df, 100.0, set(), share=0.4) == {"rare": 0.5, "common": 0.3}
