@@ -152,11 +152,14 @@ async def main_async(args: argparse.Namespace, urls: dict[str, str], gateway: ps
         print("target: gateway p50 overhead <= 15% (the bare aiohttp proxy row is the floor)")
 
 
-def searches(corpus: str) -> dict[str, dict[str, Any]]:
+def searches(corpus: str, prf_off: bool = False) -> dict[str, dict[str, Any]]:
     qv = np.random.default_rng(1).standard_normal(384).astype(np.float32)
     qv /= np.linalg.norm(qv)
+    text: dict[str, Any] = {"query_text": "vector search latency", "corpora": [corpus], "k": 10}
+    if prf_off:  # the hybrid search without pseudo-relevance feedback (issue 14's default)
+        text["prf"] = {"docs": 0}
     return {
-        "text (hybrid)": {"query_text": "vector search latency", "corpora": [corpus], "k": 10},
+        "text (hybrid)": text,
         "vector": {"query_vector": qv.tolist(), "corpora": [corpus], "k": 10, "mode": "vector"},
     }
 
@@ -172,7 +175,7 @@ async def against_baseline(args: argparse.Namespace, this: str, base: str) -> No
               f"{CONCURRENCY}, {args.rounds} x {args.queries} queries per side, alternating\n")
         print("| search        | side     | p50 ms | p95 ms |   QPS | QPS this / baseline |")
         print("|---------------|----------|-------:|-------:|------:|--------------------:|")
-        for label, body in searches(corpus).items():
+        for label, body in searches(corpus, args.prf_off).items():
             sides = {"this": this, "baseline": base}
             for url in sides.values():
                 await run(session, url, body, 50)  # warm-up
@@ -202,6 +205,8 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a checkout to compare with (e.g. a git worktree of an older "
                              "commit): both stacks run, their searches alternate")
+    parser.add_argument("--prf-off", action="store_true",
+                        help="send the text search with \"prf\": {\"docs\": 0} (with --baseline)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-gw-"))
     if args.baseline is not None:
