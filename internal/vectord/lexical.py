@@ -476,10 +476,9 @@ SELECT lexemes, w, df, avgdl, cnt FROM vectord_bm25_query(
 #   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)),
 # with N, df and avgdl from lex_q. Every posting of every query lexeme is read. Scores
 # are rounded to 1e-12, as vectord_bm25_top2 rounds them (equal documents tie exactly).
-_BM25_ALL = """
-{stats_cte},
+_SCORE_POSTINGS = """
 lex_t AS (
-  SELECT t.lexeme, t.w FROM lex_q, unnest(lex_q.lexemes, lex_q.w) AS t(lexeme, w)),
+  SELECT t.lexeme, t.w FROM lex_q, unnest(lex_q.lexemes, lex_q.w) AS t(lexeme, w){gate}),
 lex_s AS (
   SELECT p.item_id AS id,
          round(sum(lex_t.w * x.tf * (%(lex_k1)s + 1.0::float8)
@@ -492,7 +491,11 @@ lex_s AS (
     SELECT %(lex_wa)s * p.tf_a + %(lex_wb)s * p.tf_b + %(lex_wc)s * p.tf_c AS tf,
            %(lex_wa)s * p.dl_a + %(lex_wb)s * p.dl_b + %(lex_wc)s * p.dl_c AS dl) x
   WHERE x.tf > 0 {only_ids}
-  GROUP BY p.item_id),
+  GROUP BY p.item_id)"""
+
+_BM25_ALL = """
+{stats_cte},
+{scored},
 lex AS (
   SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
   FROM (SELECT id, score FROM lex_s WHERE {lex_where}
@@ -505,22 +508,7 @@ lex AS (
 # filter is false before it reads a row.
 _BM25_TOP = """
 {stats_cte},
-lex_t AS (
-  SELECT t.lexeme, t.w FROM lex_q, unnest(lex_q.lexemes, lex_q.w) AS t(lexeme, w)
-  WHERE lex_q.small),
-lex_all AS (
-  SELECT p.item_id AS id,
-         round(sum(lex_t.w * x.tf * (%(lex_k1)s + 1.0::float8)
-                   / (x.tf + %(lex_k1)s * (1.0::float8 - %(lex_b)s
-                                           + %(lex_b)s * x.dl / lex_q.avgdl)))
-               * 1e12::float8) / 1e12::float8 AS score
-  FROM lex_t JOIN {postings} p ON p.lexeme = lex_t.lexeme
-  CROSS JOIN lex_q
-  CROSS JOIN LATERAL (
-    SELECT %(lex_wa)s * p.tf_a + %(lex_wb)s * p.tf_b + %(lex_wc)s * p.tf_c AS tf,
-           %(lex_wa)s * p.dl_a + %(lex_wb)s * p.dl_b + %(lex_wc)s * p.dl_c AS dl) x
-  WHERE x.tf > 0
-  GROUP BY p.item_id),
+{scored},
 lex_pruned AS (
   SELECT s.id, s.score
   FROM lex_q, vectord_bm25_top2({postings_name}, lex_q.lexemes, lex_q.df, lex_q.w,
@@ -529,7 +517,7 @@ lex_pruned AS (
   WHERE NOT lex_q.small),
 lex AS (
   SELECT u.id, u.score, row_number() OVER (ORDER BY u.score DESC, u.id) AS rank
-  FROM (SELECT * FROM (SELECT id, score FROM lex_all ORDER BY score DESC, id
+  FROM (SELECT * FROM (SELECT id, score FROM lex_s ORDER BY score DESC, id
                        LIMIT %(lex_n)s) e
         UNION ALL SELECT id, score FROM lex_pruned) u)"""
 
@@ -603,6 +591,16 @@ def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool,
         dfs=sql.SQL("ARRAY[{}]").format(sql.Literal(dfs)), langs=langs, auto=auto)
 
 
+def _scored(corpus_id: int, *, gate: bool = False, only_ids: bool = False) -> sql.Composed:
+    """lex_t and lex_s: every posting of the query's lexemes scored (_SCORE_POSTINGS);
+    gate: only when lex_q.small; only_ids: just the items in %(lex_ids)s."""
+    return sql.SQL(_SCORE_POSTINGS).format(
+        gate=sql.SQL("\n  WHERE lex_q.small") if gate else sql.SQL(""),
+        postings=postings_table(corpus_id),
+        only_ids=(sql.SQL("AND p.item_id = ANY(%(lex_ids)s::text[])") if only_ids
+                  else sql.SQL("")))
+
+
 def _bm25(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
           where: sql.Composable, filtered: bool, exhaustive: bool = False,
           budget: int = TOP_BUDGET, given: bool = False, only_ids: bool = False
@@ -617,16 +615,14 @@ def _bm25(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
         postings, _, _ = _names(corpus_id)
         return sql.SQL(_BM25_TOP).format(
             stats_cte=_stats_cte(corpus_id, languages, given, static=True, budget=budget),
-            postings=postings_table(corpus_id), postings_name=sql.Literal(postings),
+            scored=_scored(corpus_id, gate=True), postings_name=sql.Literal(postings),
             budget=sql.Literal(int(budget)))
     stats_cte = _stats_cte(corpus_id, languages, given)
     # Postings exist only for existing rows, so the items table is read only to filter.
     lex_where = (sql.SQL("EXISTS (SELECT 1 FROM {t} WHERE {t}.id = lex_s.id AND {w})").format(
         t=table, w=where) if filtered else sql.SQL("TRUE"))
-    ids = sql.SQL("AND p.item_id = ANY(%(lex_ids)s::text[])") if only_ids else sql.SQL("")
     return sql.SQL(_BM25_ALL).format(
-        stats_cte=stats_cte, postings=postings_table(corpus_id), lex_where=lex_where,
-        only_ids=ids)
+        stats_cte=stats_cte, scored=_scored(corpus_id, only_ids=only_ids), lex_where=lex_where)
 
 
 def lexical_sql(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
