@@ -118,6 +118,9 @@ class SmartSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     min_confidence: float | None = None
     # The metadata field holding an item's ISO date; a question's time range prefers it.
     date_field: str = "date"
+    # Judge a dialogue turn with its neighbours (internal.matrixd.context): hits whose
+    # metadata names a thread and a position ([matrixd] context_group / context_position).
+    context: bool = True
     # The search options, applied to every sub-query (see MatrixSearchRequest).
     per_corpus_k: int | None = None
     filter: dict[str, Any] | None = None
@@ -142,3 +145,5 @@ class SearchAutoRequest(msgspec.Struct, forbid_unknown_fields=True):
     filter: dict[str, Any] | None = None
     language: str | None = None
     allow_partial: bool = False
+    # hybrid and smart judge a dialogue turn with its neighbours (internal.matrixd.context)
+    context: bool = True

@@ -195,6 +195,10 @@ class MatrixdConfig:
     normalize_max_chars: int = 20000
     smart_min_confidence: float = 0.45
     auto_budget_ms: float = 0.0
+    # smart_search judges a turn with its neighbours (internal.matrixd.context): the
+    # metadata fields naming a hit's thread and its position in it.
+    context_group: str = "session"
+    context_position: str = "turn"
     # The downgrade gate (issue 16); 0 / false: that condition is off.
     downgrade_max_distance: float = 0.0  # vector mode: distance above it is `weak`
     downgrade_min_score: float = 0.0  # score-ranked modes: the hit's score below it is `weak`
@@ -223,6 +227,9 @@ class MatrixdConfig:
             raise ValueError("smart_min_confidence: must be in [0, 1]")
         if self.auto_budget_ms < 0:
             raise ValueError("auto_budget_ms: must not be negative")
+        for key in ("context_group", "context_position"):
+            if not getattr(self, key).strip():
+                raise ValueError(f"{key}: must name a metadata field")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The data (CC BY-NC 4.0) is read where it lies (`../shared/data/locomo/`), never copied.
 Each conversation's turns become one corpus: id = `dia_id`, text = "Speaker: text",
-title = the session and its date, metadata `{session, date, speaker}`. Questions of
+title = the session and its date, metadata `{session, turn, date, speaker}`. Questions of
 categories 1-4 with evidence that resolves to a turn are scored by evidence
 Recall@k; evidence ids that resolve to no turn (upstream typos) are skipped.
 """
@@ -27,6 +27,11 @@ class Turn:
     text: str
     session: int
     when: datetime
+
+    @property
+    def position(self) -> int:
+        """The turn's number in its session: "D3:12" -> 12."""
+        return int(self.id.rsplit(":", 1)[1])
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,8 @@ def title(t: Turn) -> str:
 
 def doc(t: Turn, text: str | None = None, extra: dict[str, object] | None = None) -> Doc:
     """One turn as a document; `text` replaces the turn's words (a normalised index)."""
-    meta: dict[str, object] = {"session": t.session, "date": t.when.date().isoformat(),
-                               "speaker": t.speaker}
+    meta: dict[str, object] = {"session": t.session, "turn": t.position,
+                               "date": t.when.date().isoformat(), "speaker": t.speaker}
     meta.update(extra or {})
     return Doc(id=t.id, title=title(t), text=f"{t.speaker}: {text if text is not None else t.text}",
                metadata=meta)

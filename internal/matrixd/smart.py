@@ -27,7 +27,7 @@ from internal.api.matrixd import (
 )
 from internal.api.validate import corpus_name
 from internal.common.errors import InvalidArgument, PayloadTooLarge
-from internal.matrixd import nlp, reflect, strategy, temporal
+from internal.matrixd import context, nlp, reflect, strategy, temporal
 from internal.matrixd.analyze import Analysis, analyze
 from internal.matrixd.deps import Deps
 from internal.matrixd.normalize import Normalized, Observation, normalize
@@ -37,8 +37,10 @@ from internal.matrixd.search import run_search
 log = structlog.get_logger()
 
 MAX_ITERATIONS = 10
-# Each sub-query fetches this many hits (at least k) so the fusion has depth to work with.
-SUB_QUERY_DEPTH = 30
+# Each sub-query fetches this many hits (at least k) so the fusion has depth to work with,
+# and a turn's neighbours are in the list to lend it context (LoCoMo's dev half, context
+# re-ranking of hybrid's list: overall R@10 0.715 from the top 30, 0.730 from the top 50).
+SUB_QUERY_DEPTH = 50
 
 
 def _ms(started: float) -> float:
@@ -183,6 +185,9 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
                                           for q in wave))
             for q, resp in zip(wave, outs, strict=True):
                 hits = list(resp.get("hits") or [])
+                if body.context:
+                    hits = context.smooth(hits, group=deps.cfg.context_group,
+                                          position=deps.cfg.context_position)
                 results[q.id] = hits
                 ran.append((q, hits))
                 responses.append(resp)
@@ -236,6 +241,12 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     return out
 
 
+def _ranked(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for i, h in enumerate(hits):
+        h["rank"] = i + 1
+    return hits
+
+
 def _plan_dict(plan: Plan) -> dict[str, Any]:
     return plan.to_dict()
 
@@ -277,13 +288,23 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
     if choice.strategy == "smart":
         out = await smart_search(deps, SmartSearchRequest(
             query_text=text, corpora=corpora, k=body.k, now=body.now, filter=body.filter,
-            language=body.language, allow_partial=body.allow_partial), analysis=a)
+            language=body.language, allow_partial=body.allow_partial, context=body.context),
+            analysis=a)
     else:
         q = strategy.quoted(text) if choice.strategy == "keyword" else None
         mode: Mode = _MODES[choice.strategy]
+        deep = choice.strategy == "hybrid" and body.context
         out = await run_search(deps, MatrixSearchRequest(
-            corpora=corpora, query_text=q or text, k=body.k, mode=mode,
+            corpora=corpora, query_text=q or text,
+            k=min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode=mode,
             filter=body.filter, language=body.language, allow_partial=body.allow_partial))
+        if deep:
+            out["hits"] = _ranked(context.smooth(
+                out.get("hits") or [], group=deps.cfg.context_group,
+                position=deps.cfg.context_position)[:body.k])
+            out["k"] = body.k
+            out["playbook_boosted"] = sum(1 for h in out["hits"]
+                                          if h.get("boost_factor", 1.0) != 1.0)
         if choice.strategy == "keyword" and not out.get("hits"):
             costs.observe("keyword", _ms(t0))
             t0 = time.perf_counter()

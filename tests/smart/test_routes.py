@@ -47,7 +47,8 @@ async def talk(vectord_url: str, embedd_url: str) -> AsyncIterator[str]:
         await vec.create_corpus(name, e.dim, model=e.model)
         await vec.upsert(name, [
             {"id": i, "vector": v, "text": text, "title": f"session {i[1]}, {d}",
-             "metadata": {"speaker": sp, "date": d, "session": int(i[1])}}
+             "metadata": {"speaker": sp, "date": d, "session": int(i[1]),
+                          "turn": int(i.split(":")[1])}}
             for (i, sp, _, d), text, v in zip(TURNS, texts, e.vectors, strict=True)], model=e.model)
         yield name
         await vec.delete_corpus(name)
@@ -119,6 +120,21 @@ async def test_smart_search(http: aiohttp.ClientSession, matrix: str, talk: str)
     assert out["iterations"][0]["queries"][0]["purpose"] == "original"
 
 
+async def test_smart_search_judges_turns_with_their_neighbours(
+        http: aiohttp.ClientSession, matrix: str, talk: str) -> None:
+    url = f"{matrix}/v1/matrix/smart_search"
+    body = {"query_text": "What does Melanie do to relax?", "corpora": [talk], "k": 9}
+    st, on = await post(http, url, body)
+    assert st == 200, on
+    for h in on["hits"]:  # every hit has a session and a turn: each got its context score
+        assert h["context_score"] >= h["score"] - 1e-9
+    st, off = await post(http, url, {**body, "context": False})
+    assert st == 200, off
+    assert all("context_score" not in h for h in off["hits"])
+    st, out = await post(http, url, {**body, "context": "yes"})
+    assert st == 400 and out["error"]["field"] == "context", out
+
+
 async def test_smart_search_stops_at_max_iterations(http: aiohttp.ClientSession, matrix: str,
                                                     talk: str) -> None:
     # A bar nothing reaches: reflection can never be satisfied, so the cap ends it.
@@ -141,6 +157,23 @@ async def test_smart_search_bad_input(http: aiohttp.ClientSession, matrix: str, 
                                       body: dict[str, Any], field: str) -> None:
     st, out = await post(http, f"{matrix}/v1/matrix/smart_search", {**body, "corpora": [talk]})
     assert st == 400 and out["error"]["field"] == field, out
+
+
+async def test_search_auto_hybrid_with_context(http: aiohttp.ClientSession, matrix: str,
+                                               talk: str) -> None:
+    url = f"{matrix}/v1/matrix/search_auto"
+    body = {"query_text": "Which hobby relaxes Melanie?", "corpora": [talk],
+            "k": 3}
+    st, out = await post(http, url, body)
+    assert st == 200 and out["strategy"] == "hybrid", out
+    assert out["k"] == 3 and len(out["hits"]) == 3
+    assert [h["rank"] for h in out["hits"]] == [1, 2, 3]
+    assert all("context_score" in h for h in out["hits"])
+    scores = [h["context_score"] for h in out["hits"]]
+    assert scores == sorted(scores, reverse=True)
+    st, out = await post(http, url, {**body, "context": False})
+    assert st == 200 and out["strategy"] == "hybrid", out
+    assert len(out["hits"]) == 3 and all("context_score" not in h for h in out["hits"])
 
 
 async def test_search_auto(http: aiohttp.ClientSession, matrix: str, talk: str) -> None:

@@ -1,0 +1,65 @@
+"""A turn judged with its neighbours (internal.matrixd.context), pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from internal.matrixd import context
+
+
+def hit(id_: str, score: float, session: Any = 1, turn: Any = None, corpus: str = "talk"
+        ) -> dict[str, Any]:
+    meta: dict[str, Any] = {"session": session}
+    if turn is not None:
+        meta["turn"] = turn
+    return {"corpus": corpus, "id": id_, "score": score, "metadata": meta}
+
+
+def ids(hits: list[dict[str, Any]]) -> list[str]:
+    return [h["id"] for h in hits]
+
+
+def test_the_answer_borrows_from_the_question_before_it() -> None:
+    # D1:5 answers D1:4 ("What kind of yoga is it?"); D2:9 matches a little more on its
+    # own than the answer does, and the answer passes it.
+    hits = [hit("D1:4", 1.0, 1, 4), hit("D2:9", 0.6, 2, 9), hit("D1:5", 0.5, 1, 5)]
+    out = context.smooth(hits)
+    assert ids(out) == ["D1:4", "D1:5", "D2:9"]
+    by = {h["id"]: h["context_score"] for h in out}
+    assert by["D1:5"] == pytest.approx(0.5 + 0.5 * 1.0)  # the turn before, weight 0.5
+    assert by["D1:4"] == pytest.approx(1.0 + 0.3 * 0.5)  # the turn after, weight 0.3
+    assert by["D2:9"] == pytest.approx(0.6)
+
+
+def test_two_away_counts_and_three_away_does_not() -> None:
+    out = context.smooth([hit("a", 1.0, 1, 1), hit("b", 0.1, 1, 3), hit("c", 0.1, 1, 4)])
+    by = {h["id"]: h["context_score"] for h in out}
+    assert by["b"] == pytest.approx(0.1 + 0.2 * 1.0 + 0.3 * 0.1)
+    assert by["c"] == pytest.approx(0.1 + 0.5 * 0.1)  # "a" is three turns before
+
+
+def test_neighbours_only_in_the_same_thread_and_corpus() -> None:
+    hits = [hit("a", 1.0, 1, 4), hit("b", 0.5, 2, 5), hit("c", 0.5, 1, 5, corpus="other")]
+    out = context.smooth(hits)
+    assert [h["context_score"] for h in out] == [1.0, 0.5, 0.5]
+    assert ids(out) == ["a", "b", "c"]  # ties keep the given order
+
+
+def test_hits_without_a_place_keep_their_order_and_scores() -> None:
+    hits = [hit("x", 0.9), {"corpus": "wiki", "id": "y", "score": 0.8},
+            hit("z", 0.7, turn=True)]  # a bool is no position
+    out = context.smooth(hits)
+    assert ids(out) == ["x", "y", "z"]
+    assert [h["score"] for h in out] == [0.9, 0.8, 0.7]
+    assert hits[0].get("context_score") is None  # the input is not changed
+
+
+def test_positions_as_digit_strings_and_other_field_names() -> None:
+    hits = [{"corpus": "c", "id": "q", "score": 1.0, "metadata": {"thread": "t", "seq": "7"}},
+            {"corpus": "c", "id": "x", "score": 0.8, "metadata": {"thread": "u", "seq": "1"}},
+            {"corpus": "c", "id": "a", "score": 0.4, "metadata": {"thread": "t", "seq": "8"}}]
+    out = context.smooth(hits, group="thread", position="seq")
+    assert ids(out) == ["q", "a", "x"]
+    assert context.place(hits[0], "session", "turn") is None
