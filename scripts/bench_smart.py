@@ -3,8 +3,10 @@
 Indexes each conversation's turns as a corpus through the real stack (vectord with its
 PostgreSQL in `[vectord] data_dir`, embedd's local model; both in-process unless
 running, as `lakehouse eval` does; document vectors cached in var/eval-cache/), once
-as spoken and once normalised (/v1/matrix/normalize's logic: "I" -> the speaker,
-"yesterday" -> the session's date, keywords; the original kept in metadata). Then
+as spoken and once normalised as `lakehouse ingest --normalize` stores it
+(/v1/matrix/normalize's logic: "I" -> the speaker, "yesterday" -> the session's date,
+keywords; the original kept in metadata; each turn with the two turns before it and the
+one after it in its session). Then
 every question of categories 1-4 with evidence is asked of each system, the systems
 alternating question by question: plain hybrid search, smart_search and search_auto,
 on both indexes, through matrixd's own search path (`run_search`, Deps on real
@@ -26,6 +28,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +48,7 @@ from internal.config import loader
 from internal.evaluation import locomo
 from internal.evaluation.ingest import ingest
 from internal.evaluation.services import services
-from internal.matrixd import nlp, smart, strategy
+from internal.matrixd import context, nlp, plan, smart, strategy
 from internal.matrixd.deps import Deps
 from internal.matrixd.normalize import Observation, normalize
 from internal.matrixd.search import run_search
@@ -76,6 +79,13 @@ async def build_indexes(vc: VectordClient, ec: EmbedClient, convs: list[locomo.C
         ndocs = [locomo.doc(t, n.text, {"original": t.text, "keywords": n.keywords,
                                         **({"dates": n.dates} if n.dates else {})})
                  for t, n in zip(conv.turns, normed, strict=True)]
+        # As `lakehouse ingest --normalize` stores them: each turn with the turns around
+        # it in its session (context.windows, the default window).
+        texts = context.windows([d.text for d in ndocs], [t.session for t in conv.turns])
+        mark = f"{context.WINDOW_BEFORE}:{context.WINDOW_AFTER}"
+        ndocs = [d if x == d.text else
+                 replace(d, text=x, metadata={**d.metadata, context.WINDOW_KEY: mark})
+                 for d, x in zip(ndocs, texts, strict=True)]
         rep = await ingest(vc, ec, conv.corpus + "_norm", ndocs, cache_dir=cache)
         changed = sum(1 for n in normed if n.resolved)
         print(f"{conv.corpus}_norm: normalised in {norm_s:.1f} s ({changed} turns changed), "
@@ -155,7 +165,12 @@ async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=0, help="questions per conversation (0: all)")
     ap.add_argument("--only", default="", help="comma-separated system names to run")
+    ap.add_argument("--keep-top", type=int, default=None,
+                    help=f"smart merge: the question's first N hits keep their places "
+                         f"(default plan.KEEP_TOP = {plan.KEEP_TOP})")
     args = ap.parse_args()
+    if args.keep_top is not None:
+        plan.KEEP_TOP = args.keep_top
     path = data_file()
     if not path.is_file():
         print(f"not run: data absent ({path})", file=sys.stderr)

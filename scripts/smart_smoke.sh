@@ -121,5 +121,20 @@ out=$("${LH[@]}" ingest "$SMOKE_TMP/talk.jsonl" --corpus "$N" --normalize --quie
 grep -q "1 unchanged" <<<"$out" \
   && { PASSES=$((PASSES + 1)); echo "ok   ingest --normalize rerun skips what is stored"; } || { echo "FAIL rerun: $out" >&2; exit 1; }
 
-drop_corpus "$C"; drop_corpus "$N"
+W="smoke_ctx_$SUFFIX"
+{
+  printf '%s\n' '{"_id": "s1", "text": "What kind of yoga is it?", "metadata": {"speaker": "Maria", "date": "2023-05-08", "session": 1}}'
+  printf '%s\n' '{"_id": "s2", "text": "A beginner class: poses and breathing.", "metadata": {"speaker": "John", "date": "2023-05-08", "session": 1}}'
+  printf '%s\n' '{"_id": "s3", "text": "New session, new topic.", "metadata": {"speaker": "John", "date": "2023-06-01", "session": 2}}'
+} >"$SMOKE_TMP/ctx.jsonl"
+"${LH[@]}" ingest "$SMOKE_TMP/ctx.jsonl" --corpus "$W" --normalize --quiet --url "$BASE" >/dev/null
+at "$VBASE" GET "/v1/vectors/corpora/$W/items/s2"
+check "ingest --normalize indexes a turn with the turns around it in its session" '.text == "A beginner class: poses and breathing.\nWhat kind of yoga is it?" and .metadata.original == "A beginner class: poses and breathing." and .metadata.context_window == "2:1"'
+at "$VBASE" GET "/v1/vectors/corpora/$W/items/s3"
+check "ingest --normalize: no context from another session" '.text == "New session, new topic."'
+"${LH[@]}" ingest "$SMOKE_TMP/ctx.jsonl" --corpus "$W" --normalize --context 0:0 --quiet --url "$BASE" >/dev/null
+at "$VBASE" GET "/v1/vectors/corpora/$W/items/s2"
+check "ingest --normalize --context 0:0 indexes the turn alone" '.text == "A beginner class: poses and breathing."'
+
+drop_corpus "$C"; drop_corpus "$N"; drop_corpus "$W"
 smoke_done smart_smoke

@@ -23,6 +23,7 @@ from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common.errors import LakehouseError, ServiceError, Unavailable, UpstreamTimeout
 from internal.common.hashing import content_hash
+from internal.matrixd import context
 
 T = TypeVar("T")
 
@@ -285,12 +286,15 @@ def _ids(docs: list[Doc], limit: int = 20) -> str:
 NORMALIZE_BATCH = 500  # observations per /v1/matrix/normalize call (the route takes 1,000)
 
 
-async def normalized(matrixd: ServiceClient, docs: list[Doc]) -> list[Doc]:
+async def normalized(matrixd: ServiceClient, docs: list[Doc], window: tuple[int, int] = (0, 0),
+                     thread: str = "session") -> list[Doc]:
     """Docs whose text is normalised by matrixd; the original and keywords go to metadata.
 
     metadata "speaker" names who said the text, "reference_time" (or "date", ISO 8601)
     when, so "I" and "yesterday" can be resolved. Normalising is deterministic, so a
     rerun's content hashes match what the first run stored and nothing is re-embedded.
+    With a window (before, after), a document whose metadata names its `thread` is indexed
+    with the normalised texts of the documents around it in that thread (context.windows).
     """
     out: list[Doc] = []
     for i in range(0, len(docs), NORMALIZE_BATCH):
@@ -311,7 +315,25 @@ async def normalized(matrixd: ServiceClient, docs: list[Doc]) -> list[Doc]:
             if n.get("dates"):
                 meta["dates"] = n["dates"]
             out.append(Doc(d.id, n["text"], d.title, d.tags, meta, d.language))
+    if window != (0, 0):
+        threads = [_thread(d.metadata.get(thread)) for d in out]
+        texts = context.windows([d.text for d in out], threads, *window)
+        mark = {context.WINDOW_KEY: f"{window[0]}:{window[1]}"}
+        out = [d if t == d.text else Doc(d.id, t, d.title, d.tags, {**d.metadata, **mark},
+                                         d.language)
+               for d, t in zip(out, texts, strict=True)]
     return out
+
+
+def _thread(value: Any) -> object | None:
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+def _window(value: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+):(\d+)", value.strip())
+    if not m or int(m[1]) > 10 or int(m[2]) > 10:
+        raise argparse.ArgumentTypeError(f"expected BEFORE:AFTER, each 0..10, got {value!r}")
+    return int(m[1]), int(m[2])
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -327,7 +349,7 @@ def _ingest(args: argparse.Namespace) -> int:
         await _ensure_corpus(vectord, embed, args)
         if args.normalize:
             docs = await normalized(ServiceClient(session, base, "matrixd", timeout=args.timeout),
-                                    docs)
+                                    docs, args.context, args.thread)
         stored = {row["id"]: row["content_hash"] async for row in vectord.iter_ids(args.corpus, page=10000)}
         plan = plan_ingest(docs, stored)
         if plan.empty:
@@ -509,6 +531,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--normalize", action="store_true",
                    help="index the text as /v1/matrix/normalize rewrites it (original kept in metadata)")
+    p.add_argument("--context", type=_window, default=(context.WINDOW_BEFORE, context.WINDOW_AFTER),
+                   metavar="BEFORE:AFTER",
+                   help="with --normalize: index each document with this many documents before and "
+                        "after it in its thread (metadata --thread); 0:0 for none (default "
+                        f"{context.WINDOW_BEFORE}:{context.WINDOW_AFTER})")
+    p.add_argument("--thread", default="session",
+                   help="with --normalize: the metadata field naming a document's thread "
+                        "(a session, a ticket; default session)")
     add_url_arg(p)
     p.set_defaults(func=_ingest)
 

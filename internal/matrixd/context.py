@@ -6,12 +6,17 @@ the yoga class finds the question's words there, not in the answer. So a hit tha
 a thread (metadata `group`, e.g. a session) at a position (metadata `position`, e.g. the
 turn's number) borrows part of the scores its neighbours earned in the same ranking: the
 turn before counts most (the question a turn answers), the turn after less, two away
-less again. Hits without both fields keep their scores unchanged.
+less again. Hits without both fields, or indexed with their neighbours already (metadata
+`context_window`, set by `windows`' callers), keep their scores unchanged.
 
 This is query-time contextual retrieval: the neighbours must be in the ranking to lend
 anything, so smart search asks each sub-query for a deeper list (smart.SUB_QUERY_DEPTH).
 Measured on LoCoMo's dev half (hybrid's top 100 re-ranked; DECISIONS.md, issue 17):
 overall evidence R@10 0.684 -> 0.738, single-hop 0.753 -> 0.844, multi-hop 0.435 -> 0.410.
+
+The same idea at ingest time is `windows`: a turn indexed (embedded and BM25-indexed)
+with the turns around it in its thread, which `lakehouse ingest --normalize` does for
+documents that name their thread (LoCoMo, hybrid: 0.685 -> 0.769 overall R@10).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from typing import Any
 # Share of a neighbour's score a turn borrows, by offset (-1: the turn before).
 NEIGHBOUR_WEIGHTS: Mapping[int, float] = {-1: 0.5, 1: 0.3, -2: 0.2, 2: 0.2}
 GROUP = "session"  # metadata field naming the thread a turn belongs to
+# Metadata key of an item indexed with its neighbours ("BEFORE:AFTER"): re-ranking it
+# with them again would count them twice.
+WINDOW_KEY = "context_window"
 POSITION = "turn"  # metadata field holding the turn's number in its thread
 
 
@@ -29,8 +37,8 @@ def place(hit: Mapping[str, Any], group: str = GROUP, position: str = POSITION
           ) -> tuple[str, str, str, int] | None:
     """(corpus, thread, position) of a hit, or None when its metadata lacks either."""
     meta = hit.get("metadata")
-    if not isinstance(meta, Mapping):
-        return None
+    if not isinstance(meta, Mapping) or WINDOW_KEY in meta:
+        return None  # no place, or indexed with its neighbours already (`windows`)
     g, p = meta.get(group), meta.get(position)
     if g is None or isinstance(p, bool):
         return None
@@ -63,6 +71,38 @@ def smooth(hits: Sequence[dict[str, Any]], *, group: str = GROUP, position: str 
         return [h for _, _, h in out]
     out.sort(key=lambda t: (-t[0], t[1]))
     return [h for _, _, h in out]
+
+
+# Turns before and after a turn that `lakehouse ingest --normalize` indexes with it.
+WINDOW_BEFORE = 2
+WINDOW_AFTER = 1
+
+
+def windows(texts: Sequence[str], threads: Sequence[object | None],
+            before: int = WINDOW_BEFORE, after: int = WINDOW_AFTER) -> list[str]:
+    """Each text followed by its neighbours' (the list's order, the same thread), one a line.
+
+    A text whose thread is None stays as it is and lends itself to no other; neighbours
+    are taken only up to the first text of another thread on each side.
+    """
+    if len(texts) != len(threads):
+        raise ValueError("windows: texts and threads differ in length")
+    if before < 0 or after < 0:
+        raise ValueError("windows: before and after must not be negative")
+    out: list[str] = []
+    for i, (text, thread) in enumerate(zip(texts, threads, strict=True)):
+        if thread is None:
+            out.append(text)
+            continue
+        lo = i
+        while lo > 0 and i - lo < before and threads[lo - 1] == thread:
+            lo -= 1
+        hi = i
+        while hi + 1 < len(texts) and hi - i < after and threads[hi + 1] == thread:
+            hi += 1
+        around = [texts[j] for j in range(lo, hi + 1) if j != i]
+        out.append("\n".join([text, *around]) if around else text)
+    return out
 
 
 def _score(hit: Mapping[str, Any]) -> float:

@@ -63,3 +63,29 @@ def test_positions_as_digit_strings_and_other_field_names() -> None:
     out = context.smooth(hits, group="thread", position="seq")
     assert ids(out) == ["q", "a", "x"]
     assert context.place(hits[0], "session", "turn") is None
+
+
+def test_windows_take_the_turns_around_in_the_same_thread() -> None:
+    texts = ["a1", "a2", "a3", "a4", "b1", "b2", "x"]
+    threads: list[object | None] = [1, 1, 1, 1, 2, 2, None]
+    out = context.windows(texts, threads, before=2, after=1)
+    assert out[0] == "a1\na2"
+    assert out[2] == "a3\na1\na2\na4"  # the turn first, then its neighbours in order
+    assert out[3] == "a4\na2\na3"  # nothing after the thread's end
+    assert out[4] == "b1\nb2"  # nothing from thread 1
+    assert out[6] == "x"  # no thread: as it is
+    assert context.windows(texts, threads, before=0, after=0) == texts
+
+
+def test_windows_refuse_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="length"):
+        context.windows(["a"], [])
+    with pytest.raises(ValueError, match="negative"):
+        context.windows(["a"], [1], before=-1)
+
+
+def test_items_indexed_with_their_window_are_not_smoothed_again() -> None:
+    hits = [hit("a", 1.0, 1, 4), hit("b", 0.5, 1, 5)]
+    hits[1]["metadata"]["context_window"] = "2:1"
+    out = context.smooth(hits)
+    assert [h["context_score"] for h in out] == [1.0, 0.5]
