@@ -31,7 +31,15 @@ from internal.matrixd import context, nlp, reflect, strategy, temporal
 from internal.matrixd.analyze import Analysis, analyze
 from internal.matrixd.deps import Deps
 from internal.matrixd.normalize import Normalized, Observation, normalize
-from internal.matrixd.plan import Plan, SubQuery, fuse, make_plan, waves
+from internal.matrixd.plan import (
+    Plan,
+    SubQuery,
+    fuse,
+    make_plan,
+    persons_of,
+    prefer_speakers,
+    waves,
+)
 from internal.matrixd.search import run_search
 
 log = structlog.get_logger()
@@ -299,9 +307,10 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
             k=min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode=mode,
             filter=body.filter, language=body.language, allow_partial=body.allow_partial))
         if deep:
-            out["hits"] = _ranked(context.smooth(
-                out.get("hits") or [], group=deps.cfg.context_group,
-                position=deps.cfg.context_position)[:body.k])
+            smoothed = context.smooth(out.get("hits") or [], group=deps.cfg.context_group,
+                                      position=deps.cfg.context_position)
+            ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
+            out["hits"] = _ranked(ranked[:body.k])
             out["k"] = body.k
             out["playbook_boosted"] = sum(1 for h in out["hits"]
                                           if h.get("boost_factor", 1.0) != 1.0)

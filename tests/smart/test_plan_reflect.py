@@ -72,6 +72,24 @@ def test_temporal_question_prefers_dated_hits(pipeline: Language,
     assert [h["id"] for h in fused] == ["b", "a"]  # "yesterday" states a time
 
 
+def test_a_turn_said_by_the_person_asked_about_gets_the_speaker_bonus(
+        pipeline: Language, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(P, "KEEP_TOP", 0)
+    a = analyze(pipeline, "What types of yoga has Maria practiced?", NOW)
+    p = P.make_plan(a)
+    assert p.persons == ["Maria"] and p.to_dict()["merge"]["speaker_bonus"] == P.SPEAKER_BONUS
+    john, maria = hit("j", "John: Maria, my yoga class is fun"), hit("m", "Maria: kundalini yoga")
+    john["metadata"], maria["metadata"] = {"speaker": "John"}, {"speaker": "maria"}
+    fused = P.fuse([(p.sub_queries[0], [john, maria])], p)
+    assert [h["id"] for h in fused] == ["m", "j"]
+    # Rank 2 of the question's ranking, names Maria (entity bonus), said by her.
+    assert fused[0]["merge_score"] == pytest.approx(
+        1 / (P.RRF_K + 2) * (1 + P.ENTITY_BONUS) * (1 + P.SPEAKER_BONUS))
+    # No person named: no bonus, the order stays.
+    q = P.make_plan(analyze(pipeline, "What types of yoga are there?", NOW))
+    assert q.persons == [] and [h["id"] for h in P.fuse([(q.sub_queries[0], [john, maria])], q)] == ["j", "m"]
+
+
 def test_fuse_weights_and_must_match(pipeline: Language,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(P, "KEEP_TOP", 0)
@@ -172,3 +190,12 @@ def test_question_ranking_is_the_backbone(pipeline: Language) -> None:
     # The question's own first KEEP_TOP hits stay; the entity query's find is merged after.
     assert ids[:P.KEEP_TOP] == [h["id"] for h in own[:P.KEEP_TOP]]
     assert "e" in ids[P.KEEP_TOP:]
+
+
+def test_prefer_speakers_reorders_one_ranking() -> None:
+    hits = [{"id": "a", "score": 1.0, "metadata": {"speaker": "John"}},
+            {"id": "b", "score": 0.9, "metadata": {"speaker": "Maria"}},
+            {"id": "c", "score": 0.5, "metadata": {}}]
+    assert [h["id"] for h in P.prefer_speakers(hits, ["maria"])] == ["b", "a", "c"]
+    assert P.prefer_speakers(hits, []) == hits
+    assert [h["id"] for h in P.prefer_speakers(hits, ["Nobody"])] == ["a", "b", "c"]
