@@ -88,7 +88,8 @@ class Plan:
                           "time_bonus": TIME_BONUS if self.time_cue else 0.0,
                           "speaker_bonus": SPEAKER_BONUS if self.persons else 0.0,
                           "per_source": self.per_source or None, "keep_top": KEEP_TOP},
-                "entities": self.entities, "date_preference": self.date_preference}
+                "entities": self.entities, "persons": self.persons,
+                "date_preference": self.date_preference}
 
 
 def _merge_prefer(user: dict[str, Any] | None, ours: dict[str, Any]) -> dict[str, Any] | None:
