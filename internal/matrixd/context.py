@@ -4,9 +4,9 @@ A dialogue turn rarely carries its whole meaning: "It's a beginner class, fundam
 and breathing" answers "What kind of yoga is it?" one turn earlier, and a question about
 the yoga class finds the question's words there, not in the answer. So a hit that sits in
 a thread (metadata `group`, e.g. a session) at a position (metadata `position`, e.g. the
-turn's number) borrows part of the scores its neighbours earned in the same ranking: the
-turn before counts most (the question a turn answers), the turn after less, two away
-less again. Hits without both fields, or indexed with their neighbours already (metadata
+turn's number) borrows part of the scores (`merge_score`, else `score`) its neighbours
+earned in the same ranking: the turn before counts most (the question a turn answers),
+the turn after less, two away less again. Hits without both fields, or indexed with their neighbours already (metadata
 `context_window`, set by `windows`' callers), keep their scores unchanged.
 
 This is query-time contextual retrieval: the neighbours must be in the ranking to lend
@@ -106,5 +106,10 @@ def windows(texts: Sequence[str], threads: Sequence[object | None],
 
 
 def _score(hit: Mapping[str, Any]) -> float:
-    s = hit.get("score")
-    return float(s) if isinstance(s, int | float) and not isinstance(s, bool) else 0.0
+    """The key the list is ranked by: `merge_score` (corpus weights and the playbook's
+    factor applied) when the hit has one, else `score`."""
+    for name in ("merge_score", "score"):
+        s = hit.get(name)
+        if isinstance(s, int | float) and not isinstance(s, bool):
+            return float(s)
+    return 0.0

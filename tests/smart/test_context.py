@@ -89,3 +89,12 @@ def test_items_indexed_with_their_window_are_not_smoothed_again() -> None:
     hits[1]["metadata"]["context_window"] = "2:1"
     out = context.smooth(hits)
     assert [h["context_score"] for h in out] == [1.0, 0.5]
+
+
+def test_the_ranking_key_is_merge_score_when_there_is_one() -> None:
+    # A playbook boost or a corpus weight lives in merge_score: the re-ranking keeps it.
+    a, b = hit("a", 0.9, 1, 1), hit("b", 0.5, 2, 1)
+    a["merge_score"], b["merge_score"] = 0.45, 1.0
+    out = context.smooth([b, a])
+    assert ids(out) == ["b", "a"]
+    assert [h["context_score"] for h in out] == [1.0, 0.45]
