@@ -14,6 +14,7 @@ vectord and embedd clients). Prints one table: R@5 and R@10 per category and ove
 and p50 latency; then the deltas against plain hybrid on the same index.
 
     flock /tmp/lakehouse-bench.lock .venv/bin/python scripts/bench_smart.py [--limit N]
+    ... scripts/bench_smart.py --window-grid 0:0,1:1,2:2,2:1   # the ingest window, measured
 
 The data is CC BY-NC 4.0 and is read from ../shared/data/locomo (or $LAKEHOUSE_DATA).
 """
@@ -63,8 +64,16 @@ def data_file() -> Path:
     return base / "data" / "locomo" / "locomo_dev.json"
 
 
+DEFAULT_WINDOW = (context.WINDOW_BEFORE, context.WINDOW_AFTER)
+
+
+def window_suffix(window: tuple[int, int]) -> str:
+    """The normalised index's corpus suffix: "_norm" for the default window."""
+    return "_norm" if window == DEFAULT_WINDOW else f"_norm_w{window[0]}{window[1]}"
+
+
 async def build_indexes(vc: VectordClient, ec: EmbedClient, convs: list[locomo.Conversation],
-                        ) -> None:
+                        windows: tuple[tuple[int, int], ...] = (DEFAULT_WINDOW,)) -> None:
     pipeline = await asyncio.to_thread(nlp.load)
     cache = ROOT / "var" / "eval-cache"
     for conv in convs:
@@ -79,18 +88,50 @@ async def build_indexes(vc: VectordClient, ec: EmbedClient, convs: list[locomo.C
         ndocs = [locomo.doc(t, n.text, {"original": t.text, "keywords": n.keywords,
                                         **({"dates": n.dates} if n.dates else {})})
                  for t, n in zip(conv.turns, normed, strict=True)]
-        # As `lakehouse ingest --normalize` stores them: each turn with the turns around
-        # it in its session (context.windows, the default window).
-        texts = context.windows([d.text for d in ndocs], [t.session for t in conv.turns])
-        mark = f"{context.WINDOW_BEFORE}:{context.WINDOW_AFTER}"
-        ndocs = [d if x == d.text else
-                 replace(d, text=x, metadata={**d.metadata, context.WINDOW_KEY: mark})
-                 for d, x in zip(ndocs, texts, strict=True)]
-        rep = await ingest(vc, ec, conv.corpus + "_norm", ndocs, cache_dir=cache)
-        changed = sum(1 for n in normed if n.resolved)
-        print(f"{conv.corpus}_norm: normalised in {norm_s:.1f} s ({changed} turns changed), "
-              f"{rep.embedded} embedded ({rep.from_cache} from cache), {rep.seconds:.0f} s",
-              file=sys.stderr)
+        for window in windows:
+            # As `lakehouse ingest --normalize --context B:A` stores them: each turn with
+            # the turns around it in its session (context.windows).
+            texts = context.windows([d.text for d in ndocs], [t.session for t in conv.turns],
+                                    *window)
+            mark = f"{window[0]}:{window[1]}"
+            wdocs = [d if x == d.text else
+                     replace(d, text=x, metadata={**d.metadata, context.WINDOW_KEY: mark})
+                     for d, x in zip(ndocs, texts, strict=True)]
+            name = conv.corpus + window_suffix(window)
+            rep = await ingest(vc, ec, name, wdocs, cache_dir=cache)
+            changed = sum(1 for n in normed if n.resolved)
+            print(f"{name}: normalised in {norm_s:.1f} s ({changed} turns changed), window "
+                  f"{mark}, {rep.embedded} embedded ({rep.from_cache} from cache), "
+                  f"{rep.seconds:.0f} s", file=sys.stderr)
+
+
+async def window_grid(vc: VectordClient, ec: EmbedClient, cfg: Any,
+                      convs: list[locomo.Conversation], windows: tuple[tuple[int, int], ...],
+                      limit: int) -> str:
+    """Plain hybrid on the spoken index and on the normalised index at each window."""
+    await build_indexes(vc, ec, convs, windows)
+    deps = Deps(cfg=cfg.matrixd, vectord=vc, embed=ec)
+    names = {"spoken": ""} | {f"normalised, window {b}:{a}": window_suffix((b, a))
+                              for b, a in windows}
+    rows: dict[str, dict[str, list[float]]] = {n: defaultdict(list) for n in names}
+    for conv in convs:
+        for q in conv.questions[:limit] if limit else conv.questions:
+            for name, suffix in names.items():
+                out = await run_search(deps, MatrixSearchRequest(
+                    corpora=[conv.corpus + suffix], query_text=q.text, k=K))
+                ids = [str(h["id"]) for h in out["hits"]]
+                for k in (5, 10):
+                    r = locomo.recall(ids, q.evidence, k)
+                    rows[name][f"{q.category}@{k}"].append(r)
+                    rows[name][f"all@{k}"].append(r)
+    head = ["plain hybrid on", *[f"{c} R@10" for c in CATS], "overall R@5", "overall R@10"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, per in rows.items():
+        lines.append("| " + " | ".join([name, *[f"{statistics.fmean(per[f'{c}@10']):.3f}"
+                                                 for c in CATS],
+                                          f"{statistics.fmean(per['all@5']):.3f}",
+                                          f"{statistics.fmean(per['all@10']):.3f}"]) + " |")
+    return "\n".join(lines)
 
 
 System = Callable[[Deps, str, str], Awaitable[dict[str, Any]]]
@@ -168,7 +209,13 @@ async def main() -> int:
     ap.add_argument("--keep-top", type=int, default=None,
                     help=f"smart merge: the question's first N hits keep their places "
                          f"(default plan.KEEP_TOP = {plan.KEEP_TOP})")
+    ap.add_argument("--window-grid", default="",
+                    help="instead of the systems: plain hybrid on the normalised index built "
+                         "with each window, e.g. 0:0,1:1,2:2,2:1 (BEFORE:AFTER)")
     args = ap.parse_args()
+    grid: tuple[tuple[int, int], ...] = tuple(
+        (int(b), int(a)) for b, a in (w.strip().split(":") for w in args.window_grid.split(",")
+                                      if w.strip()))
     if args.keep_top is not None:
         plan.KEEP_TOP = args.keep_top
     path = data_file()
@@ -182,6 +229,10 @@ async def main() -> int:
     async with services(cfg, in_process=True) as ep, aiohttp.ClientSession() as session:
         vc = VectordClient(session, ep.vectord_url, 300.0)
         ec = EmbedClient(session, ep.embedd_url, 300.0)
+        if grid:
+            print(f"LoCoMo dev half: {len(convs)} conversations, plain hybrid, k={K}")
+            print(await window_grid(vc, ec, cfg, convs, grid, args.limit))
+            return 0
         await build_indexes(vc, ec, convs)
         deps = Deps(cfg=cfg.matrixd, vectord=vc, embed=ec)
         costs = {"raw": strategy.CostModel(), "norm": strategy.CostModel()}
