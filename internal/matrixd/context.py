@@ -6,8 +6,9 @@ the yoga class finds the question's words there, not in the answer. So a hit tha
 a thread (metadata `group`, e.g. a session) at a position (metadata `position`, e.g. the
 turn's number) borrows part of the scores (`merge_score`, else `score`) its neighbours
 earned in the same ranking: the turn before counts most (the question a turn answers),
-the turn after less, two away less again. Hits without both fields, or indexed with their neighbours already (metadata
-`context_window`, set by `windows`' callers), keep their scores unchanged.
+the turn after less, two away less again. Hits without both fields, or indexed with
+their neighbours already (metadata `context_window`, set by `windows`' callers), keep
+their scores unchanged.
 
 This is query-time contextual retrieval: the neighbours must be in the ranking to lend
 anything, so smart search asks each sub-query for a deeper list (smart.SUB_QUERY_DEPTH).
@@ -27,14 +28,14 @@ from typing import Any
 # Share of a neighbour's score a turn borrows, by offset (-1: the turn before).
 NEIGHBOUR_WEIGHTS: Mapping[int, float] = {-1: 0.5, 1: 0.3, -2: 0.2, 2: 0.2}
 GROUP = "session"  # metadata field naming the thread a turn belongs to
+POSITION = "turn"  # metadata field holding the turn's number in its thread
 # Metadata key of an item indexed with its neighbours ("BEFORE:AFTER"): re-ranking it
 # with them again would count them twice.
 WINDOW_KEY = "context_window"
-POSITION = "turn"  # metadata field holding the turn's number in its thread
 
 
 def place(hit: Mapping[str, Any], group: str = GROUP, position: str = POSITION
-          ) -> tuple[str, str, str, int] | None:
+          ) -> tuple[str, str, int] | None:
     """(corpus, thread, position) of a hit, or None when its metadata lacks either."""
     meta = hit.get("metadata")
     if not isinstance(meta, Mapping) or WINDOW_KEY in meta:
@@ -46,7 +47,7 @@ def place(hit: Mapping[str, Any], group: str = GROUP, position: str = POSITION
         p = int(p)
     if not isinstance(p, int):
         return None
-    return str(hit.get("corpus")), str(hit.get("id")), str(g), p
+    return str(hit.get("corpus")), str(g), p
 
 
 def smooth(hits: Sequence[dict[str, Any]], *, group: str = GROUP, position: str = POSITION,
@@ -60,12 +61,13 @@ def smooth(hits: Sequence[dict[str, Any]], *, group: str = GROUP, position: str 
     at: dict[tuple[str, str, int], float] = {}
     for h, pl in zip(hits, places, strict=True):
         if pl is not None:
-            at.setdefault((pl[0], pl[2], pl[3]), _score(h))
+            at.setdefault(pl, _score(h))
     out: list[tuple[float, int, dict[str, Any]]] = []
     for i, (h, pl) in enumerate(zip(hits, places, strict=True)):
         s = _score(h)
         if pl is not None:
-            s += sum(w * at.get((pl[0], pl[2], pl[3] + off), 0.0) for off, w in weights.items())
+            corpus, thread, pos = pl
+            s += sum(w * at.get((corpus, thread, pos + off), 0.0) for off, w in weights.items())
         out.append((s, i, {**h, "context_score": s}))
     if not at:
         return [h for _, _, h in out]
