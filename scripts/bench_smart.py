@@ -10,8 +10,11 @@ one after it in its session). Then
 every question of categories 1-4 with evidence is asked of each system, the systems
 alternating question by question: plain hybrid search, smart_search and search_auto,
 on both indexes, through matrixd's own search path (`run_search`, Deps on real
-vectord and embedd clients). Prints one table: R@5 and R@10 per category and overall,
-and p50 latency; then the deltas against plain hybrid on the same index.
+vectord and embedd clients). A reference row on each index, "hybrid + answer (oracle)",
+asks plain hybrid the question with its gold answer appended: no system knows the
+answer, so it bounds what any rewriting of the question could add. Prints one table:
+R@5 and R@10 per category and overall, and p50 latency; then the deltas against plain
+hybrid on the same index.
 
     flock /tmp/lakehouse-bench.lock .venv/bin/python scripts/bench_smart.py [--limit N]
     ... scripts/bench_smart.py --window-grid 0:0,1:1,2:2,2:1   # the ingest window, measured
@@ -134,32 +137,42 @@ async def window_grid(vc: VectordClient, ec: EmbedClient, cfg: Any,
     return "\n".join(lines)
 
 
-System = Callable[[Deps, str, str], Awaitable[dict[str, Any]]]
+System = Callable[[Deps, str, locomo.Question], Awaitable[dict[str, Any]]]
+ORACLE = "hybrid + answer (oracle)"
 
 
 def systems(costs: dict[str, strategy.CostModel]) -> dict[str, System]:
-    async def hybrid(deps: Deps, corpus: str, q: str) -> dict[str, Any]:
-        return await run_search(deps, MatrixSearchRequest(corpora=[corpus], query_text=q, k=K))
+    async def hybrid(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+        return await run_search(deps, MatrixSearchRequest(corpora=[corpus], query_text=q.text,
+                                                          k=K))
 
-    async def smart_(deps: Deps, corpus: str, q: str) -> dict[str, Any]:
-        return await smart.smart_search(deps, SmartSearchRequest(query_text=q, corpora=[corpus],
-                                                                 k=K))
+    async def smart_(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+        return await smart.smart_search(deps, SmartSearchRequest(query_text=q.text,
+                                                                 corpora=[corpus], k=K))
 
     def auto(index: str) -> System:
-        async def run(deps: Deps, corpus: str, q: str) -> dict[str, Any]:
-            return await smart.search_auto(deps, SearchAutoRequest(query_text=q, corpora=[corpus],
-                                                                   k=K), costs[index])
+        async def run(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+            return await smart.search_auto(deps, SearchAutoRequest(query_text=q.text,
+                                                                   corpora=[corpus], k=K),
+                                           costs[index])
         return run
+
+    async def oracle(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+        # A reference no system can be: plain hybrid asked the question with its gold answer
+        # appended, i.e. the most any rewriting of the question could add to it.
+        return await run_search(deps, MatrixSearchRequest(
+            corpora=[corpus], query_text=f"{q.text} {q.answer}", k=K))
 
     out: dict[str, System] = {}
     for index, suffix in (("raw", ""), ("norm", "_norm")):
-        for name, fn in (("hybrid", hybrid), ("smart_search", smart_), ("search_auto", auto(index))):
+        for name, fn in (("hybrid", hybrid), ("smart_search", smart_), ("search_auto", auto(index)),
+                         (ORACLE, oracle)):
             out[f"{name}{' (normalized)' if suffix else ''}"] = _on(fn, suffix)
     return out
 
 
 def _on(fn: System, suffix: str) -> System:
-    async def run(deps: Deps, corpus: str, q: str) -> dict[str, Any]:
+    async def run(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
         return await fn(deps, corpus + suffix, q)
     return run
 
@@ -184,7 +197,9 @@ def table(rows: dict[str, dict[str, list[float]]], lat: dict[str, list[float]],
     lines.append("")
     for suffix in ("", " (normalized)"):
         base = summary[f"hybrid{suffix}"]
-        for name in (f"smart_search{suffix}", f"search_auto{suffix}"):
+        for name in (f"smart_search{suffix}", f"search_auto{suffix}", f"{ORACLE}{suffix}"):
+            if name not in summary:
+                continue
             s = summary[name]
             d = {k: s[k] - base[k] for k in ("all@10", "multi-hop@10", "temporal@10",
                                               "single-hop@10")}
@@ -252,7 +267,7 @@ async def main() -> int:
                 order = names[i % len(names):] + names[:i % len(names)]  # alternate who goes first
                 for name in order:
                     t0 = time.perf_counter()
-                    out = await runs[name](deps, conv.corpus, q.text)
+                    out = await runs[name](deps, conv.corpus, q)
                     lat[name].append((time.perf_counter() - t0) * 1000)
                     ids = [str(h["id"]) for h in out["hits"]]
                     for k in (5, 10):

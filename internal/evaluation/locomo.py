@@ -39,6 +39,7 @@ class Question:
     text: str
     category: str
     evidence: tuple[str, ...]
+    answer: str = ""  # the gold answer: only bench_smart's oracle reference reads it
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def load(path: Path) -> list[Conversation]:
             cat = CATEGORIES.get(int(q.get("category", 0)))
             ev = tuple(e for e in q.get("evidence") or [] if e in ids)
             if cat and ev:
-                qs.append(Question(q["question"], cat, ev))
+                qs.append(Question(q["question"], cat, ev, str(q.get("answer", ""))))
         out.append(Conversation(conv["sample_id"], turns, qs))
     return out
 
