@@ -91,6 +91,7 @@ async def build_indexes(vc: VectordClient, ec: EmbedClient, convs: list[locomo.C
         ndocs = [locomo.doc(t, n.text, {"original": t.text, "keywords": n.keywords,
                                         **({"dates": n.dates} if n.dates else {})})
                  for t, n in zip(conv.turns, normed, strict=True)]
+        changed = sum(1 for n in normed if n.resolved)
         for window in windows:
             # As `lakehouse ingest --normalize --context B:A` stores them: each turn with
             # the turns around it in its session (context.windows).
@@ -102,7 +103,6 @@ async def build_indexes(vc: VectordClient, ec: EmbedClient, convs: list[locomo.C
                      for d, x in zip(ndocs, texts, strict=True)]
             name = conv.corpus + window_suffix(window)
             rep = await ingest(vc, ec, name, wdocs, cache_dir=cache)
-            changed = sum(1 for n in normed if n.resolved)
             print(f"{name}: normalised in {norm_s:.1f} s ({changed} turns changed), window "
                   f"{mark}, {rep.embedded} embedded ({rep.from_cache} from cache), "
                   f"{rep.seconds:.0f} s", file=sys.stderr)

@@ -235,7 +235,7 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
         "corpora": first.get("corpora", []),
         "failed_corpora": _union(responses, "failed_corpora", "corpus"),
         "degraded": sorted({d for r in responses for d in r.get("degraded") or []}),
-        "playbook_boosted": sum(1 for h in hits if h.get("boost_factor", 1.0) != 1.0),
+        "playbook_boosted": _boosted(hits),
         "embed_ms": round(sum(float(r.get("embed_ms") or 0) for r in responses), 2),
         "analysis": a.to_dict(),
         "plan": _plan_dict(plan),
@@ -247,6 +247,11 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
              stopped=stopped, hits=len(hits), ms=out["took_ms"])
     return out
+
+
+def _boosted(hits: list[dict[str, Any]]) -> int:
+    """How many of the hits the playbook moved (matrixd's `playbook_boosted`)."""
+    return sum(1 for h in hits if h.get("boost_factor", 1.0) != 1.0)
 
 
 def _ranked(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -312,8 +317,7 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
             ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
             out["hits"] = _ranked(ranked[:body.k])
             out["k"] = body.k
-            out["playbook_boosted"] = sum(1 for h in out["hits"]
-                                          if h.get("boost_factor", 1.0) != 1.0)
+            out["playbook_boosted"] = _boosted(out["hits"])
         if choice.strategy == "keyword" and not out.get("hits"):
             costs.observe("keyword", _ms(t0))
             t0 = time.perf_counter()
