@@ -294,7 +294,7 @@ async def union_stats(store: Store, p: Plan, corpora: Sequence[Corpus]
     stmt = sql.SQL(lexical.UNION_STATS).format(held=lexical.held_languages(
         [c.id for c, a in zip(corpora, auto, strict=True) if a]))
     w = p.field_weights
-    async with store.pool.connection() as conn:
+    async with store.reads.connection() as conn:
         cur = await conn.execute(stmt, {
             **src, "langs": langs, "q": p.text,
             "wa": w["title"], "wb": w["text"], "wc": w["tags"]})
@@ -336,7 +336,7 @@ async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
                                        given=federated)
             args = {**p.params, **lexical.bm25_params(p.text, langs, p.k1, p.b,
                                                       p.field_weights, req.k, stats)}
-            async with store.pool.connection() as conn:
+            async with store.reads.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
                 await cur.execute(stmt, args)
                 rows = await cur.fetchall()
@@ -509,7 +509,7 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
     args = {**p.params, **p.sym_params,
             **lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats),
             "vec_q": query, "vec_n": p.n}
-    async with store.pool.connection() as conn:
+    async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
         await cur.execute(stmt, args)
@@ -574,7 +574,7 @@ async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
         args.update(lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, len(ids),
                                         stats))
         args["lex_ids"] = list(ids)
-    async with store.pool.connection() as conn:
+    async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await cur.execute(stmt, args)
         return list(await cur.fetchall())
@@ -587,7 +587,7 @@ async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int
         corpus = corpora[pos]
         stmt = sql.SQL(fusion_search.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
                                                    table=schema.items_table(corpus.id))
-        async with store.pool.connection() as conn:
+        async with store.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {"ids": wanted[pos]})
             return [((pos, row["id"]), row) for row in await cur.fetchall()]
@@ -674,7 +674,7 @@ async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list
                 template: str) -> list[dict[str, Any]]:
     async def read(pos: int) -> list[dict[str, Any]]:
         stmt = sql.SQL(template).format(table=schema.items_table(corpora[pos].id))
-        async with store.pool.connection() as conn:
+        async with store.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {"ids": wanted[pos]})
             return [{**row, "key": federation.key(row["id"], pos)}
@@ -702,7 +702,7 @@ async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
 
     async def dfs(c: Corpus) -> list[tuple[str, float]]:
         stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
-        async with store.pool.connection() as conn:
+        async with store.reads.connection() as conn:
             cur = await conn.execute(stmt, {"lexemes": candidates})
             return [(str(r[0]), float(r[1])) for r in await cur.fetchall()]
 

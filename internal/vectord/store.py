@@ -6,8 +6,9 @@ import functools
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -124,6 +125,12 @@ class PreparedItem:
                 Jsonb(self.metadata), self.language, self.content_hash)
 
 
+class ReadPool(Protocol):
+    """What searches read through: `ResilientPool` or a replica router."""
+
+    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Conn]: ...
+
+
 class Store:
     """The registry and the items tables, over one pool.
 
@@ -133,6 +140,9 @@ class Store:
 
     def __init__(self, pool: ResilientPool, cfg: VectordConfig, db: schema.DbInfo) -> None:
         self.pool = pool
+        # Where searches read: the primary's pool, or a router over read replicas that
+        # answers with the same `connection()` (writes and the registry always use `pool`).
+        self.reads: ReadPool = pool
         self.cfg = cfg
         self.db = db
         self._cache: dict[str, tuple[float, Corpus]] = {}
@@ -366,7 +376,7 @@ class Store:
         stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
             corpus.id, corpus.metric)
         # hnsw returns at most ef_search rows, so it must be at least k.
-        async with self.pool.connection() as conn:
+        async with self.reads.connection() as conn:
             await self.search_settings(conn, max(ef_search, k), filtered)
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {**params, "q": query, "k": k})
@@ -391,7 +401,7 @@ class Store:
         stmt = sql.SQL(KEYWORD_SEARCH).format(
             table=schema.items_table(corpus.id), expr=schema.KEYWORD_EXPR, where=where)
         pattern = "%" + escape_like(text.lower()) + "%"
-        async with self.pool.connection() as conn:
+        async with self.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {**params, "pattern": pattern, "k": k})
             return await cur.fetchall()
