@@ -1,30 +1,32 @@
-"""Benchmark vectord's lexical (BM25) mode against the engines it is compared with.
+"""Benchmark vectord's lexical (BM25) mode: the two index designs, today's SQL, the engines.
 
-Starts vectord in-process on a free loopback port (embedded PostgreSQL in a temporary
-folder, or LAKEHOUSE_PG_DSN), loads the data sets through the HTTP API, and prints in one
-run (issue 15):
+Starts two vectord apps in-process on loopback ports over one PostgreSQL (embedded in a
+temporary folder, or LAKEHOUSE_PG_DSN): one scores BM25 from its in-memory index (the
+default, `lexical_engine = "memory"`: design 1, internal/vectord/postings.py), the other
+inside PostgreSQL (`"sql"`: the statement vectord ran before, kept as the reference).
+Loads the data sets through the HTTP API and prints in one run:
 
-- latency p50 / p95 (sequential) and QPS at concurrency 8, on SciFact (5,183 docs) and on
-  a corpus of --docs documents (SciFact repeated with new ids), of
-  - vectord lexical over HTTP;
-  - the same SQL straight to PostgreSQL (vectord's statement, no HTTP, no Python shaping);
-  - the exhaustive BM25 SQL (reads every posting of every query lexeme; same scores);
-  - a floor: the SQL that only reads the postings of the query's lexemes (no scoring);
-    every exact scorer that reads postings in PostgreSQL pays at least this;
-  - pg_textsearch (BM25 index with Block-Max WAND, in the same PostgreSQL) on a copy of the
-    text in one column, as plain SQL: the in-database engine reference (not exact BM25:
-    per-index statistics, quantized document lengths, float4 scores);
-  - tantivy in-process (bench-only dependency) as the search-engine reference;
-  - before: the statement vectord ran until the static single-corpus form (plpgsql
-    statistics and vectord_bm25_top2 for every query), for the ratio against today's;
-- nDCG@10 of each on SciFact train, Cranfield dev and CISI dev, and bm25s's beside them
-  (issue 14: vectord's lexical mode within 0.01 of it on all three);
-- the load time (HTTP upsert with lexical indexing) of both SciFact corpora.
+- latency p50 / p95 (sequential, after one warming pass over the timed queries; the
+  warming pass's own p50 / p95 as "cold") and QPS at concurrency 8, on SciFact (5,183
+  docs) and on corpora of each --docs size (SciFact repeated with new ids), of
+  - design 1, vectord HTTP: in-memory postings per lexeme, numpy BM25, kept in step by
+    a per-corpus version and change log (lexindex.py);
+  - design 2 (prototype, direct): packed postings in PostgreSQL, one row per lexeme with
+    ordinals, term frequencies and lengths as bytea, read with one statement and scored
+    with the same numpy code; the ids of the top k read back by ordinal;
+  - before, vectord HTTP: today's SQL statement (the previous default);
+  - the same SQL straight to PostgreSQL; the exhaustive BM25 SQL (skipped above 200k
+    docs: minutes per pass); a floor that only reads the query's postings rows;
+  - pg_textsearch (in the same PostgreSQL) and tantivy in-process as references;
+- resident memory of each design (design 1: the bytes its cache accounts and the
+  process's RSS growth; design 2: the packed table's size in PostgreSQL);
+- the exact-top-10 agreement of design 1 with the exhaustive SQL (or, above 200k, with
+  today's statement, itself pinned to the exhaustive one by tests);
+- nDCG@10 of each on SciFact train, Cranfield dev and CISI dev, and bm25s's beside them;
+- the load time (HTTP upsert with lexical indexing) of each corpus.
 
-Targets (issue 15): vectord HTTP p50 <= 2.5 ms at 5k and <= 5 ms at 100k; QPS >= 5x
-today's in the same run; nDCG@10 within 0.005 of today's.
-
-    .venv/bin/python scripts/bench_lexical.py [--docs 100000] [--queries 300] [--quality-only]
+    flock /tmp/lakehouse-bench.lock .venv/bin/python scripts/bench_lexical.py \
+        [--docs 100000,1000000] [--queries 300] [--quality-only]
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
+import psutil
 import psycopg
 from aiohttp import web
 from psycopg import sql
@@ -53,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from internal.config import Config  # noqa: E402
 from internal.evaluation import beir, metrics  # noqa: E402
-from internal.vectord import lexical, schema  # noqa: E402
+from internal.vectord import lexical, postings, schema  # noqa: E402
 from internal.vectord.server import STORE, make_app  # noqa: E402
 from internal.vectord.store import Store  # noqa: E402
 
@@ -138,35 +142,6 @@ def sql_search(conns: Conns, corpus_id: int, exhaustive: bool) -> Search:
     return run
 
 
-# The statement vectord ran before the static single-corpus form was adopted (issue 15,
-# DECISIONS "Lexical speed"): statistics by the plpgsql vectord_bm25_query and the top n
-# by vectord_bm25_top2 (dynamic SQL, planned on every call) for every query. Kept here
-# so each run measures today's statement against it on the same data.
-BEFORE_TOP = """
-{stats_cte},
-lex AS (
-  SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
-  FROM lex_q, vectord_bm25_top2({postings_name}, lex_q.lexemes, lex_q.df, lex_q.w,
-                                lex_q.avgdl, %(lex_k1)s, %(lex_b)s, %(lex_wa)s, %(lex_wb)s,
-                                %(lex_wc)s, %(lex_n)s, {budget}) s)"""
-
-
-def before_search(conns: Conns, corpus_id: int) -> Search:
-    table = schema.items_table(corpus_id)
-    bm25 = sql.SQL(BEFORE_TOP).format(
-        stats_cte=lexical._stats_cte(corpus_id, ["english"], False),
-        postings_name=sql.Literal(f"vectord_items_{int(corpus_id)}_postings"),
-        budget=sql.Literal(lexical.TOP_BUDGET))
-    stmt = sql.SQL(lexical._LEXICAL_SEARCH).format(
-        bm25=bm25, columns=sql.SQL(lexical.ITEM_COLUMNS), table=table)
-
-    async def run(text: str) -> list[str]:
-        params = lexical.bm25_params(text, ["english"], 1.2, 0.75,
-                                     lexical.DEFAULT_FIELD_WEIGHTS, K)
-        return [str(r[0]) for r in await conns.run(stmt, params)]
-    return run
-
-
 def floor_search(conns: Conns, corpus_id: int) -> Search:
     """Reads the postings of the query's lexemes and nothing more (answers no ids)."""
     stmt = sql.SQL("SELECT count(*) FROM {p} p WHERE p.lexeme = ANY("
@@ -208,6 +183,96 @@ def pg_textsearch_search(conns: Conns, table: str) -> Search:
     async def run(text: str) -> list[str]:
         return [str(r[0]) for r in await conns.run(stmt, {"q": text})]
     return run
+
+
+class Packed:
+    """Design 2, prototyped: packed postings in PostgreSQL, stateless.
+
+    One row per lexeme: the ordinals (int32), term frequencies (3 x uint16) and lengths
+    (3 x int32) of its postings as bytea (STORAGE EXTERNAL: read without decompressing),
+    built here from the postings table; a second table maps ordinals to ids. A search
+    reads the union's statistics and the query's blobs in one statement, scores with
+    postings.py's numpy code, and reads the top k's ids by ordinal. (Writes would go to
+    today's row table as a delta merged in the background, as GIN's pending list.)
+    """
+
+    def __init__(self, table: str, ids_table: str, n_ids: int) -> None:
+        self.table, self.ids_table, self.n_ids = table, ids_table, n_ids
+
+    @classmethod
+    async def setup(cls, dsn: str, corpus_id: int) -> Packed:
+        t, ids = f"bench_packed_{corpus_id}", f"bench_packed_ids_{corpus_id}"
+        p = lexical.postings_table(corpus_id)
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(sql.SQL(
+                "CREATE TABLE {ids} AS SELECT (row_number() OVER (ORDER BY id) - 1)::int AS o, "
+                "id FROM {items}").format(ids=sql.Identifier(ids),
+                                          items=schema.items_table(corpus_id)))
+            await conn.execute(sql.SQL("ALTER TABLE {ids} ADD PRIMARY KEY (o)").format(
+                ids=sql.Identifier(ids)))
+            await conn.execute(sql.SQL(
+                "CREATE TABLE {t} (lexeme text COLLATE \"C\" PRIMARY KEY, ords bytea, tf bytea, "
+                "dl bytea)").format(t=sql.Identifier(t)))
+            for col in ("ords", "tf", "dl"):
+                await conn.execute(sql.SQL("ALTER TABLE {t} ALTER COLUMN {c} SET STORAGE "
+                                           "EXTERNAL").format(t=sql.Identifier(t),
+                                                              c=sql.Identifier(col)))
+            # Packed in PostgreSQL itself (big-endian, as int4send/int2send write them).
+            await conn.execute(sql.SQL("""
+INSERT INTO {t} (lexeme, ords, tf, dl)
+SELECT p.lexeme,
+       string_agg(int4send(i.o), ''::bytea ORDER BY i.o),
+       string_agg(int2send(p.tf_a) || int2send(p.tf_b) || int2send(p.tf_c), ''::bytea
+                  ORDER BY i.o),
+       string_agg(int4send(p.dl_a) || int4send(p.dl_b) || int4send(p.dl_c), ''::bytea
+                  ORDER BY i.o)
+FROM {p} p JOIN {ids} i ON i.id = p.item_id GROUP BY p.lexeme""").format(
+                t=sql.Identifier(t), p=p, ids=sql.Identifier(ids)))
+            cur = await conn.execute(sql.SQL("SELECT count(*) FROM {ids}").format(
+                ids=sql.Identifier(ids)))
+            row = await cur.fetchone()
+            n_ids = int(row[0]) if row else 0
+            await conn.execute(sql.SQL("VACUUM ANALYZE {t}").format(t=sql.Identifier(t)))
+        return cls(t, ids, n_ids)
+
+    async def size(self, conns: Conns) -> int:
+        rows = await conns.run(sql.SQL("SELECT pg_total_relation_size({t}) + "
+                                       "pg_total_relation_size({i})").format(
+            t=sql.Literal(self.table), i=sql.Literal(self.ids_table)), None)
+        return int(rows[0][0])
+
+    def search(self, conns: Conns, corpus_id: int) -> Search:
+        stmt = sql.SQL("""
+WITH q AS (SELECT x.lexeme COLLATE "C" AS lexeme, cardinality(x.positions)::float8 AS qtf
+           FROM unnest(to_tsvector('english', %(q)s)) x),
+st AS (SELECT sum(n)::float8 AS n, sum(sum_a + sum_b + sum_c)::float8 AS s FROM {stats})
+SELECT p.lexeme, q.qtf, p.ords, p.tf, p.dl, st.n, st.s
+FROM q JOIN {t} p ON p.lexeme = q.lexeme CROSS JOIN st""").format(
+            stats=lexical.stats_table(corpus_id), t=sql.Identifier(self.table))
+        ids = sql.SQL("SELECT o, id FROM {i} WHERE o = ANY(%(o)s)").format(
+            i=sql.Identifier(self.ids_table))
+
+        async def run(text: str) -> list[str]:
+            rows = await conns.run(stmt, {"q": text})
+            if not rows:
+                return []
+            n, total = float(rows[0][5]), float(rows[0][6])
+            avg = total / max(n, 1.0)
+            s = np.zeros(self.n_ids, dtype=np.float64)
+            for _, qtf, ob, tb, db, _, _ in rows:
+                o = np.frombuffer(ob, dtype=">i4").astype(np.int32)
+                tf = np.frombuffer(tb, dtype=">u2").reshape(-1, 3)
+                dl = np.frombuffer(db, dtype=">i4").reshape(-1, 3)
+                w = postings.idf_weight(n, float(o.shape[0]), float(qtf))
+                t = tf[:, 0] * 1.0 + tf[:, 1] * 1.0 + tf[:, 2] * 1.0
+                d = dl[:, 0] * 1.0 + dl[:, 1] * 1.0 + dl[:, 2] * 1.0
+                s[o] += w * t * 2.2 / (t + 1.2 * (1.0 - 0.75 + 0.75 * d / avg))
+            cand = np.flatnonzero(s > 0)
+            if cand.size > K:
+                cand = cand[np.argpartition(-s[cand], K - 1)[:K]]
+            got = {int(r[0]): str(r[1]) for r in await conns.run(ids, {"o": cand.tolist()})}
+            return [got[o] for o in sorted(cand.tolist(), key=lambda o: (-s[o], got[o]))]
+        return run
 
 
 class Tantivy:
@@ -328,19 +393,47 @@ async def bm25s_pg_run(conns: Conns, docs: list[beir.Doc], queries: dict[str, st
     return {qid: [docs[int(results[i, j])].id for j in range(K)] for i, qid in enumerate(qids)}
 
 
-SYSTEMS = ("vectord lexical, HTTP", "same SQL, direct", "exhaustive BM25 SQL, direct",
-           "floor: read the query's postings, SQL", "pg_textsearch SQL (reference)",
-           "tantivy in-process (reference)", "before: plpgsql statistics + top2, direct")
+SYSTEMS = ("design 1: in-memory index, vectord HTTP", "design 2: packed blocks in PG, direct",
+           "before: today's SQL, vectord HTTP", "same SQL, direct",
+           "exhaustive BM25 SQL, direct", "floor: read the query's postings, SQL",
+           "pg_textsearch SQL (reference)", "tantivy in-process (reference)")
+D1, D2, BEFORE, SQL_DIRECT, EXHAUSTIVE, FLOOR, PTS, TANTIVY = SYSTEMS
+# The exhaustive statement reads every posting: minutes a pass above this size.
+EXHAUSTIVE_MAX_DOCS = 200_000
+
+
+async def start(cfg: Config) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(make_app(cfg))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+def rss_mb() -> float:
+    return psutil.Process().memory_info().rss / 2**20
+
+
+class Figures(dict[str, tuple[float, float, float]]):
+    """(p50, p95, QPS) per system, plus what else one corpus's timings found."""
+
+    cold: tuple[float, float] = (0.0, 0.0)
+    agree: tuple[int, int] = (0, 0)
+    agree_with: str = ""
+    memory: dict[str, str]
 
 
 async def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--docs", type=int, default=100_000, help="size of the large corpus")
+    ap.add_argument("--docs", default="100000",
+                    help="sizes of the large corpora, comma-separated (e.g. 100000,1000000)")
     ap.add_argument("--queries", type=int, default=300, help="queries timed per corpus")
     ap.add_argument("--quality-only", action="store_true",
                     help="nDCG@10 only: no timings, no large corpus")
     args = ap.parse_args()
+    sizes = [int(x) for x in str(args.docs).split(",") if x.strip()]
 
     data = Path(args.data)
     sets = {"SciFact train": beir.load(data / "scifact", "train"),
@@ -352,17 +445,15 @@ async def main() -> int:
     cfg = Config()
     cfg = Config(vectord=type(cfg.vectord)(dsn=dsn_env, data_dir=f"{tmp}/pg", pool_min=1,
                                            pool_max=CONCURRENCY))
-    runner = web.AppRunner(make_app(cfg))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    base = f"http://127.0.0.1:{port}"
+    runner, base = await start(cfg)
     store: Store = runner.app[STORE]
     dsn = str(store.pool.dsn)
+    sql_cfg = Config(vectord=type(cfg.vectord)(dsn=dsn, pool_min=1, pool_max=CONCURRENCY,
+                                               lexical_engine="sql"))
+    sql_runner, sql_base = await start(sql_cfg)
     pid = os.getpid()
     quality: dict[str, dict[str, float]] = {}
-    speed: dict[str, dict[str, tuple[float, float, float]]] = {}
+    speed: dict[str, Figures] = {}
     loads: dict[str, float] = {}
     names: list[str] = []
     conns = await Conns.open(dsn)
@@ -374,13 +465,15 @@ async def main() -> int:
                 loads[label] = await load(http, base, name, ds.docs, len(ds.docs))
                 cid = (await store.corpus(name)).id
                 pts = await pg_textsearch_setup(dsn, cid)
+                packed = await Packed.setup(dsn, cid)
                 tv = Tantivy(ds.docs, len(ds.docs))
                 systems: dict[str, Search] = {
-                    SYSTEMS[0]: http_search(http, base, name),
-                    SYSTEMS[1]: sql_search(conns, cid, False),
-                    SYSTEMS[4]: pg_textsearch_search(conns, pts),
-                    SYSTEMS[5]: tv.search(),
-                    SYSTEMS[6]: before_search(conns, cid)}
+                    D1: http_search(http, base, name),
+                    D2: packed.search(conns, cid),
+                    BEFORE: http_search(http, sql_base, name),
+                    EXHAUSTIVE: sql_search(conns, cid, True),
+                    PTS: pg_textsearch_search(conns, pts),
+                    TANTIVY: tv.search()}
                 quality[label] = {}
                 for sys_name, search in systems.items():
                     run, _ = await sequential(search, ds.queries)
@@ -390,86 +483,116 @@ async def main() -> int:
                     await bm25s_pg_run(conns, ds.docs, ds.queries), ds.qrels)
                 if label == "SciFact train" and not args.quality_only:
                     speed[f"{len(ds.docs):,} docs"] = await timings(
-                        http, base, name, conns, cid, pts, tv, ds.queries, args.queries)
-            if not args.quality_only:
-                big = f"bench_lex_big_{pid}"
+                        http, base, sql_base, name, store, conns, cid, pts, packed, tv,
+                        ds.queries, args.queries, len(ds.docs))
+            for size in [] if args.quality_only else sizes:
+                big = f"bench_lex_big{size}_{pid}"
                 names.append(big)
-                loads[f"SciFact x{args.docs / len(sf.docs):.1f}"] = await load(
-                    http, base, big, sf.docs, args.docs)
+                loads[f"SciFact x{size / len(sf.docs):.1f} ({size:,})"] = await load(
+                    http, base, big, sf.docs, size)
                 cid = (await store.corpus(big)).id
                 pts = await pg_textsearch_setup(dsn, cid)
-                tv = Tantivy(sf.docs, args.docs)
-                speed[f"{args.docs:,} docs"] = await timings(
-                    http, base, big, conns, cid, pts, tv, sf.queries, args.queries)
+                packed = await Packed.setup(dsn, cid)
+                tv = Tantivy(sf.docs, size)
+                speed[f"{size:,} docs"] = await timings(
+                    http, base, sql_base, big, store, conns, cid, pts, packed, tv,
+                    sf.queries, args.queries, size)
+                del tv
             for name in names:
                 async with http.delete(f"{base}{C}/{name}"):
                     pass
     finally:
         await conns.close()
+        await sql_runner.cleanup()
         await runner.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 
     print("\nnDCG@10 (BM25 k1 1.2, b 0.75)\n")
-    cols = [SYSTEMS[0], SYSTEMS[1], SYSTEMS[6], SYSTEMS[4], SYSTEMS[5], "bm25s",
-            "bm25s, PostgreSQL's lexemes"]
-    print("| data set | " + " | ".join(cols) + " | vectord - bm25s |")
+    cols = [D1, D2, BEFORE, EXHAUSTIVE, PTS, TANTIVY, "bm25s", "bm25s, PostgreSQL's lexemes"]
+    print("| data set | " + " | ".join(cols) + " | design 1 - before |")
     print("|---" * (len(cols) + 2) + "|")
     for label, row in quality.items():
         print(f"| {label} ({len(sets[label].queries)} q, {len(sets[label].docs)} docs) | "
               + " | ".join(f"{row[c]:.4f}" if c in row else "" for c in cols)
-              + f" | {row[SYSTEMS[0]] - row['bm25s']:+.4f} |")
+              + f" | {row[D1] - row[BEFORE]:+.4f} |")
     if not speed:
         return 0
-    print(f"\nLatency (sequential, ms) and QPS at concurrency {CONCURRENCY}; "
-          f"{args.queries} SciFact queries per corpus\n")
+    print(f"\nLatency (sequential, ms, after one warming pass) and QPS at concurrency "
+          f"{CONCURRENCY}; {args.queries} SciFact queries per corpus\n")
     print("| system | " + " | ".join(f"{s}: p50 / p95 ms | {s}: QPS" for s in speed) + " |")
     print("|---" * (2 * len(speed) + 1) + "|")
     for sys_name in SYSTEMS:
         cells = []
         for figures in speed.values():
-            p50, p95, q = figures[sys_name]
-            cells += [f"{p50:.2f} / {p95:.2f}", f"{q:.0f}"]
+            if sys_name in figures:
+                p50, p95, q = figures[sys_name]
+                cells += [f"{p50:.2f} / {p95:.2f}", f"{q:.0f}"]
+            else:
+                cells += ["skipped", ""]
         print(f"| {sys_name} | " + " | ".join(cells) + " |")
-    print("\nRatios in this run (vectord HTTP against the others, p50):")
-    for size, figures in speed.items():
-        ours = figures[SYSTEMS[0]][0]
-        print(f"- {size}: HTTP / same SQL {ours / figures[SYSTEMS[1]][0]:.2f}, "
-              f"HTTP / pg_textsearch {ours / figures[SYSTEMS[4]][0]:.2f}, "
-              f"HTTP / tantivy {ours / figures[SYSTEMS[5]][0]:.2f}, "
-              f"floor / same SQL {figures[SYSTEMS[3]][0] / figures[SYSTEMS[1]][0]:.2f}, "
-              f"before / same SQL {figures[SYSTEMS[6]][0] / figures[SYSTEMS[1]][0]:.2f} "
-              f"(same SQL QPS {figures[SYSTEMS[1]][2] / figures[SYSTEMS[6]][2]:.2f}x before's)")
+    print("\nPer corpus size:")
+    for size_label, f in speed.items():
+        d1, before = f[D1], f[BEFORE]
+        print(f"- {size_label}: design 1 cold pass p50 / p95 {f.cold[0]:.2f} / {f.cold[1]:.2f} ms; "
+              f"p50 design 1 / before {d1[0] / before[0]:.2f}, design 2 / before "
+              f"{f[D2][0] / before[0]:.2f}, design 1 / tantivy {d1[0] / f[TANTIVY][0]:.2f}, "
+              f"design 1 / pg_textsearch {d1[0] / f[PTS][0]:.2f}; QPS design 1 / before "
+              f"{d1[2] / before[2]:.2f}x, design 2 / before {f[D2][2] / before[2]:.2f}x; "
+              f"exact top 10 (design 1 = {f.agree_with}): {f.agree[0]} of {f.agree[1]}; "
+              f"memory: " + ", ".join(f"{k} {v}" for k, v in f.memory.items()))
     print("\nLoad (HTTP upsert with lexical indexing, no embedding): "
           + ", ".join(f"{k} {v:.1f} s" for k, v in loads.items()))
     return 0
 
 
-async def timings(http: aiohttp.ClientSession, base: str, name: str, conns: Conns, cid: int,
-                  pts: str, tv: Tantivy, queries: dict[str, str], n: int
-                  ) -> dict[str, tuple[float, float, float]]:
+async def timings(http: aiohttp.ClientSession, base: str, sql_base: str, name: str,
+                  store: Store, conns: Conns, cid: int, pts: str, packed: Packed, tv: Tantivy,
+                  queries: dict[str, str], n: int, docs: int) -> Figures:
     """(p50, p95, QPS) of every system on one corpus; systems alternate query by query."""
     searches: dict[str, Search] = {
-        SYSTEMS[0]: http_search(http, base, name),
-        SYSTEMS[1]: sql_search(conns, cid, False),
-        SYSTEMS[2]: sql_search(conns, cid, True),
-        SYSTEMS[3]: floor_search(conns, cid),
-        SYSTEMS[4]: pg_textsearch_search(conns, pts),
-        SYSTEMS[5]: tv.search(),
-        SYSTEMS[6]: before_search(conns, cid)}
+        D1: http_search(http, base, name),
+        D2: packed.search(conns, cid),
+        BEFORE: http_search(http, sql_base, name),
+        SQL_DIRECT: sql_search(conns, cid, False),
+        FLOOR: floor_search(conns, cid),
+        PTS: pg_textsearch_search(conns, pts),
+        TANTIVY: tv.search()}
+    if docs <= EXHAUSTIVE_MAX_DOCS:
+        searches[EXHAUSTIVE] = sql_search(conns, cid, True)
     timed = list(queries.values())[:n]
-    took: dict[str, list[float]] = {s: [] for s in searches}
-    for text in timed[:20]:  # warm
-        for search in searches.values():
+    out = Figures()
+    # The warming pass: design 1 loads each query lexeme's postings on first use; its
+    # latency here is the cold one.
+    rss0, cold = rss_mb(), []
+    for text in timed:
+        for s, search in searches.items():
+            t0 = time.perf_counter()
             await search(text)
+            if s == D1:
+                cold.append((time.perf_counter() - t0) * 1000)
+    out.cold = (pct(cold, 50), pct(cold, 95))
+    took: dict[str, list[float]] = {s: [] for s in searches}
     for text in timed:
         for s, search in searches.items():
             t0 = time.perf_counter()
             await search(text)
             took[s].append((time.perf_counter() - t0) * 1000)
-    out: dict[str, tuple[float, float, float]] = {}
     for s, search in searches.items():
-        q = tv.qps(timed) if s == SYSTEMS[5] else await qps(search, timed)
+        q = tv.qps(timed) if s == TANTIVY else await qps(search, timed)
         out[s] = (pct(took[s], 50), pct(took[s], 95), q)
+    reference = searches.get(EXHAUSTIVE, searches[SQL_DIRECT])
+    out.agree_with = "exhaustive SQL" if EXHAUSTIVE in searches else "today's SQL"
+    same = 0
+    for text in timed:
+        same += await searches[D1](text) == await reference(text)
+    out.agree = (same, len(timed))
+    idx = store.lex.cache.corpora.get(cid)
+    out.memory = {
+        "design 1 cache": f"{(idx.nbytes if idx else 0) / 2**20:.1f} MB "
+                          f"({sum(e.df for e in idx.entries.values()) if idx else 0:,} postings "
+                          f"of {len(idx.entries) if idx else 0:,} lexemes)",
+        "vectord RSS growth": f"{rss_mb() - rss0:.0f} MB",
+        "design 2 table": f"{await packed.size(conns) / 2**20:.1f} MB in PostgreSQL"}
     return out
 
 

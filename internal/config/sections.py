@@ -158,6 +158,11 @@ class VectordConfig:
     bm25_b: float = 0.75
     rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md, issue 8)
     default_language: str = "english"
+    # BM25 is scored from an in-memory copy of the postings (internal/vectord/postings.py,
+    # kept in step by lexindex.py) within this budget; "sql" scores inside PostgreSQL
+    # (the reference scorer, slower; for a server where the copy cannot be kept).
+    lexical_engine: str = "memory"
+    lexical_cache_mb: int = 2048
 
     def validate(self) -> None:
         if self.pool_min < 1 or self.pool_max < self.pool_min:
@@ -172,6 +177,10 @@ class VectordConfig:
             raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
         if self.rrf_k < 1:
             raise ValueError("rrf_k: must be >= 1")
+        if self.lexical_engine not in ("memory", "sql"):
+            raise ValueError('lexical_engine: must be "memory" or "sql"')
+        if self.lexical_cache_mb < 1:
+            raise ValueError("lexical_cache_mb: must be >= 1")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ of them. Per mode:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,16 @@ from psycopg.rows import dict_row
 from internal.api import validate
 from internal.api.vectord import MAX_K, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
-from internal.vectord import federation, fusion, fusion_search, hits, lexical, prf, schema
+from internal.vectord import (
+    federation,
+    fusion,
+    fusion_search,
+    hits,
+    lexical,
+    postings,
+    prf,
+    schema,
+)
 from internal.vectord.filters import build_where, is_filtered
 from internal.vectord.language import AUTO
 from internal.vectord.lexical_search import (
@@ -322,6 +332,8 @@ async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
     req = p.req
     if not p.text.strip():
         return []
+    if _in_memory(store):
+        return await _lexical_memory(store, p, outcomes, weights, inc)
     federated, stats = await _stats(store, p, outcomes)
     unmatched = federated and stats is None  # no query lexeme in any corpus
     if unmatched and not inc:
@@ -371,6 +383,124 @@ async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
     return out
 
 
+# ---- BM25 from the in-memory index (postings.py, lexindex.py) -----------------------
+
+def _in_memory(store: Store) -> bool:
+    return store.cfg.lexical_engine == "memory"
+
+
+def _fw(p: Plan) -> tuple[float, float, float]:
+    w = p.field_weights
+    return (w["title"], w["text"], w["tags"])
+
+
+async def _prepared(store: Store, p: Plan, outcomes: list[Outcome]
+                    ) -> tuple[dict[int, postings.CorpusIndex], lexical.QueryStats | None]:
+    """The live corpora's indexes (by corpus id), current and holding the query's
+    lexemes, and the union's statistics (None: no corpus holds a query lexeme). A corpus
+    dropped meanwhile fails alone (the registry is re-read once)."""
+    live = [o for o in outcomes if o.error is None and o.corpus is not None]
+    corpora = [o.corpus for o in live if o.corpus is not None]
+    langs, auto = _languages(p.req, corpora) if corpora else ([], [])
+    try:
+        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p))
+    except psycopg.errors.UndefinedTable:
+        for o in live:
+            try:
+                o.corpus = await store.corpus(o.name, fresh=True)
+            except Exception as exc:  # kept for this corpus; the others still answer
+                o.error = exc
+        live = [o for o in live if o.error is None]
+        corpora = [o.corpus for o in live if o.corpus is not None]
+        langs, auto = _languages(p.req, corpora) if corpora else ([], [])
+        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p))
+    return {c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}, prep.stats
+
+
+def _scores(p: Plan, ix: postings.CorpusIndex, stats: lexical.QueryStats
+            ) -> postings.F64:
+    return postings.scores(ix, stats.lexemes, stats.weights, stats.avgdl, p.k1, p.b, _fw(p))
+
+
+async def _top(store: Store, p: Plan, corpus: Corpus, ix: postings.CorpusIndex,
+               s: postings.F64, n: int) -> list[tuple[str, float]]:
+    """The corpus's n best by BM25 among the items the filter admits (none: all)."""
+    if not p.filtered:
+        return postings.top(ix, s, n)
+    m = max(4 * n, 64)
+    while True:  # best first, the filter checked in PostgreSQL a widening slice at a time
+        cand = postings.top(ix, s, m)
+        ok = await store.matching_ids(corpus, [i for i, _ in cand], p.where, p.params)
+        kept = [(i, sc) for i, sc in cand if i in ok]
+        if len(kept) >= n or len(cand) < m:
+            return kept[:n]
+        m *= 4
+
+
+def _score_of(ix: postings.CorpusIndex, s: postings.F64, item_id: str) -> float | None:
+    """An item's BM25 (None: no query lexeme in it)."""
+    o = ix.ord_of.get(item_id)
+    if o is None or o >= s.shape[0] or s[o] <= 0:
+        return None
+    return float(s[o])
+
+
+async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],
+                          weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
+    req = p.req
+    indexes, stats = await _prepared(store, p, outcomes)
+    if stats is None and not inc:
+        return []
+
+    async def run(corpus: Corpus) -> tuple[Corpus, list[tuple[str, float]], dict[str, float]]:
+        ix = indexes[corpus.id]
+        if stats is None:  # no query lexeme anywhere: `include` items score BM25 0
+            return corpus, [], dict.fromkeys(inc.get(corpus.name, []), 0.0)
+        s = _scores(p, ix, stats)
+        found = await _top(store, p, corpus, ix, s, req.k)
+        have = {i for i, _ in found}
+        extra = {i: _score_of(ix, s, i) or 0.0 for i in inc.get(corpus.name, [])
+                 if i not in have}
+        return corpus, found, extra
+
+    ranked: list[tuple[float, str, int, bool, float]] = []
+    corpora: dict[int, Corpus] = {}
+    for o, (corpus, found, extra) in await _each(store, outcomes, run):
+        corpora[o.position] = corpus
+        w = _weight(o, weights)
+        for i, sc in found:
+            ranked.append((-federation.weighted_score(sc, w), i, o.position, False, sc))
+        for i, sc in extra.items():
+            ranked.append((-federation.weighted_score(sc, w), i, o.position, True, sc))
+    ranked.sort(key=lambda r: r[:3])
+    keep: list[tuple[float, str, int, bool, float]] = []
+    natural = 0
+    for r in ranked:  # the top k, and every `include` item wherever it ranks
+        if r[3]:
+            keep.append(r)
+        elif natural < req.k:
+            keep.append(r)
+            natural += 1
+    wanted: dict[int, list[str]] = {}
+    for r in keep:
+        wanted.setdefault(r[2], []).append(r[1])
+    rows = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted)
+    out: list[Hit] = []
+    rank = 0
+    for neg, item_id, pos, asked, score in keep:
+        row = rows.get((pos, item_id))
+        if row is None:
+            continue  # deleted since the index was read
+        h = hits.hit(corpora[pos], row, score=score, scores={"lexical": score})
+        h.merge_score = -neg
+        h.included = asked
+        if not asked:
+            rank += 1
+            h.ranks["lexical"] = rank
+        out.append(h)
+    return out
+
+
 # ---- hybrid -------------------------------------------------------------------------
 
 @dataclass
@@ -388,7 +518,12 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]],
                   factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
-    federated, stats = await _stats(store, p, outcomes)
+    indexes: dict[int, postings.CorpusIndex] = {}
+    if _in_memory(store) and p.text.strip():
+        indexes, stats = await _prepared(store, p, outcomes)
+        federated = True  # the statistics are given, whatever the number of corpora
+    else:
+        federated, stats = await _stats(store, p, outcomes)
     text = p.text if (not federated or stats is not None) else ""
 
     position = {o.name: o.position for o in outcomes}
@@ -396,7 +531,8 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
         return corpus, await _corpus_candidates(store, p, corpus, text, federated, stats,
                                                 position[corpus.name],
-                                                inc.get(corpus.name, []))
+                                                inc.get(corpus.name, []),
+                                                ix=indexes.get(corpus.id))
 
     per = await _each(store, outcomes, run)
     metric = {o.position: c.metric for o, (c, _) in per}
@@ -431,7 +567,8 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     if p.prf.on and fused:
         corpora_at = {o.position: c for o, (c, _) in per}
         inc_at = {o.position: inc.get(o.name, []) for o, _ in per}
-        vec_parts, lex_parts = await _feedback(store, p, corpora_at, inc_at, fused, text, stats)
+        vec_parts, lex_parts = await _feedback(store, p, corpora_at, inc_at, fused, text, stats,
+                                               indexes)
         # The second pass's candidates bring their own symbolic scores and `include`
         # extras, so a candidate new in this pass is scored as in the first. (`included`,
         # "found by no branch on its own", stays the first pass's: a rerun is one branch.)
@@ -488,12 +625,14 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
 async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, federated: bool,
                              stats: lexical.QueryStats | None, position: int,
                              include: Sequence[str] = (),
-                             query_vector: list[float] | bool | None = True) -> _Candidates:
+                             query_vector: list[float] | bool | None = True,
+                             ix: postings.CorpusIndex | None = None) -> _Candidates:
     """One corpus's vector and BM25 candidates (ids and branch scores only), and the
     `include` items' scores in the branches that missed them.
 
     query_vector: True for the request's, None for no vector branch, or another vector
-    (feedback); text blank: no BM25 branch.
+    (feedback); text blank: no BM25 branch; ix: BM25 from this in-memory index (with the
+    given statistics) instead of inside the statement.
     """
     req = p.req
     qv = req.query_vector if query_vector is True else query_vector
@@ -501,14 +640,28 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
     if isinstance(qv, list):
         query = validate.vector(qv, corpus.dim, corpus.metric, "query_vector")
     langs = query_languages(req, corpus)
+    lexical_branch = bool(text.strip())
+    scored: list[tuple[str, float]] | None = None
+    s: postings.F64 | None = None
+    if ix is not None and lexical_branch:
+        if stats is not None:
+            s = _scores(p, ix, stats)
+            scored = await _top(store, p, corpus, ix, s, p.n)
+        else:
+            scored = []
+        if query is None and p.symbolic is None and not include:
+            # Nothing for PostgreSQL to add (feedback's lexical pass).
+            return _Candidates([], [(federation.key(i, position), sc) for i, sc in scored], {})
     table = schema.items_table(corpus.id)
     stmt = fusion_search.candidates_sql(
         table, corpus.id, langs, p.where, p.filtered,
         None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
-        given=federated, lexical_branch=bool(text.strip()))
-    args = {**p.params, **p.sym_params,
-            **lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats),
-            "vec_q": query, "vec_n": p.n}
+        given=federated, lexical_branch=lexical_branch, lexical_scored=scored is not None)
+    args: dict[str, Any] = {**p.params, **p.sym_params, "vec_q": query, "vec_n": p.n}
+    if scored is not None:
+        args.update({"lex_ids": [i for i, _ in scored], "lex_scores": [sc for _, sc in scored]})
+    else:
+        args.update(lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats))
     async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
@@ -527,7 +680,11 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
     in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
     extra = [i for i in include if i not in in_vec or i not in in_lex]
     if extra:
-        for row in await _included(store, p, corpus, extra, query, text, federated, stats):
+        given_scores = None
+        if ix is not None and s is not None:
+            given_scores = {i: sc for i in extra if (sc := _score_of(ix, s, i)) is not None}
+        for row in await _included(store, p, corpus, extra, query, text, federated, stats,
+                                   given_scores):
             key = federation.key(row["id"], position)
             if row["id"] not in in_vec and row["distance"] is not None:
                 out.extra_vec.append((key, float(row["distance"])))
@@ -549,18 +706,23 @@ WHERE i.id = ANY(%(inc_ids)s::text[])"""
 
 async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
                     query: npt.NDArray[np.float32] | None, text: str, federated: bool,
-                    stats: lexical.QueryStats | None) -> list[dict[str, Any]]:
+                    stats: lexical.QueryStats | None,
+                    lex_scores: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """The rows of `include` items with their true distance, BM25 and symbolic share.
 
     The same statistics as the natural candidates (the union's when federated); the hard
     filter does not apply (the caller asked for these items by id). Missing ids: no row.
+    lex_scores: their BM25, scored in memory (an id not in it has none).
     """
     table = schema.items_table(corpus.id)
     langs = query_languages(p.req, corpus)
-    lexical_branch = bool(text.strip()) and (stats is not None or not federated)
-    bm25 = (lexical._bm25(table, corpus.id, langs, sql.SQL("TRUE"), False, given=federated,
-                          only_ids=True)
-            if lexical_branch else sql.SQL(fusion_search.LEX_NONE))
+    lexical_branch = lex_scores is None and bool(text.strip()) and (
+        stats is not None or not federated)
+    bm25: sql.Composable = (
+        sql.SQL(fusion_search.LEX_GIVEN) if lex_scores is not None
+        else lexical._bm25(table, corpus.id, langs, sql.SQL("TRUE"), False, given=federated,
+                           only_ids=True) if lexical_branch
+        else sql.SQL(fusion_search.LEX_NONE))
     distance = (sql.SQL("i.embedding {} %(vec_q)s").format(
         sql.SQL(schema.OPERATOR[corpus.metric])) if query is not None else sql.SQL("NULL::float8"))
     symbolic: sql.Composable = sql.SQL("NULL::float8")
@@ -570,7 +732,9 @@ async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
     stmt = sql.SQL(_INCLUDED).format(bm25=bm25, columns=sql.SQL(lexical.ITEM_COLUMNS),
                                      distance=distance, symbolic=symbolic, table=table)
     args: dict[str, Any] = {**p.sym_params, "inc_ids": list(ids), "vec_q": query}
-    if lexical_branch:
+    if lex_scores is not None:
+        args.update({"lex_ids": list(lex_scores), "lex_scores": list(lex_scores.values())})
+    elif lexical_branch:
         args.update(lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, len(ids),
                                         stats))
         args["lex_ids"] = list(ids)
@@ -580,13 +744,18 @@ async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
         return list(await cur.fetchall())
 
 
+@functools.lru_cache(maxsize=4096)
+def _items_sql(corpus_id: int) -> bytes:
+    """The statement reading hits' rows back, rendered once per corpus (~50 us each)."""
+    return sql.SQL(fusion_search.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
+                                               table=schema.items_table(corpus_id)).as_bytes(None)
+
+
 async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]]
                       ) -> dict[tuple[int, str], dict[str, Any]]:
     """The rows of the wanted items, per corpus position, read concurrently."""
     async def read(pos: int) -> list[tuple[tuple[int, str], dict[str, Any]]]:
-        corpus = corpora[pos]
-        stmt = sql.SQL(fusion_search.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
-                                                   table=schema.items_table(corpus.id))
+        stmt = _items_sql(corpora[pos].id)
         async with store.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {"ids": wanted[pos]})
@@ -611,7 +780,8 @@ _FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexem
 
 async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
                     inc: dict[int, list[str]], first: list[fusion.Fused], text: str,
-                    stats: lexical.QueryStats | None
+                    stats: lexical.QueryStats | None,
+                    indexes: dict[int, postings.CorpusIndex] | None = None
                     ) -> tuple[list[_Candidates] | None, list[_Candidates] | None]:
     """The branches run again from the query moved toward the top fused hits (prf.py):
     each corpus's candidates of the moved vector branch and of the expanded lexical branch
@@ -639,7 +809,10 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
     if p.prf.terms > 0 and text.strip():
         expanded = await _expanded_stats(store, p, corpora, top, wanted, stats)
         if expanded is not None:
-            new_lex = await _rerun(store, p, corpora, inc, text, True, expanded, None)
+            if indexes:  # the expanded query's lexemes, loaded where not cached
+                await store.lex.ensure(store.reads, list(indexes.values()), expanded.lexemes)
+            new_lex = await _rerun(store, p, corpora, inc, text, True, expanded, None,
+                                   indexes)
     return new_vec, new_lex
 
 
@@ -660,12 +833,15 @@ def _merged_lex(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
 
 async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[int, list[str]],
                  text: str, given: bool, stats: lexical.QueryStats | None,
-                 query: list[float] | None) -> list[_Candidates]:
+                 query: list[float] | None,
+                 indexes: dict[int, postings.CorpusIndex] | None = None) -> list[_Candidates]:
     """One branch again (the vector one when `query` is given, else BM25) over every
-    corpus: each corpus's candidates."""
+    corpus: each corpus's candidates (BM25 from `indexes` when given)."""
     async def run(pos: int) -> _Candidates:
-        return await _corpus_candidates(store, p, corpora[pos], text, given, stats, pos,
-                                        inc.get(pos, []), query_vector=query)
+        c = corpora[pos]
+        return await _corpus_candidates(store, p, c, text, given, stats, pos,
+                                        inc.get(pos, []), query_vector=query,
+                                        ix=(indexes or {}).get(c.id) if query is None else None)
 
     return list(await asyncio.gather(*(run(pos) for pos in corpora)))
 

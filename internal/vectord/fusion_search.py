@@ -38,17 +38,29 @@ def symbolic_expr(prefer: Filter) -> tuple[sql.Composable, dict[str, Any]]:
 LEX_NONE = """
 lex AS (SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE FALSE)"""
 
+# The BM25 branch scored in vectord (internal.vectord.postings), best first.
+LEX_GIVEN = """
+lex AS (SELECT t.id COLLATE "C" AS id, t.score, t.rank
+        FROM unnest(%(lex_ids)s::text[], %(lex_scores)s::float8[])
+             WITH ORDINALITY AS t(id, score, rank))"""
+
 
 def candidates_sql(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
                    where: sql.Composable, filtered: bool, operator: str | None,
                    symbolic: sql.Composable | None, *, given: bool = False,
-                   lexical_branch: bool = True) -> sql.Composed:
+                   lexical_branch: bool = True, lexical_scored: bool = False
+                   ) -> sql.Composed:
     """Both branches' candidates (operator None: no vector branch; lexical_branch False:
-    no BM25 branch; given: BM25 with the union's statistics passed as parameters)."""
+    no BM25 branch; given: BM25 with the union's statistics passed as parameters;
+    lexical_scored: the BM25 branch's ids and scores passed in, LEX_GIVEN)."""
     vec = (sql.SQL(lexical._VEC_NONE) if operator is None
            else sql.SQL(lexical._VEC).format(op=sql.SQL(operator), table=table, where=where))
-    bm25 = (lexical._bm25(table, corpus_id, languages, where, filtered, given=given)
-            if lexical_branch else sql.SQL(LEX_NONE))
+    if not lexical_branch:
+        bm25: sql.Composable = sql.SQL(LEX_NONE)
+    elif lexical_scored:
+        bm25 = sql.SQL(LEX_GIVEN)
+    else:
+        bm25 = lexical._bm25(table, corpus_id, languages, where, filtered, given=given)
     sym: sql.Composable = sql.SQL("NULL::float8")
     if symbolic is not None:
         sym = sql.SQL("(SELECT {e} FROM {t} WHERE {t}.id = coalesce(vec.id, lex.id))").format(

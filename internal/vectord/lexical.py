@@ -59,6 +59,10 @@ DECLARE
   dfs text := quote_ident(TG_ARGV[2]);
   gone text;
   came text;
+  touched text[] := '{}';
+  more text[];
+  cid bigint;
+  ver bigint;
 BEGIN
   IF TG_OP = 'UPDATE' THEN
     -- Only rows whose lexemes or language changed touch the postings.
@@ -83,13 +87,15 @@ BEGIN
       df AS (
         UPDATE %s f SET df = f.df - d.n
         FROM (SELECT lexeme, count(*) AS n FROM u GROUP BY lexeme) d
-        WHERE f.lexeme = d.lexeme)
-      UPDATE %s s SET n = s.n - d.n, sum_a = s.sum_a - d.a, sum_b = s.sum_b - d.b,
-                      sum_c = s.sum_c - d.c
-      FROM (SELECT g.language, count(*) AS n, sum(l.a) AS a, sum(l.b) AS b, sum(l.c) AS c
-            FROM g, vectord_lex_lengths(g.lex) l GROUP BY g.language) d
-      WHERE s.language = d.language
-    $q$, gone, postings, dfs, stats);
+        WHERE f.lexeme = d.lexeme),
+      st AS (
+        UPDATE %s s SET n = s.n - d.n, sum_a = s.sum_a - d.a, sum_b = s.sum_b - d.b,
+                        sum_c = s.sum_c - d.c
+        FROM (SELECT g.language, count(*) AS n, sum(l.a) AS a, sum(l.b) AS b, sum(l.c) AS c
+              FROM g, vectord_lex_lengths(g.lex) l GROUP BY g.language) d
+        WHERE s.language = d.language)
+      SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM u
+    $q$, gone, postings, dfs, stats) INTO touched;
   END IF;
 
   IF came IS NOT NULL THEN
@@ -110,13 +116,30 @@ BEGIN
       df AS (
         INSERT INTO %s AS f (lexeme, df)
         SELECT lexeme, count(*) FROM u GROUP BY lexeme
-        ON CONFLICT (lexeme) DO UPDATE SET df = f.df + excluded.df)
-      INSERT INTO %s AS s (language, n, sum_a, sum_b, sum_c)
-      SELECT language, count(*), sum(a), sum(b), sum(c) FROM dl GROUP BY language
-      ON CONFLICT (language) DO UPDATE SET
-        n = s.n + excluded.n, sum_a = s.sum_a + excluded.sum_a,
-        sum_b = s.sum_b + excluded.sum_b, sum_c = s.sum_c + excluded.sum_c
-    $q$, came, postings, dfs, stats);
+        ON CONFLICT (lexeme) DO UPDATE SET df = f.df + excluded.df),
+      st AS (
+        INSERT INTO %s AS s (language, n, sum_a, sum_b, sum_c)
+        SELECT language, count(*), sum(a), sum(b), sum(c) FROM dl GROUP BY language
+        ON CONFLICT (language) DO UPDATE SET
+          n = s.n + excluded.n, sum_a = s.sum_a + excluded.sum_a,
+          sum_b = s.sum_b + excluded.sum_b, sum_c = s.sum_c + excluded.sum_c)
+      SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM u
+    $q$, came, postings, dfs, stats) INTO more;
+    touched := touched || more;
+  END IF;
+
+  -- The corpus's version, bumped in this transaction; writers of a corpus hold its
+  -- advisory lock (vectord_lex_lock) until commit, so versions are gapless in commit
+  -- order. The change log says which lexemes each version touched: a vectord's cached
+  -- index (postings.py) forgets exactly those (lexindex.py).
+  IF cardinality(touched) > 0 THEN
+    cid := substring(TG_TABLE_NAME FROM '^vectord_items_([0-9]+)$')::bigint;
+    INSERT INTO vectord_lex_versions AS v (corpus_id, version) VALUES (cid, 1)
+      ON CONFLICT (corpus_id) DO UPDATE SET version = v.version + 1
+      RETURNING version INTO ver;
+    INSERT INTO vectord_lex_changes (corpus_id, version, lexemes)
+      VALUES (cid, ver, ARRAY(SELECT DISTINCT x FROM unnest(touched) x));
+    DELETE FROM vectord_lex_changes WHERE corpus_id = cid AND version <= ver - 256;  -- CHANGES_KEPT
   END IF;
   RETURN NULL;
 END
@@ -392,6 +415,15 @@ async def drop_corpus(conn: psycopg.AsyncConnection, corpus_id: int) -> None:
     """Drop the lexical side tables of a corpus; call in the delete-corpus transaction."""
     await conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
         sql.SQL(", ").join(sql.Identifier(n) for n in _names(int(corpus_id)))))
+    await conn.execute(DROP_VERSIONS, {"id": int(corpus_id)})
+
+
+DROP_VERSIONS = """
+WITH c AS (DELETE FROM vectord_lex_changes WHERE corpus_id = %(id)s)
+DELETE FROM vectord_lex_versions WHERE corpus_id = %(id)s"""
+
+# Versions of the change log a reader can catch up over; the trigger keeps this many.
+CHANGES_KEPT = 256
 
 
 # --- ranking -------------------------------------------------------------------

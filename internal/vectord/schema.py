@@ -35,6 +35,20 @@ CREATE TABLE IF NOT EXISTS vectord_corpora (
     created_at    timestamptz NOT NULL DEFAULT now()
 );
 """),
+    # The lexical index's versions and change log (lexical.py's trigger writes them, the
+    # cached index of lexindex.py reads them). A corpus with no row is at version 0.
+    (2, """
+CREATE TABLE IF NOT EXISTS vectord_lex_versions (
+    corpus_id bigint PRIMARY KEY,
+    version   bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectord_lex_changes (
+    corpus_id bigint NOT NULL,
+    version   bigint NOT NULL,
+    lexemes   text[] NOT NULL,
+    PRIMARY KEY (corpus_id, version)
+);
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

@@ -24,6 +24,7 @@ from internal.config import VectordConfig
 from internal.pg.resilient import ResilientPool
 from internal.vectord import lexical, schema
 from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
+from internal.vectord.lexindex import LexIndex
 
 T = TypeVar("T")
 Conn = AsyncConnection[Any]
@@ -91,6 +92,7 @@ WITH relaxed AS MATERIALIZED ({VECTOR_SEARCH})
 SELECT * FROM relaxed ORDER BY distance"""
 SET_SEARCH = """
 SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
+MATCHING_IDS = "SELECT id FROM {table} WHERE id = ANY(%(match_ids)s::text[]) AND {where}"
 KEYWORD_SEARCH = f"""
 SELECT {ITEM_COLUMNS} FROM {{table}}
 WHERE {{expr}} LIKE %(pattern)s AND {{where}}
@@ -144,6 +146,8 @@ class Store:
         # answers with the same `connection()` (writes and the registry always use `pool`).
         self.reads: ReadPool = pool
         self.cfg = cfg
+        # The in-memory lexical index of this process (lexical_engine "memory").
+        self.lex = LexIndex(cfg.lexical_cache_mb * 2**20)
         self.db = db
         self._cache: dict[str, tuple[float, Corpus]] = {}
         # (hnsw.ef_search, hnsw.iterative_scan) last set on each pooled connection.
@@ -263,6 +267,7 @@ class Store:
                 schema.items_table(corpus.id)))
             await lexical.drop_corpus(conn, corpus.id)
         self._cache.pop(name, None)
+        self.lex.forget(corpus.id)
 
     async def build_index(self, name: str) -> dict[str, Any]:
         """Build the corpus's HNSW index if missing (after a deferred bulk load)."""
@@ -395,6 +400,14 @@ class Store:
             self._search_settings.pop(conn, None)
             await conn.execute(SET_SEARCH, want)
             self._search_settings[conn] = want
+
+    async def matching_ids(self, corpus: Corpus, ids: list[str], where: sql.Composable,
+                           params: dict[str, Any]) -> set[str]:
+        """Which of these items meet the filter (the in-memory BM25's filtered search)."""
+        stmt = sql.SQL(MATCHING_IDS).format(table=schema.items_table(corpus.id), where=where)
+        async with self.reads.connection() as conn:
+            cur = await conn.execute(stmt, {**params, "match_ids": ids})
+            return {str(r[0]) for r in await cur.fetchall()}
 
     async def keyword_search(self, corpus: Corpus, text: str, k: int, where: sql.Composable,
                              params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,246 @@
+"""Keeps this vectord's in-memory lexical index (postings.py) in step with PostgreSQL.
+
+Every write to a corpus's items bumps the corpus's version in its transaction and logs
+the lexemes it touched (lexical.py's trigger; versions are gapless in commit order). A
+search reads the versions of the corpora it searches in the statement that also turns
+its text into lexemes (one round trip); when the cache is at those versions and holds
+every query lexeme, nothing else is read. Otherwise one REPEATABLE READ transaction (one
+snapshot) reads the change log since the cached version (the lexemes it names are
+forgotten; a gap, or a version older than the log keeps, forgets the whole corpus), the
+statistics rows, and the postings of the lexemes not cached. So a write acknowledged
+before a search starts is seen by it, on any replica that has replayed it, and BM25 is
+computed from one consistent state per corpus.
+
+The reads here are SQL only; the arithmetic is postings.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+
+from internal.api.vectord import Corpus
+from internal.vectord import lexical, postings
+
+# The query's lexemes and qtf (as vectord_bm25_query computes them) and the versions of
+# the corpora, in one statement.
+QUERY = """
+SELECT (SELECT array_agg(coalesce(v.version, 0) ORDER BY c.o)
+        FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS c(id, o)
+        LEFT JOIN vectord_lex_versions v ON v.corpus_id = c.id) AS versions,
+       q.lexemes, q.qtf
+FROM (SELECT array_agg(s.lexeme ORDER BY s.lexeme) AS lexemes,
+             array_agg(s.qtf ORDER BY s.lexeme) AS qtf
+      FROM (SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
+            FROM (SELECT DISTINCT c FROM unnest(%(langs)s::regconfig[]) AS c) l,
+                 unnest(to_tsvector(l.c, %(q)s)) x
+            GROUP BY 1) s) q"""
+
+VERSIONS = """
+SELECT c.id, coalesce(v.version, 0) FROM unnest(%(ids)s::bigint[]) AS c(id)
+LEFT JOIN vectord_lex_versions v ON v.corpus_id = c.id"""
+
+CHANGES = """
+SELECT version, lexemes FROM vectord_lex_changes
+WHERE corpus_id = %(id)s AND version > %(since)s AND version <= %(until)s"""
+
+STATS = "SELECT language::text, n, sum_a, sum_b, sum_c FROM {stats}"
+
+# A lexeme's postings as one row: ids, and term frequencies and lengths packed big-endian
+# (int2send / int4send), so the client decodes them with numpy instead of row by row.
+POSTINGS = """
+SELECT lexeme, array_agg(item_id),
+       string_agg(int2send(tf_a) || int2send(tf_b) || int2send(tf_c), ''::bytea),
+       string_agg(int4send(dl_a) || int4send(dl_b) || int4send(dl_c), ''::bytea)
+FROM {postings} WHERE lexeme = ANY(%(lexemes)s::text[]) GROUP BY lexeme"""
+
+
+@dataclass
+class Prepared:
+    """What a search scores with: each corpus's cached index and the union's statistics."""
+
+    indexes: list[postings.CorpusIndex]
+    stats: lexical.QueryStats | None  # None: no query lexeme in any corpus
+
+
+class LexIndex:
+    """The cache of one vectord, and the lock that serialises its refreshes."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.cache = postings.Cache(budget_bytes)
+        self._lock = asyncio.Lock()
+        self.loads = 0  # lexeme entries read from PostgreSQL (tests, metrics)
+        self.refreshes = 0
+
+    async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
+                      fixed: Sequence[str], auto: Sequence[bool],
+                      weights: tuple[float, float, float]) -> Prepared:
+        """The corpora's indexes, current and holding the query's lexemes, and the union's
+        BM25 statistics (as lexical.UNION_STATS would compute them)."""
+        ids = [c.id for c in corpora]
+        idx = [self.cache.corpus(i) for i in ids]
+        langs = self._languages(idx, fixed, auto)
+        async with reads.connection() as conn:
+            cur = await conn.execute(QUERY, {"ids": ids, "langs": langs, "q": text})
+            row = await cur.fetchone()
+        assert row is not None
+        versions = [int(v) for v in row[0] or []]
+        lexemes, qtf = list(row[1] or []), [float(x) for x in row[2] or []]
+        if any(ix.version != v for ix, v in zip(idx, versions, strict=True)) or any(
+                ix.missing(lexemes) for ix in idx):
+            lexemes, qtf = await self._refresh(reads, idx, text, fixed, auto, langs,
+                                               lexemes, qtf)
+        self.cache.touch_all(idx, lexemes)
+        return Prepared(idx, query_stats(idx, lexemes, qtf, weights))
+
+    async def ensure(self, reads: Any, indexes: Sequence[postings.CorpusIndex],
+                     lexemes: Sequence[str]) -> None:
+        """Load these lexemes where not cached (feedback's expanded query), at the cached
+        versions when they are still current (else the indexes move forward first)."""
+        if any(ix.missing(lexemes) for ix in indexes):
+            await self._refresh(reads, list(indexes), None, [], [], [], list(lexemes), [])
+        self.cache.touch_all(indexes, lexemes)
+
+    def forget(self, corpus_id: int) -> None:
+        self.cache.drop(corpus_id)
+
+    def _languages(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
+                   auto: Sequence[bool]) -> list[str]:
+        """The fixed languages plus those the `auto` corpora hold items in."""
+        langs = set(fixed)
+        for ix, a in zip(idx, auto, strict=True):
+            if a:
+                langs.update(lang for lang, n in ix.stats.languages.items() if n > 0)
+        return sorted(langs)
+
+    async def _refresh(self, reads: Any, idx: list[postings.CorpusIndex], text: str | None,
+                       fixed: Sequence[str], auto: Sequence[bool], langs: list[str],
+                       lexemes: list[str], qtf: list[float]) -> tuple[list[str], list[float]]:
+        """Bring the indexes to one snapshot's versions and load what the query needs."""
+        async with self._lock, reads.connection() as conn:
+            self.refreshes += 1
+            await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                cur = await conn.execute(VERSIONS, {"ids": [ix.corpus_id for ix in idx]})
+                current = {int(r[0]): int(r[1]) for r in await cur.fetchall()}
+                forget: dict[int, list[str] | None] = {}  # None: the whole corpus
+                stats: dict[int, postings.Stats] = {}
+                for ix in idx:
+                    v = current[ix.corpus_id]
+                    if ix.version == v or ix.corpus_id in stats:
+                        continue
+                    forget[ix.corpus_id] = await _changes(conn, ix, v)
+                    stats[ix.corpus_id] = await _stats(conn, ix.corpus_id)
+                # The languages of `auto` corpora may have changed with the statistics.
+                if text is not None:
+                    held = self._languages_after(idx, fixed, auto, stats)
+                    if held != langs:
+                        cur = await conn.execute(QUERY, {"ids": [], "langs": held, "q": text})
+                        row = await cur.fetchone()
+                        assert row is not None
+                        lexemes = list(row[1] or [])
+                        qtf = [float(x) for x in row[2] or []]
+                loads: dict[int, list[tuple[str, Any]]] = {}
+                for ix in idx:
+                    gone = forget.get(ix.corpus_id, [])
+                    want = ([t for t in lexemes] if gone is None else
+                            [t for t in lexemes if t not in ix.entries or t in set(gone)])
+                    if want and ix.corpus_id not in loads:
+                        loads[ix.corpus_id] = await _postings(conn, ix.corpus_id, want)
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+        # Applied in one synchronous step: no search sees a half-updated index.
+        for ix in idx:
+            if ix.corpus_id in forget:
+                gone = forget[ix.corpus_id]
+                if gone is None:
+                    ix.clear()
+                else:
+                    ix.forget(gone)
+                ix.stats = stats[ix.corpus_id]
+                ix.version = current[ix.corpus_id]
+        for cid, rows in loads.items():
+            ix = self.cache.corpus(cid)
+            for lexeme, (item_ids, tf, dl) in rows:
+                ix.put(lexeme, item_ids, tf, dl)
+                self.loads += 1
+        keep = {(ix.corpus_id, t) for ix in idx for t in lexemes}
+        self.cache.touch_all(idx, lexemes)
+        self.cache.evict(keep)
+        return lexemes, qtf
+
+    def _languages_after(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
+                         auto: Sequence[bool], stats: dict[int, postings.Stats]) -> list[str]:
+        langs = set(fixed)
+        for ix, a in zip(idx, auto, strict=True):
+            if a:
+                st = stats.get(ix.corpus_id, ix.stats)
+                langs.update(lang for lang, n in st.languages.items() if n > 0)
+        return sorted(langs)
+
+
+async def _changes(conn: Any, ix: postings.CorpusIndex, until: int) -> list[str] | None:
+    """The lexemes versions (cached, until] touched; None when the log cannot say."""
+    since = ix.version
+    if since < 0 or until < since or until - since > lexical.CHANGES_KEPT:
+        return None  # never loaded, behind this snapshot (another replica), or too old
+    cur = await conn.execute(CHANGES, {"id": ix.corpus_id, "since": since, "until": until})
+    rows = await cur.fetchall()
+    if len(rows) != until - since:
+        return None
+    return sorted({t for r in rows for t in r[1]})
+
+
+async def _stats(conn: Any, corpus_id: int) -> postings.Stats:
+    cur = await conn.execute(sql.SQL(STATS).format(stats=lexical.stats_table(corpus_id)))
+    st = postings.Stats()
+    a = b = c = 0
+    for lang, n, sa, sb, sc in await cur.fetchall():
+        st.n += int(n)
+        a, b, c = a + int(sa), b + int(sb), c + int(sc)
+        st.languages[str(lang)] = int(n)
+    st.sums = (a, b, c)
+    return st
+
+
+async def _postings(conn: Any, corpus_id: int, lexemes: list[str]
+                    ) -> list[tuple[str, Any]]:
+    """Each lexeme's postings as (item ids, tf per field, length per field); an absent
+    lexeme comes back empty (cached as absent)."""
+    cur = conn.cursor(binary=True)
+    await cur.execute(sql.SQL(POSTINGS).format(postings=lexical.postings_table(corpus_id)),
+                      {"lexemes": lexemes})
+    out: list[tuple[str, Any]] = []
+    for lexeme, ids, tf, dl in await cur.fetchall():
+        out.append((str(lexeme), (
+            ids, np.frombuffer(tf, dtype=">u2").astype(np.uint16).reshape(-1, 3),
+            np.frombuffer(dl, dtype=">i4").astype(np.int32).reshape(-1, 3))))
+    found = {t for t, _ in out}
+    empty = (np.zeros((0, 3), dtype=np.uint16), np.zeros((0, 3), dtype=np.int32))
+    out.extend((t, ([], *empty)) for t in lexemes if t not in found)
+    return out
+
+
+def query_stats(idx: Sequence[postings.CorpusIndex], lexemes: Sequence[str],
+                qtf: Sequence[float], weights: tuple[float, float, float]
+                ) -> lexical.QueryStats | None:
+    """The union's BM25 query side from the cached indexes (lexical.QueryStats order:
+    rarest first; lexemes no corpus holds left out)."""
+    n, avg = postings.avgdl([ix.stats for ix in idx], weights)
+    rows = []
+    for t, q in zip(lexemes, qtf, strict=True):
+        df = float(sum(ix.entries[t].df for ix in idx if t in ix.entries))
+        if df > 0:
+            rows.append((df, t, postings.idf_weight(n, df, q)))
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return lexical.QueryStats(lexemes=[t for _, t, _ in rows], weights=[w for _, _, w in rows],
+                              dfs=[d for d, _, _ in rows], avgdl=avg, n=n)

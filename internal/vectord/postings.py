@@ -1,0 +1,243 @@
+"""The in-memory lexical index: per corpus and lexeme, packed postings; BM25 over them.
+
+PostgreSQL stays the system of record (the postings, document-frequency and statistics
+tables kept by lexical.py's triggers). Each vectord holds a cache of it, per corpus:
+
+- per lexeme, the ordinals of the items holding it and their term frequencies per field
+  (int32 + 3 x uint16: 10 bytes a posting), or an empty entry (the lexeme is absent);
+- per item ordinal, its id and its length per field (int32 x 3);
+- the corpus's document count and length sums per language (its statistics rows);
+- the version of the corpus these reflect (see lexindex.py for how it is kept in step).
+
+Nothing here does I/O: lexindex.py loads entries and applies the change log; this module
+stores them, accounts their memory and scores BM25 with numpy in float64, the same
+arithmetic as the SQL reference (lexical._SCORE_POSTINGS), rounded to 1e-12 as it is, ties
+broken by id in byte order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+I32 = npt.NDArray[np.int32]
+U16 = npt.NDArray[np.uint16]
+F64 = npt.NDArray[np.float64]
+
+# Bytes an entry costs beyond its arrays (dict slot, object, the lexeme string), and a
+# posting's arrays: int32 ordinal + three uint16 term frequencies.
+ENTRY_OVERHEAD = 160
+POSTING_BYTES = 10
+ITEM_BYTES = 12 + 120  # three int32 lengths, plus the id string and its dict slot
+
+
+@dataclass
+class Entry:
+    """One lexeme's postings in one corpus (empty arrays: the corpus does not hold it)."""
+
+    ords: I32
+    tf: npt.NDArray[np.uint16]  # shape (n, 3): title, text, tags
+    # Each posting's tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)) with the field
+    # weights 1/1/1, for `key` = (avgdl, k1, b): the default search multiplies it by the
+    # lexeme's weight and adds, one pass over the postings (recomputed when key changes).
+    key: tuple[float, float, float] | None = None
+    part: F64 | None = None
+
+    @property
+    def df(self) -> int:
+        return int(self.ords.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        extra = 0 if self.part is None else 8 * self.df
+        return ENTRY_OVERHEAD + POSTING_BYTES * self.df + extra
+
+
+EMPTY = Entry(np.zeros(0, dtype=np.int32), np.zeros((0, 3), dtype=np.uint16))
+
+
+@dataclass
+class Stats:
+    """A corpus's BM25 statistics: documents and length sums per field, by language."""
+
+    n: int = 0
+    sums: tuple[int, int, int] = (0, 0, 0)
+    languages: dict[str, int] = field(default_factory=dict)  # language -> documents
+
+
+class CorpusIndex:
+    """The cached lexical index of one corpus at one version."""
+
+    def __init__(self, corpus_id: int) -> None:
+        self.corpus_id = corpus_id
+        self.version = -1  # nothing applied yet
+        self.stats = Stats()
+        self.entries: dict[str, Entry] = {}
+        self.ids: list[str] = []
+        self.ord_of: dict[str, int] = {}
+        self.dl: npt.NDArray[np.int32] = np.zeros((0, 3), dtype=np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        return ITEM_BYTES * len(self.ids) + sum(e.nbytes for e in self.entries.values())
+
+    def ordinal(self, item_id: str) -> int:
+        """The item's ordinal, assigned on first sight."""
+        o = self.ord_of.get(item_id)
+        if o is None:
+            o = len(self.ids)
+            self.ord_of[item_id] = o
+            self.ids.append(item_id)
+        return o
+
+    def put(self, lexeme: str, item_ids: Sequence[str], tf: npt.NDArray[np.uint16],
+            dl: npt.NDArray[np.int32]) -> Entry:
+        """Store a lexeme's postings (rows of item id, tf per field, length per field)."""
+        ords = np.fromiter((self.ordinal(i) for i in item_ids), dtype=np.int32,
+                           count=len(item_ids))
+        if len(self.ids) > self.dl.shape[0]:
+            grown = np.zeros((max(len(self.ids), 2 * self.dl.shape[0], 64), 3), dtype=np.int32)
+            grown[:self.dl.shape[0]] = self.dl
+            self.dl = grown
+        if len(ords):
+            # Every posting of an item carries its current lengths (written by one trigger).
+            self.dl[ords] = dl
+        entry = Entry(ords, tf) if len(ords) else EMPTY
+        self.entries[lexeme] = entry
+        return entry
+
+    def forget(self, lexemes: Iterable[str]) -> None:
+        for t in lexemes:
+            self.entries.pop(t, None)
+
+    def clear(self) -> None:
+        """Drop every entry (the change log no longer reaches back to this version)."""
+        self.entries.clear()
+        self.ids.clear()
+        self.ord_of.clear()
+        self.dl = np.zeros((0, 3), dtype=np.int32)
+
+    def missing(self, lexemes: Iterable[str]) -> list[str]:
+        return [t for t in lexemes if t not in self.entries]
+
+
+class Cache:
+    """Every corpus's index in this process, within a memory budget (LRU by lexeme)."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self.corpora: dict[int, CorpusIndex] = {}
+        self._lru: OrderedDict[tuple[int, str], None] = OrderedDict()
+        self._bytes = 0
+        self.evictions = 0
+
+    def corpus(self, corpus_id: int) -> CorpusIndex:
+        idx = self.corpora.get(corpus_id)
+        if idx is None:
+            idx = self.corpora[corpus_id] = CorpusIndex(corpus_id)
+        return idx
+
+    def drop(self, corpus_id: int) -> None:
+        self.corpora.pop(corpus_id, None)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.corpora.values())
+
+    def touch_all(self, indexes: Iterable[CorpusIndex], lexemes: Sequence[str]) -> None:
+        """Mark the entries a search used as used now (the last ones evicted)."""
+        for ix in indexes:
+            for t in lexemes:
+                key = (ix.corpus_id, t)
+                if key in self._lru:
+                    self._lru.move_to_end(key)
+                elif t in ix.entries:
+                    self._lru[key] = None
+
+    def evict(self, keep: set[tuple[int, str]]) -> None:
+        """Drop the least recently used entries until the cache fits its budget.
+
+        `keep`: entries the search in progress needs; a search whose own entries exceed
+        the budget keeps them (the budget is exceeded for as long as it runs)."""
+        total = self.nbytes
+        if total <= self.budget:
+            return
+        for key in list(self._lru):
+            if total <= self.budget:
+                break
+            if key in keep:
+                continue
+            del self._lru[key]
+            idx = self.corpora.get(key[0])
+            entry = idx.entries.pop(key[1], None) if idx is not None else None
+            if entry is not None:
+                total -= entry.nbytes
+                self.evictions += 1
+
+
+def avgdl(stats: Sequence[Stats], weights: tuple[float, float, float]) -> tuple[float, float]:
+    """(N, average weighted length) of the union of corpora, as lexical._STATS_STATIC."""
+    n = float(sum(s.n for s in stats))
+    sa = float(sum(s.sums[0] for s in stats))
+    sb = float(sum(s.sums[1] for s in stats))
+    sc = float(sum(s.sums[2] for s in stats))
+    return n, (weights[0] * sa + weights[1] * sb + weights[2] * sc) / max(n, 1.0)
+
+
+def idf_weight(n: float, df: float, qtf: float) -> float:
+    """idf * qtf, as vectord_bm25_query computes it (math.log: the C library's, as ln)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * qtf
+
+
+def scores(idx: CorpusIndex, lexemes: Sequence[str], w: Sequence[float], avg: float,
+           k1: float, b: float, weights: tuple[float, float, float]) -> F64:
+    """Every ordinal's BM25 (0: no query lexeme), rounded to 1e-12 as the SQL scorer."""
+    out = np.zeros(len(idx.ids), dtype=np.float64)
+    wa, wb, wc = weights
+    plain = weights == (1.0, 1.0, 1.0)
+    for t, wt in zip(lexemes, w, strict=True):
+        e = idx.entries.get(t)
+        if e is None or e.df == 0:
+            continue
+        if plain:
+            key = (avg, k1, b)
+            if e.key != key or e.part is None:
+                tf1 = e.tf[:, 0] * 1.0 + e.tf[:, 1] * 1.0 + e.tf[:, 2] * 1.0
+                d1 = idx.dl[e.ords]
+                dl1 = d1[:, 0] * 1.0 + d1[:, 1] * 1.0 + d1[:, 2] * 1.0
+                e.part = tf1 * (k1 + 1.0) / (tf1 + k1 * (1.0 - b + b * dl1 / avg))
+                e.key = key
+            out[e.ords] += wt * e.part
+            continue
+        # Term by term in the SQL's order (no dot product: its summation order differs).
+        tf = e.tf[:, 0] * wa + e.tf[:, 1] * wb + e.tf[:, 2] * wc
+        d = idx.dl[e.ords]
+        dl = d[:, 0] * wa + d[:, 1] * wb + d[:, 2] * wc
+        part = wt * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avg))
+        keep = tf > 0  # a field weighted 0 can leave a posting with no frequency
+        if keep.all():
+            out[e.ords] += part  # a lexeme lists each item once: no repeated index
+        else:
+            out[e.ords[keep]] += part[keep]
+    hit = out > 0
+    out[hit] = np.round(out[hit] * 1e12) / 1e12
+    return out
+
+
+def top(idx: CorpusIndex, s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
+        ) -> list[tuple[str, float]]:
+    """The n best (id, score) by score, ties by id in byte order, as the SQL's ORDER BY."""
+    cand = np.flatnonzero(s > 0) if allowed is None else np.flatnonzero((s > 0) & allowed)
+    if n <= 0 or cand.size == 0:
+        return []
+    if cand.size > n:
+        part = cand[np.argpartition(-s[cand], n - 1)[:n]]
+        kth = s[part].min()
+        cand = cand[s[cand] >= kth]  # every tie at the boundary, cut after sorting by id
+    rows = sorted((-float(s[o]), idx.ids[o]) for o in cand.tolist())
+    return [(i, -neg) for neg, i in rows[:n]]
