@@ -13,6 +13,14 @@ overhead any aiohttp hop adds on this machine, measured in the same rounds.
     .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
         [--baseline DIR]   # instead: this checkout against another (e.g. a worktree of
                            # an older commit), both through their gateways, alternating
+        [--beir DATA]      # with --baseline: one corpus holding SciFact + Cranfield + CISI
+                           # (text embedded by the stack's model, vectors cached in
+                           # var/eval-cache), SciFact's queries as text: the default search
+                           # (hybrid, feedback as shipped) and a vector-only search of the
+                           # same text, through each gateway
+
+    flock /tmp/lakehouse-bench.lock .venv/bin/python scripts/bench_gateway.py \
+        --baseline ../main-before --beir ../shared/data
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import numpy as np
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 CONCURRENCY = 16
 WORDS = ("vector database search index query corpus postgres embedding model rank fusion "
          "lexical hybrid keyword gateway daemon latency throughput tea bicycle river").split()
@@ -164,6 +173,108 @@ def searches(corpus: str, prf_off: bool = False) -> dict[str, dict[str, Any]]:
     }
 
 
+BEIR_SETS = (("scifact", "train", "sf"), ("cranfield", "dev", "cr"), ("cisi", "dev", "ci"))
+
+
+async def load_beir(session: aiohttp.ClientSession, base: str, corpus: str, data: Path) -> int:
+    """SciFact + Cranfield + CISI as one corpus (ids prefixed by set), embedded by the stack."""
+    import dataclasses
+
+    from internal.clients.embed import EmbedClient
+    from internal.clients.vectord import VectordClient
+    from internal.evaluation import beir
+    from internal.evaluation.ingest import ingest
+
+    docs = []
+    for name, split, tag in BEIR_SETS:
+        ds = beir.load(data / name, split)
+        docs += [dataclasses.replace(d, id=f"{tag}:{d.id}") for d in ds.docs]
+    await ingest(VectordClient(session, base), EmbedClient(session, base), corpus, docs,
+                 cache_dir=ROOT / "var" / "eval-cache", cache_name="bench_gateway_beir3")
+    return len(docs)
+
+
+def beir_queries(data: Path, n: int) -> list[str]:
+    from internal.evaluation import beir
+
+    return list(beir.load(data / "scifact", "train").queries.values())[:n]
+
+
+async def run_texts(session: aiohttp.ClientSession, url: str, body: dict[str, Any],
+                    texts: list[str]) -> tuple[list[float], float]:
+    """`run` with each search's query_text taken in turn from texts."""
+    latencies: list[float] = []
+    todo = list(reversed(texts))
+
+    async def worker() -> None:
+        while todo:
+            text = todo.pop()
+            t0 = time.perf_counter()
+            async with session.post(f"{url}/v1/matrix/search",
+                                    json={**body, "query_text": text}) as r:
+                await r.read()
+                assert r.status == 200, r.status
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return latencies, time.perf_counter() - t0
+
+
+async def beir_against_baseline(args: argparse.Namespace, this: str, base: str) -> None:
+    """The default search and a vector-only one on SciFact + Cranfield + CISI, both sides."""
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        corpus = "bench_beir3"
+        n = 0
+        for url in (this, base):
+            n = await load_beir(session, url, corpus, args.beir)
+        texts = beir_queries(args.beir, args.queries)
+        bodies = {"default (hybrid)": {"corpora": [corpus], "k": 10},
+                  "vector only": {"corpora": [corpus], "k": 10, "mode": "vector"}}
+        sides = {"this": this, "baseline": base}
+        print(f"\nthis checkout vs baseline {args.baseline}: one corpus of {n:,} documents "
+              f"(SciFact + Cranfield + CISI), {len(texts)} SciFact queries as text, "
+              f"{args.rounds} rounds per side alternating; p50/p95 one at a time, QPS at "
+              f"concurrency {CONCURRENCY}\n")
+        print("| search | side | p50 ms | p95 ms | QPS @16 |")
+        print("|---|---|---:|---:|---:|")
+        figures: dict[tuple[str, str], tuple[float, float, float]] = {}
+        for label, body in bodies.items():
+            for url in sides.values():
+                await run_texts(session, url, body, texts[:50])  # warm-up
+            seq: dict[str, list[float]] = {s: [] for s in sides}
+            wall = dict.fromkeys(sides, 0.0)
+            done = dict.fromkeys(sides, 0)
+            for rnd in range(args.rounds):
+                order = list(sides) if rnd % 2 == 0 else list(sides)[::-1]
+                for side in order:
+                    for text in texts[:100]:  # one at a time: the latency a user sees
+                        t0 = time.perf_counter()
+                        async with session.post(f"{sides[side]}/v1/matrix/search",
+                                                json={**body, "query_text": text}) as r:
+                            await r.read()
+                            assert r.status == 200, r.status
+                        seq[side].append((time.perf_counter() - t0) * 1000)
+                    got, secs = await run_texts(session, sides[side], body, texts)
+                    wall[side] += secs
+                    done[side] += len(got)
+            for side in sides:
+                xs = sorted(seq[side])
+                figures[(label, side)] = (statistics.median(xs), xs[int(len(xs) * 0.95) - 1],
+                                          done[side] / wall[side])
+                p50, p95, qps = figures[(label, side)]
+                print(f"| {label} | {side} | {p50:.2f} | {p95:.2f} | {qps:.0f} |")
+        d, v = "default (hybrid)", "vector only"
+        print(f"\ndefault search QPS, this / baseline: "
+              f"{figures[(d, 'this')][2] / figures[(d, 'baseline')][2]:.2f}x")
+        for side in sides:
+            print(f"default p50 / vector-only p50 ({side}): "
+                  f"{figures[(d, side)][0] / figures[(v, side)][0]:.2f}")
+        print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores")
+
+
 async def against_baseline(args: argparse.Namespace, this: str, base: str) -> None:
     """The same searches through this checkout's gateway and the baseline's, alternating."""
     connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
@@ -207,6 +318,9 @@ def main() -> int:
                              "commit): both stacks run, their searches alternate")
     parser.add_argument("--prf-off", action="store_true",
                         help="send the text search with \"prf\": {\"docs\": 0} (with --baseline)")
+    parser.add_argument("--beir", type=Path, default=None, metavar="DATA",
+                        help="with --baseline: SciFact + Cranfield + CISI from DATA as one "
+                             "corpus, SciFact's queries (see the module's docstring)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-gw-"))
     if args.baseline is not None:
@@ -214,7 +328,8 @@ def main() -> int:
         try:
             bproc, burls = start_stack(tmp / "baseline", args.baseline.resolve())
             try:
-                asyncio.run(against_baseline(args, urls["gateway"], burls["gateway"]))
+                compare = beir_against_baseline if args.beir is not None else against_baseline
+                asyncio.run(compare(args, urls["gateway"], burls["gateway"]))
             finally:
                 bproc.send_signal(signal.SIGTERM)
                 bproc.wait(120)

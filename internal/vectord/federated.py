@@ -491,12 +491,11 @@ async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],
         row = rows.get((pos, item_id))
         if row is None:
             continue  # deleted since the index was read
-        h = hits.hit(corpora[pos], row, score=score, scores={"lexical": score})
+        rank += 0 if asked else 1  # ranks in the union's list, as one corpus would say
+        h = hits.hit(corpora[pos], row, score=score, scores={"lexical": score},
+                     ranks={} if asked else {"lexical": rank})
         h.merge_score = -neg
         h.included = asked
-        if not asked:
-            rank += 1
-            h.ranks["lexical"] = rank
         out.append(h)
     return out
 
@@ -810,7 +809,9 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
         expanded = await _expanded_stats(store, p, corpora, top, wanted, stats)
         if expanded is not None:
             if indexes:  # the expanded query's lexemes, loaded where not cached
-                await store.lex.ensure(store.reads, list(indexes.values()), expanded.lexemes)
+                ids = list(indexes)
+                views = await store.lex.ensure(store.reads, ids, expanded.lexemes)
+                indexes = dict(zip(ids, views, strict=True))
             new_lex = await _rerun(store, p, corpora, inc, text, True, expanded, None,
                                    indexes)
     return new_vec, new_lex

@@ -62,7 +62,8 @@ FROM {postings} WHERE lexeme = ANY(%(lexemes)s::text[]) GROUP BY lexeme"""
 
 @dataclass
 class Prepared:
-    """What a search scores with: each corpus's cached index and the union's statistics."""
+    """What a search scores with: a view of each corpus's index (postings.CorpusIndex.view)
+    and the union's statistics."""
 
     indexes: list[postings.CorpusIndex]
     stats: lexical.QueryStats | None  # None: no query lexeme in any corpus
@@ -96,15 +97,18 @@ class LexIndex:
             lexemes, qtf = await self._refresh(reads, idx, text, fixed, auto, langs,
                                                lexemes, qtf)
         self.cache.touch_all(idx, lexemes)
-        return Prepared(idx, query_stats(idx, lexemes, qtf, weights))
+        views = [ix.view(lexemes) for ix in idx]
+        return Prepared(views, query_stats(views, lexemes, qtf, weights))
 
-    async def ensure(self, reads: Any, indexes: Sequence[postings.CorpusIndex],
-                     lexemes: Sequence[str]) -> None:
-        """Load these lexemes where not cached (feedback's expanded query), at the cached
-        versions when they are still current (else the indexes move forward first)."""
-        if any(ix.missing(lexemes) for ix in indexes):
-            await self._refresh(reads, list(indexes), None, [], [], [], list(lexemes), [])
-        self.cache.touch_all(indexes, lexemes)
+    async def ensure(self, reads: Any, corpus_ids: Sequence[int], lexemes: Sequence[str]
+                     ) -> list[postings.CorpusIndex]:
+        """Views holding these lexemes (feedback's expanded query), loaded where not
+        cached, at the cached versions when still current (else moved forward first)."""
+        idx = [self.cache.corpus(i) for i in corpus_ids]
+        if any(ix.missing(lexemes) for ix in idx):
+            await self._refresh(reads, idx, None, [], [], [], list(lexemes), [])
+        self.cache.touch_all(idx, lexemes)
+        return [ix.view(lexemes) for ix in idx]
 
     def forget(self, corpus_id: int) -> None:
         self.cache.drop(corpus_id)

@@ -116,11 +116,24 @@ class CorpusIndex:
             self.entries.pop(t, None)
 
     def clear(self) -> None:
-        """Drop every entry (the change log no longer reaches back to this version)."""
-        self.entries.clear()
-        self.ids.clear()
-        self.ord_of.clear()
+        """Drop every entry (the change log no longer reaches back to this version).
+
+        New containers, not cleared ones: a view taken before (`view`) keeps its own."""
+        self.entries = {}
+        self.ids = []
+        self.ord_of = {}
         self.dl = np.zeros((0, 3), dtype=np.int32)
+
+    def view(self, lexemes: Iterable[str]) -> CorpusIndex:
+        """What one search scores with: these lexemes' entries, the items they name and
+        the statistics, as they are now. A refresh that forgets or replaces entries while
+        the search awaits does not change the view (entries and arrays are replaced, not
+        mutated, except lengths of ordinals that a newer version rewrote)."""
+        v = CorpusIndex(self.corpus_id)
+        v.version, v.stats = self.version, self.stats
+        v.entries = {t: self.entries[t] for t in lexemes if t in self.entries}
+        v.ids, v.ord_of, v.dl = self.ids, self.ord_of, self.dl
+        return v
 
     def missing(self, lexemes: Iterable[str]) -> list[str]:
         return [t for t in lexemes if t not in self.entries]

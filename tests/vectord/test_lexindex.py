@@ -200,3 +200,72 @@ def test_cache_evicts_least_recently_used_within_budget() -> None:
     cache.evict(keep={(1, "d")})
     assert "d" in ix.entries and "a" not in ix.entries
     assert cache.nbytes <= cache.budget
+
+
+async def test_a_database_of_the_previous_layout_is_migrated(
+        base_cfg: Config, pg_dsn: str, http: aiohttp.ClientSession) -> None:
+    """A corpus written before the versions and change log existed: vectord migrates the
+    schema on start, and its in-memory index answers as the SQL reference, also after
+    a write."""
+    import psycopg
+
+    from internal.vectord.server import make_app
+
+    writer = await serve(make_app(base_cfg))
+    try:
+        base = url_of(writer)
+        name = await make_corpus(http, base)
+        await _upsert(http, base, name, _docs(8, 60))
+    finally:
+        await writer.close()
+    # Back to the previous layout: no versions, no change log, the old trigger function.
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute("DROP TABLE vectord_lex_versions, vectord_lex_changes")
+        await conn.execute("DELETE FROM schema_migrations WHERE component = 'vectord' "
+                           "AND version >= 2")
+    from internal.vectord.server import make_app as make
+
+    servers = [await serve(make(with_section(base_cfg, "vectord", lexical_engine=e)))
+               for e in ("memory", "sql")]
+    try:
+        apps = {"memory": url_of(servers[0]), "sql": url_of(servers[1])}
+        for q in QUERIES:
+            await _same(http, apps, [name], mode="lexical", query_text=q, k=10)
+        await _upsert(http, apps["memory"], name, [
+            {"id": "d00001", "vector": unit(8, 1), "text": "zeppelin solar"}])
+        got = await _same(http, apps, [name], mode="lexical", query_text="zeppelin", k=10)
+        assert [i for _, i, _ in got] == ["d00001"]
+    finally:
+        for server in servers:
+            await server.close()
+
+
+async def test_twenty_writers_and_concurrent_searches(apps: dict[str, str],
+                                                      http: aiohttp.ClientSession) -> None:
+    """20 writers upsert overlapping batches while searches run on the memory app: every
+    request succeeds, and once the writes are acknowledged the memory app's scores equal
+    the reference's (statistics exact, nothing stale in the cache)."""
+    import asyncio
+
+    name = await make_corpus(http, apps["writer"])
+    await _upsert(http, apps["writer"], name, _docs(20, 50))
+
+    def batch(seed: int) -> list[dict[str, Any]]:
+        docs = _docs(100 + seed, 15, start=int(np.random.default_rng(seed).integers(0, 40)))
+        return docs
+
+    async def search(q: str) -> int:
+        status, _ = await call(http, "POST", f"{apps['memory']}{C}/{name}/search",
+                               {"mode": "hybrid", "query_text": q, "query_vector": unit(8, 5),
+                                "k": 10})
+        return status
+
+    results = await asyncio.gather(
+        *(call(http, "POST", f"{apps['writer']}{C}/{name}/items", {"items": batch(s)})
+          for s in range(20)),
+        *(search(q) for q in QUERIES * 4))
+    assert all((r[0] if isinstance(r, tuple) else r) == 200 for r in results), results
+    for q in QUERIES:
+        await _same(http, apps, [name], mode="lexical", query_text=q, k=30)
+        await _same(http, apps, [name], mode="hybrid", query_text=q, k=10,
+                    query_vector=unit(8, 5))
