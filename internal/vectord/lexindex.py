@@ -113,6 +113,14 @@ class LexIndex:
     def forget(self, corpus_id: int) -> None:
         self.cache.drop(corpus_id)
 
+    def status(self, engine: str) -> dict[str, Any]:
+        """What /readyz shows of the in-memory index."""
+        c = self.cache
+        return {"status": "ok", "engine": engine, "corpora": len(c.corpora),
+                "lexemes": sum(len(ix.entries) for ix in c.corpora.values()),
+                "mb": round(c.nbytes / 2**20, 1), "budget_mb": round(c.budget / 2**20),
+                "loads": self.loads, "refreshes": self.refreshes, "evictions": c.evictions}
+
     def _languages(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
                    auto: Sequence[bool]) -> list[str]:
         """The fixed languages plus those the `auto` corpora hold items in."""

@@ -313,7 +313,8 @@ async def readyz(request: web.Request) -> web.Response:
         log.warning("readyz_postgres_failed", error=str(exc))
         return json_response({"status": "degraded", "components": {
             "postgres": {"status": "error", "error": type(exc).__name__}}}, status=503)
-    return json_response({"status": "ok", "components": {"postgres": pg}})
+    return json_response({"status": "ok", "components": {
+        "postgres": pg, "lexical_index": store.lex.status(store.cfg.lexical_engine)}})
 
 
 def make_app(cfg: Config) -> web.Application:
