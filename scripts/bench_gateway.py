@@ -89,22 +89,7 @@ async def load(session: aiohttp.ClientSession, base: str, corpus: str, items: in
 async def run(session: aiohttp.ClientSession, url: str, body: dict[str, Any], queries: int
               ) -> tuple[list[float], float]:
     """Latencies (ms) of `queries` searches at CONCURRENCY, and the wall time (s)."""
-    latencies: list[float] = []
-    left = queries
-
-    async def worker() -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            t0 = time.perf_counter()
-            async with session.post(f"{url}/v1/matrix/search", json=body) as r:
-                await r.read()
-                assert r.status == 200, r.status
-            latencies.append((time.perf_counter() - t0) * 1000)
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return latencies, time.perf_counter() - t0
+    return await run_texts(session, url, body, [None] * queries)
 
 
 def _cpu(proc: psutil.Process) -> float:
@@ -201,8 +186,9 @@ def beir_queries(data: Path, n: int) -> list[str]:
 
 
 async def run_texts(session: aiohttp.ClientSession, url: str, body: dict[str, Any],
-                    texts: list[str]) -> tuple[list[float], float]:
-    """`run` with each search's query_text taken in turn from texts."""
+                    texts: list[str | None]) -> tuple[list[float], float]:
+    """One search per text at CONCURRENCY, each with that query_text (None: the body's
+    own); latencies (ms) and the wall time (s)."""
     latencies: list[float] = []
     todo = list(reversed(texts))
 
@@ -210,8 +196,8 @@ async def run_texts(session: aiohttp.ClientSession, url: str, body: dict[str, An
         while todo:
             text = todo.pop()
             t0 = time.perf_counter()
-            async with session.post(f"{url}/v1/matrix/search",
-                                    json={**body, "query_text": text}) as r:
+            sent = body if text is None else {**body, "query_text": text}
+            async with session.post(f"{url}/v1/matrix/search", json=sent) as r:
                 await r.read()
                 assert r.status == 200, r.status
             latencies.append((time.perf_counter() - t0) * 1000)
@@ -229,7 +215,7 @@ async def beir_against_baseline(args: argparse.Namespace, this: str, base: str) 
         n = 0
         for url in (this, base):
             n = await load_beir(session, url, corpus, args.beir)
-        texts = beir_queries(args.beir, args.queries)
+        texts: list[str | None] = list(beir_queries(args.beir, args.queries))
         bodies = {"default (hybrid)": {"corpora": [corpus], "k": 10},
                   "vector only": {"corpora": [corpus], "k": 10, "mode": "vector"}}
         sides = {"this": this, "baseline": base}
@@ -250,12 +236,8 @@ async def beir_against_baseline(args: argparse.Namespace, this: str, base: str) 
                 order = list(sides) if rnd % 2 == 0 else list(sides)[::-1]
                 for side in order:
                     for text in texts[:100]:  # one at a time: the latency a user sees
-                        t0 = time.perf_counter()
-                        async with session.post(f"{sides[side]}/v1/matrix/search",
-                                                json={**body, "query_text": text}) as r:
-                            await r.read()
-                            assert r.status == 200, r.status
-                        seq[side].append((time.perf_counter() - t0) * 1000)
+                        got, _ = await run_texts(session, sides[side], body, [text])
+                        seq[side] += got
                     got, secs = await run_texts(session, sides[side], body, texts)
                     wall[side] += secs
                     done[side] += len(got)
