@@ -269,3 +269,30 @@ async def test_twenty_writers_and_concurrent_searches(apps: dict[str, str],
         await _same(http, apps, [name], mode="lexical", query_text=q, k=30)
         await _same(http, apps, [name], mode="hybrid", query_text=q, k=10,
                     query_vector=unit(8, 5))
+
+
+async def test_query_lexemes_read_from_tsvector_text_equal_postgres(pg_dsn: str) -> None:
+    """parse_tsvector reads what unnest(tsvector) gives, quotes, backslashes and all."""
+    import psycopg
+
+    from internal.vectord.lexindex import parse_tsvector
+
+    texts = ["vitamin D and bone density", "O'Brien's \\\\server\\share isn't 'quoted'",
+             "naïve café Straße 東京 emoji 🙂 x2 3.14 foo@bar.com http://a.b/c?d=e",
+             "the the the running runs ran", "", "''' \\\\ '' \\", "Häuser und Bäume",
+             "a" * 3000 + " word"]
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        for lang in (["english"], ["simple"], ["german", "english"]):
+            for text in texts:
+                row = await (await conn.execute(
+                    "SELECT ARRAY(SELECT to_tsvector(l, %(q)s)::text "
+                    "FROM unnest(%(langs)s::regconfig[]) l)", {"q": text, "langs": lang}
+                )).fetchone()
+                want = await (await conn.execute(
+                    "SELECT x.lexeme COLLATE \"C\", max(cardinality(x.positions))::float8 "
+                    "FROM unnest(%(langs)s::regconfig[]) l, unnest(to_tsvector(l, %(q)s)) x "
+                    "GROUP BY 1 ORDER BY 1", {"q": text, "langs": lang})).fetchall()
+                assert row is not None
+                lexemes, qtf = parse_tsvector(row[0])
+                assert list(zip(lexemes, qtf, strict=True)) == [(str(a), float(b))
+                                                                for a, b in want], (lang, text)
