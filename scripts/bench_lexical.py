@@ -396,19 +396,39 @@ async def bm25s_pg_run(conns: Conns, docs: list[beir.Doc], queries: dict[str, st
 SYSTEMS = ("design 1: in-memory index, vectord HTTP", "design 2: packed blocks in PG, direct",
            "before: today's SQL, vectord HTTP", "same SQL, direct",
            "exhaustive BM25 SQL, direct", "floor: read the query's postings, SQL",
+           "floor: HTTP only (a bare aiohttp route answering a stored search response)",
            "pg_textsearch SQL (reference)", "tantivy in-process (reference)")
-D1, D2, BEFORE, SQL_DIRECT, EXHAUSTIVE, FLOOR, PTS, TANTIVY = SYSTEMS
+D1, D2, BEFORE, SQL_DIRECT, EXHAUSTIVE, FLOOR, HTTP_FLOOR, PTS, TANTIVY = SYSTEMS
 # The exhaustive statement reads every posting: minutes a pass above this size.
 EXHAUSTIVE_MAX_DOCS = 200_000
 
 
-async def start(cfg: Config) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(make_app(cfg))
+async def start(cfg: Config | web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(make_app(cfg) if isinstance(cfg, Config) else cfg)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return runner, f"http://127.0.0.1:{port}"
+
+
+def http_floor_app(answer: bytes) -> web.Application:
+    """The same aiohttp and JSON a search goes through, and nothing else: POST /search
+    reads the body and answers `answer` (a real search's response)."""
+    async def search(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=answer, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/search", search)
+    return app
+
+
+def http_floor_search(http: aiohttp.ClientSession, base: str) -> Search:
+    async def run(text: str) -> list[str]:
+        await post(http, f"{base}/search", {"mode": "lexical", "query_text": text, "k": K})
+        return []
+    return run
 
 
 def rss_mb() -> float:
@@ -485,6 +505,7 @@ async def main() -> int:
                     speed[f"{len(ds.docs):,} docs"] = await timings(
                         http, base, sql_base, name, store, conns, cid, pts, packed, tv,
                         ds.queries, args.queries, len(ds.docs))
+                    report_speed(speed, args.queries, partial=True)
             for size in [] if args.quality_only else sizes:
                 big = f"bench_lex_big{size}_{pid}"
                 names.append(big)
@@ -497,6 +518,8 @@ async def main() -> int:
                 speed[f"{size:,} docs"] = await timings(
                     http, base, sql_base, big, store, conns, cid, pts, packed, tv,
                     sf.queries, args.queries, size)
+                report_speed(speed, args.queries, partial=True)
+                print(f"(load of {size:,}: {loads[list(loads)[-1]]:.1f} s)", flush=True)
                 del tv
             for name in names:
                 async with http.delete(f"{base}{C}/{name}"):
@@ -517,8 +540,19 @@ async def main() -> int:
               + f" | {row[D1] - row[BEFORE]:+.4f} |")
     if not speed:
         return 0
+    report_speed(speed, args.queries)
+    print("\nLoad (HTTP upsert with lexical indexing, no embedding): "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in loads.items()))
+    return 0
+
+
+def report_speed(speed: dict[str, Figures], queries: int, partial: bool = False) -> None:
+    """The latency table and the per-size lines (partial: as far as measured, so a long run
+    shows its first sizes while it goes on)."""
+    if partial:
+        print("\n(so far)", flush=True)
     print(f"\nLatency (sequential, ms, after one warming pass) and QPS at concurrency "
-          f"{CONCURRENCY}; {args.queries} SciFact queries per corpus\n")
+          f"{CONCURRENCY}; {queries} SciFact queries per corpus\n")
     print("| system | " + " | ".join(f"{s}: p50 / p95 ms | {s}: QPS" for s in speed) + " |")
     print("|---" * (2 * len(speed) + 1) + "|")
     for sys_name in SYSTEMS:
@@ -537,19 +571,32 @@ async def main() -> int:
               f"p50 design 1 / before {d1[0] / before[0]:.2f}, design 2 / before "
               f"{f[D2][0] / before[0]:.2f}, design 1 / tantivy {d1[0] / f[TANTIVY][0]:.2f}, "
               f"design 1 / pg_textsearch {d1[0] / f[PTS][0]:.2f}; QPS design 1 / before "
-              f"{d1[2] / before[2]:.2f}x, design 2 / before {f[D2][2] / before[2]:.2f}x; "
+              f"{d1[2] / before[2]:.2f}x, design 2 / before {f[D2][2] / before[2]:.2f}x, "
+              f"HTTP floor / before {f[HTTP_FLOOR][2] / before[2]:.2f}x; "
               f"exact top 10 (design 1 = {f.agree_with}): {f.agree[0]} of {f.agree[1]}; "
               f"memory: " + ", ".join(f"{k} {v}" for k, v in f.memory.items()))
-    print("\nLoad (HTTP upsert with lexical indexing, no embedding): "
-          + ", ".join(f"{k} {v:.1f} s" for k, v in loads.items()))
-    return 0
+    sys.stdout.flush()
 
 
 async def timings(http: aiohttp.ClientSession, base: str, sql_base: str, name: str,
                   store: Store, conns: Conns, cid: int, pts: str, packed: Packed, tv: Tantivy,
                   queries: dict[str, str], n: int, docs: int) -> Figures:
     """(p50, p95, QPS) of every system on one corpus; systems alternate query by query."""
+    answer = await http.post(f"{base}{C}/{name}/search", json={
+        "mode": "lexical", "query_text": next(iter(queries.values())), "k": K})
+    floor_runner, floor_base = await start(http_floor_app(await answer.read()))
+    try:
+        return await _timings(http, base, sql_base, floor_base, name, store, conns, cid, pts,
+                              packed, tv, queries, n, docs)
+    finally:
+        await floor_runner.cleanup()
+
+
+async def _timings(http: aiohttp.ClientSession, base: str, sql_base: str, floor_base: str,
+                   name: str, store: Store, conns: Conns, cid: int, pts: str, packed: Packed,
+                   tv: Tantivy, queries: dict[str, str], n: int, docs: int) -> Figures:
     searches: dict[str, Search] = {
+        HTTP_FLOOR: http_floor_search(http, floor_base),
         D1: http_search(http, base, name),
         D2: packed.search(conns, cid),
         BEFORE: http_search(http, sql_base, name),
