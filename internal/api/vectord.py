@@ -24,7 +24,6 @@ MAX_QUERY_CHARS = 16384
 MAX_RRF_K = 100_000
 MAX_BM25_K1 = 100.0
 MAX_WEIGHT = 1000.0  # fusion and field weights; only their ratios matter
-MAX_ITEMS_CEILING = 10_000  # [vectord] max_batch may not exceed this
 MAX_IDS_PAGE = 10_000  # ids per delete call and per /ids page
 NAME_PATTERN = "^[a-z][a-z0-9_]{0,62}$"
 

@@ -35,10 +35,6 @@ class ConfigError(Exception):
         self.key = key
 
 
-def _type_name(value: Any) -> str:
-    return type(value).__name__
-
-
 def _coerce(key: str, hint: Any, value: Any) -> Any:
     """Check a TOML value against a field's type; convert lists to tuples."""
     origin = typing.get_origin(hint)

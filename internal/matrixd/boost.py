@@ -22,8 +22,6 @@ from typing import Any, Literal
 
 import msgspec
 
-MIN_FACTOR = 0.5  # the cap: a perfect score halves the distance, never more
-MAX_FACTOR = 1.5  # a wrong mark (score -1) multiplies the distance by 1.5, never more
 MIN_SCORE, MAX_SCORE = -1.0, 1.0
 
 Ranking = Literal["distance", "score"]
