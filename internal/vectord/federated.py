@@ -40,6 +40,7 @@ from internal.vectord import (
     fusion_search,
     hits,
     lexical,
+    lexindex,
     postings,
     prf,
     schema,
@@ -771,9 +772,10 @@ async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int
 _FEEDBACK_VECTORS = "SELECT id, embedding FROM {table} WHERE id = ANY(%(ids)s)"
 # Each feedback document's lexemes and their counts over title, text and tags (the
 # tsvector the postings are made of).
-_FEEDBACK_LEXEMES = """
-SELECT i.id, x.lexeme, coalesce(cardinality(x.positions), 1)::float8 AS tf
-FROM {table} i, unnest(i.lex) x WHERE i.id = ANY(%(ids)s)"""
+# Each feedback document's lexemes and their counts over title, text and tags (the
+# tsvector the postings are made of), as its text: one row a document, read by
+# lexindex.tsvector_counts (unnesting it in SQL was 7 ms of a 37 ms default search).
+_FEEDBACK_LEXEMES = "SELECT i.id, i.lex::text AS lex FROM {table} i WHERE i.id = ANY(%(ids)s)"
 _FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexemes)s)"
 
 
@@ -873,21 +875,33 @@ async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
                 if prf.idf(df, stats.n) > 0}
     docs: dict[str, dict[str, float]] = {}
     for row in await _read(store, corpora, wanted, _FEEDBACK_LEXEMES):
-        docs.setdefault(row["key"], {})[row["lexeme"]] = float(row["tf"])
+        docs[row["key"]] = lexindex.tsvector_counts(row["lex"])
     model = prf.relevance_model(docs, {f.id: f.score for f in top})
-    candidates = sorted(set(model) | set(query_tf))
 
-    async def dfs(c: Corpus) -> list[tuple[str, float]]:
+    async def dfs(c: Corpus, lexemes: list[str]) -> list[tuple[str, float]]:
         stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
         async with store.reads.connection() as conn:
-            cur = await conn.execute(stmt, {"lexemes": candidates})
+            cur = await conn.execute(stmt, {"lexemes": lexemes})
             return [(str(r[0]), float(r[1])) for r in await cur.fetchall()]
 
+    # Document frequencies are read for the relevance model's best lexemes first, a
+    # widening slice at a time, until `terms` of them pass without_common: the expansion
+    # is the same as with every lexeme's df (expand takes the best survivors in this
+    # order), and a search reads tens of dfs instead of a thousand (7 ms of 25).
+    order = sorted(model, key=lambda t: (-model[t], t))
     df: dict[str, float] = {}
-    for part in await asyncio.gather(*(dfs(c) for c in corpora.values())):
-        for t, d in part:
-            df[t] = df.get(t, 0.0) + d
-    model = prf.without_common(model, df, stats.n, query_tf)
+    want, done, step = sorted(query_tf), 0, max(4 * p.prf.terms, 32)
+    while True:
+        batch = sorted(set(want + order[done:done + step]) - set(df))
+        for part in await asyncio.gather(*(dfs(c, batch) for c in corpora.values())):
+            for t, d in part:
+                df[t] = df.get(t, 0.0) + d
+        done += step
+        kept = prf.without_common({t: model[t] for t in order[:done]}, df, stats.n, query_tf)
+        if len(kept) >= p.prf.terms or done >= len(order):
+            break
+        want, step = [], step * 2
+    model = kept
     mixed = prf.expand(query_tf, model, p.prf.terms, p.prf.weight)
     lexemes = sorted(mixed)
     scale = sum(query_tf.values()) or 1.0  # keeps the original lexemes' weights near idf·qtf

@@ -41,14 +41,21 @@ SELECT ARRAY(SELECT coalesce(v.version, 0)
 _LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
 
+def tsvector_counts(text: str) -> dict[str, float]:
+    """A tsvector's (text form) lexemes and each one's count of positions (1 without)."""
+    out: dict[str, float] = {}
+    for m in _LEXEME.finditer(text):
+        lexeme = m.group(1).replace("''", "'").replace("\\\\", "\\")
+        out[lexeme] = float(m.group(2).count(",") + 1) if m.group(2) else 1.0
+    return out
+
+
 def parse_tsvector(texts: Sequence[str]) -> tuple[list[str], list[float]]:
     """The lexemes of tsvectors (text form) and each one's count of positions, the largest
     over the vectors (as vectord_bm25_query's max(cardinality(positions))), lexeme order."""
     qtf: dict[str, float] = {}
     for text in texts:
-        for m in _LEXEME.finditer(text):
-            lexeme = m.group(1).replace("''", "'").replace("\\\\", "\\")
-            n = float(m.group(2).count(",") + 1) if m.group(2) else 1.0
+        for lexeme, n in tsvector_counts(text).items():
             qtf[lexeme] = max(qtf.get(lexeme, 0.0), n)
     lexemes = sorted(qtf)
     return lexemes, [qtf[t] for t in lexemes]
