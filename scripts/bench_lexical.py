@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import re
 import shutil
@@ -57,9 +58,9 @@ sys.path.insert(0, str(ROOT))
 
 from internal.config import Config  # noqa: E402
 from internal.evaluation import beir, metrics  # noqa: E402
+from internal.pg import embedded  # noqa: E402
 from internal.vectord import lexical, postings, schema  # noqa: E402
-from internal.vectord.server import STORE, make_app  # noqa: E402
-from internal.vectord.store import Store  # noqa: E402
+from internal.vectord.server import make_app  # noqa: E402
 
 BATCH = 1000
 C = "/v1/vectors/corpora"
@@ -412,6 +413,46 @@ async def start(cfg: Config | web.Application) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
+def _child(kind: str, arg: Any, port_out: Any) -> None:
+    """A server process, as the daemon runs: uvloop, the daemon's logging (info, to a file
+    nobody reads, as a supervisor's log), one port on loopback. Serves until terminated."""
+    from internal.common import logs
+    from internal.common.web import _fast_loop
+
+    sys.stderr = open(os.devnull, "w")  # lives as long as the process
+    logs.configure("info", "json", kind)
+    _fast_loop()
+
+    async def serve() -> None:
+        _runner, base = await start(make_app(arg) if kind == "vectord" else http_floor_app(arg))
+        port_out.send(base)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+class Server:
+    """A vectord (or the HTTP floor) in its own process, as in a deployment: the client
+    (this process) and the server do not share one interpreter and its GIL."""
+
+    def __init__(self, kind: str, arg: Any) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        recv, send = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_child, args=(kind, arg, send), daemon=True)
+        self.proc.start()
+        if not recv.poll(120):
+            self.proc.terminate()
+            raise RuntimeError(f"{kind}: did not start in 120 s")
+        self.base: str = recv.recv()
+
+    def rss_mb(self) -> float:
+        return psutil.Process(self.proc.pid).memory_info().rss / 2**20
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.join(10)
+
+
 def http_floor_app(answer: bytes) -> web.Application:
     """The same aiohttp and JSON a search goes through, and nothing else: POST /search
     reads the body and answers `answer` (a real search's response)."""
@@ -431,8 +472,24 @@ def http_floor_search(http: aiohttp.ClientSession, base: str) -> Search:
     return run
 
 
-def rss_mb() -> float:
-    return psutil.Process().memory_info().rss / 2**20
+async def cache_mb(http: aiohttp.ClientSession, base: str) -> float:
+    """The MB design 1's cache accounts, as vectord's /readyz reports it."""
+    async with http.get(f"{base}/readyz") as resp:
+        body = await resp.json()
+    return float(body["components"]["lexical_index"]["mb"])
+
+
+async def corpus_id(conns: Conns, name: str) -> int:
+    rows = await conns.run("SELECT id FROM vectord_corpora WHERE name = %s", (name,))
+    return int(rows[0][0])
+
+
+async def postings_of(conns: Conns, cid: int, texts: list[str]) -> int:
+    """Postings of the lexemes these queries hold (what design 1 caches for them)."""
+    stmt = sql.SQL("SELECT count(*) FROM {p} WHERE lexeme IN (SELECT DISTINCT unnest("
+                   "tsvector_to_array(to_tsvector('english', q))) FROM unnest(%s::text[]) q)"
+                   ).format(p=lexical.postings_table(cid))
+    return int((await conns.run(stmt, (texts,)))[0][0])
 
 
 class Figures(dict[str, tuple[float, float, float]]):
@@ -462,15 +519,14 @@ async def main() -> int:
     sf = sets["SciFact train"]
     dsn_env = os.environ.get("LAKEHOUSE_PG_DSN", "")
     tmp = tempfile.mkdtemp(prefix="bench-lexical-")
-    cfg = Config()
-    cfg = Config(vectord=type(cfg.vectord)(dsn=dsn_env, data_dir=f"{tmp}/pg", pool_min=1,
-                                           pool_max=CONCURRENCY))
-    runner, base = await start(cfg)
-    store: Store = runner.app[STORE]
-    dsn = str(store.pool.dsn)
-    sql_cfg = Config(vectord=type(cfg.vectord)(dsn=dsn, pool_min=1, pool_max=CONCURRENCY,
-                                               lexical_engine="sql"))
-    sql_runner, sql_base = await start(sql_cfg)
+    pg = None if dsn_env else embedded.start(f"{tmp}/pg")
+    dsn = dsn_env or (pg.dsn if pg else "")
+    base_cfg = Config()
+    d1 = Server("vectord", Config(vectord=type(base_cfg.vectord)(
+        dsn=dsn, pool_min=1, pool_max=CONCURRENCY)))
+    before = Server("vectord", Config(vectord=type(base_cfg.vectord)(
+        dsn=dsn, pool_min=1, pool_max=CONCURRENCY, lexical_engine="sql")))
+    base, sql_base = d1.base, before.base
     pid = os.getpid()
     quality: dict[str, dict[str, float]] = {}
     speed: dict[str, Figures] = {}
@@ -483,7 +539,7 @@ async def main() -> int:
                 name = f"bench_lex_{re.sub(r'[^a-z]', '', label.lower())}_{pid}"
                 names.append(name)
                 loads[label] = await load(http, base, name, ds.docs, len(ds.docs))
-                cid = (await store.corpus(name)).id
+                cid = await corpus_id(conns, name)
                 pts = await pg_textsearch_setup(dsn, cid)
                 packed = await Packed.setup(dsn, cid)
                 tv = Tantivy(ds.docs, len(ds.docs))
@@ -503,7 +559,7 @@ async def main() -> int:
                     await bm25s_pg_run(conns, ds.docs, ds.queries), ds.qrels)
                 if label == "SciFact train" and not args.quality_only:
                     speed[f"{len(ds.docs):,} docs"] = await timings(
-                        http, base, sql_base, name, store, conns, cid, pts, packed, tv,
+                        http, base, sql_base, name, d1, conns, cid, pts, packed, tv,
                         ds.queries, args.queries, len(ds.docs))
                     report_speed(speed, args.queries, partial=True)
             for size in [] if args.quality_only else sizes:
@@ -511,12 +567,12 @@ async def main() -> int:
                 names.append(big)
                 loads[f"SciFact x{size / len(sf.docs):.1f} ({size:,})"] = await load(
                     http, base, big, sf.docs, size)
-                cid = (await store.corpus(big)).id
+                cid = await corpus_id(conns, big)
                 pts = await pg_textsearch_setup(dsn, cid)
                 packed = await Packed.setup(dsn, cid)
                 tv = Tantivy(sf.docs, size)
                 speed[f"{size:,} docs"] = await timings(
-                    http, base, sql_base, big, store, conns, cid, pts, packed, tv,
+                    http, base, sql_base, big, d1, conns, cid, pts, packed, tv,
                     sf.queries, args.queries, size)
                 report_speed(speed, args.queries, partial=True)
                 print(f"(load of {size:,}: {loads[list(loads)[-1]]:.1f} s)", flush=True)
@@ -526,8 +582,10 @@ async def main() -> int:
                     pass
     finally:
         await conns.close()
-        await sql_runner.cleanup()
-        await runner.cleanup()
+        before.stop()
+        d1.stop()
+        if pg is not None:
+            pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
     print("\nnDCG@10 (BM25 k1 1.2, b 0.75)\n")
@@ -579,21 +637,21 @@ def report_speed(speed: dict[str, Figures], queries: int, partial: bool = False)
 
 
 async def timings(http: aiohttp.ClientSession, base: str, sql_base: str, name: str,
-                  store: Store, conns: Conns, cid: int, pts: str, packed: Packed, tv: Tantivy,
+                  d1: Server, conns: Conns, cid: int, pts: str, packed: Packed, tv: Tantivy,
                   queries: dict[str, str], n: int, docs: int) -> Figures:
     """(p50, p95, QPS) of every system on one corpus; systems alternate query by query."""
     answer = await http.post(f"{base}{C}/{name}/search", json={
         "mode": "lexical", "query_text": next(iter(queries.values())), "k": K})
-    floor_runner, floor_base = await start(http_floor_app(await answer.read()))
+    floor = Server("floor", await answer.read())
     try:
-        return await _timings(http, base, sql_base, floor_base, name, store, conns, cid, pts,
+        return await _timings(http, base, sql_base, floor.base, name, d1, conns, cid, pts,
                               packed, tv, queries, n, docs)
     finally:
-        await floor_runner.cleanup()
+        floor.stop()
 
 
 async def _timings(http: aiohttp.ClientSession, base: str, sql_base: str, floor_base: str,
-                   name: str, store: Store, conns: Conns, cid: int, pts: str, packed: Packed,
+                   name: str, d1: Server, conns: Conns, cid: int, pts: str, packed: Packed,
                    tv: Tantivy, queries: dict[str, str], n: int, docs: int) -> Figures:
     searches: dict[str, Search] = {
         HTTP_FLOOR: http_floor_search(http, floor_base),
@@ -610,7 +668,7 @@ async def _timings(http: aiohttp.ClientSession, base: str, sql_base: str, floor_
     out = Figures()
     # The warming pass: design 1 loads each query lexeme's postings on first use; its
     # latency here is the cold one.
-    rss0, cold = rss_mb(), []
+    rss0, cache0, cold = d1.rss_mb(), await cache_mb(http, base), []
     for text in timed:
         for s, search in searches.items():
             t0 = time.perf_counter()
@@ -633,12 +691,11 @@ async def _timings(http: aiohttp.ClientSession, base: str, sql_base: str, floor_
     for text in timed:
         same += await searches[D1](text) == await reference(text)
     out.agree = (same, len(timed))
-    idx = store.lex.cache.corpora.get(cid)
+    cache1 = await cache_mb(http, base)
     out.memory = {
-        "design 1 cache": f"{(idx.nbytes if idx else 0) / 2**20:.1f} MB "
-                          f"({sum(e.df for e in idx.entries.values()) if idx else 0:,} postings "
-                          f"of {len(idx.entries) if idx else 0:,} lexemes)",
-        "vectord RSS growth": f"{rss_mb() - rss0:.0f} MB",
+        "design 1 cache": f"{cache1 - cache0:.1f} MB for this corpus's query lexemes "
+                          f"({await postings_of(conns, cid, timed):,} postings)",
+        "vectord RSS growth": f"{d1.rss_mb() - rss0:.0f} MB",
         "design 2 table": f"{await packed.size(conns) / 2**20:.1f} MB in PostgreSQL"}
     return out
 

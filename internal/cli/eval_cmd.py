@@ -54,6 +54,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--prf", metavar="DOCS,TERMS,WEIGHT",
                    help="pseudo-relevance feedback for the hybrid modes, e.g. 5,0,0.5 "
                         "('0' turns it off; default: vectord's)")
+    p.add_argument("--cross-validate", nargs="?", type=int, const=5, default=None,
+                   metavar="FOLDS",
+                   help="instead of the mode table: score each candidate default search "
+                        "(fusion x feedback) per query, then choose on FOLDS-1 folds of the "
+                        "queries of every data set and score on the last, for each fold "
+                        "(default 5); prints every candidate and the held-out mean")
     p.set_defaults(func=run)
 
 
@@ -119,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     pairs = _pairs(args)
     cfg = load_or_exit(Path(args.config) if args.config else None)
     logs.configure("warning", cfg.log.format)
+    if args.cross_validate is not None:
+        return _run_cross_validation(args, cfg, pairs)
     if args.feedback_qrels:
         if len(pairs) != 1:
             raise SystemExit("--feedback-qrels: only with a single --dataset")
@@ -172,3 +180,29 @@ def _run_feedback(args: argparse.Namespace, cfg: Config, dataset: str, split: st
         else:
             Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0 if report.ok else 1
+
+
+def _run_cross_validation(args: argparse.Namespace, cfg: Config,
+                          pairs: list[tuple[str, str]]) -> int:
+    from internal.evaluation import crossval
+    from internal.evaluation.harness import cross_validate_datasets
+
+    if args.cross_validate < 2:
+        raise SystemExit(f"--cross-validate: expected at least 2 folds, got {args.cross_validate}")
+    try:
+        result = asyncio.run(cross_validate_datasets(
+            cfg, pairs, crossval.CANDIDATES, folds=args.cross_validate,
+            in_process=args.in_process, progress=_progress,
+            cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
+        ))
+    except (DatasetError, ValueError) as exc:
+        print(f"eval: {exc}", file=sys.stderr)
+        return 2
+    except (LakehouseError, RuntimeError) as exc:
+        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return 1
+    names = ", ".join(Path(folder).name for folder, _ in pairs)
+    print(f"hybrid search, nDCG@10 cross-validated over {args.cross_validate} folds of the "
+          f"queries of {names} (each set's mean counts once)\n")
+    print(crossval.table(result, default=crossval.AS_SHIPPED))
+    return 0

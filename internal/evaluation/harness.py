@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +12,11 @@ from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common.auth import service_headers
 from internal.config import Config
-from internal.evaluation import beir
+from internal.evaluation import beir, crossval
 from internal.evaluation.ingest import Progress, ingest
+from internal.evaluation.metrics import ndcg10_per_query
 from internal.evaluation.report import Report
-from internal.evaluation.runner import MODES, SearchOptions, run_modes
+from internal.evaluation.runner import MODES, SearchOptions, embed_queries, run_modes, search_all
 from internal.evaluation.services import services
 
 
@@ -83,3 +84,33 @@ async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]]
                                   query_embed_seconds=embed_seconds, results=results,
                                   settings=settings))
     return reports
+
+
+async def cross_validate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]],
+                                  configs: Mapping[str, Mapping[str, Any]], *, folds: int = 5,
+                                  in_process: bool = False, vectord_url: str | None = None,
+                                  embedd_url: str | None = None,
+                                  progress: Progress | None = None,
+                                  cache_dir: Path | None = None) -> crossval.Result:
+    """Every configuration's hybrid search on every judged query, cross-validated.
+
+    configs maps a name to the hybrid request's options (crossval.CANDIDATES).
+    """
+    datasets = [(beir.load(folder, split), split) for folder, split in pairs]
+    per_query: dict[str, dict[crossval.QueryKey, float]] = {name: {} for name in configs}
+    async with services(cfg, in_process=in_process, vectord_url=vectord_url,
+                        embedd_url=embedd_url) as ends, \
+            aiohttp.ClientSession(headers=service_headers(cfg)) as session:
+        vc = VectordClient(session, ends.vectord_url, timeout=600.0)
+        ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
+        for dataset, _split in datasets:
+            name = beir.corpus_name(dataset)
+            ing = await ingest(vc, ec, name, dataset.docs, progress=progress,
+                               cache_dir=cache_dir)
+            vectors = await embed_queries(ec, dataset.queries, ing.model)
+            for config, hybrid in configs.items():
+                run = await search_all(vc, name, dataset, "hybrid", vectors,
+                                       SearchOptions(hybrid=dict(hybrid)))
+                for qid, value in ndcg10_per_query(run, dataset.qrels).items():
+                    per_query[config][(dataset.name, qid)] = value
+    return crossval.cross_validate(per_query, folds)

@@ -25,6 +25,27 @@ def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, floa
     pytrec_eval are derived from rank, because it re-sorts by score and breaks ties
     by doc id, which would not be the order the engine returned.
     """
+    qrel_rows, run_rows = _rows(run, qrels)
+    sums = dict.fromkeys(MEASURES, 0.0)
+    by_measure = {m: name for name, m in MEASURES.items()}
+    for metric in ir_measures.iter_calc(list(MEASURES.values()), qrel_rows, run_rows):
+        sums[by_measure[metric.measure]] += float(metric.value)
+    n = len(qrels)
+    return {name: (total / n if n else 0.0) for name, total in sums.items()}
+
+
+def ndcg10_per_query(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
+    """nDCG@10 of each judged query (0 for one that retrieved nothing), as `evaluate` scores it."""
+    qrel_rows, run_rows = _rows(run, qrels)
+    out = dict.fromkeys(qrels, 0.0)
+    for metric in ir_measures.iter_calc([nDCG @ 10], qrel_rows, run_rows):
+        out[metric.query_id] = float(metric.value)
+    return out
+
+
+def _rows(run: Run, qrels: Mapping[str, Mapping[str, int]]
+          ) -> tuple[list[ir_measures.Qrel], list[ir_measures.ScoredDoc]]:
+    """ir-measures' rows; scores derived from rank (see `evaluate`)."""
     qrel_rows = [
         ir_measures.Qrel(qid, did, int(grade))
         for qid, docs in qrels.items()
@@ -36,9 +57,4 @@ def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, floa
         if qid in qrels
         for rank, did in enumerate(ids)
     ]
-    sums = dict.fromkeys(MEASURES, 0.0)
-    by_measure = {m: name for name, m in MEASURES.items()}
-    for metric in ir_measures.iter_calc(list(MEASURES.values()), qrel_rows, run_rows):
-        sums[by_measure[metric.measure]] += float(metric.value)
-    n = len(qrels)
-    return {name: (total / n if n else 0.0) for name, total in sums.items()}
+    return qrel_rows, run_rows

@@ -86,9 +86,10 @@ async def embed_queries(ec: EmbedClient, queries: Mapping[str, str], model: str
     return out
 
 
-async def run_mode(vc: VectordClient, corpus: str, dataset: Dataset, mode: str,
-                   vectors: Mapping[str, list[float]], options: SearchOptions) -> ModeResult:
-    """Every judged query in one mode; the first failure is reported, not hidden."""
+async def search_all(vc: VectordClient, corpus: str, dataset: Dataset, mode: str,
+                     vectors: Mapping[str, list[float]], options: SearchOptions
+                     ) -> dict[str, list[str]]:
+    """Every judged query in one mode: query id -> distinct doc ids, best first."""
     gate = asyncio.Semaphore(CONCURRENCY)
     run: dict[str, list[str]] = {}
 
@@ -100,9 +101,16 @@ async def run_mode(vc: VectordClient, corpus: str, dataset: Dataset, mode: str,
             seen.setdefault(str(hit["id"]), None)
         run[qid] = list(seen)
 
+    await asyncio.gather(*(one(q) for q in dataset.queries))
+    return run
+
+
+async def run_mode(vc: VectordClient, corpus: str, dataset: Dataset, mode: str,
+                   vectors: Mapping[str, list[float]], options: SearchOptions) -> ModeResult:
+    """Every judged query in one mode; the first failure is reported, not hidden."""
     started = time.perf_counter()
     try:
-        await asyncio.gather(*(one(q) for q in dataset.queries))
+        run = await search_all(vc, corpus, dataset, mode, vectors, options)
     except LakehouseError as exc:
         log.error("eval_mode_failed", mode=mode, error=exc.message)
         return ModeResult(mode, {}, time.perf_counter() - started, len(dataset.queries),

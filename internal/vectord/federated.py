@@ -22,7 +22,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -91,6 +91,13 @@ class Plan:
     sym_params: dict[str, Any] = field(default_factory=dict)
     ef_search: int = 100
     prf: prf.Settings = prf.DEFAULT
+    # In-memory BM25: a repeated text may score from the cache and check its versions in
+    # the statement that reads the hits (False once that check found one moved).
+    trust_cache: bool = True
+
+
+class _Stale(Exception):
+    """A corpus's lexical version moved while a search scored from the cache: run again."""
 
 
 def plan(store: Store, req: SearchRequest) -> Plan:
@@ -205,10 +212,13 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
         found = await _vector(store, p, outcomes, weights, inc)
     elif req.mode == "keyword":
         found = await _keyword(store, p, outcomes)
-    elif req.mode == "lexical":
-        found = await _lexical(store, p, outcomes, weights, inc)
     else:
-        found = await _hybrid(store, p, outcomes, weights, inc, factors)
+        run = _lexical if req.mode == "lexical" else _hybrid
+        try:
+            found = await run(store, p, outcomes, weights, inc, factors)
+        except _Stale:  # a write landed while scoring from the cache: read it this time
+            found = await run(store, replace(p, trust_cache=False), outcomes, weights, inc,
+                              factors)
     by_name = {o.name: o for o in outcomes}
     for h in found:
         by_name[h.corpus].hits += 1
@@ -329,7 +339,8 @@ async def _stats(store: Store, p: Plan, outcomes: list[Outcome]
 # ---- lexical ------------------------------------------------------------------------
 
 async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
-                   weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
+                   weights: dict[str, float], inc: dict[str, list[str]],
+                   factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
     if not p.text.strip():
         return []
@@ -396,15 +407,18 @@ def _fw(p: Plan) -> tuple[float, float, float]:
 
 
 async def _prepared(store: Store, p: Plan, outcomes: list[Outcome]
-                    ) -> tuple[dict[int, postings.CorpusIndex], lexical.QueryStats | None]:
-    """The live corpora's indexes (by corpus id), current and holding the query's
-    lexemes, and the union's statistics (None: no corpus holds a query lexeme). A corpus
-    dropped meanwhile fails alone (the registry is re-read once)."""
+                    ) -> tuple[dict[int, postings.CorpusIndex], lexical.QueryStats | None,
+                               dict[int, int] | None]:
+    """The live corpora's indexes (by corpus id), holding the query's lexemes, the union's
+    statistics (None: no corpus holds a query lexeme), and the versions the search must
+    still check (`_read_items`; None: read current already). A corpus dropped meanwhile
+    fails alone (the registry is re-read once)."""
     live = [o for o in outcomes if o.error is None and o.corpus is not None]
     corpora = [o.corpus for o in live if o.corpus is not None]
     langs, auto = _languages(p.req, corpora) if corpora else ([], [])
     try:
-        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p))
+        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p),
+                                       trust=p.trust_cache)
     except psycopg.errors.UndefinedTable:
         for o in live:
             try:
@@ -414,8 +428,10 @@ async def _prepared(store: Store, p: Plan, outcomes: list[Outcome]
         live = [o for o in live if o.error is None]
         corpora = [o.corpus for o in live if o.corpus is not None]
         langs, auto = _languages(p.req, corpora) if corpora else ([], [])
-        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p))
-    return {c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}, prep.stats
+        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p),
+                                       trust=p.trust_cache)
+    return ({c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}, prep.stats,
+            None if prep.checked else prep.versions)
 
 
 def _scores(p: Plan, ix: postings.CorpusIndex, stats: lexical.QueryStats
@@ -449,8 +465,9 @@ def _score_of(ix: postings.CorpusIndex, s: postings.F64, item_id: str) -> float 
 async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],
                           weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
-    indexes, stats = await _prepared(store, p, outcomes)
+    indexes, stats, expect = await _prepared(store, p, outcomes)
     if stats is None and not inc:
+        await _check(store, expect)
         return []
 
     async def run(corpus: Corpus) -> tuple[Corpus, list[tuple[str, float]], dict[str, float]]:
@@ -485,7 +502,7 @@ async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],
     wanted: dict[int, list[str]] = {}
     for r in keep:
         wanted.setdefault(r[2], []).append(r[1])
-    rows = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted)
+    rows = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
     out: list[Hit] = []
     rank = 0
     for neg, item_id, pos, asked, score in keep:
@@ -519,8 +536,9 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
                   factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
     indexes: dict[int, postings.CorpusIndex] = {}
+    expect: dict[int, int] | None = None
     if _in_memory(store) and p.text.strip():
-        indexes, stats = await _prepared(store, p, outcomes)
+        indexes, stats, expect = await _prepared(store, p, outcomes)
         federated = True  # the statistics are given, whatever the number of corpora
     else:
         federated, stats = await _stats(store, p, outcomes)
@@ -601,7 +619,7 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         item_id, pos = federation.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
     corpora = {o.position: c for o, (c, _) in per}
-    items = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted)
+    items = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
     out: list[Hit] = []
     for merged, _, f in ranked:
         item_id, pos = federation.unkey(f.id)
@@ -751,20 +769,56 @@ def _items_sql(corpus_id: int) -> bytes:
                                                table=schema.items_table(corpus_id)).as_bytes(None)
 
 
-async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]]
+@functools.lru_cache(maxsize=4096)
+def _items_at_version_sql(corpus_id: int) -> bytes:
+    return sql.SQL(fusion_search.ITEMS_AT_VERSION).format(
+        columns=sql.SQL(lexical.ITEM_COLUMNS), version=sql.SQL(lexindex.VERSION_OF),
+        table=schema.items_table(corpus_id)).as_bytes(None)
+
+
+async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
+                      expect: dict[int, int] | None = None
                       ) -> dict[tuple[int, str], dict[str, Any]]:
-    """The rows of the wanted items, per corpus position, read concurrently."""
+    """The rows of the wanted items, per corpus position, read concurrently.
+
+    expect: the lexical versions (corpus id -> version) a search scored at without reading
+    them; read here with the rows (a corpus with no row read on its own), and _Stale raised
+    when one moved."""
+    expect = expect or {}
+    seen: dict[int, int] = {}
+
     async def read(pos: int) -> list[tuple[tuple[int, str], dict[str, Any]]]:
-        stmt = _items_sql(corpora[pos].id)
+        cid = corpora[pos].id
+        checked = cid in expect
+        stmt = _items_at_version_sql(cid) if checked else _items_sql(cid)
         async with store.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {"ids": wanted[pos]})
-            return [((pos, row["id"]), row) for row in await cur.fetchall()]
+            await cur.execute(stmt, {"ids": wanted[pos], "lex_corpus_id": cid})
+            rows = await cur.fetchall()
+        if checked and rows:
+            seen[cid] = int(rows[0].pop("lex_version"))
+            for row in rows[1:]:
+                row.pop("lex_version")
+        return [((pos, row["id"]), row) for row in rows]
 
     out: dict[tuple[int, str], dict[str, Any]] = {}
-    for part in await asyncio.gather(*(read(pos) for pos in wanted)):
-        out.update(part)
+    try:
+        for part in await asyncio.gather(*(read(pos) for pos in wanted)):
+            out.update(part)
+    except psycopg.errors.UndefinedTable:
+        if not expect:
+            raise
+        raise _Stale from None  # dropped by another replica: the checked run says so
+    if lexindex.moved(expect, seen):
+        raise _Stale
+    await _check(store, {cid: v for cid, v in expect.items() if cid not in seen})
     return out
+
+
+async def _check(store: Store, expect: dict[int, int] | None) -> None:
+    """Raise _Stale when a corpus's lexical version is not the one the search scored at."""
+    if expect and lexindex.moved(expect, await store.lex.current(store.reads, list(expect))):
+        raise _Stale
 
 
 # ---- pseudo-relevance feedback (prf.py) ----------------------------------------------

@@ -24,6 +24,9 @@ SELECT coalesce(vec.id, lex.id) AS id, vec.distance AS vec_distance, vec.rank AS
 FROM vec FULL JOIN lex ON lex.id = vec.id"""
 
 ITEMS = "SELECT {columns} FROM {table} i WHERE i.id = ANY(%(ids)s)"
+# The same, with the corpus's lexical version (lexindex.VERSION_OF) on every row: the
+# check of a search that scored from the in-memory index without reading it first.
+ITEMS_AT_VERSION = "SELECT {columns}, {version} FROM {table} i WHERE i.id = ANY(%(ids)s)"
 
 
 def symbolic_expr(prefer: Filter) -> tuple[sql.Composable, dict[str, Any]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,28 @@ class Prepared:
 
     indexes: list[postings.CorpusIndex]
     stats: lexical.QueryStats | None  # None: no query lexeme in any corpus
+    # False: scored from the cache as it stands, the versions not read yet; the search
+    # must read them in a later statement and start again if any moved (`moved`).
+    checked: bool = True
+
+    @property
+    def versions(self) -> dict[int, int]:
+        """The version of each corpus these views are at (corpus id -> version)."""
+        return {ix.corpus_id: ix.version for ix in self.indexes}
+
+
+# A query text's lexemes per language set, kept for texts searched again: to_tsvector
+# is immutable, so a repeated text needs no round trip to turn it into lexemes.
+PARSED_KEPT = 10_000
+
+# The version column added to a statement that reads one corpus's rows.
+VERSION_OF = ("(SELECT coalesce(max(version), 0) FROM vectord_lex_versions "
+              "WHERE corpus_id = %(lex_corpus_id)s) AS lex_version")
+
+
+def moved(expected: dict[int, int], current: dict[int, int]) -> bool:
+    """Whether a corpus's version differs from the one its scores were computed at."""
+    return any(current.get(cid, v) != v for cid, v in expected.items())
 
 
 class LexIndex:
@@ -94,24 +117,43 @@ class LexIndex:
 
     def __init__(self, budget_bytes: int) -> None:
         self.cache = postings.Cache(budget_bytes)
+        self._parsed: OrderedDict[tuple[tuple[str, ...], str], tuple[list[str], list[float]]] = (
+            OrderedDict())
         self._lock = asyncio.Lock()
         self.loads = 0  # lexeme entries read from PostgreSQL (tests, metrics)
         self.refreshes = 0
+        self.from_cache = 0  # searches scored before reading the versions (checked after)
 
     async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
                       fixed: Sequence[str], auto: Sequence[bool],
-                      weights: tuple[float, float, float]) -> Prepared:
+                      weights: tuple[float, float, float], *, trust: bool = False
+                      ) -> Prepared:
         """The corpora's indexes, current and holding the query's lexemes, and the union's
-        BM25 statistics (as lexical.UNION_STATS would compute them)."""
+        BM25 statistics (as lexical.UNION_STATS would compute them).
+
+        trust: when the text was searched before and the cache holds its lexemes for every
+        corpus, score from the cache with no round trip and leave the versions to the
+        caller (Prepared.checked False); otherwise (and always when not trust) read them
+        first, in the statement that turns the text into lexemes."""
         ids = [c.id for c in corpora]
         idx = [self.cache.corpus(i) for i in ids]
         langs = self._languages(idx, fixed, auto)
+        known = self._parsed.get((tuple(langs), text)) if trust else None
+        if known is not None and all(ix.version >= 0 and not ix.missing(known[0])
+                                     for ix in idx):
+            self._parsed.move_to_end((tuple(langs), text))
+            self.from_cache += 1
+            lexemes, qtf = known
+            self.cache.touch_all(idx, lexemes)
+            views = [ix.view(lexemes) for ix in idx]
+            return Prepared(views, query_stats(views, lexemes, qtf, weights), checked=False)
         async with reads.connection() as conn:
             cur = await conn.execute(QUERY, {"ids": ids, "langs": langs, "q": text})
             row = await cur.fetchone()
         assert row is not None
         versions = [int(v) for v in row[0] or []]
         lexemes, qtf = parse_tsvector(row[1] or [])
+        self._remember(langs, text, lexemes, qtf)
         if any(ix.version != v for ix, v in zip(idx, versions, strict=True)) or any(
                 ix.missing(lexemes) for ix in idx):
             lexemes, qtf = await self._refresh(reads, idx, text, fixed, auto, langs,
@@ -130,6 +172,19 @@ class LexIndex:
         self.cache.touch_all(idx, lexemes)
         return [ix.view(lexemes) for ix in idx]
 
+    async def current(self, reads: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
+        """The corpora's versions now (for a search that scored from the cache unchecked)."""
+        async with reads.connection() as conn:
+            cur = await conn.execute(VERSIONS, {"ids": list(corpus_ids)})
+            return {int(r[0]): int(r[1]) for r in await cur.fetchall()}
+
+    def _remember(self, langs: Sequence[str], text: str, lexemes: list[str],
+                  qtf: list[float]) -> None:
+        self._parsed[(tuple(langs), text)] = (lexemes, qtf)
+        self._parsed.move_to_end((tuple(langs), text))
+        while len(self._parsed) > PARSED_KEPT:
+            self._parsed.popitem(last=False)
+
     def forget(self, corpus_id: int) -> None:
         self.cache.drop(corpus_id)
 
@@ -139,7 +194,8 @@ class LexIndex:
         return {"status": "ok", "engine": engine, "corpora": len(c.corpora),
                 "lexemes": sum(len(ix.entries) for ix in c.corpora.values()),
                 "mb": round(c.nbytes / 2**20, 1), "budget_mb": round(c.budget / 2**20),
-                "loads": self.loads, "refreshes": self.refreshes, "evictions": c.evictions}
+                "loads": self.loads, "refreshes": self.refreshes,
+                "from_cache": self.from_cache, "evictions": c.evictions}
 
     def _languages(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
                    auto: Sequence[bool]) -> list[str]:
@@ -176,6 +232,7 @@ class LexIndex:
                         row = await cur.fetchone()
                         assert row is not None
                         lexemes, qtf = parse_tsvector(row[1] or [])
+                        self._remember(held, text, lexemes, qtf)
                 loads: dict[int, list[tuple[str, Any]]] = {}
                 for ix in idx:
                     gone = forget.get(ix.corpus_id, [])

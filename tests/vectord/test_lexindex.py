@@ -151,6 +151,41 @@ async def test_writes_through_another_replica_are_seen(apps: dict[str, str],
         await _same(http, apps, [name], mode="lexical", query_text=q, k=20)
 
 
+async def _from_cache(http: aiohttp.ClientSession, base: str) -> int:
+    status, body = await call(http, "GET", f"{base}/readyz")
+    assert status == 200, body
+    return int(body["components"]["lexical_index"]["from_cache"])
+
+
+async def test_a_repeated_text_sees_writes_made_since(apps: dict[str, str],
+                                                      http: aiohttp.ClientSession) -> None:
+    """A text searched before scores from the cache without a round trip first and checks
+    the versions with the hits it reads: a write in between (through another app) is
+    seen, in every mode, over one corpus or several, with hits or with none."""
+    names = [await make_corpus(http, apps["writer"]) for _ in range(2)]
+    for j, name in enumerate(names):
+        await _upsert(http, apps["writer"], name, _docs(20 + j, 60, start=100 * j))
+    searches: list[tuple[list[str], dict[str, Any]]] = [
+        ([names[0]], {"mode": "lexical", "query_text": "solar quokka", "k": 5}),
+        (names, {"mode": "lexical", "query_text": "solar quokka", "k": 5}),
+        ([names[0]], {"mode": "hybrid", "query_text": "solar quokka", "k": 5,
+                      "query_vector": unit(8, 77)}),
+        ([names[1]], {"mode": "lexical", "query_text": "quokka", "k": 5}),  # no hit yet
+    ]
+    before = await _from_cache(http, apps["memory"])
+    for corpora, req in searches:
+        for _ in range(2):  # the second time from the cache
+            await _same(http, apps, corpora, **req)
+    assert await _from_cache(http, apps["memory"]) >= before + len(searches)
+    for round_, name in enumerate(names):
+        await _upsert(http, apps["writer"], name, [
+            {"id": f"q{round_}", "vector": unit(8, 5), "text": "quokka quokka solar"}])
+        for corpora, req in searches:
+            got = await _same(http, apps, corpora, **req)
+            if name in corpora:
+                assert (name, f"q{round_}") in {(c, i) for c, i, _ in got}, req
+
+
 async def test_a_cache_past_the_change_log_starts_over(apps: dict[str, str],
                                                        http: aiohttp.ClientSession) -> None:
     """More single-item writes than the log keeps, while the memory app is not looking."""
