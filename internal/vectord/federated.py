@@ -459,7 +459,7 @@ def _score_of(ix: postings.CorpusIndex, s: postings.F64, item_id: str) -> float 
     o = ix.ord_of.get(item_id)
     if o is None or o >= s.shape[0] or s[o] <= 0:
         return None
-    return float(s[o])
+    return postings.rounded(float(s[o]))
 
 
 async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],

@@ -224,6 +224,18 @@ def test_top_breaks_ties_by_id_in_byte_order() -> None:
     assert [i for i, _ in postings.top(ix, s, 10)] == ["Z", "a", "b", "c", "é"]
 
 
+def test_top_compares_scores_rounded_as_sql_does() -> None:
+    """Scores 4e-13 apart round to the same 1e-12 value: a tie, broken by id, as the SQL
+    scorer's round(x, 12) would order them (the array itself is not rounded)."""
+    ix = postings.CorpusIndex(1)
+    ix.put("x", ["b", "a", "c"], np.ones((3, 3), dtype=np.uint16),
+           np.full((3, 3), 4, dtype=np.int32))
+    s = np.array([1.0000000000004, 1.0000000000001, 0.5])
+    assert postings.top(ix, s, 1) == [("a", 1.0)]
+    assert postings.top(ix, s, 2) == [("a", 1.0), ("b", 1.0)]
+    assert postings.rounded(1.0000000000004) == 1.0
+
+
 def test_cache_evicts_least_recently_used_within_budget() -> None:
     cache = postings.Cache(budget_bytes=100 * postings.ITEM_BYTES
                            + 3 * (postings.ENTRY_OVERHEAD + postings.POSTING_BYTES * 100))
