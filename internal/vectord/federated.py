@@ -862,7 +862,7 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
         moved = prf.rocchio(q, vectors, p.prf.weight)
         new_vec = await _rerun(store, p, corpora, inc, "", False, None, moved.tolist())
     if p.prf.terms > 0 and text.strip():
-        expanded = await _expanded_stats(store, p, corpora, top, wanted, stats)
+        expanded = await _expanded_stats(store, p, corpora, top, wanted, stats, indexes)
         if expanded is not None:
             if indexes:  # the expanded query's lexemes, loaded where not cached
                 ids = list(indexes)
@@ -916,9 +916,35 @@ async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list
     return [row for part in await asyncio.gather(*(read(pos) for pos in wanted)) for row in part]
 
 
+async def _feedback_docs(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
+                         indexes: dict[int, postings.CorpusIndex] | None
+                         ) -> dict[str, dict[str, float]]:
+    """Each feedback document's lexeme counts (by fused key): from the in-memory index
+    when it read them at its version before, else from PostgreSQL (and kept there)."""
+    docs: dict[str, dict[str, float]] = {}
+    missing: dict[int, list[str]] = {}
+    for pos, ids in wanted.items():
+        ix = (indexes or {}).get(corpora[pos].id)
+        for item_id in ids:
+            counts = ix.doc_counts.get(item_id) if ix is not None else None
+            if counts is None:
+                missing.setdefault(pos, []).append(item_id)
+            else:
+                docs[federation.key(item_id, pos)] = counts
+    for row in await _read(store, corpora, missing, _FEEDBACK_LEXEMES) if missing else []:
+        counts = lexindex.tsvector_counts(row["lex"])
+        docs[row["key"]] = counts
+        ix = (indexes or {}).get(corpora[federation.unkey(row["key"])[1]].id)
+        if ix is not None:
+            ix.keep_doc(row["id"], counts)
+    return docs
+
+
 async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
                           top: list[fusion.Fused], wanted: dict[int, list[str]],
-                          stats: lexical.QueryStats | None) -> lexical.QueryStats | None:
+                          stats: lexical.QueryStats | None,
+                          indexes: dict[int, postings.CorpusIndex] | None = None
+                          ) -> lexical.QueryStats | None:
     """RM3: the query's lexemes and the feedback's best, with the union's statistics."""
     if stats is None:
         stats = await union_stats(store, p, list(corpora.values()))
@@ -927,16 +953,25 @@ async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
     query_tf = {t: w / prf.idf(df, stats.n)
                 for t, w, df in zip(stats.lexemes, stats.weights, stats.dfs, strict=True)
                 if prf.idf(df, stats.n) > 0}
-    docs: dict[str, dict[str, float]] = {}
-    for row in await _read(store, corpora, wanted, _FEEDBACK_LEXEMES):
-        docs[row["key"]] = lexindex.tsvector_counts(row["lex"])
+    docs = await _feedback_docs(store, corpora, wanted, indexes)
     model = prf.relevance_model(docs, {f.id: f.score for f in top})
 
     async def dfs(c: Corpus, lexemes: list[str]) -> list[tuple[str, float]]:
-        stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
-        async with store.reads.connection() as conn:
-            cur = await conn.execute(stmt, {"lexemes": lexemes})
-            return [(str(r[0]), float(r[1])) for r in await cur.fetchall()]
+        """The corpus's document frequency of each lexeme (0 when it holds none): from
+        the in-memory index where it knows them, the rest read (and kept there)."""
+        ix = (indexes or {}).get(c.id)
+        known = {t: d for t in lexemes if ix is not None and (d := ix.df(t)) is not None}
+        ask = [t for t in lexemes if t not in known]
+        if ask:
+            stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
+            async with store.reads.connection() as conn:
+                cur = await conn.execute(stmt, {"lexemes": ask})
+                read = dict.fromkeys(ask, 0.0)
+                read.update((str(r[0]), float(r[1])) for r in await cur.fetchall())
+            if ix is not None:
+                ix.dfs.update(read)
+            known.update(read)
+        return [(t, d) for t, d in known.items() if d > 0]
 
     # Document frequencies are read for the relevance model's best lexemes first, a
     # widening slice at a time, until `terms` of them pass without_common: the expansion

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 VECTOR = "vector"
 LEXICAL = "lexical"
@@ -37,15 +36,35 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {VECTOR: 0.4, LEXICAL: 0.4, SYMBOLIC: 0.2
 Branch = Sequence[tuple[str, float]]  # (id, score), best first
 
 
-@dataclass(frozen=True)
 class Fused:
-    """One candidate after fusion: its fused score and what each layer said."""
+    """One candidate after fusion: its fused score and what each layer said.
 
-    id: str
-    score: float
-    scores: dict[str, float | None] = field(default_factory=dict)  # raw, per layer
-    ranks: dict[str, int | None] = field(default_factory=dict)  # 1-based, per layer
-    matched_layers: tuple[str, ...] = ()
+    What each layer said is read from the fusion's tables when asked for: a search
+    builds one Fused per candidate (hundreds) and looks at the layers of ten."""
+
+    __slots__ = ("_layers", "_ranks", "_raw", "id", "score")
+
+    def __init__(self, id: str, score: float, raw: Mapping[str, Mapping[str, float]],
+                 ranks: Mapping[str, Mapping[str, int]], layers: Sequence[str]) -> None:
+        self.id, self.score = id, score
+        self._raw, self._ranks, self._layers = raw, ranks, layers
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        """Raw score per layer (None: the layer did not find it)."""
+        return {layer: self._raw[layer].get(self.id) for layer in self._layers}
+
+    @property
+    def ranks(self) -> dict[str, int | None]:
+        """1-based rank per layer (None: the layer did not find it)."""
+        return {layer: self._ranks[layer].get(self.id) for layer in self._layers}
+
+    @property
+    def matched_layers(self) -> tuple[str, ...]:
+        return tuple(layer for layer in self._layers if self.id in self._ranks[layer])
+
+    def __repr__(self) -> str:
+        return f"Fused({self.id!r}, {self.score!r}, ranks={self.ranks!r})"
 
 
 def normalise_weights(weights: Mapping[str, float], layers: Sequence[str]) -> dict[str, float]:
@@ -122,25 +141,16 @@ def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | Non
 
 def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapping[str, float]],
             ranks: Mapping[str, Mapping[str, int]]) -> list[Fused]:
-    def best_rank(cid: str) -> int:
-        return min((r[cid] for r in ranks.values() if cid in r), default=1 << 30)
-
-    position = {cid: i for i, cid in enumerate(order)}
-    ids = sorted(order, key=lambda c: (-fused[c], best_rank(c), position[c]))
-    out: list[Fused] = []
-    for cid in ids:
-        scores: dict[str, float | None] = {}
-        cranks: dict[str, int | None] = {}
-        matched: list[str] = []
-        for layer in LAYERS:
-            if layer not in raw:
-                continue
-            scores[layer] = raw[layer].get(cid)
-            cranks[layer] = ranks[layer].get(cid)
-            if cranks[layer] is not None:
-                matched.append(layer)
-        out.append(Fused(cid, fused[cid], scores, cranks, tuple(matched)))
-    return out
+    """Best fused score first; ties by the best rank in any layer, then first seen."""
+    worst = 1 << 30
+    best: dict[str, int] = {}
+    for layer_ranks in ranks.values():
+        for cid, rank in layer_ranks.items():
+            if rank < best.get(cid, worst):
+                best[cid] = rank
+    keyed = sorted((-fused[cid], best.get(cid, worst), i, cid) for i, cid in enumerate(order))
+    layers = tuple(layer for layer in LAYERS if layer in raw)
+    return [Fused(cid, -neg, raw, ranks, layers) for neg, _, _, cid in keyed]
 
 
 def _active(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None) -> list[str]:

@@ -45,9 +45,10 @@ _LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 def tsvector_counts(text: str) -> dict[str, float]:
     """A tsvector's (text form) lexemes and each one's count of positions (1 without)."""
     out: dict[str, float] = {}
-    for m in _LEXEME.finditer(text):
-        lexeme = m.group(1).replace("''", "'").replace("\\\\", "\\")
-        out[lexeme] = float(m.group(2).count(",") + 1) if m.group(2) else 1.0
+    for lexeme, positions in _LEXEME.findall(text):
+        if "'" in lexeme or "\\" in lexeme:
+            lexeme = lexeme.replace("''", "'").replace("\\\\", "\\")
+        out[lexeme] = float(positions.count(",") + 1) if positions else 1.0
     return out
 
 
@@ -252,8 +253,7 @@ class LexIndex:
                     ix.clear()
                 else:
                     ix.forget(gone)
-                ix.stats = stats[ix.corpus_id]
-                ix.version = current[ix.corpus_id]
+                ix.moved_to(current[ix.corpus_id], stats[ix.corpus_id])
         for cid, rows in loads.items():
             ix = self.cache.corpus(cid)
             for lexeme, (item_ids, tf, dl) in rows:

@@ -34,6 +34,10 @@ F64 = npt.NDArray[np.float64]
 ENTRY_OVERHEAD = 160
 POSTING_BYTES = 10
 ITEM_BYTES = 12 + 120  # three int32 lengths, plus the id string and its dict slot
+DOC_LEXEME_BYTES = 120  # a feedback document's lexeme: its string, a float, a dict slot
+DF_BYTES = 120
+# Feedback documents whose lexeme counts a corpus's index keeps (most recent first out).
+DOCS_KEPT = 4096
 
 
 @dataclass
@@ -81,10 +85,32 @@ class CorpusIndex:
         self.ids: list[str] = []
         self.ord_of: dict[str, int] = {}
         self.dl: npt.NDArray[np.int32] = np.zeros((0, 3), dtype=np.int32)
+        # At this version only (a new version starts them afresh, see `moved_to`): the
+        # lexeme counts of documents feedback has read, and document frequencies of
+        # lexemes whose postings are not held.
+        self.doc_counts: dict[str, dict[str, float]] = {}
+        self.dfs: dict[str, float] = {}
 
     @property
     def nbytes(self) -> int:
-        return ITEM_BYTES * len(self.ids) + sum(e.nbytes for e in self.entries.values())
+        docs = sum(DOC_LEXEME_BYTES * len(c) for c in self.doc_counts.values())
+        return (ITEM_BYTES * len(self.ids) + sum(e.nbytes for e in self.entries.values())
+                + docs + DF_BYTES * len(self.dfs))
+
+    def moved_to(self, version: int, stats: Stats) -> None:
+        """This index now reflects `version` (its entries brought up to it by the caller).
+
+        What is kept per version only is replaced by new, empty containers: a view taken
+        before keeps the old ones."""
+        self.version, self.stats = version, stats
+        self.doc_counts, self.dfs = {}, {}
+
+    def df(self, lexeme: str) -> float | None:
+        """The lexeme's document frequency when this index knows it (None: ask)."""
+        e = self.entries.get(lexeme)
+        if e is not None:
+            return float(e.df)
+        return self.dfs.get(lexeme)
 
     def ordinal(self, item_id: str) -> int:
         """The item's ordinal, assigned on first sight."""
@@ -123,6 +149,7 @@ class CorpusIndex:
         self.ids = []
         self.ord_of = {}
         self.dl = np.zeros((0, 3), dtype=np.int32)
+        self.doc_counts, self.dfs = {}, {}
 
     def view(self, lexemes: Iterable[str]) -> CorpusIndex:
         """What one search scores with: these lexemes' entries, the items they name and
@@ -133,7 +160,14 @@ class CorpusIndex:
         v.version, v.stats = self.version, self.stats
         v.entries = {t: self.entries[t] for t in lexemes if t in self.entries}
         v.ids, v.ord_of, v.dl = self.ids, self.ord_of, self.dl
+        v.doc_counts, v.dfs = self.doc_counts, self.dfs
         return v
+
+    def keep_doc(self, item_id: str, counts: dict[str, float]) -> None:
+        """Remember a feedback document's lexeme counts, read at this index's version."""
+        self.doc_counts[item_id] = counts
+        while len(self.doc_counts) > DOCS_KEPT:
+            del self.doc_counts[next(iter(self.doc_counts))]
 
     def missing(self, lexemes: Iterable[str]) -> list[str]:
         return [t for t in lexemes if t not in self.entries]
