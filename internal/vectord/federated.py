@@ -671,13 +671,19 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
             # Nothing for PostgreSQL to add (feedback's lexical pass).
             return _Candidates([], [(federation.key(i, position), sc) for i, sc in scored], {})
     table = schema.items_table(corpus.id)
+    # BM25 scored in memory goes into the statement only when the symbolic layer must
+    # score its candidates too; else the statement is the vector branch alone.
+    lex_in_sql = scored is not None and p.symbolic is not None
     stmt = fusion_search.candidates_sql(
         table, corpus.id, langs, p.where, p.filtered,
         None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
-        given=federated, lexical_branch=lexical_branch, lexical_scored=scored is not None)
+        given=federated, lexical_branch=lexical_branch and (scored is None or lex_in_sql),
+        lexical_scored=lex_in_sql)
     args: dict[str, Any] = {**p.params, **p.sym_params, "vec_q": query, "vec_n": p.n}
     if scored is not None:
-        args.update({"lex_ids": [i for i, _ in scored], "lex_scores": [sc for _, sc in scored]})
+        if lex_in_sql:
+            args.update({"lex_ids": [i for i, _ in scored],
+                         "lex_scores": [sc for _, sc in scored]})
     else:
         args.update(lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats))
     async with store.reads.connection() as conn:
@@ -688,14 +694,18 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
     vec = [(federation.key(r["id"], position), float(r["vec_distance"]))
            for r in sorted((r for r in rows if r["vec_rank"] is not None),
                            key=lambda r: r["vec_rank"])]
-    lex = [(federation.key(r["id"], position), float(r["lex_score"]))
-           for r in sorted((r for r in rows if r["lex_rank"] is not None),
-                           key=lambda r: r["lex_rank"])]
+    if scored is not None and not lex_in_sql:
+        lex = [(federation.key(i, position), sc) for i, sc in scored]
+        in_lex = {i for i, _ in scored}
+    else:
+        lex = [(federation.key(r["id"], position), float(r["lex_score"]))
+               for r in sorted((r for r in rows if r["lex_rank"] is not None),
+                               key=lambda r: r["lex_rank"])]
+        in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
     sym = ({} if p.symbolic is None else
            {federation.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
     out = _Candidates(vec, lex, sym)
     in_vec = {r["id"] for r in rows if r["vec_rank"] is not None}
-    in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
     extra = [i for i in include if i not in in_vec or i not in in_lex]
     if extra:
         given_scores = None
