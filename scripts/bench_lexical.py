@@ -39,7 +39,9 @@ import multiprocessing
 import os
 import re
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,6 +98,22 @@ async def load(http: aiohttp.ClientSession, base: str, name: str, docs: list[bei
             await post(http, f"{base}{C}/{name}/items", {"items": batch})
             batch = []
     return time.perf_counter() - started
+
+
+# Loading into the baseline's vectord is a second load of the same size: up to here.
+BASELINE_LOAD_MAX = 200_000
+
+
+async def baseline_load(http: aiohttp.ClientSession, checkout: Path, tmp: str,
+                        docs: list[beir.Doc], size: int) -> float:
+    """Seconds the baseline's vectord takes to load the same corpus (then dropped)."""
+    server = BaselineVectord(checkout, f"{tmp}/pg-baseline")
+    try:
+        await server.ready(http)
+        return await load(http, server.base, f"bench_lex_baseline{size}", docs, size)
+    finally:
+        server.stop()
+        shutil.rmtree(f"{tmp}/pg-baseline", ignore_errors=True)
 
 
 # ---- the systems: each answers (query text) -> top-K ids -------------------------------
@@ -456,6 +474,41 @@ class Server:
         self.proc.join(10)
 
 
+class BaselineVectord:
+    """The vectord of another checkout (`--baseline DIR`, e.g. the previous main), started
+    as its daemon with its own embedded PostgreSQL: the load-time comparison."""
+
+    def __init__(self, checkout: Path, data_dir: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(checkout), "LAKEHOUSE_VECTORD_PORT": str(port),
+               "LAKEHOUSE_VECTORD_HOST": "127.0.0.1", "LAKEHOUSE_VECTORD_DATA_DIR": data_dir,
+               "LAKEHOUSE_VECTORD_DSN": "", "LAKEHOUSE_LOG_LEVEL": "warning",
+               "LAKEHOUSE_CONFIG": str(checkout / "lakehouse.toml")}
+        self.proc = subprocess.Popen([sys.executable, "-m", "internal.vectord.server"],
+                                     cwd=checkout, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{port}"
+
+    async def ready(self, http: aiohttp.ClientSession) -> None:
+        for _ in range(600):
+            try:
+                async with http.get(f"{self.base}/readyz") as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"baseline vectord exited with {self.proc.returncode}")
+            await asyncio.sleep(0.2)
+        raise RuntimeError("baseline vectord: not ready in 120 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
 def http_floor_app(answer: bytes) -> web.Application:
     """The same aiohttp and JSON a search goes through, and nothing else: POST /search
     reads the body and answers `answer` (a real search's response)."""
@@ -510,6 +563,9 @@ async def main() -> int:
     ap.add_argument("--docs", default="100000",
                     help="sizes of the large corpora, comma-separated (e.g. 100000,1000000)")
     ap.add_argument("--queries", type=int, default=300, help="queries timed per corpus")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                    help="also load each --docs corpus up to 200,000 into DIR's vectord "
+                         "(another checkout, e.g. the previous main; its own PostgreSQL)")
     ap.add_argument("--quality-only", action="store_true",
                     help="nDCG@10 only: no timings, no large corpus")
     args = ap.parse_args()
@@ -579,6 +635,11 @@ async def main() -> int:
                     sf.queries, args.queries, size)
                 report_speed(speed, args.queries, partial=True)
                 print(f"(load of {size:,}: {loads[list(loads)[-1]]:.1f} s)", flush=True)
+                if args.baseline is not None and size <= BASELINE_LOAD_MAX:
+                    loads[f"the same {size:,} into --baseline's vectord"] = await baseline_load(
+                        http, args.baseline.resolve(), tmp, sf.docs, size)
+                    print(f"(baseline's load of {size:,}: {loads[list(loads)[-1]]:.1f} s)",
+                          flush=True)
                 del tv
             for name in names:
                 async with http.delete(f"{base}{C}/{name}"):
