@@ -13,6 +13,7 @@ import sys
 # Modules that register subcommands, in the order `lakehouse --help` lists them.
 SUBCOMMAND_MODULES = (
     "internal.cli.stack_cmd",    # up, status
+    "internal.cli.backup_cmd",   # backup, restore
     "internal.cli.client_cmd",   # corpora, ingest, search, record
     "internal.cli.smart_cmd",    # analyze, ask
     "internal.cli.sync_cmd",     # sync

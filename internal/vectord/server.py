@@ -12,6 +12,7 @@ from aiohttp import web
 
 from internal.api import validate
 from internal.api.vectord import (
+    LSN_HEADER,
     MAX_IDS_PAGE,
     MAX_INCLUDE,
     Corpus,
@@ -33,7 +34,7 @@ from internal.config import Config
 from internal.pg import embedded
 from internal.pg.resilient import ResilientPool
 from internal.vectord import federated, federation, language, schema
-from internal.vectord.store import PreparedItem, Store
+from internal.vectord.store import PreparedItem, Store, Written
 
 log = structlog.get_logger()
 
@@ -144,14 +145,21 @@ async def upsert_items(request: web.Request) -> web.Response:
                               field="items")
     model = body.model.strip() if body.model else None
 
-    async def run_upsert(corpus: Corpus) -> int:
+    async def run_upsert(corpus: Corpus) -> Written:
         held = await store.language_counts(corpus) if any(
             language.detects(it.language, corpus.language) for it in body.items) else None
         prepared = await asyncio.to_thread(_prepare, corpus, body, held)
         return await store.upsert(corpus, prepared, model or None)
 
-    n = await store.with_corpus(name, run_upsert)
-    return json_response({"upserted": n})
+    done = await store.with_corpus(name, run_upsert)
+    return _written(json_response({"upserted": done.count}), done)
+
+
+def _written(resp: web.Response, done: Written) -> web.Response:
+    """A write's answer carries the WAL position after its commit (read-your-writes)."""
+    if done.lsn:
+        resp.headers[LSN_HEADER] = done.lsn
+    return resp
 
 
 async def get_item(request: web.Request) -> web.Response:
@@ -173,10 +181,11 @@ async def delete_items(request: web.Request) -> web.Response:
     for i, item_id in enumerate(body.ids):
         validate.item_id(item_id, f"ids[{i}]")
 
-    async def run_delete(corpus: Corpus) -> int:
+    async def run_delete(corpus: Corpus) -> Written:
         return await store.delete_items(corpus, body.ids)
 
-    return json_response({"deleted": await store.with_corpus(name, run_delete)})
+    done = await store.with_corpus(name, run_delete)
+    return _written(json_response({"deleted": done.count}), done)
 
 
 def _int_param(request: web.Request, key: str, default: int, lo: int, hi: int) -> int:

@@ -79,6 +79,9 @@ ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, upd
 GET_ITEM = f"""
 SELECT {ITEM_COLUMNS}, embedding, content_hash, created_at FROM {{table}} WHERE id = %(id)s"""
 DELETE_ITEMS = "DELETE FROM {table} WHERE id = ANY(%(ids)s)"
+# Read on the writer's connection after its commit: at or past the commit record, so a
+# backup or replica that holds this position holds the write (the Lakehouse-LSN header).
+WAL_POSITION = "SELECT pg_current_wal_insert_lsn()::text"
 LIST_IDS = """
 SELECT id, content_hash, updated_at FROM {table}
 WHERE id LIKE %(prefix)s AND id > %(after)s ORDER BY id LIMIT %(limit)s"""
@@ -97,6 +100,20 @@ KEYWORD_SEARCH = f"""
 SELECT {ITEM_COLUMNS} FROM {{table}}
 WHERE {{expr}} LIKE %(pattern)s AND {{where}}
 ORDER BY updated_at DESC, id LIMIT %(k)s"""
+
+
+@dataclass(frozen=True)
+class Written:
+    """A committed write: how many items it touched, and the WAL position after it."""
+
+    count: int
+    lsn: str
+
+
+async def _wal_position(conn: Conn) -> str:
+    cur = await conn.execute(WAL_POSITION)
+    row = await cur.fetchone()
+    return str(row[0]) if row else ""
 
 
 @dataclass
@@ -287,39 +304,47 @@ class Store:
 
     # --- items ---------------------------------------------------------------
 
-    async def upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None) -> int:
+    async def upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None
+                     ) -> Written:
         """Write the whole batch in one transaction, or nothing."""
         try:
             return await self._upsert(corpus, items, model)
         except psycopg.errors.ProgramLimitExceeded as exc:  # rolled back: nothing written
             raise await self._over_limit(items, exc) from None
 
-    async def _upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None) -> int:
-        async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
-            row = await cur.fetchone()
-            if row is None:
-                raise psycopg.errors.UndefinedTable("corpus dropped")  # with_corpus re-reads
-            stored = row[0]
-            if model is not None and stored is None:
-                await conn.execute(LABEL_CORPUS, {"id": corpus.id, "model": model})
-                cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
-                row = await cur.fetchone()
-                stored = row[0] if row else None
-            if model is not None and stored != model:
-                raise Conflict(
-                    f"model: corpus {corpus.name!r} holds vectors of model {stored!r}, "
-                    f"not {model!r}", field="model", code="model_mismatch")
-            await conn.execute(UPSERT_STAGE)
-            async with conn.cursor() as wcur:
-                async with wcur.copy(UPSERT_COPY) as copy:
-                    copy.set_types(UPSERT_TYPES)
-                    for seq, it in enumerate(items):
-                        await copy.write_row(it.row(seq))
-                await wcur.execute(sql.SQL(UPSERT).format(table=schema.items_table(corpus.id)))
+    async def _upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None
+                      ) -> Written:
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                await self._upsert_in(conn, corpus, items, model)
+            lsn = await _wal_position(conn)
         if model is not None and corpus.model is None:
             self._cache.pop(corpus.name, None)
-        return len(items)
+        return Written(len(items), lsn)
+
+    async def _upsert_in(self, conn: Conn, corpus: Corpus, items: list[PreparedItem],
+                         model: str | None) -> None:
+        cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
+        row = await cur.fetchone()
+        if row is None:
+            raise psycopg.errors.UndefinedTable("corpus dropped")  # with_corpus re-reads
+        stored = row[0]
+        if model is not None and stored is None:
+            await conn.execute(LABEL_CORPUS, {"id": corpus.id, "model": model})
+            cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
+            row = await cur.fetchone()
+            stored = row[0] if row else None
+        if model is not None and stored != model:
+            raise Conflict(
+                f"model: corpus {corpus.name!r} holds vectors of model {stored!r}, "
+                f"not {model!r}", field="model", code="model_mismatch")
+        await conn.execute(UPSERT_STAGE)
+        async with conn.cursor() as wcur:
+            async with wcur.copy(UPSERT_COPY) as copy:
+                copy.set_types(UPSERT_TYPES)
+                for seq, it in enumerate(items):
+                    await copy.write_row(it.row(seq))
+            await wcur.execute(sql.SQL(UPSERT).format(table=schema.items_table(corpus.id)))
 
     async def _over_limit(self, items: list[PreparedItem],
                           exc: psycopg.errors.ProgramLimitExceeded) -> InvalidArgument:
@@ -358,11 +383,11 @@ class Store:
         row["corpus"] = corpus.name
         return row
 
-    async def delete_items(self, corpus: Corpus, ids: list[str]) -> int:
+    async def delete_items(self, corpus: Corpus, ids: list[str]) -> Written:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 sql.SQL(DELETE_ITEMS).format(table=schema.items_table(corpus.id)), {"ids": ids})
-            return cur.rowcount
+            return Written(cur.rowcount, await _wal_position(conn))
 
     async def list_ids(self, corpus: Corpus, prefix: str, after: str, limit: int
                        ) -> list[dict[str, Any]]:

@@ -30,6 +30,8 @@ class Answer:
 class Load:
     answers: list[Answer] = field(default_factory=list)
     acked: set[str] = field(default_factory=set)
+    # item id -> the Lakehouse-LSN its write answered with (the WAL position after it)
+    lsn: dict[str, str] = field(default_factory=dict)
 
     def of(self, kind: str, since: float = 0.0) -> list[Answer]:
         return [a for a in self.answers if a.kind == kind and a.at >= since]
@@ -45,12 +47,14 @@ def unit(dim: int, rng: random.Random) -> list[float]:
 
 
 async def _record(load: Load, kind: str, session: aiohttp.ClientSession, url: str,
-                  body: dict[str, Any]) -> int:
+                  body: dict[str, Any]) -> tuple[int, str]:
+    """(status, the answer's Lakehouse-LSN or "")."""
     started = time.monotonic()
-    code = ""
+    code = lsn = ""
     try:
         async with session.post(url, json=body) as resp:
             status = resp.status
+            lsn = resp.headers.get("Lakehouse-LSN", "")
             if status != 200:
                 try:
                     code = str((await resp.json())["error"]["code"])
@@ -62,7 +66,7 @@ async def _record(load: Load, kind: str, session: aiohttp.ClientSession, url: st
         status, code = 0, type(exc).__name__
     now = time.monotonic()
     load.answers.append(Answer(now, kind, status, code, now - started))
-    return status
+    return status, lsn
 
 
 async def run(base: str, corpus: str, dim: int, stop: asyncio.Event, *, searchers: int = 4,
@@ -88,8 +92,10 @@ async def run(base: str, corpus: str, dim: int, stop: asyncio.Event, *, searcher
         while not stop.is_set():
             item_id = f"{id_prefix}{next(counter)}"
             item = {"id": item_id, "vector": unit(dim, rng), "text": f"item {item_id} of the load"}
-            if await _record(load, "write", session, items, {"items": [item]}) == 200:
+            status, lsn = await _record(load, "write", session, items, {"items": [item]})
+            if status == 200:
                 load.acked.add(item_id)
+                load.lsn[item_id] = lsn
             if pause:
                 await asyncio.sleep(pause)
 
