@@ -62,6 +62,11 @@ class Item(msgspec.Struct, forbid_unknown_fields=True):
     language: Label | None = None
 
 
+def embed_text(title: str | None, text: str) -> str:
+    """The text an item's vector is made from when the stack embeds it (ingest, the client)."""
+    return f"{title}\n{text}" if title else text
+
+
 class UpsertRequest(msgspec.Struct, forbid_unknown_fields=True):
     # At most [vectord] max_batch items (413 beyond; /openapi.json states the configured limit).
     items: list[Item]

@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 from tqdm import tqdm
 
+from internal.api.vectord import embed_text
 from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
@@ -92,7 +93,7 @@ class Doc:
     language: str | None
 
     def embed_text(self) -> str:
-        return f"{self.title}\n{self.text}" if self.title else self.text
+        return embed_text(self.title, self.text)
 
 
 def read_jsonl(path: Path) -> list[Doc]:

@@ -1,4 +1,5 @@
-"""Exceptions inside, HTTP status at the edge: one table maps each to a status."""
+"""Exceptions inside, HTTP status at the edge: each class carries its status, and
+`from_status` turns a status and code answered by a server back into the same class."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ class LakehouseError(Exception):
     status = 500
     code = "internal"
 
-    def __init__(self, message: str, *, field: str | None = None, code: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str | None = None, code: str | None = None,
+                 request_id: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        # The server's id of the failed request (its error body's), for finding it in the logs.
+        self.request_id = request_id
         if code is not None:
             self.code = code
 
@@ -74,3 +78,20 @@ class ServiceError(LakehouseError):
         super().__init__(message, field=field, code=code)
         self.status = status
         self.service = service
+
+
+# Status -> class, the reverse of each class's `status` (ServiceError keeps any status).
+_BY_STATUS: dict[int, type[LakehouseError]] = {
+    cls.status: cls for cls in (InvalidArgument, Unauthorized, NotFound, RequestTimeout, Conflict,
+                                PayloadTooLarge, UpstreamError, Unavailable, UpstreamTimeout)
+}
+
+
+def from_status(status: int, code: str, message: str, *, field: str | None = None,
+                request_id: str | None = None) -> LakehouseError:
+    """The exception of the class that answers `status` (LakehouseError for any other),
+    keeping the status and code as answered (`model_mismatch` is a Conflict, 409)."""
+    exc = _BY_STATUS.get(status, LakehouseError)(message, field=field, code=code,
+                                                  request_id=request_id)
+    exc.status = status
+    return exc

@@ -68,7 +68,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/matrix/search_auto", "matrixd", "Search with a strategy chosen for the query",
           s.SearchAutoRequest, s.SearchAutoResponse),
     Route("POST", "/v1/sync/run", "syncd", "Run one wiki sync now", None, s.SyncRun),
-    Route("GET", "/v1/sync/status", "syncd", "Wiki sync status", None, s.Passthrough),
+    Route("GET", "/v1/sync/status", "syncd", "Wiki sync status", None, s.SyncStatus),
     Route("*", "/mcp", "mcpd", "MCP over streamable HTTP (JSON-RPC): Lakehouse's tools for AI agents",
           forward_auth=True),
     # Anything else under a daemon's prefix is passed through unchanged.

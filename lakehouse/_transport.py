@@ -1,0 +1,144 @@
+"""HTTP to the gateway: one aiohttp session, retries on 503 and refused connections,
+answers decoded into typed structs, error bodies raised as their exception class."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import aiohttp
+import msgspec
+
+from internal.api.responses import ErrorBody
+from internal.common.errors import (
+    LakehouseError,
+    Unavailable,
+    UpstreamError,
+    UpstreamTimeout,
+    from_status,
+)
+
+T = TypeVar("T")
+
+MAX_BACKOFF = 8.0  # seconds: the longest wait between two attempts
+# 503 codes that say a feature is off, not that a daemon is busy or starting: not retried.
+PERMANENT_503 = frozenset({"sync_not_configured"})
+_encoder = msgspec.json.Encoder()
+_error_decoder = msgspec.json.Decoder(ErrorBody)
+
+
+def plain(value: Any) -> Any:
+    """A request value as JSON-ready builtins; a struct's None fields are left out, so an
+    option not set is absent (the server's default), never null."""
+    if isinstance(value, msgspec.Struct):
+        fields = ((name, getattr(value, name)) for name in value.__struct_fields__)
+        return {name: plain(v) for name, v in fields if v is not None}
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def body_of(**fields: Any) -> dict[str, Any]:
+    """A request body from keyword arguments, without the ones that are None."""
+    return {name: plain(value) for name, value in fields.items() if value is not None}
+
+
+class Transport:
+    """Calls the gateway at `url` with a bearer `token` ("" for none).
+
+    The session is made on the first call, in the running event loop, and reused until
+    `aclose()`. A 503 answer (a daemon starting, busy or restarting; not PERMANENT_503) or
+    a refused connection (nothing was sent) is tried again up to `retries` times, waiting
+    `backoff` seconds and doubling (at most MAX_BACKOFF); a timeout or a connection lost
+    mid-call is raised at once, since the server may still be working on it.
+    """
+
+    def __init__(self, url: str, token: str, *, timeout: float, retries: int,
+                 backoff: float) -> None:
+        if timeout <= 0 or retries < 0 or backoff < 0:
+            raise ValueError("timeout must be > 0, retries and backoff >= 0")
+        self.url = url
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise RuntimeError("this Lakehouse client is closed")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(headers=self._headers)
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session (idempotent); the client cannot be used afterwards."""
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def call(self, method: str, path: str, response: type[T], *, body: Any = None,
+                   params: Mapping[str, str | int] | None = None) -> T:
+        """The answer to one request, decoded as `response`; errors raise their class."""
+        data = _encoder.encode(body) if body is not None else None
+        for attempt in range(self.retries + 1):
+            try:
+                status, raw, request_id = await self._send(method, path, data, params)
+            except aiohttp.ClientSSLError:
+                raise
+            except aiohttp.ClientConnectorError as exc:  # refused or unresolvable: not sent
+                failure: LakehouseError = Unavailable(
+                    f"cannot reach Lakehouse at {self.url}: {exc}", code="gateway_unavailable")
+            else:
+                if status < 400:
+                    return _decode(raw, response, method, path)
+                failure = _error(status, raw, request_id)
+                if status != 503 or failure.code in PERMANENT_503:
+                    raise failure
+            if attempt == self.retries:
+                raise failure
+            await asyncio.sleep(min(self.backoff * 2 ** attempt, MAX_BACKOFF))
+        raise AssertionError("unreachable")
+
+    async def _send(self, method: str, path: str, data: bytes | None,
+                    params: Mapping[str, str | int] | None) -> tuple[int, bytes, str | None]:
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        try:
+            async with self._get_session().request(
+                method, f"{self.url}{path}", data=data, params=params, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            ) as resp:
+                return resp.status, await resp.read(), resp.headers.get("X-Request-ID")
+        except asyncio.TimeoutError:
+            raise UpstreamTimeout(f"{method} {path}: no answer from {self.url} within "
+                                  f"{self.timeout} s", code="timeout") from None
+        except aiohttp.ClientConnectorError:
+            raise
+        except aiohttp.ClientConnectionError as exc:
+            raise Unavailable(f"{method} {path}: the connection to {self.url} broke: {exc}",
+                              code="connection_lost") from None
+
+
+def _decode(raw: bytes, response: type[T], method: str, path: str) -> T:
+    try:
+        return msgspec.json.decode(raw, type=response)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise UpstreamError(f"{method} {path}: unexpected answer: {exc}",
+                            code="invalid_response") from None
+
+
+def _error(status: int, raw: bytes, request_id: str | None) -> LakehouseError:
+    """The exception for an error answer: its body's code, message and field when it has
+    the one error shape (a proxy's page in front of the gateway may not)."""
+    try:
+        body = _error_decoder.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        text = raw[:300].decode("utf-8", "replace").strip()
+        return from_status(status, "http_error", f"HTTP {status}: {text}", request_id=request_id)
+    return from_status(status, body.error.code, body.error.message, field=body.error.field,
+                       request_id=body.request_id or request_id)

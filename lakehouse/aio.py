@@ -1,0 +1,364 @@
+"""AsyncClient: every public route of the gateway as an async method returning structs."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import quote
+
+import msgspec
+
+from internal.api.matrixd import ObservationIn
+from internal.api.responses import (
+    AnalyzeResponse,
+    Corpus,
+    CorpusDeleted,
+    CorpusList,
+    EmbedResponse,
+    IdRow,
+    IdsPage,
+    ItemsDeleted,
+    MatrixSearchResponse,
+    ModelsResponse,
+    NormalizeResponse,
+    PlaybookDeleted,
+    PlaybookList,
+    RecordResponse,
+    SearchAutoResponse,
+    SmartSearchResponse,
+    StoredItem,
+    SyncRun,
+    SyncStatus,
+    Upserted,
+)
+from internal.api.vectord import MAX_IDS_PAGE, embed_text
+from internal.cli.connect import resolve_token, resolve_url
+from internal.common.errors import InvalidArgument, NotFound
+from internal.config import load
+from lakehouse._transport import Transport, body_of, plain
+from lakehouse.types import DowngradeOption, Filter, Item, Prf
+
+Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
+Mode = Literal["vector", "lexical", "hybrid", "keyword"]
+Fusion = Literal["rrf", "weighted", "dbsf"]
+
+EMBED_BATCH = 256  # texts per /v1/embed call: embedd's default max_texts
+UPSERT_BATCH = 256  # items per upsert call (vectord takes up to max_batch, 1,000)
+FETCH_CONCURRENCY = 8  # item reads in flight while iterating a corpus
+
+
+def _names(corpora: str | Sequence[str] | None) -> list[str] | None:
+    """A list of corpus names; one name may be given as a str."""
+    if corpora is None:
+        return None
+    return [corpora] if isinstance(corpora, str) else list(corpora)
+
+
+def _item(value: Item | Mapping[str, Any], index: int) -> Item:
+    if isinstance(value, Item):
+        return value
+    try:
+        return msgspec.convert(value, Item)
+    except msgspec.ValidationError as exc:
+        raise InvalidArgument(f"items[{index}]: {exc}", field=f"items[{index}]") from None
+
+
+def _c(name: str) -> str:
+    return f"/v1/vectors/corpora/{quote(name, safe='')}"
+
+
+class AsyncClient:
+    """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
+
+    `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
+    `token` to the first of $LAKEHOUSE_TOKEN, else the first configured token (as the
+    `lakehouse` command). `timeout` is per request, in seconds; `retries` bounds the
+    attempts after a 503 or a refused connection, `backoff` is the first wait (doubling).
+    Use it as `async with AsyncClient() as client:` or call `await client.aclose()`; one
+    client belongs to one event loop.
+    """
+
+    def __init__(self, url: str | None = None, token: str | None = None, *,
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 0.25) -> None:
+        config = functools.cache(load)  # lakehouse.toml is read only when a default needs it
+        self.url = resolve_url(url, config)
+        self._http = Transport(self.url, resolve_token(token, config), timeout=timeout,
+                               retries=retries, backoff=backoff)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the session; the client cannot be used afterwards."""
+        await self._http.aclose()
+
+    # ---- corpora ------------------------------------------------------------------------
+
+    async def create_corpus(self, name: str, dim: int | None = None, *,
+                            metric: Literal["cosine", "l2", "ip"] = "cosine",
+                            language: str | None = None, model: str | None = None,
+                            defer_index: bool = False) -> Corpus:
+        """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
+        stack's embedding model (its dimension and label), ready for text upserts."""
+        if dim is None:
+            model, dim = await self._model(model)
+        body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
+                       defer_index=defer_index)
+        return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
+
+    async def list_corpora(self) -> list[Corpus]:
+        """Every corpus, with its item count."""
+        return (await self._http.call("GET", "/v1/vectors/corpora", CorpusList)).corpora
+
+    async def get_corpus(self, name: str) -> Corpus:
+        """One corpus (NotFound if there is none of that name)."""
+        return await self._http.call("GET", _c(name), Corpus)
+
+    async def delete_corpus(self, name: str) -> None:
+        """Delete a corpus and its items (NotFound if there is none of that name)."""
+        await self._http.call("DELETE", _c(name), CorpusDeleted)
+
+    async def _model(self, model: str | None) -> tuple[str, int]:
+        """The label and dimension of `model` (None: embedd's default)."""
+        listing = await self._http.call("GET", "/v1/embed/models", ModelsResponse)
+        wanted = model or listing.default
+        for info in listing.models:
+            if info.id == wanted and info.dim:
+                return info.id, info.dim
+        probe = await self._embed(["dimension probe"], model)  # a remote model not asked yet
+        return probe.model, probe.dim
+
+    # ---- items --------------------------------------------------------------------------
+
+    async def upsert(self, corpus: str, items: Iterable[Item | Mapping[str, Any]], *,
+                     model: str | None = None) -> int:
+        """Store items (an id already there is replaced); returns how many were stored.
+
+        An item without a vector is embedded by the stack from its title and text, with
+        `model` (default: embedd's) whose label goes along; with vectors of your own, set
+        `model` to their label if the corpus has one. Items go in batches of UPSERT_BATCH,
+        each all or nothing; sending a batch again is safe.
+        """
+        todo = [_item(it, i) for i, it in enumerate(items)]
+        stored = 0
+        for start in range(0, len(todo), UPSERT_BATCH):
+            batch = todo[start:start + UPSERT_BATCH]
+            label = await self._fill_vectors(batch, start, model)
+            body = body_of(items=[plain(it) for it in batch], model=label)
+            stored += (await self._http.call("POST", f"{_c(corpus)}/items", Upserted,
+                                             body=body)).upserted
+        return stored
+
+    async def _fill_vectors(self, batch: list[Item], offset: int, model: str | None) -> str | None:
+        """Embed the items of a batch that have no vector; the model label to send."""
+        missing = [i for i, it in enumerate(batch) if it.vector is None]
+        for i in missing:
+            if not embed_text(batch[i].title, batch[i].text).strip():
+                raise InvalidArgument(f"items[{offset + i}]: no vector, and no title or text "
+                                      "to embed", field=f"items[{offset + i}].text")
+        label = model
+        for start in range(0, len(missing), EMBED_BATCH):
+            part = missing[start:start + EMBED_BATCH]
+            emb = await self._embed([embed_text(batch[i].title, batch[i].text) for i in part],
+                                    model)
+            for i, vector in zip(part, emb.vectors, strict=True):
+                batch[i] = msgspec.structs.replace(batch[i], vector=vector)
+            label = emb.model
+        return label
+
+    async def _embed(self, texts: list[str], model: str | None) -> EmbedResponse:
+        body = body_of(texts=texts, input_type="document", model=model)
+        return await self._http.call("POST", "/v1/embed", EmbedResponse, body=body)
+
+    async def get_item(self, corpus: str, item_id: str) -> StoredItem:
+        """One stored item with its vector (NotFound if absent)."""
+        path = f"{_c(corpus)}/items/{quote(item_id, safe='')}"
+        return await self._http.call("GET", path, StoredItem)
+
+    async def delete_items(self, corpus: str, ids: Iterable[str]) -> int:
+        """Delete items by id; returns how many existed."""
+        todo, deleted = list(ids), 0
+        for start in range(0, len(todo), MAX_IDS_PAGE):
+            body = {"ids": todo[start:start + MAX_IDS_PAGE]}
+            deleted += (await self._http.call("POST", f"{_c(corpus)}/items/delete",
+                                              ItemsDeleted, body=body)).deleted
+        return deleted
+
+    async def iter_ids(self, corpus: str, *, prefix: str | None = None,
+                       page_size: int = 1000) -> AsyncGenerator[IdRow, None]:
+        """Every item's id, content hash and update time, in id order, a page at a time."""
+        after: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": page_size}
+            if prefix:
+                params["prefix"] = prefix
+            if after is not None:
+                params["after"] = after
+            page = await self._http.call("GET", f"{_c(corpus)}/ids", IdsPage, params=params)
+            for row in page.items:
+                yield row
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    async def iter_items(self, corpus: str, *, prefix: str | None = None,
+                         page_size: int = 1000) -> AsyncGenerator[StoredItem, None]:
+        """Every stored item, in id order; an item deleted meanwhile is left out."""
+        batch: list[str] = []
+        async for row in self.iter_ids(corpus, prefix=prefix, page_size=page_size):
+            batch.append(row.id)
+            if len(batch) == FETCH_CONCURRENCY:
+                for item in await self._fetch(corpus, batch):
+                    yield item
+                batch = []
+        for item in await self._fetch(corpus, batch):
+            yield item
+
+    async def _fetch(self, corpus: str, ids: list[str]) -> list[StoredItem]:
+        async def one(item_id: str) -> StoredItem | None:
+            try:
+                return await self.get_item(corpus, item_id)
+            except NotFound:
+                return None
+
+        return [it for it in await asyncio.gather(*(one(i) for i in ids)) if it is not None]
+
+    # ---- search -------------------------------------------------------------------------
+
+    async def search(self, query: str | None = None, *,
+                     corpora: str | Sequence[str] | None = None, k: int = 10,
+                     mode: Mode | None = None, vector: Sequence[float] | None = None,
+                     filter: Filter | Options | None = None,
+                     prefer: Filter | Options | None = None, language: str | None = None,
+                     fusion: Fusion | None = None, rrf_k: int | None = None,
+                     weights: Mapping[str, float] | None = None, candidates: int | None = None,
+                     prf: Prf | Options | None = None,
+                     corpus_weights: Mapping[str, float] | None = None,
+                     per_corpus_k: int | None = None, ef_search: int | None = None,
+                     use_playbook: bool = False, playbook_corpus: str | None = None,
+                     allow_partial: bool = False,
+                     downgrade: DowngradeOption | Options | None = None,
+                     relevance: Options | None = None) -> MatrixSearchResponse:
+        """The best `k` hits for a question, each with its corpus (POST /v1/matrix/search).
+
+        `corpora` None searches every corpus but the playbook. `mode` None is hybrid for
+        a text query (vector + BM25, fused, with pseudo-relevance feedback), else vector;
+        `vector` searches by your own query vector. `filter` must hold, `prefer` only
+        counts; `fusion`, `rrf_k`, `weights` and `candidates` tune hybrid fusion, `prf`
+        its feedback (`Prf(docs=0)`: off). `use_playbook` applies recorded feedback;
+        `allow_partial` returns the corpora that answered when one fails.
+        """
+        body = body_of(query_text=query, query_vector=vector, corpora=_names(corpora), k=k,
+                       mode=mode, filter=filter, prefer=prefer, language=language,
+                       fusion=fusion, rrf_k=rrf_k, weights=weights, candidates=candidates,
+                       prf=prf, corpus_weights=corpus_weights, per_corpus_k=per_corpus_k,
+                       ef_search=ef_search, use_playbook=use_playbook,
+                       playbook_corpus=playbook_corpus, allow_partial=allow_partial,
+                       downgrade=downgrade, relevance=relevance)
+        return await self._http.call("POST", "/v1/matrix/search", MatrixSearchResponse,
+                                     body=body)
+
+    async def smart_search(self, query: str, *, corpora: str | Sequence[str] | None = None,
+                           k: int = 10, max_iterations: int = 3, now: str | datetime | None = None,
+                           min_confidence: float | None = None, date_field: str | None = None,
+                           context: bool = True, filter: Filter | Options | None = None,
+                           prefer: Filter | Options | None = None, language: str | None = None,
+                           use_playbook: bool = False, allow_partial: bool = False
+                           ) -> SmartSearchResponse:
+        """A planned search: the question is analysed and split, its parts searched, the
+        hits merged, and parts still unanswered searched again (up to `max_iterations`)."""
+        body = body_of(query_text=query, corpora=_names(corpora), k=k,
+                       max_iterations=max_iterations, now=_iso(now),
+                       min_confidence=min_confidence, date_field=date_field,
+                       context=context, filter=filter, prefer=prefer, language=language,
+                       use_playbook=use_playbook, allow_partial=allow_partial)
+        return await self._http.call("POST", "/v1/matrix/smart_search", SmartSearchResponse,
+                                     body=body)
+
+    async def search_auto(self, query: str, *, corpora: str | Sequence[str] | None = None,
+                          k: int = 10, budget_ms: float | None = None,
+                          now: str | datetime | None = None,
+                          filter: Filter | Options | None = None, language: str | None = None,
+                          allow_partial: bool = False, context: bool = True
+                          ) -> SearchAutoResponse:
+        """A search whose strategy (keyword, lexical, vector, hybrid or smart) the stack
+        picks for the question and, with `budget_ms`, for the time it may take."""
+        body = body_of(query_text=query, corpora=_names(corpora), k=k, budget_ms=budget_ms,
+                       now=_iso(now), filter=filter, language=language,
+                       allow_partial=allow_partial, context=context)
+        return await self._http.call("POST", "/v1/matrix/search_auto", SearchAutoResponse,
+                                     body=body)
+
+    # ---- query understanding ------------------------------------------------------------
+
+    async def analyze(self, query: str, *, now: str | datetime | None = None) -> AnalyzeResponse:
+        """Entities, time range, question type and sub-queries of a question."""
+        body = body_of(query_text=query, now=_iso(now))
+        return await self._http.call("POST", "/v1/matrix/analyze", AnalyzeResponse, body=body)
+
+    async def normalize(self, observations: Iterable[ObservationIn | Options | str], *,
+                        context: Sequence[str] | None = None) -> NormalizeResponse:
+        """Observations with "I", "you" and "yesterday" resolved against their speaker
+        and reference time, and their key phrases; a str is an observation's text."""
+        obs = [{"text": o} if isinstance(o, str) else o for o in observations]
+        body = body_of(observations=obs, context=list(context) if context else None)
+        return await self._http.call("POST", "/v1/matrix/normalize", NormalizeResponse,
+                                     body=body)
+
+    # ---- feedback -----------------------------------------------------------------------
+
+    async def record(self, query: str, answer_id: str, corpus: str, score: float = 1.0, *,
+                     tags: Sequence[str] | None = None,
+                     playbook_corpus: str | None = None) -> RecordResponse:
+        """Record that `answer_id` in `corpus` answers `query` (score in -1..1: 1 right,
+        -1 wrong); searches with `use_playbook` then favour it for similar questions."""
+        body = body_of(query_text=query, answer_id=answer_id, answer_corpus=corpus,
+                       score=score, tags=list(tags) if tags else None,
+                       playbook_corpus=playbook_corpus)
+        return await self._http.call("POST", "/v1/matrix/playbooks/record", RecordResponse,
+                                     body=body)
+
+    async def wrong(self, query: str, answer_id: str, corpus: str, *,
+                    tags: Sequence[str] | None = None,
+                    playbook_corpus: str | None = None) -> RecordResponse:
+        """Record that `answer_id` is a wrong answer to `query` (score -1)."""
+        return await self.record(query, answer_id, corpus, -1.0, tags=tags,
+                                 playbook_corpus=playbook_corpus)
+
+    async def playbooks(self, *, answer_id: str | None = None, answer_corpus: str | None = None,
+                        limit: int = 100, playbook_corpus: str | None = None) -> PlaybookList:
+        """Recorded feedback entries, newest first."""
+        params = {k: v for k, v in (("answer_id", answer_id), ("answer_corpus", answer_corpus),
+                                    ("limit", limit), ("playbook_corpus", playbook_corpus))
+                  if v is not None}
+        return await self._http.call("GET", "/v1/matrix/playbooks", PlaybookList, params=params)
+
+    async def delete_playbook(self, playbook_id: str, *,
+                              playbook_corpus: str | None = None) -> PlaybookDeleted:
+        """Delete one feedback entry (NotFound if there is none with that id)."""
+        params = {"playbook_corpus": playbook_corpus} if playbook_corpus else None
+        return await self._http.call("DELETE", f"/v1/matrix/playbooks/{quote(playbook_id, safe='')}",
+                                     PlaybookDeleted, params=params)
+
+    # ---- wiki sync ----------------------------------------------------------------------
+
+    async def run_sync(self) -> SyncRun:
+        """Make the sync corpus equal to the wiki folder now (Unavailable with code
+        `sync_not_configured` when the stack has no `[sync] wiki_dir`)."""
+        return await self._http.call("POST", "/v1/sync/run", SyncRun)
+
+    async def sync_status(self) -> SyncStatus:
+        """The wiki sync's folder, corpus, interval and last run."""
+        return await self._http.call("GET", "/v1/sync/status", SyncStatus)
+
+
+def _iso(when: str | datetime | None) -> str | None:
+    return when.isoformat() if isinstance(when, datetime) else when

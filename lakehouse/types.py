@@ -1,0 +1,102 @@
+"""The client's typed values: the stack's own wire structs, re-exported, plus `Item`.
+
+Responses decode into the structs of internal.api (the shapes /openapi.json documents);
+options such as `Filter`, `Prf` and `DowngradeOption` are the request structs the daemons
+validate with. Plain dicts work wherever an option struct does.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from internal.api.matrixd import DowngradeOption, ObservationIn
+from internal.api.responses import (
+    AnalyzedEntity,
+    AnalyzeResponse,
+    Corpus,
+    CorpusStatus,
+    FailedCorpus,
+    IdRow,
+    MatrixHit,
+    MatrixSearchResponse,
+    NormalizedObservation,
+    NormalizeResponse,
+    PlaybookDeleted,
+    PlaybookEntryRow,
+    PlaybookList,
+    PlaybookSummary,
+    RecordResponse,
+    Resolved,
+    SearchAutoResponse,
+    SmartSearchResponse,
+    StoredItem,
+    SyncError,
+    SyncRun,
+    SyncStatus,
+    TemporalRange,
+)
+from internal.api.vectord import (
+    MAX_DIM,
+    DateRange,
+    FieldWeights,
+    Filter,
+    Hit,
+    ItemId,
+    Label,
+    NumberRange,
+    Prf,
+)
+
+__all__ = [
+    "AnalyzeResponse",
+    "AnalyzedEntity",
+    "Corpus",
+    "CorpusStatus",
+    "DateRange",
+    "DowngradeOption",
+    "FailedCorpus",
+    "FieldWeights",
+    "Filter",
+    "Hit",
+    "IdRow",
+    "Item",
+    "MatrixHit",
+    "MatrixSearchResponse",
+    "NormalizeResponse",
+    "NormalizedObservation",
+    "NumberRange",
+    "ObservationIn",
+    "PlaybookDeleted",
+    "PlaybookEntryRow",
+    "PlaybookList",
+    "PlaybookSummary",
+    "Prf",
+    "RecordResponse",
+    "Resolved",
+    "SearchAutoResponse",
+    "SmartSearchResponse",
+    "StoredItem",
+    "SyncError",
+    "SyncRun",
+    "SyncStatus",
+    "TemporalRange",
+]
+
+
+class Item(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """An item to upsert; with no `vector`, the stack embeds its title and text.
+
+    The wire item (internal.api.vectord.Item) without the vector requirement: the
+    client fills the vector in before the item is sent.
+    """
+
+    id: ItemId
+    text: str
+    title: str | None = None
+    tags: list[str] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    language: Label | None = None
+    vector: Annotated[list[float], Meta(min_length=1, max_length=MAX_DIM)] | None = None

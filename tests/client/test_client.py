@@ -1,0 +1,185 @@
+"""lakehouse.Client against the real stack: every route group, typed results, errors."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+import lakehouse
+from lakehouse import types
+from tests.client.conftest import Live
+
+PRINTER = "printer jams after new toner"
+
+
+def _name() -> str:
+    return f"c_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def scratch(client: lakehouse.Client) -> Iterator[str]:
+    """A fresh corpus for the stack's model, deleted afterwards."""
+    name = _name()
+    client.create_corpus(name)
+    yield name
+    client.delete_corpus(name)
+
+
+def test_readme_example_finds_the_ticket_first(client: lakehouse.Client) -> None:
+    found = client.search(PRINTER, corpora=["handbook", "tickets"], k=3)
+    assert isinstance(found, types.MatrixSearchResponse)
+    assert (found.hits[0].corpus, found.hits[0].id) == ("tickets", "T-1042")
+    assert {h.corpus for h in found.hits} == {"handbook", "tickets"}
+    assert all(isinstance(h, types.MatrixHit) and h.score is not None for h in found.hits)
+    assert found.mode == "hybrid" and [h.rank for h in found.hits] == [1, 2, 3]
+
+
+def test_corpora_create_get_list_delete(client: lakehouse.Client) -> None:
+    name = _name()
+    made = client.create_corpus(name)
+    assert isinstance(made, types.Corpus) and isinstance(made.created_at, datetime)
+    assert (made.dim, made.model, made.count) == (384, "all-MiniLM-L6-v2", 0)
+    assert client.get_corpus(name) == made
+    assert name in {c.name for c in client.list_corpora()}
+    with pytest.raises(lakehouse.Conflict) as conflict:
+        client.create_corpus(name)
+    err = conflict.value
+    assert (err.status, err.code, err.field) == (409, "conflict", "name")
+    assert err.request_id and name in err.message
+    client.delete_corpus(name)
+    with pytest.raises(lakehouse.NotFound) as missing:
+        client.get_corpus(name)
+    assert missing.value.code == "not_found" and missing.value.request_id
+
+
+def test_text_upsert_is_embedded_by_the_stack(client: lakehouse.Client, scratch: str) -> None:
+    items: list[lakehouse.Item | dict[str, Any]] = [
+        lakehouse.Item(id="vpn", title="VPN", text="Install the VPN client first.",
+                       tags=["network"]),
+        {"id": "wifi", "text": "The guest Wi-Fi password changes every Monday."}]
+    assert client.upsert(scratch, items) == 2
+    got = client.get_item(scratch, "vpn")
+    assert isinstance(got, types.StoredItem) and len(got.vector) == 384
+    assert (got.title, got.tags, got.corpus) == ("VPN", ["network"], scratch)
+    found = client.search("guest wifi password", corpora=scratch, k=1)
+    assert [h.id for h in found.hits] == ["wifi"]
+
+
+def test_vector_upsert_iterate_and_delete(client: lakehouse.Client) -> None:
+    name = _name()
+    client.create_corpus(name, 3, model="toy")
+    try:
+        items = [lakehouse.Item(id=f"i{n}", text=f"item {n}", vector=[1.0, float(n), 0.5])
+                 for n in range(5)]
+        assert client.upsert(name, items, model="toy") == 5
+        rows = list(client.iter_ids(name, page_size=2))
+        assert [r.id for r in rows] == ["i0", "i1", "i2", "i3", "i4"]
+        assert all(isinstance(r, types.IdRow) and len(r.content_hash) == 64 for r in rows)
+        stored = list(client.iter_items(name, prefix="i", page_size=2))
+        assert [(s.id, s.vector[1]) for s in stored] == [(f"i{n}", float(n)) for n in range(5)]
+        found = client.search(vector=[1.0, 4.0, 0.5], corpora=[name], mode="vector", k=1)
+        assert found.hits[0].id == "i4" and found.hits[0].distance is not None
+        assert client.delete_items(name, ["i0", "i1", "nope"]) == 2
+        with pytest.raises(lakehouse.NotFound):
+            client.get_item(name, "i0")
+        assert client.get_corpus(name).count == 3
+    finally:
+        client.delete_corpus(name)
+
+
+def test_an_error_names_its_field_and_request(client: lakehouse.Client, scratch: str) -> None:
+    with pytest.raises(lakehouse.InvalidArgument) as bad:
+        client.upsert(scratch, [lakehouse.Item(id="x", text="t", vector=[1.0, 2.0])])
+    err = bad.value
+    assert (err.status, err.code, err.field) == (400, "invalid_argument", "items[0].vector")
+    assert "expected 384 numbers" in err.message and err.request_id
+    with pytest.raises(lakehouse.Conflict) as mismatch:  # another model's label: a 409
+        client.upsert(scratch, [lakehouse.Item(id="x", text="t", vector=[0.1] * 384)],
+                      model="another-model")
+    assert (mismatch.value.status, mismatch.value.code) == (409, "model_mismatch")
+    with pytest.raises(lakehouse.InvalidArgument) as k0:
+        client.search("x", k=0)
+    assert k0.value.field == "k"
+
+
+def test_a_wrong_token_is_unauthorized(live: Live) -> None:
+    with lakehouse.Client(live.url, "not-the-token") as bad, \
+            pytest.raises(lakehouse.Unauthorized) as denied:
+        bad.list_corpora()
+    assert (denied.value.status, denied.value.code) == (401, "unauthorized")
+
+
+def test_every_search_mode(client: lakehouse.Client) -> None:
+    both = ["handbook", "tickets"]
+    vector = client.search(PRINTER, corpora=both, mode="vector", k=3)
+    assert vector.mode == "vector"
+    assert all(h.score is None and h.distance is not None for h in vector.hits)
+    lexical = client.search(PRINTER, corpora=both, mode="lexical", k=3)
+    assert lexical.mode == "lexical"
+    assert all(h.scores["lexical"] and h.scores["vector"] is None for h in lexical.hits)
+    hybrid = client.search(PRINTER, corpora=both, mode="hybrid", k=3, fusion="weighted",
+                           weights={"vector": 0.7, "lexical": 0.3}, candidates=20,
+                           prf=lakehouse.Prf(docs=0))
+    assert hybrid.hits[0].matched_layers == ["vector", "lexical"]
+    keyword = client.search("orange sealing tape", corpora=both, mode="keyword", k=5)
+    assert {h.id for h in keyword.hits} == {"T-1042", "toner"}
+
+
+def test_search_across_every_corpus_with_filters(client: lakehouse.Client) -> None:
+    everywhere = client.search("VPN at home", k=10)
+    assert {"handbook", "tickets"} <= {c.corpus for c in everywhere.corpora}
+    tagged = client.search("VPN at home", k=10, filter=lakehouse.Filter(tags_any=["network"]))
+    assert tagged.hits and all("network" in h.tags for h in tagged.hits)
+    solved = client.search("printer", corpora="tickets", k=10,
+                           filter={"metadata": {"status": "solved"}})
+    assert solved.hits and all(h.metadata["status"] == "solved" for h in solved.hits)
+    tilted = client.search(PRINTER, corpora=["handbook", "tickets"], k=3,
+                           corpus_weights={"handbook": 10.0})
+    assert tilted.hits[0].corpus == "handbook"
+
+
+def test_feedback_record_list_use_delete(client: lakehouse.Client) -> None:
+    query = f"how do I set up the VPN at home {uuid.uuid4().hex[:6]}"
+    right = client.record(query, "vpn", "handbook")
+    wrong = client.wrong(query, "T-1043", "tickets", tags=["test"])
+    assert isinstance(right, types.RecordResponse) and right.created
+    listed = client.playbooks(answer_corpus="tickets", limit=1000)
+    entry = next(e for e in listed.entries if e.playbook_id == wrong.playbook_id)
+    assert (entry.score, entry.tags, entry.query_text) == (-1.0, ["test"], query)
+    found = client.search(query, corpora=["handbook", "tickets"], k=3, use_playbook=True)
+    assert found.playbook is not None and found.playbook.entries >= 2
+    assert found.hits[0].id == "vpn" and found.hits[0].boost_factor < 1
+    assert "T-1043" not in [h.id for h in found.hits]
+    for pid in (right.playbook_id, wrong.playbook_id):
+        assert client.delete_playbook(pid).deleted == pid
+    with pytest.raises(lakehouse.NotFound) as gone:
+        client.delete_playbook(right.playbook_id)
+    assert gone.value.field == "playbook_id"
+
+
+def test_sync_run_and_status(client: lakehouse.Client) -> None:
+    run = client.run_sync()
+    assert isinstance(run, types.SyncRun) and run.errors == [] and run.pages == 2
+    status = client.sync_status()
+    assert status.corpus == "wiki" and status.runs >= 1 and not status.running
+    assert status.last_run is not None and status.last_run.errors == []
+    assert client.get_corpus("wiki").count >= 2
+
+
+def test_query_understanding(client: lakehouse.Client) -> None:
+    question = "Who fixed the printer on floor 2 and why does the VPN drop?"
+    analysis = client.analyze(question, now=datetime(2026, 10, 8))
+    assert analysis.question_type == "multi-hop" and len(analysis.sub_queries) >= 2
+    normal = client.normalize([lakehouse.ObservationIn(
+        "I fixed it yesterday", reference_time="2024-05-08", speaker="Ann")])
+    assert normal.observations[0].text == "Ann fixed it on 7 May 2024"
+    assert normal.observations[0].dates == ["2024-05-07"]
+    smart = client.smart_search(question, corpora=["handbook", "tickets"], k=4)
+    assert smart.mode == "smart" and smart.analysis is not None and smart.hits
+    assert smart.stopped in ("adequate", "max_iterations", "no_new_queries")
+    auto = client.search_auto("guest password", corpora="handbook", k=3)
+    assert auto.strategy == "lexical" and auto.hits[0].id == "wifi"
