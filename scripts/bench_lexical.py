@@ -29,6 +29,7 @@ Loads the data sets through the HTTP API and prints in one run:
 
     flock /tmp/lakehouse-bench.lock .venv/bin/python scripts/bench_lexical.py \
         [--docs 100000,1000000] [--queries 300] [--quality-only]
+        [--baseline DIR [--load-only]]
 """
 
 from __future__ import annotations
@@ -114,6 +115,24 @@ async def baseline_load(http: aiohttp.ClientSession, checkout: Path, tmp: str,
     finally:
         server.stop()
         shutil.rmtree(f"{tmp}/pg-baseline", ignore_errors=True)
+
+
+async def loads_abba(http: aiohttp.ClientSession, base: str, baseline: Path, tmp: str,
+                     docs: list[beir.Doc], size: int) -> None:
+    """This checkout's load and the baseline's, in the order A B B A, each printed."""
+    took: dict[str, list[float]] = {"this": [], "baseline": []}
+    for i, side in enumerate(("this", "baseline", "baseline", "this")):
+        if side == "this":
+            name = f"bench_lex_load{size}_{i}"
+            took[side].append(await load(http, base, name, docs, size))
+            async with http.delete(f"{base}{C}/{name}"):
+                pass
+        else:
+            took[side].append(await baseline_load(http, baseline, tmp, docs, size))
+        print(f"load of {size:,} ({side}): {took[side][-1]:.1f} s", flush=True)
+    mine, theirs = statistics.mean(took["this"]), statistics.mean(took["baseline"])
+    print(f"load of {size:,}, mean of two: this {mine:.1f} s, baseline {theirs:.1f} s, "
+          f"this / baseline {mine / theirs:.2f}", flush=True)
 
 
 # ---- the systems: each answers (query text) -> top-K ids -------------------------------
@@ -575,6 +594,9 @@ async def main() -> int:
                          "(another checkout, e.g. the previous main; its own PostgreSQL)")
     ap.add_argument("--quality-only", action="store_true",
                     help="nDCG@10 only: no timings, no large corpus")
+    ap.add_argument("--load-only", action="store_true",
+                    help="with --baseline: only the load of each --docs size, this checkout "
+                         "and the baseline in turn (ABBA), nothing else")
     args = ap.parse_args()
     sizes = [int(x) for x in str(args.docs).split(",") if x.strip()]
 
@@ -601,6 +623,12 @@ async def main() -> int:
     conns = await Conns.open(dsn)
     try:
         async with aiohttp.ClientSession() as http:
+            if args.load_only:
+                if args.baseline is None:
+                    raise SystemExit("--load-only: give --baseline DIR")
+                for size in sizes:
+                    await loads_abba(http, base, args.baseline.resolve(), tmp, sf.docs, size)
+                return 0
             for label, ds in sets.items():
                 name = f"bench_lex_{re.sub(r'[^a-z]', '', label.lower())}_{pid}"
                 names.append(name)

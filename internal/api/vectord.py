@@ -26,9 +26,7 @@ MAX_BM25_K1 = 100.0
 MAX_WEIGHT = 1000.0  # fusion and field weights; only their ratios matter
 MAX_IDS_PAGE = 10_000  # ids per delete call and per /ids page
 NAME_PATTERN = "^[a-z][a-z0-9_]{0,62}$"
-# On every write's answer: the primary's WAL position after the commit (e.g. "0/1A2B3C8").
-# A backup or a read replica at or past it holds the write.
-LSN_HEADER = "Lakehouse-LSN"
+
 
 CorpusName = Annotated[str, Meta(pattern=NAME_PATTERN, description="corpus name")]
 ItemId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_BYTES,

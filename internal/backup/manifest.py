@@ -108,9 +108,3 @@ def wal_point(line: str) -> tuple[str, str, int | None] | None:
     if m is None:
         return None
     return m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None
-
-
-def redacted(dsn: str) -> str:
-    """A connection string without its password, for the backup's description."""
-    dsn = re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", dsn)
-    return re.sub(r"password\s*=\s*\S+", "password=...", dsn)

@@ -22,6 +22,7 @@ from psycopg import sql
 
 from internal.backup import manifest
 from internal.backup.manifest import BackupInfo, NotABackup
+from internal.common.dsn import redacted
 from internal.stack.postgres import postmaster_pid
 
 # Settings a server needs for what `lakehouse backup` offers (the embedded server has
@@ -113,13 +114,14 @@ def take(dsn: str, folder: Path, *, source: str,
             hint = (f" (incremental backups need {INCREMENTAL_SETTING} = on on the server "
                     "since the earlier backup was taken)")
         raise RuntimeError(f"pg_basebackup failed: {detail}{hint}")
+    _drop_server_files(folder)
     corpora, items = counts(dsn)
     info = BackupInfo(
         format=manifest.FORMAT, kind="incremental" if previous else "full",
         pg_major=int((folder / "PG_VERSION").read_text().strip()), started_at=started,
         ended_at=ended, start_lsn=points["start"][0], end_lsn=points["end"][0],
         timeline=points["start"][1] or 1, corpora=corpora, items=items,
-        bytes=_size(folder), source=manifest.redacted(source),
+        bytes=_size(folder), source=redacted(source),
         incremental_from=str(incremental_from) if incremental_from else None)
     path = folder / manifest.INFO_FILE
     with open(path, "wb") as f:
@@ -127,6 +129,16 @@ def take(dsn: str, folder: Path, *, source: str,
         f.flush()
         os.fsync(f.fileno())
     return info
+
+
+def _drop_server_files(folder: Path) -> None:
+    """Files of the server that was running, not of its data: the embedded server keeps
+    its socket (and the socket's lock file, naming its postmaster) in the data directory,
+    and pg_basebackup copies them; a server started on the copy would refuse to start
+    while the original runs."""
+    for stale in (*folder.glob(".s.PGSQL.*"), folder / "postmaster.pid",
+                  folder / ".handle_pids.json"):
+        stale.unlink(missing_ok=True)
 
 
 def _remove(folder: Path, created: bool) -> None:
@@ -177,8 +189,7 @@ def restore(folder: Path, data_dir: Path, *, force: bool = False) -> Restored:
                             *(str(p) for p, _ in links)], check=True, capture_output=True,
                            text=True)
         (staging / manifest.INFO_FILE).unlink(missing_ok=True)
-        for stale in ("postmaster.pid", ".handle_pids.json"):
-            (staging / stale).unlink(missing_ok=True)
+        _drop_server_files(staging)
         _own(staging)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(staging, ignore_errors=True)

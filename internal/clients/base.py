@@ -11,6 +11,7 @@ import msgspec
 import structlog
 
 from internal.common.errors import ServiceError, Unavailable, UpstreamTimeout
+from internal.common.lsn import LSN_HEADER, REQUEST_LSN
 from internal.common.upstream import Upstream, addresses_of
 from internal.common.web import REQUEST_ID_HEADER
 
@@ -90,6 +91,9 @@ class ServiceClient:
         rid = current_request_id()
         if rid:
             headers[REQUEST_ID_HEADER] = rid
+        lsn = REQUEST_LSN.get()
+        if lsn:  # the write the caller must see, for every call made on its behalf
+            headers[LSN_HEADER] = lsn
         data = _encoder.encode(body) if body is not None else None
         status, raw = await self._send(
             method, path, data, headers, timeout or self.timeout,

@@ -9,6 +9,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
@@ -24,6 +25,7 @@ from internal.common.errors import (
     PayloadTooLarge,
     RequestTimeout,
 )
+from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -129,8 +131,9 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
     started = time.perf_counter()
     # bind/reset rather than the bound_contextvars context manager: same effect, less CPU.
     tokens = structlog.contextvars.bind_contextvars(request_id=rid)
+    lsn_token = REQUEST_LSN.set(request.headers.get(LSN_HEADER) or None)
     try:
-        resp = await _render_errors(request, handler, rid)
+        resp = await _render_errors(request, partial(_lsn_checked, handler), rid)
         resp.headers[REQUEST_ID_HEADER] = rid
         log.info(
             "request",
@@ -141,7 +144,16 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
         )
         return resp
     finally:
+        REQUEST_LSN.reset(lsn_token)
         structlog.contextvars.reset_contextvars(**tokens)
+
+
+async def _lsn_checked(handler: Handler, request: web.Request) -> web.StreamResponse:
+    """The handler, after a 400 naming Lakehouse-LSN if the header is not a WAL position."""
+    raw = REQUEST_LSN.get()
+    if raw is not None:
+        parse_lsn(raw)
+    return await handler(request)
 
 
 def _field_from_msgspec(message: str) -> str | None:

@@ -163,8 +163,20 @@ class VectordConfig:
     # (the reference scorer, slower; for a server where the copy cannot be kept).
     lexical_engine: str = "memory"
     lexical_cache_mb: int = 2048
+    # PostgreSQL standbys that searches read from (streaming replicas of `dsn`'s server);
+    # writes, corpus changes and the registry stay on the primary. A standby more than
+    # max_replica_lag seconds behind, down, paused or promoted is left out until it is
+    # back; a search carrying a write's Lakehouse-LSN waits at most replica_wait seconds
+    # for a standby to replay it, then reads the primary.
+    read_dsns: tuple[str, ...] = ()
+    max_replica_lag: float = 5.0
+    replica_wait: float = 0.5
 
     def validate(self) -> None:
+        if self.max_replica_lag <= 0:
+            raise ValueError("max_replica_lag: must be positive")
+        if self.replica_wait < 0:
+            raise ValueError("replica_wait: must not be negative")
         if self.pool_min < 1 or self.pool_max < self.pool_min:
             raise ValueError("pool_max: must be >= pool_min >= 1")
         if self.pool_timeout <= 0:

@@ -34,6 +34,7 @@ from psycopg.rows import dict_row
 from internal.api import validate
 from internal.api.vectord import MAX_K, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
+from internal.pg.replicas import ReplicaFailed
 from internal.vectord import (
     federation,
     fusion,
@@ -157,8 +158,17 @@ async def _on(store: Store, o: Outcome, fn: Callable[[Corpus], Awaitable[T]]) ->
         try:
             return await fn(o.corpus)
         except psycopg.errors.UndefinedTable:
+            if store.replicas is not None and store.replicas.on_replica():
+                raise  # a standby behind the registry: the search runs on the primary
             o.corpus = await store.corpus(o.name, fresh=True)
             return await fn(o.corpus)
+    except ReplicaFailed:
+        raise  # the whole search runs again on the primary (Store.read_search)
+    except psycopg.errors.UndefinedTable as exc:
+        if store.replicas is not None and store.replicas.on_replica():
+            raise
+        o.error = exc
+        return None
     except Exception as exc:  # kept for this corpus; the others still answer
         o.error = exc
         return None
@@ -420,6 +430,8 @@ async def _prepared(store: Store, p: Plan, outcomes: list[Outcome]
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p),
                                        trust=p.trust_cache)
     except psycopg.errors.UndefinedTable:
+        if store.replicas is not None and store.replicas.on_replica():
+            raise  # a standby behind the registry: the search runs on the primary
         for o in live:
             try:
                 o.corpus = await store.corpus(o.name, fresh=True)

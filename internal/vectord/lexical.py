@@ -61,6 +61,9 @@ DECLARE
   came text;
   touched text[] := '{}';
   more text[];
+  docs bigint;
+  changed boolean := false;
+  every boolean := false;  -- too many lexemes to list: the log says "all of them"
   cid bigint;
   ver bigint;
 BEGIN
@@ -87,15 +90,21 @@ BEGIN
       df AS (
         UPDATE %s f SET df = f.df - d.n
         FROM (SELECT lexeme, count(*) AS n FROM u GROUP BY lexeme) d
-        WHERE f.lexeme = d.lexeme),
+        WHERE f.lexeme = d.lexeme RETURNING f.lexeme),
       st AS (
         UPDATE %s s SET n = s.n - d.n, sum_a = s.sum_a - d.a, sum_b = s.sum_b - d.b,
                         sum_c = s.sum_c - d.c
         FROM (SELECT g.language, count(*) AS n, sum(l.a) AS a, sum(l.b) AS b, sum(l.c) AS c
               FROM g, vectord_lex_lengths(g.lex) l GROUP BY g.language) d
-        WHERE s.language = d.language)
-      SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM u
-    $q$, gone, postings, dfs, stats) INTO touched;
+        WHERE s.language = d.language RETURNING s.n)
+      SELECT (SELECT count(*) FROM st),
+             (SELECT CASE WHEN count(*) <= %s THEN coalesce(array_agg(lexeme), '{}') END
+              FROM df)
+    $q$, gone, postings, dfs, stats, {listed}) INTO docs, more;  -- CHANGES_LISTED
+    IF docs > 0 THEN
+      changed := true;
+      IF more IS NULL THEN every := true; ELSE touched := touched || more; END IF;
+    END IF;
   END IF;
 
   IF came IS NOT NULL THEN
@@ -116,29 +125,43 @@ BEGIN
       df AS (
         INSERT INTO %s AS f (lexeme, df)
         SELECT lexeme, count(*) FROM u GROUP BY lexeme
-        ON CONFLICT (lexeme) DO UPDATE SET df = f.df + excluded.df),
+        ON CONFLICT (lexeme) DO UPDATE SET df = f.df + excluded.df RETURNING f.lexeme),
       st AS (
         INSERT INTO %s AS s (language, n, sum_a, sum_b, sum_c)
         SELECT language, count(*), sum(a), sum(b), sum(c) FROM dl GROUP BY language
         ON CONFLICT (language) DO UPDATE SET
           n = s.n + excluded.n, sum_a = s.sum_a + excluded.sum_a,
-          sum_b = s.sum_b + excluded.sum_b, sum_c = s.sum_c + excluded.sum_c)
-      SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM u
-    $q$, came, postings, dfs, stats) INTO more;
-    touched := touched || more;
+          sum_b = s.sum_b + excluded.sum_b, sum_c = s.sum_c + excluded.sum_c
+        RETURNING s.n)
+      SELECT (SELECT count(*) FROM st),
+             (SELECT CASE WHEN count(*) <= %s THEN coalesce(array_agg(lexeme), '{}') END
+              FROM df)
+    $q$, came, postings, dfs, stats, {listed}) INTO docs, more;  -- CHANGES_LISTED
+    IF docs > 0 THEN
+      changed := true;
+      IF more IS NULL THEN every := true; ELSE touched := touched || more; END IF;
+    END IF;
   END IF;
 
   -- The corpus's version, bumped in this transaction; writers of a corpus hold its
   -- advisory lock (vectord_lex_lock) until commit, so versions are gapless in commit
   -- order. The change log says which lexemes each version touched: a vectord's cached
-  -- index (postings.py) forgets exactly those (lexindex.py).
-  IF cardinality(touched) > 0 THEN
+  -- index (postings.py) forgets exactly those (lexindex.py). A write that changed only
+  -- the statistics (an item with no lexeme) bumps the version too. Over CHANGES_LISTED
+  -- lexemes (a bulk load's batch) the log holds an empty list, read as "every lexeme":
+  -- listing them cost more than the cache saves by forgetting fewer.
+  IF changed THEN
     cid := substring(TG_TABLE_NAME FROM '^vectord_items_([0-9]+)$')::bigint;
     INSERT INTO vectord_lex_versions AS v (corpus_id, version) VALUES (cid, 1)
       ON CONFLICT (corpus_id) DO UPDATE SET version = v.version + 1
       RETURNING version INTO ver;
-    INSERT INTO vectord_lex_changes (corpus_id, version, lexemes)
-      VALUES (cid, ver, ARRAY(SELECT DISTINCT x FROM unnest(touched) x));
+    IF NOT every THEN
+      touched := ARRAY(SELECT DISTINCT x FROM unnest(touched) x);
+    END IF;
+    IF every OR cardinality(touched) > {listed} OR cardinality(touched) = 0 THEN
+      touched := '{}';
+    END IF;
+    INSERT INTO vectord_lex_changes (corpus_id, version, lexemes) VALUES (cid, ver, touched);
     DELETE FROM vectord_lex_changes WHERE corpus_id = cid AND version <= ver - 256;  -- CHANGES_KEPT
   END IF;
   RETURN NULL;
@@ -359,7 +382,7 @@ def _names(corpus_id: int) -> tuple[str, str, str]:
 async def ensure_functions(conn: psycopg.AsyncConnection) -> None:
     """Create (or refresh) the shared SQL functions; serialized across replicas."""
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (FUNCTIONS_LOCK,))
-    await conn.execute(FUNCTIONS_SQL)
+    await conn.execute(FUNCTIONS_SQL.replace("{listed}", str(CHANGES_LISTED)))
 
 
 async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
@@ -424,6 +447,8 @@ DELETE FROM vectord_lex_versions WHERE corpus_id = %(id)s"""
 
 # Versions of the change log a reader can catch up over; the trigger keeps this many.
 CHANGES_KEPT = 256
+# A write touching more lexemes than this logs an empty list: "forget every lexeme".
+CHANGES_LISTED = 4096
 
 
 # --- ranking -------------------------------------------------------------------

@@ -281,8 +281,8 @@ async def _changes(conn: Any, ix: postings.CorpusIndex, until: int) -> list[str]
         return None  # never loaded, behind this snapshot (another replica), or too old
     cur = await conn.execute(CHANGES, {"id": ix.corpus_id, "since": since, "until": until})
     rows = await cur.fetchall()
-    if len(rows) != until - since:
-        return None
+    if len(rows) != until - since or any(not r[1] for r in rows):
+        return None  # a gap, or a write that touched too many lexemes to list them
     return sorted({t for r in rows for t in r[1]})
 
 

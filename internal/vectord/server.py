@@ -12,7 +12,6 @@ from aiohttp import web
 
 from internal.api import validate
 from internal.api.vectord import (
-    LSN_HEADER,
     MAX_IDS_PAGE,
     MAX_INCLUDE,
     Corpus,
@@ -29,9 +28,11 @@ from internal.api.vectord import (
 from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
+from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.pg import embedded
+from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import federated, federation, language, schema
 from internal.vectord.store import PreparedItem, Store, Written
@@ -57,12 +58,20 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         db = await schema.migrate(dsn)
         pool = ResilientPool(dsn, cfg.pool_min, cfg.pool_max, timeout=cfg.pool_timeout)
         await pool.open(timeout=30.0)
+        router: ReplicaRouter | None = None
         try:
-            app[STORE] = Store(pool, cfg, db)
+            store = app[STORE] = Store(pool, cfg, db)
+            if cfg.read_dsns:
+                router = ReplicaRouter(pool, cfg.read_dsns, max_lag=cfg.max_replica_lag,
+                                       wait=cfg.replica_wait, pool_max=cfg.pool_max)
+                await router.open()
+                store.reads = store.replicas = router
             log.info("vectord_ready", vector=db.vector_version, trgm=db.trgm,
-                     schema_version=db.version)
+                     schema_version=db.version, read_replicas=len(cfg.read_dsns))
             yield
         finally:
+            if router is not None:
+                await router.close()
             await pool.close()
     finally:
         if server is not None:
@@ -218,13 +227,21 @@ async def list_ids(request: web.Request) -> web.Response:
 
 # --- search ------------------------------------------------------------------
 
+def _request_lsn(request: web.Request) -> int | None:
+    """The Lakehouse-LSN a search carries (a write's position it must see; checked by the
+    middleware, which answers 400 naming the header when it is not a WAL position)."""
+    raw = REQUEST_LSN.get()
+    return None if raw is None else parse_lsn(raw)
+
+
 async def search(request: web.Request) -> web.Response:
     """One corpus: a federation of one (the same path as the multi-corpus route)."""
     started = time.perf_counter()
     store = request.app[STORE]
     name = _name(request)
     req = await read_json(request, SearchRequest)
-    result = await federated.search(store, [name], req)
+    lsn = _request_lsn(request)
+    result = await store.read_search(lambda: federated.search(store, [name], req), lsn)
     if result.outcomes[0].error is not None:
         raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
@@ -303,7 +320,9 @@ async def multi_search(request: web.Request) -> web.Response:
         validate.item_id(ref.id, f"include[{i}].id")
     searched = set(names)
     include = [(r.corpus, r.id, r.factor) for r in req.include if r.corpus in searched]
-    result = await federated.search(store, names, req, weights, p, include)
+    lsn = _request_lsn(request)
+    result = await store.read_search(
+        lambda: federated.search(store, names, req, weights, p, include), lsn)
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(MultiSearchResponse(
         mode=req.mode, hits=result.hits, results=[_corpus_result(o) for o in result.outcomes],
@@ -322,8 +341,11 @@ async def readyz(request: web.Request) -> web.Response:
         log.warning("readyz_postgres_failed", error=str(exc))
         return json_response({"status": "degraded", "components": {
             "postgres": {"status": "error", "error": type(exc).__name__}}}, status=503)
-    return json_response({"status": "ok", "components": {
-        "postgres": pg, "lexical_index": store.lex.status(store.cfg.lexical_engine)}})
+    components: dict[str, Any] = {
+        "postgres": pg, "lexical_index": store.lex.status(store.cfg.lexical_engine)}
+    if store.replicas is not None:
+        components["read_replicas"] = store.replicas.status()
+    return json_response({"status": "ok", "components": components})
 
 
 def make_app(cfg: Config) -> web.Application:

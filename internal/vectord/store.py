@@ -21,6 +21,7 @@ from internal.api.vectord import Corpus, Item
 from internal.common.errors import Conflict, InvalidArgument, NotFound
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
+from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import lexical, schema
 from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
@@ -162,6 +163,7 @@ class Store:
         # Where searches read: the primary's pool, or a router over read replicas that
         # answers with the same `connection()` (writes and the registry always use `pool`).
         self.reads: ReadPool = pool
+        self.replicas: ReplicaRouter | None = None  # set with `reads` when read_dsns
         self.cfg = cfg
         # The in-memory lexical index of this process (lexical_engine "memory").
         self.lex = LexIndex(cfg.lexical_cache_mb * 2**20)
@@ -170,6 +172,14 @@ class Store:
         # (hnsw.ef_search, hnsw.iterative_scan) last set on each pooled connection.
         self._search_settings: weakref.WeakKeyDictionary[Conn, tuple[str, str]] = (
             weakref.WeakKeyDictionary())
+
+    async def read_search(self, search: Callable[[], Awaitable[T]], min_lsn: int | None = None
+                          ) -> T:
+        """A search on a read replica when there are some (again on the primary if its
+        replica fails under it), else on the primary; min_lsn: a write it must see."""
+        if self.replicas is None:
+            return await search()
+        return await self.replicas.run(search, min_lsn)
 
     # --- corpora -------------------------------------------------------------
 
