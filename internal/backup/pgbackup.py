@@ -114,7 +114,7 @@ def take(dsn: str, folder: Path, *, source: str,
             hint = (f" (incremental backups need {INCREMENTAL_SETTING} = on on the server "
                     "since the earlier backup was taken)")
         raise RuntimeError(f"pg_basebackup failed: {detail}{hint}")
-    _drop_server_files(folder)
+    drop_server_files(folder)
     corpora, items = counts(dsn)
     info = BackupInfo(
         format=manifest.FORMAT, kind="incremental" if previous else "full",
@@ -131,7 +131,7 @@ def take(dsn: str, folder: Path, *, source: str,
     return info
 
 
-def _drop_server_files(folder: Path) -> None:
+def drop_server_files(folder: Path) -> None:
     """Files of the server that was running, not of its data: the embedded server keeps
     its socket (and the socket's lock file, naming its postmaster) in the data directory,
     and pg_basebackup copies them; a server started on the copy would refuse to start
@@ -189,8 +189,8 @@ def restore(folder: Path, data_dir: Path, *, force: bool = False) -> Restored:
                             *(str(p) for p, _ in links)], check=True, capture_output=True,
                            text=True)
         (staging / manifest.INFO_FILE).unlink(missing_ok=True)
-        _drop_server_files(staging)
-        _own(staging)
+        drop_server_files(staging)
+        own_data_dir(staging)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise RuntimeError(f"pg_combinebackup failed: {exc.stderr.strip()}") from None
@@ -207,7 +207,7 @@ def restore(folder: Path, data_dir: Path, *, force: bool = False) -> Restored:
     return Restored(newest, len(links), data_dir, aside)
 
 
-def _own(folder: Path) -> None:
+def own_data_dir(folder: Path) -> None:
     """Files owned and private as the server wants them: run as root, the embedded server
     runs as its own system user (pgserver's), which must own the data directory."""
     folder.chmod(0o700)

@@ -24,7 +24,7 @@ def _up(args: argparse.Namespace) -> int:
         config_file = "lakehouse.toml"
     return up(cfg, config_file=str(Path(config_file).resolve()) if config_file else None,
               log_dir=Path(args.log_dir) if args.log_dir else None,
-              ready_timeout=args.timeout)
+              ready_timeout=args.timeout, replicas=args.replicas)
 
 
 def _get(url: str, headers: dict[str, str]) -> tuple[int, Any]:
@@ -57,6 +57,14 @@ def _status(args: argparse.Namespace) -> int:
             url = f"http://{section.host}:{section.port}"
             c, _ = _get(f"{url}/readyz", {})
             rows.append((name, "ok" if c == 200 else ("unavailable" if c == 0 else "not_ready"), url))
+    if code and isinstance(body, dict):
+        from internal.gateway.readiness import replicas_of
+
+        for r in replicas_of(body.get("components", {})):
+            use = ", in use" if r.get("in_use") else ""
+            why = f", {r['reason']}" if r.get("reason") else ""
+            rows.append(("replica", str(r.get("state")),
+                         f"lag {r.get('lag_seconds')}s{use}{why}  {r.get('replica')}"))
     width = max(len(r[0]) for r in rows)
     for name, state, addr in rows:
         print(f"{name:<{width}}  {state:<11}  {addr}")
@@ -68,6 +76,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("up", help="run PostgreSQL and every daemon until Ctrl-C")
     p.add_argument("--log-dir", help="write each daemon's log to DIR/<daemon>.log (default: this terminal)")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness (default 180)")
+    p.add_argument("--replicas", type=int, default=0, metavar="N",
+                   help="also run N streaming standbys of the embedded PostgreSQL that "
+                        "searches read from (default 0)")
     p.set_defaults(func=_up)
     p = sub.add_parser("status", help="show each component's readiness")
     add_url_arg(p)

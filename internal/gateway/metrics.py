@@ -11,6 +11,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -37,6 +38,13 @@ class Metrics:
         self.upstream_latency = Histogram(
             "lakehouse_gateway_upstream_seconds", "Upstream latency until response headers arrive",
             ("upstream",), buckets=_BUCKETS, registry=self.registry)
+        self.replica_lag = Gauge(
+            "lakehouse_read_replica_lag_seconds", "How far each PostgreSQL standby searches "
+            "read from is behind the primary, as vectord measures it", ("replica",),
+            registry=self.registry)
+        self.replica_up = Gauge(
+            "lakehouse_read_replica_up", "1 when the standby takes searches, else 0",
+            ("replica",), registry=self.registry)
         # Labelled children by label values: prometheus_client's labels() validates and
         # locks on every call, a few microseconds each, four times a proxied request.
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
@@ -61,6 +69,13 @@ class Metrics:
         count, latency = self._pair("request", self.requests, self.latency, method, route, status)
         count.inc()
         latency.observe(seconds)
+
+    def observe_replicas(self, replicas: list[dict[str, Any]]) -> None:
+        """The standbys vectord reported (its /readyz `read_replicas`)."""
+        for r in replicas:
+            name = str(r.get("replica", "?"))
+            self.replica_lag.labels(name).set(float(r.get("lag_seconds") or 0.0))
+            self.replica_up.labels(name).set(1.0 if r.get("state") == "ok" else 0.0)
 
     def middleware(self) -> Middleware:
         metrics = self

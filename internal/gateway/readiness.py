@@ -65,3 +65,11 @@ async def check(session: aiohttp.ClientSession, upstreams: dict[str, Upstream]
                                   "detail": "unknown: vectord did not report it"}
     ready = all(c["status"] == "ok" for c in components.values())
     return ready, components
+
+
+def replicas_of(components: dict[str, Any]) -> list[dict[str, Any]]:
+    """The read replicas vectord reported in its readyz (none: an empty list)."""
+    detail = components.get("vectord", {}).get("detail")
+    comps = detail.get("components") if isinstance(detail, dict) else None
+    found = comps.get("read_replicas") if isinstance(comps, dict) else None
+    return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []

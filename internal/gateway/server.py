@@ -82,14 +82,21 @@ def make_app(cfg: Config) -> web.Application:
 
     async def readyz(request: web.Request) -> web.Response:
         ready, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
+        metrics.observe_replicas(readiness.replicas_of(components))
         return json_response({"status": "ok" if ready else "degraded", "components": components},
                              status=200 if ready else 503)
+
+    async def metrics_handler(request: web.Request) -> web.Response:
+        # The standbys' lag is vectord's to measure: asked for at each scrape.
+        _, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
+        metrics.observe_replicas(readiness.replicas_of(components))
+        return await metrics.handler(request)
 
     async def openapi_json(_: web.Request) -> web.Response:
         return json_response(document)
 
     app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics.handler)
+    app.router.add_get("/metrics", metrics_handler)
     app.router.add_get("/openapi.json", openapi_json)
     for route in ROUTES:
         app.router.add_route(route.method, route.path, _proxy_handler(cfg, route))

@@ -28,6 +28,9 @@ _SERVER_SETTINGS = {
     # WAL summaries, so that `lakehouse backup --incremental-from` can copy only the
     # blocks changed since an earlier backup (PostgreSQL 17+; a background process).
     "summarize_wal": "on",
+    # WAL a standby's replication slot (`lakehouse up --replicas`) may hold back while the
+    # standby is away; past it the standby is dropped from the slot and must be made again.
+    "max_slot_wal_keep_size": "2GB",
 }
 
 

@@ -7,6 +7,7 @@ agree with each other whatever overrides the user gave.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from internal.config import Config
@@ -36,7 +37,7 @@ def _url(host: str, port: int) -> str:
 
 
 def plan(cfg: Config, dsn: str, config_file: str | None = None,
-         service_token: str = "") -> list[ChildSpec]:
+         service_token: str = "", read_dsns: Sequence[str] = ()) -> list[ChildSpec]:
     """One ChildSpec per daemon, in start order.
 
     service_token: what the daemons present to each other (and accept), given to every
@@ -64,6 +65,8 @@ def plan(cfg: Config, dsn: str, config_file: str | None = None,
         env[f"LAKEHOUSE_{_SECTION[d].upper()}_PORT"] = str(addr[d][1])
     if dsn:
         env["LAKEHOUSE_PG_DSN"] = dsn
+    if read_dsns:  # the standbys `lakehouse up --replicas` started, with any configured
+        env["LAKEHOUSE_VECTORD_READ_DSNS"] = ",".join(read_dsns)
     if config_file:
         env["LAKEHOUSE_CONFIG"] = config_file
     if service_token:

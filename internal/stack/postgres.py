@@ -74,3 +74,41 @@ def alive(data_dir: Path) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def standby_dir(data_dir: Path, n: int) -> Path:
+    """Where `lakehouse up --replicas` keeps standby n (1-based), beside the primary."""
+    return data_dir.with_name(f"{data_dir.name}-replica-{n}")
+
+
+def start_standby(primary: embedded.EmbeddedPostgres, n: int) -> embedded.EmbeddedPostgres:
+    """A streaming standby of the embedded primary, made on first use and started.
+
+    Made with `pg_basebackup -R` and a physical replication slot per standby, so the
+    primary keeps the WAL a standby that was down still needs (up to the primary's
+    max_slot_wal_keep_size); a standby folder that exists is started as it is and
+    catches up from the slot."""
+    import subprocess
+
+    import psycopg
+
+    from internal.backup import pgbackup
+
+    folder = standby_dir(primary.data_dir, n)
+    slot = f"lakehouse_replica_{n}"
+    if not (folder / "standby.signal").exists():
+        if folder.exists():
+            import shutil
+
+            shutil.rmtree(folder)  # a copy that never finished
+        with psycopg.connect(primary.dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                         "WHERE slot_name = %s", (slot,))
+        subprocess.run([str(pgbackup.bin_dir() / "pg_basebackup"), "-D", str(folder), "-d",
+                        primary.dsn, "-X", "stream", "-R", "-C", "-S", slot, "-c", "fast"],
+                       check=True, capture_output=True, text=True)
+        pgbackup.drop_server_files(folder)
+        pgbackup.own_data_dir(folder)
+        log.info("standby_created", standby=n, data_dir=str(folder))
+    prune_dead_holders(folder)
+    return embedded.start(folder)

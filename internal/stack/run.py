@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 import signal
 import sys
@@ -35,11 +36,14 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 
 async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
-                 ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None) -> int:
+                 ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None,
+                 standbys: list[EmbeddedPostgres] | None = None) -> int:
     # With client tokens but no service token, the daemons get a fresh random one for
     # this run, so no client token doubles as the key to the daemons' own ports.
     token = cfg.gateway.service_token or (secrets.token_urlsafe(32) if cfg.gateway.tokens else "")
-    specs = plan(cfg, dsn, config_file, token)
+    standbys = standbys or []
+    read_dsns = (*cfg.vectord.read_dsns, *(s.dsn for s in standbys))
+    specs = plan(cfg, dsn, config_file, token, read_dsns)
     sup = Supervisor(specs, log_dir=log_dir)
     loop = asyncio.get_running_loop()
     def on_signal(sig: signal.Signals) -> None:
@@ -50,11 +54,11 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
-    watch: asyncio.Task[None] | None = None
-    if pg is not None:
-        data_dir = pg.data_dir
-        watch = asyncio.create_task(PostgresWatch(
-            lambda: postgres.alive(data_dir), pg.restart, sup.stopping).run())
+    watches: list[asyncio.Task[None]] = []
+    for n, server in enumerate([pg, *standbys] if pg is not None else []):
+        watches.append(asyncio.create_task(PostgresWatch(
+            functools.partial(postgres.alive, server.data_dir), server.restart, sup.stopping,
+            name="postgres" if n == 0 else f"replica-{n}").run()))
     try:
         await sup.start()
         pending = await sup.wait_ready(ready_timeout)
@@ -76,15 +80,14 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
         return 0
     finally:
         sup.stopping.set()
-        if watch is not None:
-            await asyncio.gather(watch, return_exceptions=True)
+        await asyncio.gather(*watches, return_exceptions=True)
         await sup.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 
 
 def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = None,
-       ready_timeout: float = 180.0, out: TextIO = sys.stdout) -> int:
+       ready_timeout: float = 180.0, out: TextIO = sys.stdout, replicas: int = 0) -> int:
     """Run the stack until SIGINT/SIGTERM; 0 after a clean stop, 1 if it never got ready."""
     for section in ("embedd", "vectord", "matrixd", "sync", "gateway"):
         try:
@@ -92,21 +95,33 @@ def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = No
         except ConfigError as exc:
             print(str(exc), file=sys.stderr)
             return 1
+    if replicas and cfg.vectord.dsn:
+        print("--replicas: only with the embedded PostgreSQL; list the standbys of your own "
+              "server in [vectord] read_dsns", file=sys.stderr)
+        return 1
     previous = signal.signal(signal.SIGTERM, _interrupt)
     pg: EmbeddedPostgres | None = None
+    standbys: list[EmbeddedPostgres] = []
     try:
         dsn = cfg.vectord.dsn
         if not dsn:
             print(f"starting PostgreSQL in {cfg.vectord.data_dir}", file=out, flush=True)
             pg = postgres.start(cfg.vectord.data_dir)
             dsn = pg.dsn
-        return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out, pg))
+            for n in range(1, replicas + 1):
+                print(f"starting read replica {n} in "
+                      f"{postgres.standby_dir(pg.data_dir, n)}", file=out, flush=True)
+                standbys.append(postgres.start_standby(pg, n))
+        return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out, pg,
+                                  standbys))
     except KeyboardInterrupt:
         return 0
     finally:
         # A second Ctrl-C must not leave PostgreSQL running half-stopped.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for standby in standbys:
+            postgres.stop(standby)
         if pg is not None:
             stopped = postgres.stop(pg)
             log.info("postgres_stopped" if stopped else "postgres_left_running",

@@ -62,7 +62,8 @@ def running(pid: int) -> bool:
         return False
 
 
-def start(prefix: str, env_extra: dict[str, str] | None = None, timeout: float = 400) -> Stack:
+def start(prefix: str, env_extra: dict[str, str] | None = None, timeout: float = 400,
+          args: tuple[str, ...] = ()) -> Stack:
     """Start the stack and wait for "Lakehouse is up"; fails with the log's tail if not."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(tmp / "pg"),
@@ -74,7 +75,7 @@ def start(prefix: str, env_extra: dict[str, str] | None = None, timeout: float =
     env.update(env_extra or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs"),
-         "--timeout", str(timeout)],
+         "--timeout", str(timeout), *args],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=(tmp / "up.log").open("w"), text=True)
     assert proc.stdout is not None
     for line in proc.stdout:

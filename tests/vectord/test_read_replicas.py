@@ -34,8 +34,8 @@ def standby(pg_dsn: str) -> Iterator[embedded.EmbeddedPostgres]:
     folder = Path(tempfile.mkdtemp(prefix="lakehouse-standby-")) / "pg"
     subprocess.run([str(pgbackup.bin_dir() / "pg_basebackup"), "-D", str(folder), "-d", pg_dsn,
                     "-X", "stream", "-R", "-c", "fast"], check=True, capture_output=True)
-    pgbackup._drop_server_files(folder)
-    pgbackup._own(folder)
+    pgbackup.drop_server_files(folder)
+    pgbackup.own_data_dir(folder)
     server = embedded.start(folder)
     yield server
     server.stop()
