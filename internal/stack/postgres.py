@@ -107,6 +107,9 @@ def start_standby(primary: embedded.EmbeddedPostgres, n: int) -> embedded.Embedd
         subprocess.run([str(pgbackup.bin_dir() / "pg_basebackup"), "-D", str(folder), "-d",
                         primary.dsn, "-X", "stream", "-R", "-C", "-S", slot, "-c", "fast"],
                        check=True, capture_output=True, text=True)
+        # Vacuum on the primary must not cancel a search running on the standby.
+        with open(folder / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
+            conf.write("hot_standby_feedback = 'on'\n")
         pgbackup.drop_server_files(folder)
         pgbackup.own_data_dir(folder)
         log.info("standby_created", standby=n, data_dir=str(folder))
