@@ -160,15 +160,28 @@ class Restored:
     moved_aside: Path | None  # where the data directory that was there went (--force)
 
 
-def restore(folder: Path, data_dir: Path, *, force: bool = False) -> Restored:
+def restore(folder: Path, data_dir: Path, *, force: bool = False,
+            until: dt.datetime | None = None, wal_dir: str = "") -> Restored:
     """Put the backup (and, for an incremental one, its chain) back as `data_dir`.
 
-    Refused, with nothing changed, when the folder is not a backup, its PostgreSQL is
-    another major, a server runs in data_dir, or data_dir holds data and not `force`
-    (which moves it aside, never deletes it)."""
+    until: then replay the WAL archived in wal_dir on top of it, up to that time
+    (PostgreSQL's archive recovery), and promote. Refused, with nothing changed, when the
+    folder is not a backup, its PostgreSQL is another major, a server runs in data_dir,
+    data_dir holds data and not `force` (which moves it aside, never deletes it), or
+    `until` has no archive to replay or comes before the backup's end."""
+    if until is not None:
+        if until.tzinfo is None:
+            raise BackupRefused("--until: give a time zone (e.g. 2026-11-24T14:50:00Z)")
+        if not wal_dir or not Path(wal_dir).is_dir():
+            raise BackupRefused("--until: needs the WAL archive of [backup] wal_dir "
+                                f"({wal_dir or 'not set'})")
     links = manifest.chain(folder)
     newest = links[-1][1]
     manifest.check_major(newest.pg_major, server_major())
+    if until is not None and newest.ended_at and until < dt.datetime.fromisoformat(
+            newest.ended_at):
+        raise BackupRefused(f"--until {until.isoformat()}: before the backup ended "
+                            f"({newest.ended_at}); restore an earlier backup")
     data_dir = data_dir.resolve()
     pid = postmaster_pid(data_dir)
     if pid is not None:
@@ -190,6 +203,8 @@ def restore(folder: Path, data_dir: Path, *, force: bool = False) -> Restored:
                            text=True)
         (staging / manifest.INFO_FILE).unlink(missing_ok=True)
         drop_server_files(staging)
+        if until is not None:
+            _recovery_settings(staging, until, wal_dir)
         own_data_dir(staging)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -204,7 +219,56 @@ def restore(folder: Path, data_dir: Path, *, force: bool = False) -> Restored:
     elif data_dir.exists():
         data_dir.rmdir()
     staging.rename(data_dir)
+    if until is not None:
+        _recover(data_dir, until)
     return Restored(newest, len(links), data_dir, aside)
+
+
+def _recovery_settings(folder: Path, until: dt.datetime, wal_dir: str) -> None:
+    """Archive recovery up to `until` from wal_dir, then promotion (recovery.signal)."""
+    quoted = wal_dir.replace("'", "''")
+    with open(folder / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
+        conf.write(f"restore_command = 'cp \"{quoted}/%f\" \"%p\"'\n"
+                   f"recovery_target_time = '{until.isoformat()}'\n"
+                   "recovery_target_action = 'promote'\n")
+    (folder / "recovery.signal").touch()
+
+
+# Settings of the archive recovery, dropped once the server has been promoted.
+_RECOVERY_KEYS = ("restore_command", "recovery_target_time", "recovery_target_action")
+
+
+def _recover(data_dir: Path, until: dt.datetime, timeout: float = 600.0) -> None:
+    """Start the server on the restored directory, wait for the recovery to reach
+    `until` and promote, then stop it (the stack starts it as usual)."""
+    import time
+
+    from internal.pg import embedded
+
+    try:
+        server = embedded.start(data_dir)
+    except RuntimeError as exc:
+        raise RuntimeError(f"recovery to {until.isoformat()} failed (does the archive reach "
+                           f"it? see {data_dir / 'log'}): {exc}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            while True:
+                row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+                if row is not None and not row[0]:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"recovery to {until.isoformat()} still running "
+                                       f"after {timeout:g}s")
+                time.sleep(0.2)
+            for key in _RECOVERY_KEYS:
+                conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(key)))
+            conn.execute("SELECT pg_reload_conf()")
+    except psycopg.OperationalError as exc:
+        raise RuntimeError(f"recovery to {until.isoformat()} stopped (the archive may not "
+                           f"reach it; see {data_dir / 'log'}): {exc}") from None
+    finally:
+        server.stop()
 
 
 def own_data_dir(folder: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ builds on (pg_combinebackup). A data directory that holds data is refused unless
 
 example:
   lakehouse restore backups/tuesday --force && lakehouse up
+  lakehouse restore backups/monday --force --until 2026-11-24T14:50:00Z
 """
 
 
@@ -44,7 +46,7 @@ def _backup(args: argparse.Namespace) -> int:
         if dsn:
             source = dsn
         else:
-            server = postgres.start(cfg.vectord.data_dir)
+            server = postgres.start(cfg.vectord.data_dir, cfg.backup.wal_dir)
             dsn, source = server.dsn, str(server.data_dir)
         info = pgbackup.take(dsn, Path(args.dir), source=source,
                              incremental_from=Path(args.incremental_from)
@@ -72,8 +74,17 @@ def _restore(args: argparse.Namespace) -> int:
               "operator's tools (pg_basebackup backups restore by copying them into its "
               "data directory); this command restores the embedded server", file=sys.stderr)
         return 2
+    until = None
+    if args.until:
+        try:
+            until = dt.datetime.fromisoformat(args.until)
+        except ValueError:
+            print(f"restore: --until: not a time like 2026-11-24T14:50:00Z: {args.until!r}",
+                  file=sys.stderr)
+            return 2
     try:
-        done = pgbackup.restore(Path(args.dir), Path(cfg.vectord.data_dir), force=args.force)
+        done = pgbackup.restore(Path(args.dir), Path(cfg.vectord.data_dir), force=args.force,
+                                until=until, wal_dir=cfg.backup.wal_dir)
     except (pgbackup.BackupRefused, NotABackup) as exc:
         print(f"restore: {exc}", file=sys.stderr)
         return 2
@@ -83,6 +94,8 @@ def _restore(args: argparse.Namespace) -> int:
     combined = f" (a chain of {done.chain} backups, combined)" if done.chain > 1 else ""
     print(f"restored {Path(args.dir).resolve()}{combined} into {done.data_dir}")
     print(pgbackup.describe(done.info))
+    if until is not None:
+        print(f"recovered to {until.isoformat()} from the WAL archive in {cfg.backup.wal_dir}")
     if done.moved_aside is not None:
         print(f"the data directory that was there is kept as {done.moved_aside}")
     print("start the stack: lakehouse up")
@@ -104,4 +117,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("dir", metavar="DIR", help="a folder `lakehouse backup` wrote")
     p.add_argument("--force", action="store_true",
                    help="move a data directory that holds data aside (kept) and restore")
+    p.add_argument("--until", metavar="TIME",
+                   help="then replay the WAL archive ([backup] wal_dir) up to TIME "
+                        "(ISO 8601 with a zone, e.g. 2026-11-24T14:50:00Z)")
     p.set_defaults(func=_restore)

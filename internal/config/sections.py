@@ -314,6 +314,19 @@ class McpdConfig:
 
 
 @dataclass(frozen=True)
+class BackupConfig:
+    """Continuous WAL archiving of the embedded server, for restores to a point in time."""
+
+    # Empty: off. A folder: the embedded server copies every finished WAL segment there
+    # (archive_mode), and `lakehouse restore DIR --until TIME` replays them on top of a
+    # backup up to TIME.
+    wal_dir: str = ""
+
+    def validate(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
 class Config:
     log: LogConfig = field(default_factory=LogConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
@@ -322,6 +335,7 @@ class Config:
     matrixd: MatrixdConfig = field(default_factory=MatrixdConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
     mcpd: McpdConfig = field(default_factory=McpdConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
 
 
 # Keys whose values never reach a log line.

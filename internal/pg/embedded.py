@@ -7,7 +7,9 @@ start. Several processes may hold the same server: the last one to let go stops 
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,11 +93,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _apply_settings(server: object, dsn: str) -> str:
+def archive_settings(wal_dir: str) -> dict[str, str]:
+    """WAL archiving into wal_dir ("": off), as `[backup] wal_dir` asks for."""
+    if not wal_dir:
+        return {"archive_mode": "off", "archive_command": ""}
+    quoted = wal_dir.replace("'", "'\\''")
+    return {"archive_mode": "on",
+            "archive_command": f"test ! -f '{quoted}/%f' && cp %p '{quoted}/%f'"}
+
+
+def _apply_settings(server: object, dsn: str, extra: Mapping[str, str] | None = None) -> str:
     """ALTER SYSTEM the restart-only settings and restart once if any changed."""
     changed = False
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for name, value in _SERVER_SETTINGS.items():
+        for name, value in {**_SERVER_SETTINGS, **(extra or {})}.items():
             current = conn.execute(
                 "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
             ).fetchone()
@@ -123,8 +134,10 @@ def _apply_settings(server: object, dsn: str) -> str:
     return str(server.get_uri())  # type: ignore[attr-defined]
 
 
-def start(data_dir: str | Path) -> EmbeddedPostgres:
-    """Start (or attach to) the embedded server in data_dir and return its DSN."""
+def start(data_dir: str | Path, *, wal_dir: str | None = None) -> EmbeddedPostgres:
+    """Start (or attach to) the embedded server in data_dir and return its DSN.
+
+    wal_dir: archive WAL there ("": archiving off; None: leave the server's setting)."""
     from pgserver.postgres_server import get_server
 
     path = Path(data_dir).expanduser().resolve()
@@ -133,6 +146,24 @@ def start(data_dir: str | Path) -> EmbeddedPostgres:
         server = get_server(path, cleanup_mode="stop")
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"embedded PostgreSQL failed to start in {path}: {exc}") from exc
-    dsn = _apply_settings(server, str(server.get_uri()))
+    extra: dict[str, str] = {}
+    if wal_dir is not None:
+        if wal_dir:
+            _wal_folder(Path(wal_dir))
+        extra = archive_settings(wal_dir)
+    dsn = _apply_settings(server, str(server.get_uri()), extra)
     log.info("embedded_postgres_ready", data_dir=str(path))
     return EmbeddedPostgres(data_dir=path, dsn=dsn, _server=server)
+
+
+def _wal_folder(folder: Path) -> None:
+    """The archive folder, writable by the server (its own system user when run as root)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        import pwd
+
+        from pgserver.utils import ensure_user_exists
+
+        ensure_user_exists("pgserver")
+        entry = pwd.getpwnam("pgserver")
+        os.chown(folder, entry.pw_uid, entry.pw_gid)

@@ -43,10 +43,11 @@ def postmaster_pid(data_dir: Path) -> int | None:
     return pid if psutil.pid_exists(pid) else None
 
 
-def start(data_dir: str) -> embedded.EmbeddedPostgres:
+def start(data_dir: str, wal_dir: str | None = None) -> embedded.EmbeddedPostgres:
+    """The embedded server of data_dir; wal_dir as embedded.start takes it."""
     path = Path(data_dir).expanduser().resolve()
     prune_dead_holders(path)
-    return embedded.start(path)
+    return embedded.start(path, wal_dir=wal_dir)
 
 
 def stop(server: embedded.EmbeddedPostgres, wait: float = 15.0) -> bool:

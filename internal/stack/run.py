@@ -106,7 +106,7 @@ def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = No
         dsn = cfg.vectord.dsn
         if not dsn:
             print(f"starting PostgreSQL in {cfg.vectord.data_dir}", file=out, flush=True)
-            pg = postgres.start(cfg.vectord.data_dir)
+            pg = postgres.start(cfg.vectord.data_dir, cfg.backup.wal_dir)
             dsn = pg.dsn
             for n in range(1, replicas + 1):
                 print(f"starting read replica {n} in "

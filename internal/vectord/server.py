@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -52,7 +53,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     server: embedded.EmbeddedPostgres | None = None
     dsn = cfg.dsn
     if not dsn:
-        server = await asyncio.to_thread(embedded.start, cfg.data_dir)
+        server = await asyncio.to_thread(functools.partial(
+            embedded.start, cfg.data_dir, wal_dir=app[CFG].backup.wal_dir))
         dsn = server.dsn
     try:
         db = await schema.migrate(dsn)
