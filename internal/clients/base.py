@@ -11,7 +11,7 @@ import msgspec
 import structlog
 
 from internal.common.errors import ServiceError, Unavailable, UpstreamTimeout
-from internal.common.lsn import LSN_HEADER, REQUEST_LSN
+from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written
 from internal.common.upstream import Upstream, addresses_of
 from internal.common.web import REQUEST_ID_HEADER
 
@@ -67,6 +67,7 @@ class ServiceClient:
                 ) as resp:
                     raw = await resp.read()
                     status = resp.status
+                    note_written(resp.headers.get(LSN_HEADER))
             except asyncio.TimeoutError:
                 raise UpstreamTimeout(
                     f"{self.service} did not answer {method} {path} in time") from None

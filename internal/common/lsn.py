@@ -18,6 +18,24 @@ _LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 REQUEST_LSN: ContextVar[str | None] = ContextVar("request_lsn", default=None)
 
 
+# The WAL positions of the writes made on behalf of the request being served (a box per
+# request, set by the web middleware, filled by the daemon clients from their answers):
+# the request's own answer carries the highest, so a write made through matrixd or syncd
+# answers with its position too.
+WRITTEN: ContextVar[list[int] | None] = ContextVar("written_lsns", default=None)
+
+
+def note_written(header: str | None) -> None:
+    """Remember a daemon's Lakehouse-LSN answer for the request being served."""
+    box = WRITTEN.get()
+    if box is None or not header:
+        return
+    try:
+        box.append(parse_lsn(header))
+    except InvalidArgument:
+        pass  # a daemon's malformed header is not the caller's fault: left out
+
+
 def parse_lsn(text: str, field: str = LSN_HEADER) -> int:
     """A WAL position ("16/B374D848") as a number; a 400 naming `field` if it is not one."""
     m = _LSN.match(text.strip())

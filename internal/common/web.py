@@ -25,7 +25,7 @@ from internal.common.errors import (
     PayloadTooLarge,
     RequestTimeout,
 )
-from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
+from internal.common.lsn import LSN_HEADER, REQUEST_LSN, WRITTEN, format_lsn, parse_lsn
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -132,9 +132,13 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
     # bind/reset rather than the bound_contextvars context manager: same effect, less CPU.
     tokens = structlog.contextvars.bind_contextvars(request_id=rid)
     lsn_token = REQUEST_LSN.set(request.headers.get(LSN_HEADER) or None)
+    written: list[int] = []
+    written_token = WRITTEN.set(written)
     try:
         resp = await _render_errors(request, partial(_lsn_checked, handler), rid)
         resp.headers[REQUEST_ID_HEADER] = rid
+        if written and LSN_HEADER not in resp.headers and not resp.prepared:
+            resp.headers[LSN_HEADER] = format_lsn(max(written))
         log.info(
             "request",
             method=request.method,
@@ -144,6 +148,7 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
         )
         return resp
     finally:
+        WRITTEN.reset(written_token)
         REQUEST_LSN.reset(lsn_token)
         structlog.contextvars.reset_contextvars(**tokens)
 

@@ -105,6 +105,9 @@ def test_token_then_search_feedback_and_boost(live: Live, browser: WebDriver, tm
     target.find_element(By.CSS_SELECTOR, "button.right").click()
     wait(browser).until(lambda d: "recorded" in hit_of(d, corpus, item_id).find_element(
         By.CSS_SELECTOR, ".feedback-status").text)
+    # The record's Lakehouse-LSN is kept for the tab and sent with the next search.
+    lsn = browser.execute_script("return sessionStorage.getItem('lakehouse.lsn')")
+    assert lsn and "/" in lsn, lsn
 
     search(browser, QUERY)
     again = hit_of(browser, corpus, item_id)

@@ -398,3 +398,25 @@ async def test_cli_record_wrong_list_delete(matrix: str, pets: str) -> None:
     code, out, err = await cli(matrix, "record", Q, "nope", "--corpus", pets, "--wrong",
                                "--playbook-corpus", pb)
     assert code == 1 and "HTTP 404" in err and "(answer_id)" in err
+
+
+async def test_a_record_answers_with_the_lsn_of_its_write(http: aiohttp.ClientSession,
+                                                          matrix: str, pets: str) -> None:
+    """matrixd's answer carries the Lakehouse-LSN vectord gave the playbook write, and a
+    search sending a position back is accepted (a malformed one is a 400 naming it)."""
+    pb = unique("pb")
+    base = await search(http, matrix, {"query_text": Q, "mode": "vector", "corpora": [pets]})
+    async with http.post(f"{matrix}/v1/matrix/playbooks/record", json={
+            "query_text": Q, "answer_id": base["hits"][0]["id"], "answer_corpus": pets,
+            "score": 1.0, "playbook_corpus": pb}) as resp:
+        assert resp.status == 200, await resp.text()
+        lsn = resp.headers["Lakehouse-LSN"]
+    assert "/" in lsn
+    async with http.post(f"{matrix}/v1/matrix/search", headers={"Lakehouse-LSN": lsn}, json={
+            "query_text": Q, "corpora": [pets], "playbook_corpus": pb,
+            "use_playbook": True}) as resp:
+        assert resp.status == 200, await resp.text()
+    async with http.post(f"{matrix}/v1/matrix/search", headers={"Lakehouse-LSN": "soon"},
+                         json={"query_text": Q, "corpora": [pets]}) as resp:
+        body = await resp.json()
+    assert resp.status == 400 and body["error"]["field"] == "Lakehouse-LSN", body

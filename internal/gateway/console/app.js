@@ -72,6 +72,22 @@ function tokenEntered(token) {
   for (const resolve of waiters) resolve(token);
 }
 
+// Read-your-writes within this tab: the highest WAL position a write answered with
+// (Lakehouse-LSN) goes with every later request, so a search after a record sees it even
+// when a read replica answers.
+const LSN_KEY = "lakehouse.lsn";
+
+function lsnValue(text) {
+  const m = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(text || "");
+  return m ? (BigInt("0x" + m[1]) << 32n) + BigInt("0x" + m[2]) : null;
+}
+
+function noteLsn(text) {
+  const seen = lsnValue(text);
+  const kept = lsnValue(sessionStorage.getItem(LSN_KEY));
+  if (seen !== null && (kept === null || seen > kept)) sessionStorage.setItem(LSN_KEY, text);
+}
+
 async function api(method, path, body) {
   let refused = false;
   for (;;) {
@@ -79,10 +95,13 @@ async function api(method, path, body) {
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = `Bearer ${token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
+    const lsn = sessionStorage.getItem(LSN_KEY);
+    if (lsn) headers["Lakehouse-LSN"] = lsn;
     const resp = await fetch(path, {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "omit", cache: "no-store",
     });
+    noteLsn(resp.headers.get("Lakehouse-LSN"));
     if (resp.status === 401) {
       if (token) { sessionStorage.removeItem(TOKEN_KEY); refused = true; }
       await askToken(refused);
