@@ -95,7 +95,7 @@ async def create_corpus(request: web.Request) -> web.Response:
     corpus = await request.app[STORE].create_corpus(
         body.name, body.dim, body.metric, lang, model or None, body.defer_index)
     log.info("corpus_created", corpus=corpus.name, dim=corpus.dim, metric=corpus.metric)
-    return json_response(corpus.public(0), status=201)
+    return await _after_write(request, json_response(corpus.public(0), status=201))
 
 
 async def list_corpora(request: web.Request) -> web.Response:
@@ -110,11 +110,18 @@ async def delete_corpus(request: web.Request) -> web.Response:
     name = _name(request)
     await request.app[STORE].delete_corpus(name)
     log.info("corpus_deleted", corpus=name)
-    return json_response({"deleted": name})
+    return await _after_write(request, json_response({"deleted": name}))
 
 
 async def build_index(request: web.Request) -> web.Response:
-    return json_response(await request.app[STORE].build_index(_name(request)))
+    out = await request.app[STORE].build_index(_name(request))
+    return await _after_write(request, json_response(out))
+
+
+async def _after_write(request: web.Request, resp: web.Response) -> web.Response:
+    """A committed change of the catalog answers with the WAL position after it, as item
+    writes do (read on the primary after the commit: at or past it)."""
+    return _written(resp, Written(0, await request.app[STORE].wal_position()))
 
 
 # --- items -------------------------------------------------------------------

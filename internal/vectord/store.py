@@ -173,6 +173,11 @@ class Store:
         self._search_settings: weakref.WeakKeyDictionary[Conn, tuple[str, str]] = (
             weakref.WeakKeyDictionary())
 
+    async def wal_position(self) -> str:
+        """The primary's WAL position now (after every write committed before the call)."""
+        async with self.pool.connection() as conn:
+            return await _wal_position(conn)
+
     async def read_search(self, search: Callable[[], Awaitable[T]], min_lsn: int | None = None
                           ) -> T:
         """A search on a read replica when there are some (again on the primary if its

@@ -171,3 +171,33 @@ async def test_a_read_dsn_that_is_not_a_standby_is_not_used(
         assert await _found(http, url_of(server), name, "anything") == []
     finally:
         await server.close()
+
+
+async def test_a_federated_search_on_the_standby_equals_the_primarys(
+        app: str, vectord_url: str, http: aiohttp.ClientSession) -> None:
+    """Statistics are rows like the rest: BM25 over the union of corpora is the same on the
+    standby as on the primary, hits and scores, in every mode; a corpus creation answers
+    with its position too."""
+    names = []
+    for j in range(3):
+        async with http.post(f"{app}{C}", json={"name": f"fed_rep_{os.getpid()}_{j}",
+                                                "dim": 8, "language": "english"}) as resp:
+            assert resp.status == 201, await resp.text()
+            assert "/" in resp.headers["Lakehouse-LSN"]
+            names.append(f"fed_rep_{os.getpid()}_{j}")
+    lsn = ""
+    for j, name in enumerate(names):
+        for i in range(30):
+            lsn = await _write(http, app, name, f"f{j}_{i}",
+                               f"{['heron', 'otter', 'lynx'][(i + j) % 3]} river {i % 7} bank")
+    for mode in ("lexical", "hybrid", "vector", "keyword"):
+        body = {"corpora": names, "mode": mode, "k": 15, "query_vector": unit(8, 5),
+                "query_text": "heron river" if mode == "keyword" else "heron river bank"}
+        got: list[Any] = []
+        for url, headers in ((app, {"Lakehouse-LSN": lsn}), (vectord_url, {})):
+            async with http.post(f"{url}/v1/vectors/search", json=body,
+                                 headers=headers) as resp:
+                out = await resp.json()
+                assert resp.status == 200, out
+            got.append([(h["corpus"], h["id"], h.get("merge_score")) for h in out["hits"]])
+        assert got[0] == got[1] and got[0], mode
