@@ -18,6 +18,7 @@ from internal.common.errors import (
     UpstreamTimeout,
     from_status,
 )
+from internal.common.lsn import LSN_HEADER, parse_lsn
 
 T = TypeVar("T")
 
@@ -67,6 +68,10 @@ class Transport:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        # The highest WAL position a write of this client was answered with; sent with
+        # every later request, so its searches see its writes even on a read replica.
+        self.lsn: str | None = None
+        self._lsn_value = -1
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -108,11 +113,14 @@ class Transport:
     async def _send(self, method: str, path: str, data: bytes | None,
                     params: Mapping[str, str | int] | None) -> tuple[int, bytes, str | None]:
         headers = {"Content-Type": "application/json"} if data is not None else {}
+        if self.lsn is not None:
+            headers[LSN_HEADER] = self.lsn
         try:
             async with self._get_session().request(
                 method, f"{self.url}{path}", data=data, params=params, headers=headers,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
             ) as resp:
+                self._note_lsn(resp.headers.get(LSN_HEADER))
                 return resp.status, await resp.read(), resp.headers.get("X-Request-ID")
         except asyncio.TimeoutError:
             raise UpstreamTimeout(f"{method} {path}: no answer from {self.url} within "
@@ -122,6 +130,17 @@ class Transport:
         except aiohttp.ClientConnectionError as exc:
             raise Unavailable(f"{method} {path}: the connection to {self.url} broke: {exc}",
                               code="connection_lost") from None
+
+
+    def _note_lsn(self, text: str | None) -> None:
+        if not text:
+            return
+        try:
+            value = parse_lsn(text)
+        except LakehouseError:
+            return  # not a position: nothing to keep
+        if value > self._lsn_value:
+            self._lsn_value, self.lsn = value, text
 
 
 def _decode(raw: bytes, response: type[T], method: str, path: str) -> T:

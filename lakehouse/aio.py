@@ -89,6 +89,13 @@ class AsyncClient:
         self._http = Transport(self.url, resolve_token(token, config), timeout=timeout,
                                retries=retries, backoff=backoff)
 
+    @property
+    def lsn(self) -> str | None:
+        """The WAL position of this client's latest write (its `Lakehouse-LSN` answer), sent
+        with every later request: searches see the client's own writes, on a read replica
+        too. None before the first write."""
+        return self._http.lsn
+
     async def __aenter__(self) -> AsyncClient:
         return self
 

@@ -82,6 +82,12 @@ class Client:
         thread.start()
         self._close = weakref.finalize(self, _shutdown, self._loop, thread, self._async)
 
+    @property
+    def lsn(self) -> str | None:
+        """The WAL position of this client's latest write, sent with every later request
+        (read-your-writes on read replicas); None before the first write."""
+        return self._async.lsn
+
     def __enter__(self) -> Client:
         return self
 

@@ -75,7 +75,10 @@ def test_vector_upsert_iterate_and_delete(client: lakehouse.Client) -> None:
     try:
         items = [lakehouse.Item(id=f"i{n}", text=f"item {n}", vector=[1.0, float(n), 0.5])
                  for n in range(5)]
+        before = client.lsn
         assert client.upsert(name, items, model="toy") == 5
+        # The write's position is kept and sent with the searches that follow.
+        assert client.lsn is not None and client.lsn != before
         rows = list(client.iter_ids(name, page_size=2))
         assert [r.id for r in rows] == ["i0", "i1", "i2", "i3", "i4"]
         assert all(isinstance(r, types.IdRow) and len(r.content_hash) == 64 for r in rows)
