@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from internal.common import logs
+from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
 from internal.common.web import REQUEST_ID_HEADER
 from internal.config import Config, ConfigError, load_or_exit, redacted
 from internal.mcpd.toolbox import Toolbox, ToolError
@@ -56,6 +58,20 @@ def http_headers(ctx: ServerRequestContext[Toolbox, Any]) -> dict[str, str]:
     return out
 
 
+# Sessions whose last write position is kept (the least recently writing dropped first).
+SESSIONS_KEPT = 10_000
+
+
+def _session_key(ctx: ServerRequestContext[Toolbox, Any]) -> str:
+    """The MCP session a tool call belongs to: its Mcp-Session-Id over HTTP (else the
+    caller's token), the process over stdio or in-process."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return "process"
+    sid = headers.get("mcp-session-id")
+    return f"session:{sid}" if sid else f"auth:{headers.get('authorization', '')}"
+
+
 def _error_result(exc: ToolError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=exc.text())],
                                 structured_content=exc.structured(), is_error=True)
@@ -83,10 +99,34 @@ def build_server(gateway_url: str, *, playbook_corpus: str, timeout: float, ttl:
                        annotations=types.ToolAnnotations(read_only_hint=t.read_only))
             for t in surface.tools])
 
+    # Read-your-writes within an MCP session: the highest WAL position its tool calls'
+    # writes were answered with goes with every later call of the session (by its
+    # Mcp-Session-Id; over stdio, or for an in-process client, the process is the session).
+    session_lsns: OrderedDict[str, int] = OrderedDict()
+
     async def call_tool(ctx: ServerRequestContext[Toolbox, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         headers = dict(headers_of(ctx))
         rid = headers.pop(REQUEST_ID_HEADER, None)
+        key = _session_key(ctx)
+        seen = session_lsns.get(key)
+        written: list[int] = []
+        lsn_token = REQUEST_LSN.set(format_lsn(seen) if seen is not None else None)
+        written_token = WRITTEN.set(written)
+        try:
+            return await _call_tool(ctx, params, headers, rid)
+        finally:
+            WRITTEN.reset(written_token)
+            REQUEST_LSN.reset(lsn_token)
+            if written:
+                session_lsns[key] = max(written + ([seen] if seen is not None else []))
+                session_lsns.move_to_end(key)
+                while len(session_lsns) > SESSIONS_KEPT:
+                    session_lsns.popitem(last=False)
+
+    async def _call_tool(ctx: ServerRequestContext[Toolbox, Any],
+                         params: types.CallToolRequestParams, headers: dict[str, str],
+                         rid: str | None) -> types.CallToolResult:
         with structlog.contextvars.bound_contextvars(**({"request_id": rid} if rid else {})):
             try:
                 result = await ctx.lifespan_context.call(params.name, params.arguments, headers)

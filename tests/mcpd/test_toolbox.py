@@ -19,6 +19,7 @@ from tests.helpers import serve, url_of
 
 AUTH = {"Authorization": "Bearer t"}
 SEEN = web.AppKey("seen", list[dict[str, Any]])
+LSNS = web.AppKey("lsns", list[str | None])  # the Lakehouse-LSN each search carried
 
 
 def gateway_app(corpora_required: bool) -> web.Application:
@@ -36,9 +37,12 @@ def gateway_app(corpora_required: bool) -> web.Application:
             "components": {"schemas": {"MatrixSearchRequest": {
                 "required": ["corpora"] if corpora_required else []}}}})
 
+    lsns: list[str | None] = []
+
     async def echo(request: web.Request) -> web.Response:
         body = await request.json()
         seen.append(body)
+        lsns.append(request.headers.get("Lakehouse-LSN"))
         return web.json_response({"hits": [], "echo": body})
 
     async def smart(request: web.Request) -> web.Response:
@@ -57,6 +61,7 @@ def gateway_app(corpora_required: bool) -> web.Application:
 
     app = web.Application(middlewares=[auth])
     app[SEEN] = seen
+    app[LSNS] = lsns
     app.router.add_get("/openapi.json", openapi)
     app.router.add_post("/v1/matrix/search", echo)
     app.router.add_post("/v1/matrix/analyze", echo)
@@ -115,3 +120,35 @@ async def test_without_the_token_the_listing_is_refused(toolbox_for: Any) -> Non
     with pytest.raises(ToolError) as caught:
         await toolbox.surface({})
     assert caught.value.code == "unauthorized" and caught.value.status == 401
+
+
+async def test_an_mcp_session_sends_back_the_position_of_its_writes() -> None:
+    """A session's record_feedback answered with Lakehouse-LSN: its later calls carry it
+    (read-your-writes on read replicas). In-process (as over stdio) the process is the
+    session, so a second client of the same server carries it too."""
+    from mcp import Client
+
+    from internal.mcpd.server import build_server
+
+    async def record(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"playbook_id": "p1", "recorded": True},
+                                 headers={"Lakehouse-LSN": "0/A1B2C3"})
+
+    app = gateway_app(corpora_required=False)
+    app.router.add_post("/v1/matrix/playbooks/record", record)
+    server = await serve(app)
+    try:
+        mcp_server = build_server(url_of(server), playbook_corpus="playbook_memory",
+                                  timeout=30, ttl=10, headers_of=lambda _: dict(AUTH))
+        async with Client(mcp_server) as first:
+            await first.call_tool("search", {"query": "tea", "corpora": ["docs"]})
+            out = await first.call_tool("record_feedback", {
+                "query": "tea", "answer_id": "g1", "corpus": "docs", "score": 1})
+            assert not out.is_error, out
+            await first.call_tool("search", {"query": "tea", "corpora": ["docs"]})
+        async with Client(mcp_server) as second:
+            await second.call_tool("search", {"query": "tea", "corpora": ["docs"]})
+    finally:
+        await server.close()
+    assert app[LSNS] == [None, "0/A1B2C3", "0/A1B2C3"]
