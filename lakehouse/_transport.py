@@ -18,7 +18,7 @@ from internal.common.errors import (
     UpstreamTimeout,
     from_status,
 )
-from internal.common.lsn import LSN_HEADER, parse_lsn
+from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written, parse_lsn
 
 T = TypeVar("T")
 
@@ -113,14 +113,16 @@ class Transport:
     async def _send(self, method: str, path: str, data: bytes | None,
                     params: Mapping[str, str | int] | None) -> tuple[int, bytes, str | None]:
         headers = {"Content-Type": "application/json"} if data is not None else {}
-        if self.lsn is not None:
-            headers[LSN_HEADER] = self.lsn
+        lsn = self._lsn_to_send()
+        if lsn is not None:
+            headers[LSN_HEADER] = lsn
         try:
             async with self._get_session().request(
                 method, f"{self.url}{path}", data=data, params=params, headers=headers,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
             ) as resp:
                 self._note_lsn(resp.headers.get(LSN_HEADER))
+                note_written(resp.headers.get(LSN_HEADER))  # a daemon's request, if any
                 return resp.status, await resp.read(), resp.headers.get("X-Request-ID")
         except asyncio.TimeoutError:
             raise UpstreamTimeout(f"{method} {path}: no answer from {self.url} within "
@@ -131,6 +133,17 @@ class Transport:
             raise Unavailable(f"{method} {path}: the connection to {self.url} broke: {exc}",
                               code="connection_lost") from None
 
+
+    def _lsn_to_send(self) -> str | None:
+        """This client's last write position, or the position the request being served
+        must see when a Lakehouse daemon or command uses the client (the higher)."""
+        outer = REQUEST_LSN.get()
+        if outer is None:
+            return self.lsn
+        try:
+            return outer if parse_lsn(outer) > self._lsn_value else self.lsn
+        except LakehouseError:
+            return self.lsn
 
     def _note_lsn(self, text: str | None) -> None:
         if not text:

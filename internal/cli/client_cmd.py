@@ -18,12 +18,14 @@ import aiohttp
 from tqdm import tqdm
 
 from internal.api.vectord import embed_text
+from internal.cli import session as session_state
 from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common.errors import LakehouseError, ServiceError, Unavailable, UpstreamTimeout
 from internal.common.hashing import content_hash
+from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
 from internal.matrixd import context
 
 T = TypeVar("T")
@@ -35,8 +37,17 @@ def _run(args: argparse.Namespace, work: Callable[[str, aiohttp.ClientSession], 
     base = gateway_url(args, cfg)
 
     async def go() -> int:
-        async with aiohttp.ClientSession(headers=auth_headers(cfg)) as session:
-            return await work(base, session)
+        # Read-your-writes across commands (internal/cli/session.py): the last write
+        # position goes with every request; this command's writes update it.
+        REQUEST_LSN.set(session_state.recent_lsn(base))
+        written: list[int] = []
+        WRITTEN.set(written)
+        try:
+            async with aiohttp.ClientSession(headers=auth_headers(cfg)) as session:
+                return await work(base, session)
+        finally:
+            if written:
+                session_state.remember_lsn(base, format_lsn(max(written)))
 
     try:
         return asyncio.run(go())

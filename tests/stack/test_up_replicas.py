@@ -7,6 +7,7 @@ the gateway is answered by the standby with the write in it, every time.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -65,11 +66,28 @@ async def test_up_with_one_replica_answers_a_write_from_the_standby() -> None:
             async with http.get(f"{url}/metrics") as resp:
                 text = await resp.text()
             assert "lakehouse_read_replica_up{" in text and "lakehouse_read_replica_lag_seconds{" in text
-        status = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "internal.cli.main", "status", "--url", url],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
-            env={**os.environ, "LAKEHOUSE_CONFIG": str(ROOT / "lakehouse.toml")})
+        env = {**os.environ, "LAKEHOUSE_CONFIG": str(ROOT / "lakehouse.toml"),
+               "LAKEHOUSE_URL": url, "LAKEHOUSE_STATE_DIR": str(stack.tmp / "state")}
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "internal.cli.main", *args], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=300, env=env)
+
+        status = await asyncio.to_thread(cli, "status")
         assert "replica" in status.stdout and "in use" in status.stdout, status.stdout
+        # Across commands: an ingest keeps its write position, the next search sends it.
+        done = await asyncio.to_thread(cli, "ingest", str(ROOT / "docs/examples/tickets.jsonl"),
+                                       "--corpus", "rep_tickets", "--quiet")
+        assert done.returncode == 0, done.stderr
+        kept = json.loads((stack.tmp / "state" / "session.json").read_text())
+        assert "/" in kept[url][0]
+        async with aiohttp.ClientSession() as http:
+            before = (await _replicas(http, url))[0]["searches"]
+        found = await asyncio.to_thread(cli, "search", "printer toner", "--corpora",
+                                        "rep_tickets", "--k", "2")
+        assert found.returncode == 0 and "T-1042" in found.stdout, found.stdout + found.stderr
+        async with aiohttp.ClientSession() as http:
+            assert (await _replicas(http, url))[0]["searches"] > before
         # The stack watches its standby like its primary: killed, it is started again.
         standby = postgres.standby_dir(stack.tmp / "pg", 1)
         pid = postgres.postmaster_pid(standby)
