@@ -19,17 +19,33 @@ from internal.api.vectord import (
     Vector,
     Weight,
 )
-from internal.matrixd import relevance
-from internal.matrixd.relevance import Chunk, Focus
 
 Mode = Literal["vector", "lexical", "hybrid", "keyword"]
+# The relevance filter's input (internal.matrixd.relevance scores it): the focus file
+# and the chunks to judge.
+class Focus(msgspec.Struct, forbid_unknown_fields=True):
+    path: str
+    text: str | None = None
+    defined_symbols: list[str] | None = None
+    imported_symbols: list[str] | None = None
+
+
+class Chunk(msgspec.Struct, forbid_unknown_fields=True):
+    text: str
+    source: str | None = None
+    doc_id: str | None = None
+
+
+DEFAULT_RELEVANCE_THRESHOLD = 0.3  # a chunk scoring below it is dropped
+
+
 # Relevance scores are sums of a handful of signal weights (relevance.WEIGHTS).
 Threshold = Annotated[float, Meta(ge=-100, le=100)]
 
 
 class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
     focus: Focus
-    threshold: Threshold = relevance.DEFAULT_THRESHOLD
+    threshold: Threshold = DEFAULT_RELEVANCE_THRESHOLD
 
 
 class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):
@@ -84,7 +100,7 @@ class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):
 class RelevanceRequest(msgspec.Struct, forbid_unknown_fields=True):
     focus: Focus
     chunks: list[Chunk]
-    threshold: Threshold = relevance.DEFAULT_THRESHOLD
+    threshold: Threshold = DEFAULT_RELEVANCE_THRESHOLD
 
 
 # ---- query intelligence (issue 17) ---------------------------------------------------------

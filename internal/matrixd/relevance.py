@@ -22,9 +22,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import msgspec
+from internal.api.matrixd import DEFAULT_RELEVANCE_THRESHOLD as DEFAULT_THRESHOLD
+from internal.api.matrixd import Chunk, Focus
 
-DEFAULT_THRESHOLD = 0.3
+__all__ = ["DEFAULT_THRESHOLD", "WEIGHTS", "Chunk", "Focus"]
+
 WEIGHTS = {
     "path_match": 1.0,
     "filename_match": 0.6,
@@ -33,19 +35,6 @@ WEIGHTS = {
     "prefix_match": 0.3,
     "import_penalty": -0.5,
 }
-
-
-class Focus(msgspec.Struct, forbid_unknown_fields=True):
-    path: str
-    text: str | None = None
-    defined_symbols: list[str] | None = None
-    imported_symbols: list[str] | None = None
-
-
-class Chunk(msgspec.Struct, forbid_unknown_fields=True):
-    text: str
-    source: str | None = None
-    doc_id: str | None = None
 
 
 @dataclass
