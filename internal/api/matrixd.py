@@ -15,12 +15,13 @@ from internal.api.vectord import (
     ItemId,
     K,
     Label,
+    Mode,
     QueryText,
     Vector,
     Weight,
 )
 
-Mode = Literal["vector", "lexical", "hybrid", "keyword"]
+
 # The relevance filter's input (internal.matrixd.relevance scores it): the focus file
 # and the chunks to judge.
 class Focus(msgspec.Struct, forbid_unknown_fields=True):

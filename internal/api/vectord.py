@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -9,7 +10,9 @@ import msgspec
 from msgspec import Meta
 
 Metric = Literal["cosine", "l2", "ip"]
+# The search modes, everywhere (vectord, matrixd, the MCP tools, the client).
 Mode = Literal["vector", "keyword", "lexical", "hybrid"]
+MODES: tuple[str, ...] = typing.get_args(Mode)
 
 # HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
 MAX_DIM = 2000

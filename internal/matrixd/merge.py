@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from internal.api.vectord import MODES
 from internal.matrixd.boost import Ranking
-
-MODES = ("vector", "lexical", "hybrid", "keyword")
 
 
 def ranking_of(mode: str) -> Ranking:

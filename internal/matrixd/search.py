@@ -14,8 +14,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from internal.api.matrixd import MatrixSearchRequest, Mode, RelevanceOption
+from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.validate import corpus_name
+from internal.api.vectord import Mode
 from internal.clients.embed import Embedding
 from internal.common.errors import (
     InvalidArgument,

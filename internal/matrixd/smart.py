@@ -20,12 +20,12 @@ from internal.api.matrixd import (
     MAX_OBSERVATIONS,
     AnalyzeRequest,
     MatrixSearchRequest,
-    Mode,
     NormalizeRequest,
     SearchAutoRequest,
     SmartSearchRequest,
 )
 from internal.api.validate import corpus_name
+from internal.api.vectord import Mode
 from internal.common.errors import InvalidArgument, PayloadTooLarge
 from internal.matrixd import context, nlp, reflect, strategy, temporal
 from internal.matrixd.analyze import Analysis, analyze

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import msgspec
 from msgspec import Meta
 
-Mode = Literal["hybrid", "vector", "lexical", "keyword"]
+from internal.api.vectord import Mode
 
 _QUERY = Annotated[str, Meta(description="The question or words to look for, in plain language.")]
 _CORPORA = Annotated[list[str] | None, Meta(

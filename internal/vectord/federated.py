@@ -32,7 +32,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from internal.api import validate
-from internal.api.vectord import MAX_K, Corpus, Hit, SearchRequest
+from internal.api.vectord import MAX_K, MODES, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
 from internal.pg.replicas import ReplicaFailed
 from internal.vectord import (
@@ -57,7 +57,6 @@ from internal.vectord.lexical_search import (
 from internal.vectord.store import Store
 
 T = TypeVar("T")
-MODES = ("vector", "keyword", "lexical", "hybrid")
 
 
 @dataclass
