@@ -111,7 +111,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="copy only what changed since the backup in PREV (PostgreSQL 17+)")
     p.add_argument("--dsn", help="back up this server instead of the configured one")
     p.set_defaults(func=_backup)
-    p = sub.add_parser("restore", help="put a backup back as the data directory (stack stopped)",
+    p = sub.add_parser("restore", help="put a backup back as the data directory",
                        description=RESTORE_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", metavar="DIR", help="a folder `lakehouse backup` wrote")

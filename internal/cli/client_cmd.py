@@ -532,25 +532,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the raw JSON")
     p.set_defaults(func=_corpora)
 
-    p = sub.add_parser("ingest", help="embed and store a JSON-lines file (resumable)")
-    p.add_argument("file", help="JSON lines: {_id, title?, text, metadata?, tags?, language?}")
-    p.add_argument("--corpus", required=True)
-    p.add_argument("--batch", type=int, default=64, help="documents per embed/upsert call (default 64)")
-    p.add_argument("--concurrency", type=int, default=2, help="batches in flight (default 2)")
-    p.add_argument("--metric", default="cosine", choices=("cosine", "l2", "ip"), help="for a new corpus")
-    p.add_argument("--language", default=None, help="for a new corpus (default: vectord's)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per call (default 300)")
+    p = sub.add_parser("ingest", help="embed and store a JSON-lines file (resumable)",
+                       usage="lakehouse ingest FILE --corpus NAME [options]")
+    p.add_argument("file", help="JSON lines: {_id, title?, text, metadata?, tags?, ...}")
+    p.add_argument("--corpus", required=True, metavar="NAME", help="created on first use")
+    p.add_argument("--batch", type=int, default=64, metavar="N",
+                   help="documents per embed/upsert call (64)")
+    p.add_argument("--concurrency", type=int, default=2, metavar="N",
+                   help="batches in flight (2)")
+    p.add_argument("--metric", default="cosine", choices=("cosine", "l2", "ip"),
+                   metavar="NAME", help="a new corpus's: cosine, l2 or ip")
+    p.add_argument("--language", default=None, help="a new corpus's (default: vectord's)")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                   help="seconds per call (300)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--normalize", action="store_true",
-                   help="index the text as /v1/matrix/normalize rewrites it (original kept in metadata)")
+                   help="index the text as /v1/matrix/normalize rewrites it")
     p.add_argument("--context", type=_window, default=(context.WINDOW_BEFORE, context.WINDOW_AFTER),
-                   metavar="BEFORE:AFTER",
-                   help="with --normalize: index each document with this many documents before and "
-                        "after it in its thread (metadata --thread); 0:0 for none (default "
-                        f"{context.WINDOW_BEFORE}:{context.WINDOW_AFTER})")
-    p.add_argument("--thread", default="session",
-                   help="with --normalize: the metadata field naming a document's thread "
-                        "(a session, a ticket; default session)")
+                   metavar="B:A",
+                   help="with --normalize: neighbours indexed with a turn "
+                        f"({context.WINDOW_BEFORE}:{context.WINDOW_AFTER})")
+    p.add_argument("--thread", default="session", metavar="FIELD",
+                   help="with --normalize: the metadata naming a thread")
     add_url_arg(p)
     p.set_defaults(func=_ingest)
 
@@ -567,7 +570,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_search)
 
-    p = sub.add_parser("record", help="record that ANSWER_ID was a good (score 1) or wrong (--wrong) answer")
+    p = sub.add_parser("record", help="record ANSWER_ID as a right (or --wrong) answer")
     p.add_argument("query")
     p.add_argument("answer_id")
     p.add_argument("--corpus", required=True, help="the corpus the answer came from")
@@ -579,7 +582,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_record)
 
-    p = sub.add_parser("playbooks", help="list or delete recorded feedback (playbook entries)")
+    p = sub.add_parser("playbooks", help="list or delete recorded feedback")
     psub = p.add_subparsers(dest="playbooks_command", required=True, metavar="list|delete")
     pl = psub.add_parser("list", help="entries, newest first")
     pl.add_argument("--answer-id", help="only entries for this answer id")

@@ -18,48 +18,35 @@ from internal.evaluation.runner import MODES, SearchOptions
 def register(subparsers: Any) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "eval",
-        help="nDCG@10, Recall@100 and MRR@10 of each search mode on a BEIR data set",
+        help="retrieval quality of each mode on a BEIR data set",
+        usage="lakehouse eval --dataset DIR --split NAME [options]",
         description=(
-            "Ingest DIR/corpus.jsonl into vectord (reusing a corpus already ingested with the "
-            "same content), run the queries judged in DIR/qrels/SPLIT.tsv in each mode and "
-            "print the metrics side by side. Uses the configured vectord and embedd when they "
-            "answer, otherwise starts them in-process and stops them after."
-        ),
+            "nDCG@10, Recall@100 and MRR@10 of each mode on DIR's judged queries; the "
+            "corpus is ingested once and reused. docs/BENCHMARKS.md has the figures."),
     )
     p.add_argument("--dataset", required=True, action="append", metavar="DIR",
-                   help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/); repeat it to score "
-                        "several data sets and print their mean")
+                   help="BEIR folder; repeat it for several (and their mean)")
     p.add_argument("--split", required=True, action="append", metavar="NAME",
-                   help="reads qrels/NAME.tsv; once for every data set, or once per --dataset")
-    p.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE ('-': stdout)")
+                   help="qrels/NAME.tsv: one for all, or one per --dataset")
+    p.add_argument("--json", metavar="FILE", help="also write the table as JSON ('-': stdout)")
     p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
-                   help=f"modes to run (default: all): {', '.join(MODES)}")
-    p.add_argument("--corpus", help="vectord corpus caching the data set (default: eval_<dataset "
-                                    "name>; one data set only)")
+                   help="the modes (default: all of them)")
+    p.add_argument("--corpus", help="the corpus caching one data set (eval_<name>)")
     p.add_argument("--in-process", action="store_true",
-                   help="start vectord and embedd in-process even if configured ones answer")
-    p.add_argument("--rrf-k", type=int, help="RRF k for hybrid-rrf (default: vectord's)")
-    p.add_argument("--weights", metavar="V,L[,S]",
-                   help="vector,lexical[,symbolic] weights for hybrid-weighted and hybrid-dbsf")
-    p.add_argument("--candidates", type=int, help="candidates each branch feeds the fusion")
-    p.add_argument("--feedback-qrels", metavar="FILE",
-                   help="record FILE's judged pairs as playbook entries (score 1) in a fresh "
-                        "playbook, then score the split through matrixd with and without "
-                        "use_playbook; FILE's queries are split by a hash of the query id into "
-                        "recorded and held out (see --holdout)")
-    p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
-                   help="share of FILE's queries not recorded, reported as 'held out' (default 0.2)")
-    p.add_argument("--fusion", choices=["rrf", "weighted", "dbsf"],
-                   help="fusion of the `hybrid` mode (default: vectord's)")
-    p.add_argument("--prf", metavar="DOCS,TERMS,WEIGHT",
-                   help="pseudo-relevance feedback for the hybrid modes, e.g. 5,0,0.5 "
-                        "('0' turns it off; default: vectord's)")
+                   help="start vectord and embedd here even if some answer")
     p.add_argument("--cross-validate", nargs="?", type=int, const=5, default=None,
-                   metavar="FOLDS",
-                   help="instead of the mode table: score each candidate default search "
-                        "(fusion x feedback) per query, then choose on FOLDS-1 folds of the "
-                        "queries of every data set and score on the last, for each fold "
-                        "(default 5); prints every candidate and the held-out mean")
+                   metavar="FOLDS", help="choose the default on held-out folds (5)")
+    p.add_argument("--feedback-qrels", metavar="FILE",
+                   help="record FILE's pairs, score with and without them")
+    p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
+                   help="share of FILE's queries held out (0.2)")
+    tune = p.add_argument_group("hybrid options (default: vectord's)")
+    tune.add_argument("--fusion", choices=["rrf", "weighted", "dbsf"], metavar="NAME",
+                      help="its fusion: rrf, weighted or dbsf")
+    tune.add_argument("--rrf-k", type=int, metavar="K", help="RRF k of hybrid-rrf")
+    tune.add_argument("--weights", metavar="V,L[,S]", help="branch weights (weighted, dbsf)")
+    tune.add_argument("--candidates", type=int, metavar="N", help="candidates per branch")
+    tune.add_argument("--prf", metavar="DOCS,TERMS,WEIGHT", help="feedback, e.g. 10,10,0.5; 0: off")
     p.set_defaults(func=run)
 
 

@@ -22,10 +22,37 @@ SUBCOMMAND_MODULES = (
 )
 
 
+# One example per command, shown at the end of its --help (the docs' tour uses the same).
+EXAMPLES = {
+    "up": "lakehouse up --log-dir var/logs --replicas 1",
+    "status": "lakehouse status --url http://127.0.0.1:3210",
+    "backup": "lakehouse backup backups/monday",
+    "restore": "lakehouse restore backups/monday --force",
+    "corpora": "lakehouse corpora",
+    "ingest": "lakehouse ingest docs/examples/handbook.jsonl --corpus handbook",
+    "search": 'lakehouse search "printer jams after new toner" --corpora handbook,tickets --k 3',
+    "record": 'lakehouse record "how do I set up the VPN" vpn --corpus handbook',
+    "playbooks": "lakehouse playbooks list",
+    "analyze": 'lakehouse analyze "Who fixed the printer and why does the VPN drop?"',
+    "ask": 'lakehouse ask "Who fixed the printer and why does the VPN drop?" --k 4',
+    "sync": "lakehouse sync docs/examples/wiki --corpus wiki",
+    "eval": "lakehouse eval --dataset ../shared/data/cranfield --split dev",
+    "mcp": "lakehouse mcp --url http://127.0.0.1:3210",
+}
+
+MAIN_EPILOG = """\
+example (`lakehouse COMMAND --help` for each command's options):
+  lakehouse up                     # in one terminal: the whole stack
+  lakehouse ingest docs/examples/handbook.jsonl --corpus handbook
+  lakehouse search "printer jams after new toner" --k 3"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="path to lakehouse.toml (default: $LAKEHOUSE_CONFIG or ./lakehouse.toml)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.splitlines()[0],
+                                     epilog=MAIN_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="lakehouse.toml (default: $LAKEHOUSE_CONFIG, ./)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:
             module = importlib.import_module(name)
@@ -34,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # a subcommand not written yet
         module.register(sub)
+    for command, p in sub.choices.items():
+        example = EXAMPLES.get(command)
+        if example and "example:" not in (p.description or ""):
+            p.epilog = f"example: {example}"
     return parser
 
 

@@ -85,14 +85,14 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("analyze", help="analyse a question: entities, time range, type, sub-queries")
+    p = sub.add_parser("analyze", help="a question's entities, time range, type, parts")
     p.add_argument("text")
     p.add_argument("--now", help="ISO 8601 time that relative dates resolve against")
     p.add_argument("--json", action="store_true", help="print the raw JSON")
     add_url_arg(p)
     p.set_defaults(func=_analyze)
 
-    p = sub.add_parser("ask", help="smart search: plan, search, reflect; hits, plan and iterations")
+    p = sub.add_parser("ask", help="smart search: plan, search the parts, reflect")
     p.add_argument("text")
     p.add_argument("--corpora", help="comma-separated corpus names (default: all)")
     p.add_argument("--k", type=int, default=10)

@@ -89,7 +89,7 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("sync", help="make a corpus equal a folder of markdown pages (one run)",
+    p = sub.add_parser("sync", help="make a corpus equal a folder of markdown pages",
                        description=__doc__.splitlines()[0])
     p.add_argument("dir", help="the folder of .md pages")
     p.add_argument("--corpus", required=True, help="corpus to keep in sync (created if absent)")
