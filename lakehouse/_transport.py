@@ -1,5 +1,6 @@
 """HTTP to the gateway: one aiohttp session, retries on 503 and refused connections,
-answers decoded into typed structs, error bodies raised as their exception class."""
+answers decoded into typed structs (or as plain JSON), error bodies raised as their
+exception class."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 import aiohttp
 import msgspec
 
-from internal.api.responses import ErrorBody
+from internal.api.responses import ErrorDetail
 from internal.common.errors import (
     LakehouseError,
     Unavailable,
@@ -19,6 +20,7 @@ from internal.common.errors import (
     from_status,
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written, parse_lsn
+from lakehouse.errors import CONNECTION_LOST, INVALID_RESPONSE, TIMEOUT, UNREACHABLE
 
 T = TypeVar("T")
 
@@ -26,7 +28,17 @@ MAX_BACKOFF = 8.0  # seconds: the longest wait between two attempts
 # 503 codes that say a feature is off, not that a daemon is busy or starting: not retried.
 PERMANENT_503 = frozenset({"sync_not_configured"})
 _encoder = msgspec.json.Encoder()
-_error_decoder = msgspec.json.Decoder(ErrorBody)
+
+
+class _ErrorAnswer(msgspec.Struct):
+    """An error answer as read: the one error shape (internal.api.responses.ErrorBody),
+    its request id taken from the X-Request-ID header when the body has none."""
+
+    error: ErrorDetail
+    request_id: str | None = None
+
+
+_error_decoder = msgspec.json.Decoder(_ErrorAnswer)
 
 
 def plain(value: Any) -> Any:
@@ -48,25 +60,29 @@ def body_of(**fields: Any) -> dict[str, Any]:
 
 
 class Transport:
-    """Calls the gateway at `url` with a bearer `token` ("" for none).
+    """Calls the gateway at `url` with a bearer `token` ("" for none) and `headers`.
 
     The session is made on the first call, in the running event loop, and reused until
-    `aclose()`. A 503 answer (a daemon starting, busy or restarting; not PERMANENT_503) or
-    a refused connection (nothing was sent) is tried again up to `retries` times, waiting
-    `backoff` seconds and doubling (at most MAX_BACKOFF); a timeout or a connection lost
-    mid-call is raised at once, since the server may still be working on it.
+    `aclose()`; or it is `session`, which its owner closes. A 503 answer (a daemon
+    starting, busy or restarting; not PERMANENT_503) or a refused connection (nothing was
+    sent) is tried again up to `retries` times, waiting `backoff` seconds and doubling (at
+    most MAX_BACKOFF); a timeout or a connection lost mid-call is raised at once, since
+    the server may still be working on it.
     """
 
     def __init__(self, url: str, token: str, *, timeout: float, retries: int,
-                 backoff: float) -> None:
+                 backoff: float, session: aiohttp.ClientSession | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
         if timeout <= 0 or retries < 0 or backoff < 0:
             raise ValueError("timeout must be > 0, retries and backoff >= 0")
         self.url = url
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._session: aiohttp.ClientSession | None = None
+        self._headers = {**({"Authorization": f"Bearer {token}"} if token else {}),
+                         **(headers or {})}
+        self._session = session
+        self._owns_session = session is None
         self._closed = False
         # The highest WAL position a write of this client was answered with; sent with
         # every later request, so its searches see its writes even on a read replica.
@@ -77,15 +93,15 @@ class Transport:
         if self._closed:
             raise RuntimeError("this Lakehouse client is closed")
         if self._session is None:
-            self._session = aiohttp.ClientSession(headers=self._headers)
+            self._session = aiohttp.ClientSession()
         return self._session
 
     async def aclose(self) -> None:
-        """Close the session (idempotent); the client cannot be used afterwards."""
+        """Close the session it made (idempotent); the client cannot be used afterwards."""
         self._closed = True
-        if self._session is not None:
+        if self._session is not None and self._owns_session:
             await self._session.close()
-            self._session = None
+        self._session = None
 
     async def call(self, method: str, path: str, response: type[T], *, body: Any = None,
                    params: Mapping[str, str | int] | None = None) -> T:
@@ -98,7 +114,7 @@ class Transport:
                 raise
             except aiohttp.ClientConnectorError as exc:  # refused or unresolvable: not sent
                 failure: LakehouseError = Unavailable(
-                    f"cannot reach Lakehouse at {self.url}: {exc}", code="gateway_unavailable")
+                    f"cannot reach Lakehouse at {self.url}: {exc}", code=UNREACHABLE)
             else:
                 if status < 400:
                     return _decode(raw, response, method, path)
@@ -112,7 +128,9 @@ class Transport:
 
     async def _send(self, method: str, path: str, data: bytes | None,
                     params: Mapping[str, str | int] | None) -> tuple[int, bytes, str | None]:
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = dict(self._headers)
+        if data is not None:
+            headers["Content-Type"] = "application/json"
         lsn = self._lsn_to_send()
         if lsn is not None:
             headers[LSN_HEADER] = lsn
@@ -126,12 +144,12 @@ class Transport:
                 return resp.status, await resp.read(), resp.headers.get("X-Request-ID")
         except asyncio.TimeoutError:
             raise UpstreamTimeout(f"{method} {path}: no answer from {self.url} within "
-                                  f"{self.timeout} s", code="timeout") from None
+                                  f"{self.timeout} s", code=TIMEOUT) from None
         except aiohttp.ClientConnectorError:
             raise
         except aiohttp.ClientConnectionError as exc:
             raise Unavailable(f"{method} {path}: the connection to {self.url} broke: {exc}",
-                              code="connection_lost") from None
+                              code=CONNECTION_LOST) from None
 
 
     def _lsn_to_send(self) -> str | None:
@@ -161,7 +179,7 @@ def _decode(raw: bytes, response: type[T], method: str, path: str) -> T:
         return msgspec.json.decode(raw, type=response)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise UpstreamError(f"{method} {path}: unexpected answer: {exc}",
-                            code="invalid_response") from None
+                            code=INVALID_RESPONSE) from None
 
 
 def _error(status: int, raw: bytes, request_id: str | None) -> LakehouseError:

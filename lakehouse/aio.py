@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote
 
+import aiohttp
 import msgspec
 
 from internal.api.matrixd import ObservationIn
@@ -35,15 +37,14 @@ from internal.api.responses import (
     SyncStatus,
     Upserted,
 )
-from internal.api.vectord import MAX_IDS_PAGE, embed_text
+from internal.api.vectord import MAX_IDS_PAGE, Mode, embed_text
 from internal.cli.connect import resolve_token, resolve_url
-from internal.common.errors import InvalidArgument, NotFound
+from internal.common.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from internal.config import load
 from lakehouse._transport import Transport, body_of, plain
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
 
 Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
-Mode = Literal["vector", "lexical", "hybrid", "keyword"]
 Fusion = Literal["rrf", "weighted", "dbsf"]
 
 EMBED_BATCH = 256  # texts per /v1/embed call: embedd's default max_texts
@@ -71,23 +72,46 @@ def _c(name: str) -> str:
     return f"/v1/vectors/corpora/{quote(name, safe='')}"
 
 
+_LIST_FIELD = re.compile(r"^(items|texts)\[(\d+)\]")
+
+
+def _renumbered(exc: LakehouseError, places: Sequence[int]) -> LakehouseError:
+    """`exc` naming the caller's item: a part of the caller's items was sent (as items or
+    as texts to embed), `places[j]` is where the j-th sent one is in the caller's list."""
+    m = _LIST_FIELD.match(exc.field or "")
+    if m is None or int(m.group(2)) >= len(places):
+        return exc
+    old = m.group(0)
+    new = f"items[{places[int(m.group(2))]}]"
+    exc.field = new + (exc.field or "")[len(old):]
+    if exc.message.startswith(old):
+        exc.message = new + exc.message[len(old):]
+        exc.args = (exc.message,)
+    return exc
+
+
 class AsyncClient:
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
     `token` to the first of $LAKEHOUSE_TOKEN, else the first configured token (as the
-    `lakehouse` command). `timeout` is per request, in seconds; `retries` bounds the
-    attempts after a 503 or a refused connection, `backoff` is the first wait (doubling).
-    Use it as `async with AsyncClient() as client:` or call `await client.aclose()`; one
-    client belongs to one event loop.
+    `lakehouse` command; "" sends none). `timeout` is per request, in seconds; `retries`
+    bounds the attempts after a 503 or a refused connection, `backoff` is the first wait
+    (doubling). `headers` go with every request; `session` is an aiohttp session to use
+    (its owner closes it) instead of one of the client's own. Use it as
+    `async with AsyncClient() as client:` or call `await client.aclose()`; one client
+    belongs to one event loop.
     """
 
     def __init__(self, url: str | None = None, token: str | None = None, *,
-                 timeout: float = 60.0, retries: int = 3, backoff: float = 0.25) -> None:
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 0.25,
+                 headers: Mapping[str, str] | None = None,
+                 session: aiohttp.ClientSession | None = None) -> None:
         config = functools.cache(load)  # lakehouse.toml is read only when a default needs it
         self.url = resolve_url(url, config)
         self._http = Transport(self.url, resolve_token(token, config), timeout=timeout,
-                               retries=retries, backoff=backoff)
+                               retries=retries, backoff=backoff, session=session,
+                               headers=headers)
 
     @property
     def lsn(self) -> str | None:
@@ -133,14 +157,30 @@ class AsyncClient:
         """Delete a corpus and its items (NotFound if there is none of that name)."""
         await self._http.call("DELETE", _c(name), CorpusDeleted)
 
+    async def ensure_corpus(self, name: str, dim: int | None = None, *,
+                            metric: Literal["cosine", "l2", "ip"] = "cosine",
+                            language: str | None = None, model: str | None = None,
+                            defer_index: bool = False) -> tuple[Corpus, bool]:
+        """The corpus `name` and whether this call created it: made as `create_corpus`
+        makes it when there is none (two callers racing both get the one made)."""
+        try:
+            return await self.get_corpus(name), False
+        except NotFound:
+            pass
+        try:
+            return await self.create_corpus(name, dim, metric=metric, language=language,
+                                            model=model, defer_index=defer_index), True
+        except Conflict:
+            return await self.get_corpus(name), False
+
     async def _model(self, model: str | None) -> tuple[str, int]:
         """The label and dimension of `model` (None: embedd's default)."""
-        listing = await self._http.call("GET", "/v1/embed/models", ModelsResponse)
+        listing = await self.models()
         wanted = model or listing.default
         for info in listing.models:
             if info.id == wanted and info.dim:
                 return info.id, info.dim
-        probe = await self._embed(["dimension probe"], model)  # a remote model not asked yet
+        probe = await self.embed(["dimension probe"], model=model)  # a remote model not asked yet
         return probe.model, probe.dim
 
     # ---- items --------------------------------------------------------------------------
@@ -160,8 +200,11 @@ class AsyncClient:
             batch = todo[start:start + UPSERT_BATCH]
             label = await self._fill_vectors(batch, start, model)
             body = body_of(items=[plain(it) for it in batch], model=label)
-            stored += (await self._http.call("POST", f"{_c(corpus)}/items", Upserted,
-                                             body=body)).upserted
+            try:
+                stored += (await self._http.call("POST", f"{_c(corpus)}/items", Upserted,
+                                                 body=body)).upserted
+            except LakehouseError as exc:
+                raise _renumbered(exc, range(start, start + len(batch))) from None
         return stored
 
     async def _fill_vectors(self, batch: list[Item], offset: int, model: str | None) -> str | None:
@@ -174,16 +217,15 @@ class AsyncClient:
         label = model
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start:start + EMBED_BATCH]
-            emb = await self._embed([embed_text(batch[i].title, batch[i].text) for i in part],
-                                    model)
+            try:
+                emb = await self.embed([embed_text(batch[i].title, batch[i].text)
+                                        for i in part], model=model)
+            except LakehouseError as exc:
+                raise _renumbered(exc, [offset + i for i in part]) from None
             for i, vector in zip(part, emb.vectors, strict=True):
                 batch[i] = msgspec.structs.replace(batch[i], vector=vector)
             label = emb.model
         return label
-
-    async def _embed(self, texts: list[str], model: str | None) -> EmbedResponse:
-        body = body_of(texts=texts, input_type="document", model=model)
-        return await self._http.call("POST", "/v1/embed", EmbedResponse, body=body)
 
     async def get_item(self, corpus: str, item_id: str) -> StoredItem:
         """One stored item with its vector (NotFound if absent)."""
@@ -237,6 +279,27 @@ class AsyncClient:
                 return None
 
         return [it for it in await asyncio.gather(*(one(i) for i in ids)) if it is not None]
+
+    # ---- embeddings ---------------------------------------------------------------------
+
+    async def embed(self, texts: Sequence[str], *, model: str | None = None,
+                    input_type: Literal["document", "query"] = "document") -> EmbedResponse:
+        """The stack's embeddings of `texts` (at most embedd's max_texts, 256 by default),
+        with `model` (default: embedd's), as documents or as search queries."""
+        body = body_of(texts=list(texts), input_type=input_type, model=model)
+        return await self._http.call("POST", "/v1/embed", EmbedResponse, body=body)
+
+    async def models(self) -> ModelsResponse:
+        """The embedding models the stack serves, and which one it uses when none is named."""
+        return await self._http.call("GET", "/v1/embed/models", ModelsResponse)
+
+    # ---- any route ----------------------------------------------------------------------
+
+    async def request(self, method: str, path: str, *, body: Any = None,
+                      params: Mapping[str, str | int] | None = None) -> Any:
+        """One request to any route of the gateway (e.g. "/openapi.json"), its JSON answer
+        as sent (dicts and lists); errors raise their class as for every method."""
+        return await self._http.call(method, path, Any, body=plain(body), params=params)
 
     # ---- search -------------------------------------------------------------------------
 

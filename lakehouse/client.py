@@ -13,7 +13,7 @@ import concurrent.futures
 import functools
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -72,9 +72,10 @@ class Client:
     """
 
     def __init__(self, url: str | None = None, token: str | None = None, *,
-                 timeout: float = 60.0, retries: int = 3, backoff: float = 0.25) -> None:
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 0.25,
+                 headers: Mapping[str, str] | None = None) -> None:
         self._async = AsyncClient(url, token, timeout=timeout, retries=retries,
-                                  backoff=backoff)
+                                  backoff=backoff, headers=headers)
         self.url = self._async.url
         self._loop = asyncio.new_event_loop()
         thread = threading.Thread(target=self._loop.run_forever, name="lakehouse-client",
@@ -130,12 +131,16 @@ class Client:
     create_corpus = _blocking(AsyncClient.create_corpus)
     list_corpora = _blocking(AsyncClient.list_corpora)
     get_corpus = _blocking(AsyncClient.get_corpus)
+    ensure_corpus = _blocking(AsyncClient.ensure_corpus)
     delete_corpus = _blocking(AsyncClient.delete_corpus)
     upsert = _blocking(AsyncClient.upsert)
     get_item = _blocking(AsyncClient.get_item)
     delete_items = _blocking(AsyncClient.delete_items)
     iter_ids = _blocking_iter(AsyncClient.iter_ids)
     iter_items = _blocking_iter(AsyncClient.iter_items)
+    embed = _blocking(AsyncClient.embed)
+    models = _blocking(AsyncClient.models)
+    request = _blocking(AsyncClient.request)
     search = _blocking(AsyncClient.search)
     smart_search = _blocking(AsyncClient.smart_search)
     search_auto = _blocking(AsyncClient.search_auto)

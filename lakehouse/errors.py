@@ -9,6 +9,7 @@ Raised by the client without an answer from the server (request_id None):
 `Unavailable` (code `gateway_unavailable`: nothing answers at the URL; `connection_lost`:
 the connection broke mid-call), `UpstreamTimeout` (code `timeout`: no answer within the
 client's timeout) and `UpstreamError` (code `invalid_response`: an answer of the wrong shape).
+`answered(exc)` tells the server's answers from the first three.
 """
 
 from __future__ import annotations
@@ -27,7 +28,26 @@ from internal.common.errors import (
     from_status,
 )
 
+# The codes of the errors the client raises itself (no server uses them).
+UNREACHABLE = "gateway_unavailable"
+CONNECTION_LOST = "connection_lost"
+TIMEOUT = "timeout"
+INVALID_RESPONSE = "invalid_response"
+NO_ANSWER = frozenset({UNREACHABLE, CONNECTION_LOST, TIMEOUT})
+
+
+def answered(exc: LakehouseError) -> bool:
+    """Whether `exc` is the server's answer (an error status), not the client finding no
+    server, losing the connection or timing out (the request may not have been served)."""
+    return exc.code not in NO_ANSWER
+
+
 __all__ = [
+    "CONNECTION_LOST",
+    "INVALID_RESPONSE",
+    "NO_ANSWER",
+    "TIMEOUT",
+    "UNREACHABLE",
     "Conflict",
     "InvalidArgument",
     "LakehouseError",
@@ -38,5 +58,6 @@ __all__ = [
     "Unavailable",
     "UpstreamError",
     "UpstreamTimeout",
+    "answered",
     "from_status",
 ]

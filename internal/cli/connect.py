@@ -29,8 +29,11 @@ def resolve_url(url: str | None, config: Callable[[], Config]) -> str:
 
 
 def resolve_token(token: str | None, config: Callable[[], Config]) -> str:
-    """token, else the first of $LAKEHOUSE_TOKEN, else the first configured one, else ""."""
-    token = token or os.environ.get("LAKEHOUSE_TOKEN", "").split(",")[0].strip()
+    """token ("": none), else the first of $LAKEHOUSE_TOKEN, else the first configured
+    one, else ""."""
+    if token is not None:
+        return token
+    token = os.environ.get("LAKEHOUSE_TOKEN", "").split(",")[0].strip()
     if token:
         return token
     tokens = config().gateway.tokens

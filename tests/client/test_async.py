@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import pytest
 
 import lakehouse
@@ -35,3 +36,13 @@ async def test_errors_and_close(live: Live) -> None:
     await client.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await client.list_corpora()
+
+
+async def test_a_session_of_the_callers_is_used_and_left_open(live: Live) -> None:
+    async with aiohttp.ClientSession() as session:
+        client = lakehouse.AsyncClient(live.url, live.token, session=session)
+        assert {"handbook", "tickets"} <= {c.name for c in await client.list_corpora()}
+        await client.aclose()
+        assert not session.closed  # its owner closes it
+        async with lakehouse.AsyncClient(live.url, live.token, session=session) as again:
+            assert (await again.get_corpus("tickets")).count > 0

@@ -186,3 +186,62 @@ def test_query_understanding(client: lakehouse.Client) -> None:
     assert smart.stopped in ("adequate", "max_iterations", "no_new_queries")
     auto = client.search_auto("guest password", corpora="handbook", k=3)
     assert auto.strategy == "lexical" and auto.hits[0].id == "wifi"
+
+
+def test_embed_models_and_ensure_corpus(client: lakehouse.Client) -> None:
+    listing = client.models()
+    assert isinstance(listing, types.ModelsResponse)
+    assert listing.default == "all-MiniLM-L6-v2"
+    assert any(m.id == listing.default and m.dim == 384 for m in listing.models)
+    emb = client.embed(["VPN at home", "paper jam"], input_type="query")
+    assert (emb.model, emb.dim, len(emb.vectors), len(emb.vectors[1])) == (
+        "all-MiniLM-L6-v2", 384, 2, 384)
+    with pytest.raises(lakehouse.InvalidArgument) as blank:
+        client.embed(["fine", "  "])
+    assert blank.value.field == "texts[1]" and blank.value.request_id
+    name = _name()
+    made, created = client.ensure_corpus(name)
+    try:
+        assert created and (made.dim, made.model) == (384, "all-MiniLM-L6-v2")
+        assert client.ensure_corpus(name) == (made, False)  # there already: not made again
+    finally:
+        client.delete_corpus(name)
+    with pytest.raises(lakehouse.InvalidArgument) as bad:
+        client.ensure_corpus("Not A Name")
+    assert bad.value.field == "name"
+
+
+def test_request_reaches_any_route_and_answers_as_sent(client: lakehouse.Client) -> None:
+    doc = client.request("GET", "/openapi.json")
+    assert "/v1/matrix/search" in doc["paths"]
+    found = client.request("POST", "/v1/matrix/search",
+                           body={"query_text": PRINTER, "corpora": ["tickets"], "k": 1})
+    assert found["hits"][0]["id"] == "T-1042" and isinstance(found["hits"][0], dict)
+    with pytest.raises(lakehouse.InvalidArgument) as k0:
+        client.request("POST", "/v1/matrix/search", body={"query_text": "x", "k": 0})
+    assert k0.value.field == "k" and k0.value.request_id
+
+
+def test_an_upsert_error_names_the_callers_item(client: lakehouse.Client) -> None:
+    """Items go in batches; the error names the item's place in the caller's list."""
+    name = _name()
+    client.create_corpus(name, 3, model="toy")
+    try:
+        items = [lakehouse.Item(id=f"i{n}", text=f"item {n}", vector=[1.0, float(n), 0.5])
+                 for n in range(300)]
+        items[270] = lakehouse.Item(id="i270", text="item 270", vector=[1.0, 2.0])
+        with pytest.raises(lakehouse.InvalidArgument) as bad:
+            client.upsert(name, items, model="toy")
+        assert bad.value.field == "items[270].vector", bad.value
+        assert bad.value.message.startswith("items[270]") or "items[" not in bad.value.message
+    finally:
+        client.delete_corpus(name)
+
+
+def test_empty_token_sends_none(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEHOUSE_TOKEN", live.token)
+    with lakehouse.Client(live.url, "") as anonymous, \
+            pytest.raises(lakehouse.Unauthorized):
+        anonymous.list_corpora()
+    with lakehouse.Client(live.url, "", headers={"Authorization": f"Bearer {live.token}"}) as c:
+        assert {"handbook", "tickets"} <= {x.name for x in c.list_corpora()}
