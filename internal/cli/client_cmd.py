@@ -1,4 +1,7 @@
-"""Commands for people, through the gateway: corpora, ingest, search, record."""
+"""Commands for people, through the gateway: corpora, ingest, search, record.
+
+Every command talks to the stack through the public Python client (`lakehouse.AsyncClient`).
+"""
 
 from __future__ import annotations
 
@@ -12,27 +15,30 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
 
-import aiohttp
+import msgspec
 from tqdm import tqdm
 
 from internal.api.vectord import embed_text
 from internal.cli import session as session_state
-from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
-from internal.clients.base import ServiceClient
-from internal.clients.embed import EmbedClient
-from internal.clients.vectord import VectordClient
-from internal.common.errors import LakehouseError, ServiceError, Unavailable, UpstreamTimeout
+from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
+from internal.common.errors import LakehouseError
 from internal.common.hashing import content_hash
 from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
 from internal.matrixd import context
+from lakehouse import AsyncClient, Item
+from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE
+from lakehouse.types import MatrixSearchResponse, SearchAutoResponse
 
 T = TypeVar("T")
 
+CALL_TIMEOUT = 30.0  # seconds per request of a command (ingest: its --timeout)
 
-def _run(args: argparse.Namespace, work: Callable[[str, aiohttp.ClientSession], Awaitable[int]]) -> int:
-    """Run one command against the gateway; errors become one line and exit code 1."""
+
+def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]], *,
+         timeout: float = CALL_TIMEOUT, retries: int = 3) -> int:
+    """Run one command against the gateway through the client; errors become one line and
+    exit code 1. `retries`: attempts after a 503 or a refused connection (the client's)."""
     cfg = load_config(args)
     base = gateway_url(args, cfg)
 
@@ -43,24 +49,31 @@ def _run(args: argparse.Namespace, work: Callable[[str, aiohttp.ClientSession], 
         written: list[int] = []
         WRITTEN.set(written)
         try:
-            async with aiohttp.ClientSession(headers=auth_headers(cfg)) as session:
-                return await work(base, session)
+            async with AsyncClient(base, resolve_token(None, lambda: cfg), timeout=timeout,
+                                   retries=retries) as client:
+                return await work(client)
         finally:
             if written:
                 session_state.remember_lsn(base, format_lsn(max(written)))
 
     try:
         return asyncio.run(go())
-    except Unavailable:
-        print(f"error: cannot reach Lakehouse at {base} (is `lakehouse up` running?)", file=sys.stderr)
-    except UpstreamTimeout as exc:
-        print(f"error: timed out: {exc.message}", file=sys.stderr)
-    except ServiceError as exc:
-        where = f" ({exc.field})" if exc.field else ""
-        print(f"error: HTTP {exc.status} {exc.code}{where}: {exc.message}", file=sys.stderr)
+    except LakehouseError as exc:
+        if exc.code in (UNREACHABLE, CONNECTION_LOST):
+            print(f"error: cannot reach Lakehouse at {base} (is `lakehouse up` running?)",
+                  file=sys.stderr)
+        elif exc.code == TIMEOUT:
+            print(f"error: timed out: {exc.message}", file=sys.stderr)
+        else:
+            print(f"error: {_describe(exc)}", file=sys.stderr)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
     return 1
+
+
+def print_json(value: Any) -> None:
+    """An answer as indented JSON (every field the client knows, dates in ISO 8601)."""
+    print(json.dumps(msgspec.to_builtins(value), indent=2))
 
 
 class InputError(Exception):
@@ -78,13 +91,13 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 # --- corpora -----------------------------------------------------------------
 
 def _corpora(args: argparse.Namespace) -> int:
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        corpora = await VectordClient(session, base).list_corpora()
+    async def work(client: AsyncClient) -> int:
+        corpora = await client.list_corpora()
         if args.json:
-            print(json.dumps(corpora, indent=2))
+            print_json(corpora)
             return 0
-        rows = [[str(c.get("name")), str(c.get("count")), str(c.get("dim")), str(c.get("metric")),
-                 str(c.get("language")), str(c.get("model") or "")] for c in corpora]
+        rows = [[c.name, str(c.count), str(c.dim), c.metric, c.language, c.model or ""]
+                for c in corpora]
         print(_table(["corpus", "items", "dim", "metric", "language", "model"], rows) if rows
               else "no corpora yet: lakehouse ingest FILE.jsonl --corpus NAME")
         return 0
@@ -177,8 +190,11 @@ class RunStopped(Exception):
 
 
 def _describe(exc: LakehouseError) -> str:
+    """The status, code, field and message the stack answered, and its request id (the
+    one in every daemon's log line for the request)."""
     where = f" ({exc.field})" if exc.field else ""
-    return f"HTTP {exc.status} {exc.code}{where}: {exc.message}"
+    rid = f" [request_id {exc.request_id}]" if exc.request_id else ""
+    return f"HTTP {exc.status} {exc.code}{where}: {exc.message}{rid}"
 
 
 def _is_document_fault(exc: LakehouseError) -> bool:
@@ -191,7 +207,7 @@ async def _retrying(call: Callable[[], Awaitable[T]], what: str, attempts: int =
     for attempt in range(1, attempts + 1):
         try:
             return await call()
-        except (ServiceError, UpstreamTimeout, Unavailable) as exc:
+        except LakehouseError as exc:
             if attempt == attempts or exc.status not in (503, 504):
                 raise
             print(f"{what}: {_describe(exc)}; retrying ({attempt}/{attempts - 1})",
@@ -215,10 +231,8 @@ class Ingester:
     """Embeds and upserts batches; a document the stack refuses is reported and left out,
     the rest of its batch still goes in."""
 
-    def __init__(self, vectord: VectordClient, embed: EmbedClient, corpus: str,
-                 tally: IngestTally) -> None:
-        self.vectord = vectord
-        self.embed = embed
+    def __init__(self, client: AsyncClient, corpus: str, tally: IngestTally) -> None:
+        self.client = client
         self.corpus = corpus
         self.tally = tally
 
@@ -231,22 +245,21 @@ class Ingester:
         pending = list(batch)
         while pending:
             try:
-                emb = await _retrying(partial(self.embed.embed, [d.embed_text() for d in pending],
-                                              input_type="document"), "embed")
+                emb = await _retrying(partial(self.client.embed,
+                                              [d.embed_text() for d in pending]), "embed")
                 break
-            except (ServiceError, UpstreamTimeout, Unavailable) as exc:
+            except LakehouseError as exc:
                 self._blame(pending, exc)
         else:
             return
-        items = [{"id": d.id, "vector": v, "text": d.text, "title": d.title,
-                  "tags": d.tags or [], "metadata": d.metadata,
-                  **({"language": d.language} if d.language else {})}
+        items = [Item(id=d.id, text=d.text, title=d.title, tags=d.tags or [],
+                      metadata=d.metadata, language=d.language or None, vector=v)
                  for d, v in zip(pending, emb.vectors, strict=True)]
         while pending:
             try:
-                n = await _retrying(partial(self.vectord.upsert, self.corpus, items,
+                n = await _retrying(partial(self.client.upsert, self.corpus, items,
                                             model=emb.model), "upsert")
-            except (ServiceError, UpstreamTimeout, Unavailable) as exc:
+            except LakehouseError as exc:
                 index = self._blame(pending, exc)
                 del items[index]
                 continue
@@ -280,14 +293,13 @@ class _Unnamed(Exception):
         self.exc = exc
 
 
-async def _ensure_corpus(vectord: VectordClient, embed: EmbedClient, args: argparse.Namespace
-                         ) -> dict[str, Any]:
-    model, dim = await embed.default_model()
-    corpus, created = await vectord.ensure_corpus(args.corpus, dim, args.metric, args.language,
-                                                  model or None)
+async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
+    """The corpus of the ingest, made for the stack's embedding model if there is none."""
+    corpus, created = await client.ensure_corpus(args.corpus, metric=args.metric,
+                                                 language=args.language)
     if created:
-        print(f"created corpus {args.corpus!r} (dim {dim}, model {model})", file=sys.stderr)
-    return corpus
+        print(f"created corpus {args.corpus!r} (dim {corpus.dim}, model {corpus.model})",
+              file=sys.stderr)
 
 
 def _ids(docs: list[Doc], limit: int = 20) -> str:
@@ -298,7 +310,7 @@ def _ids(docs: list[Doc], limit: int = 20) -> str:
 NORMALIZE_BATCH = 500  # observations per /v1/matrix/normalize call (the route takes 1,000)
 
 
-async def normalized(matrixd: ServiceClient, docs: list[Doc], window: tuple[int, int] = (0, 0),
+async def normalized(client: AsyncClient, docs: list[Doc], window: tuple[int, int] = (0, 0),
                      thread: str = "session") -> list[Doc]:
     """Docs whose text is normalised by matrixd; the original and keywords go to metadata.
 
@@ -320,13 +332,12 @@ async def normalized(matrixd: ServiceClient, docs: list[Doc], window: tuple[int,
             if isinstance(d.metadata.get("speaker"), str):
                 o["speaker"] = d.metadata["speaker"]
             obs.append(o)
-        res = await _retrying(partial(matrixd.call, "POST", "/v1/matrix/normalize",
-                                      {"observations": obs}), "normalizing")
-        for d, n in zip(part, res["observations"], strict=True):
-            meta = {**d.metadata, "original": d.text, "keywords": n["keywords"]}
-            if n.get("dates"):
-                meta["dates"] = n["dates"]
-            out.append(Doc(d.id, n["text"], d.title, d.tags, meta, d.language))
+        res = await _retrying(partial(client.normalize, obs), "normalizing")
+        for d, n in zip(part, res.observations, strict=True):
+            meta = {**d.metadata, "original": d.text, "keywords": n.keywords}
+            if n.dates:
+                meta["dates"] = n.dates
+            out.append(Doc(d.id, n.text, d.title, d.tags, meta, d.language))
     if window != (0, 0):
         threads = [_thread(d.metadata.get(thread)) for d in out]
         texts = context.windows([d.text for d in out], threads, *window)
@@ -354,15 +365,13 @@ def _ingest(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return 1
 
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
+    async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
-        vectord = VectordClient(session, base, timeout=args.timeout)
-        embed = EmbedClient(session, base, timeout=args.timeout)
-        await _ensure_corpus(vectord, embed, args)
+        await _ensure_corpus(client, args)
         if args.normalize:
-            docs = await normalized(ServiceClient(session, base, "matrixd", timeout=args.timeout),
-                                    docs, args.context, args.thread)
-        stored = {row["id"]: row["content_hash"] async for row in vectord.iter_ids(args.corpus, page=10000)}
+            docs = await normalized(client, docs, args.context, args.thread)
+        stored = {row.id: row.content_hash
+                  async for row in client.iter_ids(args.corpus, page_size=10000)}
         plan = plan_ingest(docs, stored)
         if plan.empty:
             print(f"skipped {len(plan.empty)} documents with no title and no text: "
@@ -374,7 +383,7 @@ def _ingest(args: argparse.Namespace) -> int:
         for b in batches:
             queue.put_nowait(b)
         tally = IngestTally()
-        ingester = Ingester(vectord, embed, args.corpus, tally)
+        ingester = Ingester(client, args.corpus, tally)
         stopped: list[RunStopped] = []
 
         async def worker() -> None:
@@ -407,7 +416,7 @@ def _ingest(args: argparse.Namespace) -> int:
             print(f"{args.corpus}: {tally.upserted} upserted before stopping, "
                   f"{len(tally.failed)} failed; run again to resume", file=sys.stderr)
             return 1
-        total = (await vectord.get_corpus(args.corpus)).get("count")
+        total = (await client.get_corpus(args.corpus)).count
         print(f"{args.corpus}: {len(docs)} documents: {tally.upserted} upserted, "
               f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
               f"{len(tally.failed)} failed; {total} items in corpus")
@@ -417,7 +426,8 @@ def _ingest(args: argparse.Namespace) -> int:
             return 1
         return 0
 
-    return _run(args, work)
+    # The client does not retry: the ingest retries 503s and 504s itself, saying so.
+    return _run(args, work, timeout=args.timeout, retries=0)
 
 
 # --- search and record -------------------------------------------------------
@@ -433,39 +443,32 @@ def _num(x: Any) -> str:
 
 def _search(args: argparse.Namespace) -> int:
     corpora = [c.strip() for c in (args.corpora or "").split(",") if c.strip()]
-    body: dict[str, Any] = {"query_text": args.text, "k": args.k}
-    if corpora:  # absent: every corpus but the playbooks
-        body["corpora"] = corpora
-    if args.auto:
-        if args.mode or args.playbook:
-            print("error: --auto chooses the mode itself (no --mode or --playbook)", file=sys.stderr)
-            return 1
-        if args.budget_ms is not None:
-            body["budget_ms"] = args.budget_ms
-    if args.mode:
-        body["mode"] = args.mode
-    if args.playbook:
-        body["use_playbook"] = True
-    route = "/v1/matrix/search_auto" if args.auto else "/v1/matrix/search"
+    if args.auto and (args.mode or args.playbook):
+        print("error: --auto chooses the mode itself (no --mode or --playbook)", file=sys.stderr)
+        return 1
 
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        out = await ServiceClient(session, base, "matrixd").call("POST", route, body)
-        if args.json:
-            print(json.dumps(out, indent=2))
-            return 0
-        hits = out.get("hits", [])
-        rows = [[str(h.get("rank", i + 1)), str(h.get("corpus")), _short(h.get("id"), 24),
-                 _num(h.get("distance")), _num(h.get("score")),
-                 _short(h.get("title") or h.get("text"), 60)] for i, h in enumerate(hits)]
-        print(_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
-        notes = [f"mode {out.get('mode')}", f"{out.get('took_ms')} ms"]
+    async def work(client: AsyncClient) -> int:
+        # No corpora: every corpus but the playbooks.
+        out: MatrixSearchResponse
         if args.auto:
-            notes[0] = (f"strategy {out.get('strategy')}: {out.get('reason')}; "
-                        f"expected {out.get('estimated_ms')} ms")
-        if out.get("degraded"):
-            notes.append(f"degraded: {', '.join(out['degraded'])}")
-        if out.get("playbook_boosted"):
-            notes.append(f"playbook boosted {out['playbook_boosted']}")
+            out = await client.search_auto(args.text, corpora=corpora or None, k=args.k,
+                                           budget_ms=args.budget_ms)
+        else:
+            out = await client.search(args.text, corpora=corpora or None, k=args.k,
+                                      mode=args.mode, use_playbook=args.playbook)
+        if args.json:
+            print_json(out)
+            return 0
+        rows = [[str(h.rank or i + 1), h.corpus, _short(h.id, 24), _num(h.distance),
+                 _num(h.score), _short(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
+        print(_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
+        notes = [f"mode {out.mode}", f"{out.took_ms} ms"]
+        if isinstance(out, SearchAutoResponse):
+            notes[0] = f"strategy {out.strategy}: {out.reason}; expected {out.estimated_ms} ms"
+        if out.degraded:
+            notes.append(f"degraded: {', '.join(out.degraded)}")
+        if out.playbook_boosted:
+            notes.append(f"playbook boosted {out.playbook_boosted}")
         print("(" + "; ".join(notes) + ")")
         return 0
 
@@ -473,16 +476,11 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query_text": args.query, "answer_id": args.answer_id,
-                            "answer_corpus": args.corpus,
-                            "score": -1.0 if args.wrong else args.score}
-    if args.playbook_corpus:
-        body["playbook_corpus"] = args.playbook_corpus
-
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        out = await ServiceClient(session, base, "matrixd").call(
-            "POST", "/v1/matrix/playbooks/record", body)
-        print(f"recorded: playbook_id {out.get('playbook_id')}")
+    async def work(client: AsyncClient) -> int:
+        out = await client.record(args.query, args.answer_id, args.corpus,
+                                  -1.0 if args.wrong else args.score,
+                                  playbook_corpus=args.playbook_corpus or None)
+        print(f"recorded: playbook_id {out.playbook_id}")
         return 0
 
     return _run(args, work)
@@ -491,35 +489,29 @@ def _record(args: argparse.Namespace) -> int:
 # --- playbooks ---------------------------------------------------------------
 
 def _playbooks_list(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"limit": args.limit}
-    for key in ("answer_id", "answer_corpus", "playbook_corpus"):
-        if getattr(args, key):
-            params[key] = getattr(args, key)
-
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        out = await ServiceClient(session, base, "matrixd").call(
-            "GET", f"/v1/matrix/playbooks?{urlencode(params)}")
+    async def work(client: AsyncClient) -> int:
+        out = await client.playbooks(answer_id=args.answer_id or None,
+                                     answer_corpus=args.answer_corpus or None, limit=args.limit,
+                                     playbook_corpus=args.playbook_corpus or None)
         if args.json:
-            print(json.dumps(out, indent=2))
+            print_json(out)
             return 0
-        rows = [[str(e.get("playbook_id"))[:12], f"{e.get('score'):+.2f}",
-                 f"{e.get('answer_corpus')}/{_short(e.get('answer_id'), 24)}",
-                 str(e.get("recorded_at") or "")[:19], _short(e.get("query_text"), 50)]
-                for e in out.get("entries", [])]
+        rows = [[e.playbook_id[:12], f"{e.score:+.2f}",
+                 f"{e.answer_corpus}/{_short(e.answer_id, 24)}",
+                 e.recorded_at.isoformat()[:19] if e.recorded_at else "",
+                 _short(e.query_text, 50)]
+                for e in out.entries]
         print(_table(["id", "score", "answer", "recorded_at", "query"], rows) if rows
-              else f"no entries in playbook {out.get('playbook_corpus')!r}")
+              else f"no entries in playbook {out.playbook_corpus!r}")
         return 0
 
     return _run(args, work)
 
 
 def _playbooks_delete(args: argparse.Namespace) -> int:
-    query = f"?{urlencode({'playbook_corpus': args.playbook_corpus})}" if args.playbook_corpus else ""
-
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        client = ServiceClient(session, base, "matrixd")
+    async def work(client: AsyncClient) -> int:
         for pid in args.playbook_id:
-            await client.call("DELETE", f"/v1/matrix/playbooks/{quote(pid, safe='')}{query}")
+            await client.delete_playbook(pid, playbook_corpus=args.playbook_corpus or None)
             print(f"deleted: {pid}")
         return 0
 
@@ -529,7 +521,7 @@ def _playbooks_delete(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes")
     add_url_arg(p)
-    p.add_argument("--json", action="store_true", help="print the raw JSON")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)
 
     p = sub.add_parser("ingest", help="embed and store a JSON-lines file (resumable)",
@@ -566,7 +558,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--playbook", action="store_true", help="boost answers recorded as good")
-    p.add_argument("--json", action="store_true", help="print the raw JSON")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(p)
     p.set_defaults(func=_search)
 
@@ -589,7 +581,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pl.add_argument("--answer-corpus", help="only entries for answers in this corpus")
     pl.add_argument("--limit", type=int, default=100, help="1..1000 (default 100)")
     pl.add_argument("--playbook-corpus", help="default: matrixd's [matrixd] playbook_corpus")
-    pl.add_argument("--json", action="store_true", help="print the raw JSON")
+    pl.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(pl)
     pl.set_defaults(func=_playbooks_list)
     pd = psub.add_parser("delete", help="remove entries by playbook id")

@@ -3,51 +3,47 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-import aiohttp
-
-from internal.cli.client_cmd import _num, _run, _short, _table
+from internal.cli.client_cmd import _num, _run, _short, _table, print_json
 from internal.cli.connect import add_url_arg
-from internal.clients.base import ServiceClient
+from lakehouse import AsyncClient
+from lakehouse.types import MatrixHit, SmartSearchResponse
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query_text": args.text}
-    if args.now:
-        body["now"] = args.now
-
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        out = await ServiceClient(session, base, "matrixd").call("POST", "/v1/matrix/analyze", body)
+    async def work(client: AsyncClient) -> int:
+        out = await client.analyze(args.text, now=args.now or None)
         if args.json:
-            print(json.dumps(out, indent=2))
+            print_json(out)
             return 0
-        ents = ", ".join(f"{e['name']} ({e['type']})" for e in out["entities"]) or "none"
-        rng = out.get("temporal_range")
-        when = "none" if not rng else " ".join(f"{k} {v}" for k, v in rng.items())
-        print(f"question type   {out['question_type']} (confidence {out['confidence']})")
-        print(f"complexity      {out['complexity']}")
+        ents = ", ".join(f"{e.name} ({e.type})" for e in out.entities) or "none"
+        rng = out.temporal_range
+        when = " ".join(f"{k} {v}" for k, v in (("start", rng.start), ("end", rng.end),
+                                                 ("relative", rng.relative))
+                        if v is not None) if rng is not None else ""
+        print(f"question type   {out.question_type} (confidence {out.confidence})")
+        print(f"complexity      {out.complexity}")
         print(f"entities        {ents}")
-        print(f"time range      {when}")
-        print(f"needs           {', '.join(out['required_info_types'])}")
+        print(f"time range      {when or 'none'}")
+        print(f"needs           {', '.join(out.required_info_types)}")
         print("sub-queries")
-        for i, q in enumerate(out["sub_queries"], 1):
+        for i, q in enumerate(out.sub_queries, 1):
             print(f"  {i}. {q}")
         return 0
 
     return _run(args, work)
 
 
-def print_hits(hits: list[dict[str, Any]]) -> None:
-    rows = [[str(h.get("rank", i + 1)), str(h.get("corpus")), _short(h.get("id"), 24),
-             _num(h.get("merge_score")), _short(h.get("title") or h.get("text"), 60)]
+def print_hits(hits: list[MatrixHit]) -> None:
+    rows = [[str(h.rank or i + 1), h.corpus, _short(h.id, 24), _num(h.merge_score),
+             _short(h.title or h.text, 60)]
             for i, h in enumerate(hits)]
     print(_table(["#", "corpus", "id", "score", "title / text"], rows) if rows else "no hits")
 
 
-def print_plan(out: dict[str, Any]) -> None:
-    plan = out.get("plan") or {}
+def print_plan(out: SmartSearchResponse) -> None:
+    plan: dict[str, Any] = out.plan or {}
     print(f"\nplan ({plan.get('execution')}, merge {plan.get('merge', {}).get('strategy')})")
     for q in plan.get("sub_queries", []):
         deps = f" after {q['depends_on']}" if q.get("depends_on") else ""
@@ -55,7 +51,7 @@ def print_plan(out: dict[str, Any]) -> None:
         extra = f" must mention {', '.join(must)}" if must else ""
         print(f"  [{q['id']}] {q['layer']:<7} {q['purpose']:<8} {q['query']}{deps}{extra}")
     print("\niterations")
-    for it in out.get("iterations", []):
+    for it in out.iterations:
         print(f"  {it['iteration']}: {len(it['queries'])} queries, {it['took_ms']} ms"
               + (f", stopped: {it['stopped']}" if it.get("stopped") else ""))
         for m in it.get("missing", []):
@@ -63,22 +59,18 @@ def print_plan(out: dict[str, Any]) -> None:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"query_text": args.text, "k": args.k,
-                            "max_iterations": args.max_iterations}
-    if args.corpora:
-        body["corpora"] = [c.strip() for c in args.corpora.split(",") if c.strip()]
-    if args.now:
-        body["now"] = args.now
+    corpora = [c.strip() for c in (args.corpora or "").split(",") if c.strip()]
 
-    async def work(base: str, session: aiohttp.ClientSession) -> int:
-        out = await ServiceClient(session, base, "matrixd").call(
-            "POST", "/v1/matrix/smart_search", body)
+    async def work(client: AsyncClient) -> int:
+        out = await client.smart_search(args.text, corpora=corpora or None, k=args.k,
+                                        max_iterations=args.max_iterations,
+                                        now=args.now or None)
         if args.json:
-            print(json.dumps(out, indent=2))
+            print_json(out)
             return 0
-        print_hits(out.get("hits", []))
+        print_hits(out.hits)
         print_plan(out)
-        print(f"({out.get('searches')} searches; {out.get('took_ms')} ms)")
+        print(f"({out.searches} searches; {out.took_ms} ms)")
         return 0
 
     return _run(args, work)
@@ -88,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("analyze", help="a question's entities, time range, type, parts")
     p.add_argument("text")
     p.add_argument("--now", help="ISO 8601 time that relative dates resolve against")
-    p.add_argument("--json", action="store_true", help="print the raw JSON")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(p)
     p.set_defaults(func=_analyze)
 
@@ -98,6 +90,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--max-iterations", type=int, default=3)
     p.add_argument("--now", help="ISO 8601 time that relative dates resolve against")
-    p.add_argument("--json", action="store_true", help="print the raw JSON")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(p)
     p.set_defaults(func=_ask)
