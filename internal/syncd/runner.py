@@ -12,18 +12,17 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import structlog
 
 from internal.clients.base import ServiceClient
-from internal.clients.embed import EmbedClient
-from internal.clients.vectord import VectordClient
+from internal.clients.embed import Embedding
 from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError
 from internal.syncd import diff
 from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
@@ -33,6 +32,35 @@ DELETE_BATCH = 1000  # vectord's max_batch default
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
+
+
+class Embedder(Protocol):
+    """What a run asks of the embedder: syncd's EmbedClient, or `lakehouse sync`'s
+    gateway client (internal/cli/sync_cmd.py)."""
+
+    async def models(self) -> dict[str, object]: ...
+
+    async def default_model(self) -> tuple[str, int]: ...
+
+    async def embed(self, texts: list[str], input_type: str = ...,
+                    model: str | None = ...) -> Embedding: ...
+
+
+class Store(Protocol):
+    """What a run asks of the store: syncd's VectordClient, or `lakehouse sync`'s gateway
+    client (internal/cli/sync_cmd.py)."""
+
+    async def ensure_corpus(self, name: str, dim: int, metric: str = ...,
+                            language: str | None = ..., model: str | None = ...,
+                            defer_index: bool = ...) -> tuple[dict[str, Any], bool]: ...
+
+    def iter_ids(self, name: str, prefix: str = ..., page: int = ...
+                 ) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def delete_items(self, name: str, ids: list[str]) -> int: ...
+
+    async def upsert(self, name: str, items: list[dict[str, Any]],
+                     model: str | None = ...) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -123,7 +151,8 @@ def scan(settings: SyncSettings) -> Scan:
 
 def _retryable_one_by_one(exc: Exception) -> bool:
     """A 4xx from the embedder blames the input: retry page by page to find the culprit."""
-    return isinstance(exc, ServiceError) and 400 <= exc.status < 500 and exc.status not in (408, 429)
+    return (isinstance(exc, LakehouseError) and 400 <= exc.status < 500
+            and exc.status not in (408, 429))
 
 
 def _describe(exc: Exception) -> str:
@@ -170,7 +199,7 @@ class Normalizer:
 class Syncer:
     """Runs syncs of one directory into one corpus; never two at once."""
 
-    def __init__(self, settings: SyncSettings, vectord: VectordClient, embed: EmbedClient,
+    def __init__(self, settings: SyncSettings, vectord: Store, embed: Embedder,
                  matrixd: ServiceClient | None = None) -> None:
         self.settings = settings
         self.vectord = vectord
