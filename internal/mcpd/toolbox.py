@@ -4,6 +4,8 @@ Both transports use this: mcpd (streamable HTTP behind the gateway's /mcp, with 
 caller's bearer token passed on) and `lakehouse mcp` (stdio, with the token from the
 environment). Optional tools are listed only when the gateway serves their route
 (its /openapi.json, else a probe), the sync tools only when sync is configured.
+Every call goes through the public client (`lakehouse.AsyncClient.request`): a tool's
+structured result is its route's JSON answer as sent.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import aiohttp
 import msgspec
 import structlog
 
-from internal.clients.base import ServiceClient
-from internal.clients.vectord import VectordClient
-from internal.common.errors import InvalidArgument, LakehouseError, ServiceError
-from internal.common.web import decode
+from internal.clients.base import current_request_id
+from internal.common.errors import InvalidArgument, LakehouseError
+from internal.common.web import REQUEST_ID_HEADER, decode
 from internal.mcpd import render
 from internal.mcpd.tools import BY_NAME, TOOLS, GetItemArgs, Tool, argument_name, route_path
+from lakehouse import AsyncClient
+from lakehouse.errors import answered
 
 log = structlog.get_logger()
 
@@ -88,30 +91,36 @@ class Toolbox:
         self._clock = clock
         self._surface: tuple[float, Surface] | None = None
 
-    def _gateway(self, headers: Mapping[str, str]) -> ServiceClient:
-        return ServiceClient(self.session, self.gateway_url, "gateway", self.timeout,
-                             headers=headers)
+    def _gateway(self, headers: Mapping[str, str]) -> AsyncClient:
+        """The client for one caller: its headers (bearer token, request id) and no token
+        of mcpd's own, on the shared session; no retries (the caller's agent decides)."""
+        sent = dict(headers)
+        rid = current_request_id()
+        if rid and REQUEST_ID_HEADER not in sent:
+            sent[REQUEST_ID_HEADER] = rid
+        return AsyncClient(self.gateway_url, token="", headers=sent, session=self.session,
+                           timeout=self.timeout, retries=0)
 
     # ---- what is offered ---------------------------------------------------------------
 
-    async def _route_served(self, gw: ServiceClient, tool: Tool, paths: Mapping[str, Any]) -> bool:
+    async def _route_served(self, gw: AsyncClient, tool: Tool, paths: Mapping[str, Any]) -> bool:
         if tool.method.lower() in (paths.get(tool.path) or {}):
             return True
         # Not in the API document: ask the route itself. An empty body is rejected (400)
         # by a route that exists and is a 404/405 where none does; nothing is done either way.
         try:
-            await gw.call(tool.method, tool.path, {})
-        except ServiceError as exc:
-            if exc.status == 401:
+            await gw.request(tool.method, tool.path, body={})
+        except LakehouseError as exc:
+            if not answered(exc) or exc.status == 401:
                 raise _error_from(exc) from None
             return exc.status not in (404, 405, 501, 502, 503)
         return True
 
-    async def _sync_configured(self, gw: ServiceClient) -> bool:
+    async def _sync_configured(self, gw: AsyncClient) -> bool:
         try:
-            await gw.call("GET", "/v1/sync/status")
-        except ServiceError as exc:
-            if exc.status == 401:
+            await gw.request("GET", "/v1/sync/status")
+        except LakehouseError as exc:
+            if not answered(exc) or exc.status == 401:
                 raise _error_from(exc) from None
             return False  # 503 sync_not_configured (or syncd down: nothing to offer now)
         return True
@@ -123,7 +132,7 @@ class Toolbox:
             return self._surface[1]
         gw = self._gateway(headers)
         try:
-            doc = await gw.call("GET", "/openapi.json")
+            doc = await gw.request("GET", "/openapi.json")
             paths = doc.get("paths") or {}
             schema = ((doc.get("components") or {}).get("schemas") or {}).get("MatrixSearchRequest") or {}
             # An unknown schema counts as "required": listing the corpora is always safe.
@@ -147,13 +156,13 @@ class Toolbox:
 
     # ---- calling one -------------------------------------------------------------------
 
-    async def all_corpora(self, gw: ServiceClient) -> list[str]:
+    async def all_corpora(self, gw: AsyncClient) -> list[str]:
         """Every searchable corpus, for a search that named none (the playbook is not one).
 
         Only used while POST /v1/matrix/search requires `corpora`; once its schema makes
         the field optional, the route itself searches them all.
         """
-        out = await gw.call("GET", "/v1/matrix/corpora")
+        out = await gw.request("GET", "/v1/matrix/corpora")
         return [str(c["name"]) for c in out.get("corpora", [])
                 if c.get("name") != self.playbook_corpus]
 
@@ -174,23 +183,21 @@ class Toolbox:
             raise ToolError("tool_unavailable", f"{name}: {why}")
         gw = self._gateway(headers)
         try:
-            out = await self._run(tool, args, gw, surface, headers)
+            out = await self._run(tool, args, gw, surface)
         except LakehouseError as exc:
             raise _error_from(exc, tool) from None
         return Result(out, render.render(tool.name, out))
 
-    async def _run(self, tool: Tool, args: msgspec.Struct, gw: ServiceClient, surface: Surface,
-                   headers: Mapping[str, str]) -> Any:
+    async def _run(self, tool: Tool, args: msgspec.Struct, gw: AsyncClient,
+                   surface: Surface) -> Any:
         if tool.name == "list_corpora":
-            vectord = VectordClient(self.session, self.gateway_url, self.timeout, headers)
-            return {"corpora": await vectord.list_corpora()}
+            return {"corpora": (await gw.request("GET", tool.path))["corpora"]}
         if isinstance(args, GetItemArgs):
-            vectord = VectordClient(self.session, self.gateway_url, self.timeout, headers)
-            out = await vectord.get_item(args.corpus, args.id)
+            out = await gw.request("GET", route_path(tool, args))
             out.pop("vector", None)  # hundreds of numbers no model reads
             return out
         body = tool.body(args)
         if tool.fills_corpora and body is not None and "corpora" not in body \
                 and not surface.corpora_optional:
             body["corpora"] = await self.all_corpora(gw)
-        return await gw.call(tool.method, route_path(tool, args), body)
+        return await gw.request(tool.method, route_path(tool, args), body=body)
