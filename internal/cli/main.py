@@ -33,6 +33,8 @@ EXAMPLES = {
     "search": 'lakehouse search "printer jams after new toner" --corpora handbook,tickets --k 3',
     "record": 'lakehouse record "how do I set up the VPN" vpn --corpus handbook',
     "playbooks": "lakehouse playbooks list",
+    "playbooks list": "lakehouse playbooks list --answer-corpus handbook --limit 20",
+    "playbooks delete": "lakehouse playbooks delete PLAYBOOK_ID",
     "analyze": 'lakehouse analyze "Who fixed the printer and why does the VPN drop?"',
     "ask": 'lakehouse ask "Who fixed the printer and why does the VPN drop?" --k 4',
     "sync": "lakehouse sync docs/examples/wiki --corpus wiki",
@@ -61,11 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # a subcommand not written yet
         module.register(sub)
-    for command, p in sub.choices.items():
+    for command, p in commands(parser).items():
         example = EXAMPLES.get(command)
         if example and "example:" not in (p.description or ""):
             p.epilog = f"example: {example}"
     return parser
+
+
+def commands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every (sub)command's parser by its words after `lakehouse` ("playbooks list")."""
+    out: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, p in action.choices.items():
+                out[prefix + name] = p
+                out.update(commands(p, f"{prefix}{name} "))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

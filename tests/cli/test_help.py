@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from internal.cli.main import build_parser
+from internal.cli.main import build_parser, commands
 
 SCREEN_LINES = 30
 SCREEN_COLUMNS = 80
@@ -15,8 +15,7 @@ SCREEN_COLUMNS = 80
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
     parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {"": parser, **sub.choices}
+    return {"": parser, **commands(parser)}  # "playbooks list" and "playbooks delete" too
 
 
 @pytest.mark.parametrize("command", list(_commands()))
