@@ -114,7 +114,7 @@ class Transport:
                 raise
             except aiohttp.ClientConnectorError as exc:  # refused or unresolvable: not sent
                 failure: LakehouseError = Unavailable(
-                    f"cannot reach Lakehouse at {self.url}: {exc}", code=UNREACHABLE)
+                    f"Lakehouse unreachable at {self.url}: {exc}", code=UNREACHABLE)
             else:
                 if status < 400:
                     return _decode(raw, response, method, path)
