@@ -6,13 +6,16 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from internal.common.errors import LakehouseError
 from internal.config import Config, load_or_exit
 from internal.evaluation.beir import DatasetError
 from internal.evaluation.runner import MODES, SearchOptions
+
+T = TypeVar("T")
 
 
 def register(subparsers: Any) -> None:
@@ -104,6 +107,23 @@ def _progress(done: int, total: int) -> None:
         print(f"embedding corpus: {done}/{total}", file=sys.stderr, flush=True)
 
 
+def _cache_dir(cfg: Config) -> Path:
+    """Where document vectors are kept between runs (ingest.VectorCache)."""
+    return Path(cfg.vectord.data_dir).parent / "eval-cache"
+
+
+def _finished(work: Coroutine[Any, Any, T]) -> T:
+    """The evaluation's result; a failure is one line and exit code 2 (bad input) or 1."""
+    try:
+        return asyncio.run(work)
+    except (DatasetError, ValueError) as exc:
+        print(f"eval: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (LakehouseError, RuntimeError) as exc:
+        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from internal.common import logs
     from internal.evaluation.harness import evaluate_datasets
@@ -118,18 +138,11 @@ def run(args: argparse.Namespace) -> int:
         if len(pairs) != 1:
             raise SystemExit("--feedback-qrels: only with a single --dataset")
         return _run_feedback(args, cfg, *pairs[0])
-    try:
-        reports = asyncio.run(evaluate_datasets(
-            cfg, pairs, args.modes, options=_options(args),
-            corpus=args.corpus, in_process=args.in_process, progress=_progress,
-            cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
-        ))
-    except (DatasetError, ValueError) as exc:
-        print(f"eval: {exc}", file=sys.stderr)
-        return 2
-    except (LakehouseError, RuntimeError) as exc:
-        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
-        return 1
+    reports = _finished(evaluate_datasets(
+        cfg, pairs, args.modes, options=_options(args),
+        corpus=args.corpus, in_process=args.in_process, progress=_progress,
+        cache_dir=_cache_dir(cfg),
+    ))
     print("\n\n".join(r.table() for r in reports))
     if len(reports) > 1:
         print("\n" + mean_table(reports))
@@ -146,19 +159,11 @@ def run(args: argparse.Namespace) -> int:
 def _run_feedback(args: argparse.Namespace, cfg: Config, dataset: str, split: str) -> int:
     from internal.evaluation.feedback import evaluate_feedback
 
-    try:
-        report = asyncio.run(evaluate_feedback(
-            cfg, dataset, split, args.feedback_qrels, args.modes,
-            holdout=args.holdout, options=_options(args), corpus=args.corpus,
-            in_process=args.in_process, progress=_progress,
-            cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
-        ))
-    except (DatasetError, ValueError) as exc:
-        print(f"eval: {exc}", file=sys.stderr)
-        return 2
-    except (LakehouseError, RuntimeError) as exc:
-        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
-        return 1
+    report = _finished(evaluate_feedback(
+        cfg, dataset, split, args.feedback_qrels, args.modes,
+        holdout=args.holdout, options=_options(args), corpus=args.corpus,
+        in_process=args.in_process, progress=_progress, cache_dir=_cache_dir(cfg),
+    ))
     print(report.table())
     if args.json:
         text = json.dumps(report.to_json(), indent=2)
@@ -176,18 +181,10 @@ def _run_cross_validation(args: argparse.Namespace, cfg: Config,
 
     if args.cross_validate < 2:
         raise SystemExit(f"--cross-validate: expected at least 2 folds, got {args.cross_validate}")
-    try:
-        result = asyncio.run(cross_validate_datasets(
-            cfg, pairs, crossval.CANDIDATES, folds=args.cross_validate,
-            in_process=args.in_process, progress=_progress,
-            cache_dir=Path(cfg.vectord.data_dir).parent / "eval-cache",
-        ))
-    except (DatasetError, ValueError) as exc:
-        print(f"eval: {exc}", file=sys.stderr)
-        return 2
-    except (LakehouseError, RuntimeError) as exc:
-        print(f"eval: {getattr(exc, 'message', exc)}", file=sys.stderr)
-        return 1
+    result = _finished(cross_validate_datasets(
+        cfg, pairs, crossval.CANDIDATES, folds=args.cross_validate,
+        in_process=args.in_process, progress=_progress, cache_dir=_cache_dir(cfg),
+    ))
     names = ", ".join(Path(folder).name for folder, _ in pairs)
     print(f"hybrid search, nDCG@10 cross-validated over {args.cross_validate} folds of the "
           f"queries of {names} (each set's mean counts once)\n")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,19 @@ from internal.evaluation.metrics import ndcg10_per_query
 from internal.evaluation.report import Report
 from internal.evaluation.runner import MODES, SearchOptions, embed_queries, run_modes, search_all
 from internal.evaluation.services import services
+
+
+@contextlib.asynccontextmanager
+async def _clients(cfg: Config, in_process: bool, vectord_url: str | None,
+                   embedd_url: str | None
+                   ) -> AsyncIterator[tuple[Any, VectordClient, EmbedClient]]:
+    """The daemons (configured, or started here) and a client of each."""
+    async with services(cfg, in_process=in_process, vectord_url=vectord_url,
+                        embedd_url=embedd_url) as ends, \
+            aiohttp.ClientSession(headers=service_headers(cfg)) as session:
+        # Embedding a large batch on a shared CPU can take minutes.
+        yield (ends, VectordClient(session, ends.vectord_url, timeout=600.0),
+               EmbedClient(session, ends.embedd_url, timeout=600.0))
 
 
 async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
@@ -57,12 +71,7 @@ async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]]
     datasets = [(beir.load(folder, split), split) for folder, split in pairs]
     options = options or SearchOptions()
     reports: list[Report] = []
-    async with services(cfg, in_process=in_process, vectord_url=vectord_url,
-                        embedd_url=embedd_url) as ends, \
-            aiohttp.ClientSession(headers=service_headers(cfg)) as session:
-        # Embedding a large batch on a shared CPU can take minutes.
-        vc = VectordClient(session, ends.vectord_url, timeout=600.0)
-        ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
+    async with _clients(cfg, in_process, vectord_url, embedd_url) as (ends, vc, ec):
         for dataset, split in datasets:
             name = corpus or beir.corpus_name(dataset)
             ing = await ingest(vc, ec, name, dataset.docs, progress=progress,
@@ -98,11 +107,7 @@ async def cross_validate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path,
     """
     datasets = [(beir.load(folder, split), split) for folder, split in pairs]
     per_query: dict[str, dict[crossval.QueryKey, float]] = {name: {} for name in configs}
-    async with services(cfg, in_process=in_process, vectord_url=vectord_url,
-                        embedd_url=embedd_url) as ends, \
-            aiohttp.ClientSession(headers=service_headers(cfg)) as session:
-        vc = VectordClient(session, ends.vectord_url, timeout=600.0)
-        ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
+    async with _clients(cfg, in_process, vectord_url, embedd_url) as (_, vc, ec):
         for dataset, _split in datasets:
             name = beir.corpus_name(dataset)
             ing = await ingest(vc, ec, name, dataset.docs, progress=progress,
