@@ -164,6 +164,14 @@ class FailedCorpus(msgspec.Struct):
     code: str = "upstream_error"
 
 
+class SkippedCorpus(msgspec.Struct):
+    """A corpus searched without its vector branch: no query vector of its model."""
+
+    corpus: str
+    reason: str
+    searched: Literal["lexical", "none"]  # hybrid: lexical only; vector mode: nothing
+
+
 class PlaybookSummary(msgspec.Struct):
     corpus: str
     entries: int
@@ -182,6 +190,7 @@ class MatrixSearchResponse(msgspec.Struct):
     k: int = 0
     corpora: list[CorpusStatus] = []
     failed_corpora: list[FailedCorpus] = []
+    skipped_corpora: list[SkippedCorpus] = []
     degraded: list[str] = []
     playbook_boosted: int = 0
     playbook: PlaybookSummary | None = None

@@ -140,9 +140,24 @@ class Prf(msgspec.Struct, forbid_unknown_fields=True):
     vector: bool = True
 
 
+MAX_QUERY_VECTORS = 16
+
+
+class QueryVector(msgspec.Struct, forbid_unknown_fields=True):
+    """The query embedded by one model: used for the corpora that record that model."""
+
+    model: Label
+    vector: Vector
+
+
 class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode = "vector"
     query_vector: Vector | None = None
+    # The query embedded once per model in use (matrixd sends them). Given: a corpus is
+    # searched with the vector of the model it records (a corpus with no model: with
+    # query_vector when its dimension fits), and a corpus none fits has no vector branch
+    # (its result says `skipped`) instead of failing.
+    query_vectors: Annotated[list[QueryVector], Meta(max_length=MAX_QUERY_VECTORS)] | None = None
     query_text: QueryText | None = None
     k: K = 10
     ef_search: EfSearch | None = None
@@ -257,6 +272,23 @@ class CorpusSearchResult(msgspec.Struct, omit_defaults=True):
     took_ms: float | msgspec.UnsetType = msgspec.UNSET
     error: SearchError | msgspec.UnsetType = msgspec.UNSET
     status: int | msgspec.UnsetType = msgspec.UNSET
+    # Why its vector branch did not run (no query vector of its model): lexical-only in
+    # hybrid mode, nothing in vector mode.
+    skipped: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Space(msgspec.Struct):
+    """An embedding space: the corpora that share a model label and a dimension."""
+
+    model: str | None
+    dim: int
+    corpora: list[str]
+
+
+class SpacesResponse(msgspec.Struct):
+    """GET /v1/vectors/spaces: every corpus by embedding space (no counts: cheap)."""
+
+    spaces: list[Space]
 
 
 class MultiSearchResponse(msgspec.Struct):

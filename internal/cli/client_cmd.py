@@ -467,6 +467,9 @@ def _search(args: argparse.Namespace) -> int:
             notes[0] = f"strategy {out.strategy}: {out.reason}; expected {out.estimated_ms} ms"
         if out.degraded:
             notes.append(f"degraded: {', '.join(out.degraded)}")
+        for s in out.skipped_corpora:
+            notes.append(f"{s.corpus}: {'lexical only' if s.searched == 'lexical' else 'not searched'}"
+                         f" ({s.reason})")
         if out.playbook_boosted:
             notes.append(f"playbook boosted {out.playbook_boosted}")
         print("(" + "; ".join(notes) + ")")

@@ -7,7 +7,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
+import msgspec
 
+from internal.api.vectord import SpacesResponse
 from internal.clients.base import ServiceClient
 from internal.common.errors import ServiceError
 from internal.common.upstream import Upstream
@@ -130,3 +132,8 @@ class VectordClient(ServiceClient):
         out: dict[str, Any] = await self.call("POST", "/v1/vectors/search", payload,
                                               idempotent=True)
         return out
+
+    async def spaces(self) -> SpacesResponse:
+        """Every corpus by embedding space (model label, dimension), no counts."""
+        out = await self.call("GET", "/v1/vectors/spaces")
+        return msgspec.convert(out, SpacesResponse)

@@ -27,7 +27,7 @@ from internal.common.errors import (
     UpstreamTimeout,
 )
 from internal.config import MatrixdConfig
-from internal.matrixd import boost, downgrade, merge, playbook, relevance
+from internal.matrixd import boost, downgrade, merge, playbook, relevance, spaces
 from internal.matrixd.deps import Deps
 from internal.matrixd.relevance import Chunk
 from internal.vectord import federation
@@ -76,6 +76,7 @@ class CorpusResult:
     hits: int  # how many of the merged hits are this corpus's
     ms: float
     error: LakehouseError | None = None
+    skipped: str | None = None  # why its vector branch did not run (no vector of its model)
 
 
 async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any],
@@ -108,7 +109,8 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
                 str(err.get("message", "")), service="vectord", field=err.get("field"))))
         else:
             results.append(CorpusResult(c, int(row.get("hits") or 0),
-                                        round(float(row.get("took_ms") or 0.0), 2)))
+                                        round(float(row.get("took_ms") or 0.0), 2),
+                                        skipped=row.get("skipped")))
     return list(out.get("hits") or []), results
 
 
@@ -198,6 +200,24 @@ def _raise_request_fault(results: list[CorpusResult], body: MatrixSearchRequest)
                               field="query_vector")
 
 
+def _skipped(results: list[CorpusResult], vectors: spaces.Vectors | None, mode: str,
+             body: MatrixSearchRequest) -> list[dict[str, str]]:
+    """The corpora searched without their vector branch, each with the reason (an
+    embedding that failed, else vectord's) and what was searched instead. A corpus named
+    in `corpora` is the caller's explicit ask: without allow_partial, its skip is a 502."""
+    out = []
+    for r in results:
+        if r.skipped is None:
+            continue
+        reason = (vectors.failed.get(r.corpus) if vectors is not None else None) or r.skipped
+        out.append({"corpus": r.corpus, "reason": reason,
+                    "searched": "lexical" if mode == "hybrid" else "none"})
+    if out and body.corpora is not None and not body.allow_partial:
+        detail = "; ".join(f"corpus {s['corpus']!r}: {s['reason']}" for s in out)
+        raise UpstreamError(f"{detail} (allow_partial answers without its vector branch)")
+    return out
+
+
 def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
     """Every corpus failed with the same 503 (PostgreSQL down): that 503, not a 502."""
     codes = {(r.error.status, r.error.code) for r in failed if r.error is not None}
@@ -217,11 +237,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     degraded: list[str] = []
 
     vector = body.query_vector
+    default: Embedding | None = None
     embed_ms: float | None = None
     if vector is None and (mode in ("vector", "hybrid") or body.use_playbook or rules.disputed):
         t0 = time.perf_counter()
         try:
-            vector = (await embed_query(deps, text)).vectors[0]
+            default = await embed_query(deps, text)
+            vector = default.vectors[0]
         except LakehouseError as exc:
             if mode == "vector" or not _is_down(exc):
                 raise
@@ -230,11 +252,23 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             if mode == "hybrid":
                 mode = "lexical"
         embed_ms = _ms(t0)
+    playbook_name = body.playbook_corpus or cfg.playbook_corpus
+    # Every corpus but the playbooks: recorded questions are not answers.
+    excluded = sorted({cfg.playbook_corpus, playbook_name}) if body.corpora is None else []
+    # The query embedded once more per other model the searched corpora record.
+    vectors: spaces.Vectors | None = None
+    if body.query_vector is None and vector is not None and mode in ("vector", "hybrid"):
+        t0 = time.perf_counter()
+        assert default is not None
+        vectors = await spaces.embed_all(deps, text, default, body.corpora, excluded)
+        embed_ms = round((embed_ms or 0.0) + _ms(t0), 2)
 
     # The depth of the merged list: room for the boost and the filters to reorder it.
     vbody: dict[str, Any] = {"mode": mode, "k": max(body.k, per_corpus_k)}
     if mode in ("vector", "hybrid"):
         vbody["query_vector"] = vector
+        if vectors is not None:
+            vbody["query_vectors"] = vectors.query_vectors
     if mode != "vector":
         vbody["query_text"] = text
     for key in ("filter", "language", "ef_search"):
@@ -247,7 +281,6 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
 
     # The playbook (issue 16): looked up before the fan-out, so that the answers its
     # entries raise ride along as `include` and are scored even when retrieval misses them.
-    playbook_name = body.playbook_corpus or cfg.playbook_corpus
     use_playbook = body.use_playbook and vector is not None
     if (body.use_playbook or rules.disputed) and vector is None:
         degraded.append("playbook_unavailable")
@@ -271,8 +304,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     if body.corpus_weights:
         vbody["corpus_weights"] = body.corpus_weights
     if body.corpora is None:
-        # Every corpus but the playbooks: recorded questions are not answers.
-        vbody["exclude_corpora"] = sorted({cfg.playbook_corpus, playbook_name})
+        vbody["exclude_corpora"] = excluded
     search_meta: dict[str, Any] = {}
     merged, results = await _search_all(deps, body.corpora, vbody, search_meta)
     if include and playbook.include_refused(results):
@@ -282,6 +314,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         degraded.append("playbook_recall_unavailable")
 
     _raise_request_fault(results, body)
+    skipped = _skipped(results, vectors, mode, body)
     failed = [r for r in results if r.error is not None]
     if failed and (not body.allow_partial or len(failed) == len(results)):
         _raise_unavailable(failed, len(results))
@@ -317,6 +350,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         "failed_corpora": [{"corpus": r.corpus, "error": describe(r.error),
                             "status": r.error.status, "code": r.error.code}
                            for r in failed if r.error is not None],
+        "skipped_corpora": skipped,
         "degraded": degraded,
         "playbook_boosted": boosted,
         "embed_ms": embed_ms,

@@ -55,6 +55,10 @@ def hits(out: dict[str, Any]) -> str:
     if failed:
         notes.append("failed corpora: " + ", ".join(str(f.get("corpus")) for f in failed
                                                      if isinstance(f, dict)))
+    skipped = out.get("skipped_corpora")
+    if skipped:
+        notes.append("searched without vectors: " + ", ".join(
+            str(s.get("corpus")) for s in skipped if isinstance(s, dict)))
     if out.get("playbook_boosted"):
         notes.append(f"{out['playbook_boosted']} boosted by feedback")
     if out.get("took_ms") is not None:

@@ -45,6 +45,7 @@ from internal.vectord import (
     postings,
     prf,
     schema,
+    spaces,
 )
 from internal.vectord.filters import build_where, is_filtered
 from internal.vectord.language import AUTO
@@ -69,6 +70,7 @@ class Outcome:
     error: Exception | None = None
     took_ms: float = 0.0
     hits: int = 0
+    skipped: str | None = None  # why no query vector fits its space (query_vectors)
 
 
 @dataclass(frozen=True)
@@ -115,12 +117,12 @@ def plan(store: Store, req: SearchRequest) -> Plan:
     elif req.mode == "lexical":
         text = query_text(req, "lexical")
     elif req.mode == "hybrid":
-        if req.query_text is None and req.query_vector is None:
+        if req.query_text is None and req.query_vector is None and not req.query_vectors:
             raise InvalidArgument(
                 "query_text: mode 'hybrid' needs query_text, query_vector or both",
                 field="query_text")
         text = query_text(req, "hybrid") if req.query_text is not None else ""
-    elif req.query_vector is None:
+    elif req.query_vector is None and not req.query_vectors:
         raise InvalidArgument("query_vector: required for mode 'vector'", field="query_vector")
     k1, b, fw = bm25_options(store, req)
     rrf_k = store.cfg.rrf_k if req.rrf_k is None else req.rrf_k
@@ -186,6 +188,13 @@ async def _each(store: Store, outcomes: Sequence[Outcome],
 
 def _weight(o: Outcome, weights: dict[str, float]) -> float:
     return weights.get(o.name, 1.0)
+
+
+def _choose(p: Plan, o: Outcome, corpus: Corpus) -> spaces.Choice:
+    """The corpus's query vector and space; a skip is noted on its outcome."""
+    choice = spaces.choose(corpus, p.req.query_vector, p.req.query_vectors)
+    o.skipped = choice.skipped
+    return choice
 
 
 @dataclass
@@ -260,10 +269,15 @@ async def _resolved(corpus: Corpus) -> Corpus:
 async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
-    assert req.query_vector is not None
+    by_name = {o.name: o for o in outcomes}
+    space: dict[str, int] = {}
 
     async def run(corpus: Corpus) -> list[Hit]:
-        q = validate.vector(req.query_vector or [], corpus.dim, corpus.metric, "query_vector")
+        choice = _choose(p, by_name[corpus.name], corpus)
+        if choice.vector is None:
+            return []
+        space[corpus.name] = choice.space
+        q = validate.vector(choice.vector, corpus.dim, corpus.metric, "query_vector")
         rows = await store.vector_search(corpus, q, req.k, p.ef_search, p.where, p.params)
         found = hits.from_vector_rows(corpus, rows)
         have = {h.id for h in found}
@@ -277,15 +291,24 @@ async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
                 found.append(h)
         return found
 
-    rows: list[tuple[float, str, int, Hit]] = []
+    per_space: dict[int, list[tuple[float, str, int, Hit]]] = {}
     for o, found in await _each(store, outcomes, run):
         w = _weight(o, weights)
         for h in found:
             assert h.distance is not None
             h.merge_distance = federation.weighted_distance(h.distance, w)
-            rows.append((h.merge_distance, h.id, o.position, h))
-    rows.sort(key=lambda r: r[:3])
-    return _keep([r[3] for r in rows], req.k, inc)
+            per_space.setdefault(space[o.name], []).append(
+                (h.merge_distance, h.id, o.position, h))
+    for rows in per_space.values():
+        rows.sort(key=lambda r: r[:3])
+    if len(per_space) <= 1:
+        return _keep([r[3] for rows in per_space.values() for r in rows], req.k, inc)
+    # Several models: distances of different spaces do not compare; the spaces' lists
+    # are interleaved by rank (each space's first, then each one's second...).
+    ranked = sorted(((rank, r[2], r[1], r[3])
+                     for rows in per_space.values() for rank, r in enumerate(rows)),
+                    key=lambda r: r[:3])
+    return _keep([r[3] for r in ranked], req.k, inc)
 
 
 async def _keyword(store: Store, p: Plan, outcomes: list[Outcome]) -> list[Hit]:
@@ -540,6 +563,7 @@ class _Candidates:
     extra_vec: list[tuple[str, float]] = field(default_factory=list)
     extra_lex: list[tuple[str, float]] = field(default_factory=list)
     included: set[str] = field(default_factory=set)  # keys found by no branch on their own
+    space: int = spaces.PLAIN  # the embedding space its vector candidates are from
 
 
 async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
@@ -555,18 +579,22 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         federated, stats = await _stats(store, p, outcomes)
     text = p.text if (not federated or stats is not None) else ""
 
-    position = {o.name: o.position for o in outcomes}
+    by_name = {o.name: o for o in outcomes}
+    choices: dict[int, spaces.Choice] = {}
 
     async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
-        return corpus, await _corpus_candidates(store, p, corpus, text, federated, stats,
-                                                position[corpus.name],
-                                                inc.get(corpus.name, []),
-                                                ix=indexes.get(corpus.id))
+        o = by_name[corpus.name]
+        choices[o.position] = choice = _choose(p, o, corpus)
+        found = await _corpus_candidates(store, p, corpus, text, federated, stats,
+                                         o.position, inc.get(corpus.name, []),
+                                         query_vector=choice.vector, ix=indexes.get(corpus.id))
+        found.space = choice.space
+        return corpus, found
 
     per = await _each(store, outcomes, run)
     metric = {o.position: c.metric for o, (c, _) in per}
     parts = [c for _, (_, c) in per]
-    vec, lex = _merged_vec(parts, p.n), _merged_lex(parts, p.n)
+    vec_lists, lex = _merged_vec_spaces(parts, p.n), _merged_lex(parts, p.n)
     included = {key for c in parts for key in c.included}
     asked = {federation.key(i, o.position) for o, _ in per for i in inc.get(o.name, [])}
     sym: dict[str, float] | None = None
@@ -580,24 +608,24 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         item_id, pos = federation.unkey(k)
         return (factors or {}).get((name_of[pos], item_id), 1.0)
 
-    def fuse(vec: list[tuple[str, float]], lex: list[tuple[str, float]]) -> list[fusion.Fused]:
+    def fuse(vec_lists: list[list[tuple[str, float]]], lex: list[tuple[str, float]]
+             ) -> list[fusion.Fused]:
         if factors:  # the playbook's factor inside the fusion (true values stay shown)
-            vec = federation.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
+            vec_lists = [federation.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
+                         for vec in vec_lists]
             lex = federation.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
-        branches = {
-            fusion.VECTOR: [(k, hits.similarity(metric[federation.unkey(k)[1]], d))
-                            for k, d in vec],
-            fusion.LEXICAL: lex,
-        }
-        return fusion.fuse(p.method, branches, k=p.rrf_k, weights=p.fusion_weights,
-                           symbolic=sym)
+        similarities = [[(k, hits.similarity(metric[federation.unkey(k)[1]], d)) for k, d in vec]
+                        for vec in vec_lists]
+        return fusion.fuse(p.method, {fusion.LEXICAL: lex}, k=p.rrf_k,
+                           weights=p.fusion_weights, symbolic=sym, vector_spaces=similarities)
 
-    fused = fuse(vec, lex)
+    fused = fuse(vec_lists, lex)
     if p.prf.on and fused:
         corpora_at = {o.position: c for o, (c, _) in per}
         inc_at = {o.position: inc.get(o.name, []) for o, _ in per}
+        first = {o.position: c for o, (_, c) in per}
         vec_parts, lex_parts = await _feedback(store, p, corpora_at, inc_at, fused, text, stats,
-                                               indexes)
+                                               choices, first, indexes)
         # The second pass's candidates bring their own symbolic scores and `include`
         # extras, so a candidate new in this pass is scored as in the first. (`included`,
         # "found by no branch on its own", stays the first pass's: a rerun is one branch.)
@@ -606,11 +634,11 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
                 for c in new:
                     sym.update(c.sym)
         if vec_parts is not None:
-            vec = _merged_vec(vec_parts, p.n)
+            vec_lists = _merged_vec_spaces(vec_parts, p.n)
         if lex_parts is not None:
             lex = _merged_lex(lex_parts, p.n)
-        fused = fuse(vec, lex)
-    distance = dict(vec)  # true values, shown on the hits
+        fused = fuse(vec_lists, lex)
+    distance = {k: d for vec in vec_lists for k, d in vec}  # true values, shown on the hits
     lexical_score = dict(lex)
     by_pos = {o.position: o for o, _ in per}
     order = sorted(
@@ -654,20 +682,19 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
 async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, federated: bool,
                              stats: lexical.QueryStats | None, position: int,
                              include: Sequence[str] = (),
-                             query_vector: list[float] | bool | None = True,
+                             query_vector: list[float] | None = None,
                              ix: postings.CorpusIndex | None = None) -> _Candidates:
     """One corpus's vector and BM25 candidates (ids and branch scores only), and the
     `include` items' scores in the branches that missed them.
 
-    query_vector: True for the request's, None for no vector branch, or another vector
-    (feedback); text blank: no BM25 branch; ix: BM25 from this in-memory index (with the
-    given statistics) instead of inside the statement.
+    query_vector: the vector its space is searched with (the request's, or feedback's
+    moved one), None for no vector branch; text blank: no BM25 branch; ix: BM25 from this
+    in-memory index (with the given statistics) instead of inside the statement.
     """
     req = p.req
-    qv = req.query_vector if query_vector is True else query_vector
     query: npt.NDArray[np.float32] | None = None
-    if isinstance(qv, list):
-        query = validate.vector(qv, corpus.dim, corpus.metric, "query_vector")
+    if query_vector is not None:
+        query = validate.vector(query_vector, corpus.dim, corpus.metric, "query_vector")
     langs = query_languages(req, corpus)
     lexical_branch = bool(text.strip())
     scored: list[tuple[str, float]] | None = None
@@ -857,11 +884,14 @@ _FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexem
 async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
                     inc: dict[int, list[str]], first: list[fusion.Fused], text: str,
                     stats: lexical.QueryStats | None,
+                    choices: dict[int, spaces.Choice], first_parts: dict[int, _Candidates],
                     indexes: dict[int, postings.CorpusIndex] | None = None
                     ) -> tuple[list[_Candidates] | None, list[_Candidates] | None]:
     """The branches run again from the query moved toward the top fused hits (prf.py):
     each corpus's candidates of the moved vector branch and of the expanded lexical branch
-    (None: that branch does not run again)."""
+    (None: that branch does not run again). Each embedding space moves its own query
+    vector toward the top hits of its own corpora (first_parts: a space with none keeps
+    its first pass)."""
     if p.prf.min_docs > 0:
         if stats is None and text.strip():
             stats = await union_stats(store, p, list(corpora.values()))
@@ -872,16 +902,28 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
     for f in top:
         item_id, pos = federation.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
-    new_vec = new_lex = None
-    if p.prf.vector and p.req.query_vector is not None:
+    new_vec: list[_Candidates] | None = None
+    new_lex: list[_Candidates] | None = None
+    searched = {pos: c for pos, c in choices.items() if c.vector is not None and pos in corpora}
+    if p.prf.vector and searched:
         docs = await _read(store, corpora, wanted, _FEEDBACK_VECTORS)
         by_key = {r["key"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in docs}
-        # In the fused order, so the sum (and the moved query) does not depend on which
-        # corpus answered first.
-        vectors = [by_key[f.id] for f in top if f.id in by_key]
-        q = np.asarray(p.req.query_vector, dtype=np.float32)
-        moved = prf.rocchio(q, vectors, p.prf.weight)
-        new_vec = await _rerun(store, p, corpora, inc, "", False, None, moved.tolist())
+        by_space: dict[int, list[int]] = {}
+        for pos, c in searched.items():
+            by_space.setdefault(c.space, []).append(pos)
+        new_vec = []
+        for space, positions in sorted(by_space.items()):
+            # In the fused order, so the sum (and the moved query) does not depend on which
+            # corpus answered first.
+            vectors = [by_key[f.id] for f in top
+                       if f.id in by_key and federation.unkey(f.id)[1] in positions]
+            if not vectors and len(by_space) > 1:
+                new_vec += [first_parts[pos] for pos in positions]
+                continue
+            q = np.asarray(searched[positions[0]].vector, dtype=np.float32)
+            moved = prf.rocchio(q, vectors, p.prf.weight)
+            new_vec += await _rerun(store, p, {pos: corpora[pos] for pos in positions}, inc,
+                                    "", False, None, moved.tolist(), space=space)
     if p.prf.terms > 0 and text.strip():
         expanded = await _expanded_stats(store, p, corpora, top, wanted, stats, indexes)
         if expanded is not None:
@@ -902,6 +944,14 @@ def _merged_vec(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
     return federation.top_by_distance(vec + extra, len(vec) + len(extra))
 
 
+def _merged_vec_spaces(parts: list[_Candidates], n: int) -> list[list[tuple[str, float]]]:
+    """_merged_vec within each embedding space (one list when every corpus shares one)."""
+    by_space: dict[int, list[_Candidates]] = {}
+    for c in parts:
+        by_space.setdefault(c.space, []).append(c)
+    return [_merged_vec(group, n) for _, group in sorted(by_space.items())] or [[]]
+
+
 def _merged_lex(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
     """The union's top n by BM25, then the `include` items with their true scores."""
     lex = federation.top_by_score([r for c in parts for r in c.lex], n)
@@ -912,14 +962,17 @@ def _merged_lex(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
 async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[int, list[str]],
                  text: str, given: bool, stats: lexical.QueryStats | None,
                  query: list[float] | None,
-                 indexes: dict[int, postings.CorpusIndex] | None = None) -> list[_Candidates]:
+                 indexes: dict[int, postings.CorpusIndex] | None = None,
+                 space: int = spaces.PLAIN) -> list[_Candidates]:
     """One branch again (the vector one when `query` is given, else BM25) over every
     corpus: each corpus's candidates (BM25 from `indexes` when given)."""
     async def run(pos: int) -> _Candidates:
         c = corpora[pos]
-        return await _corpus_candidates(store, p, c, text, given, stats, pos,
-                                        inc.get(pos, []), query_vector=query,
-                                        ix=(indexes or {}).get(c.id) if query is None else None)
+        found = await _corpus_candidates(store, p, c, text, given, stats, pos,
+                                         inc.get(pos, []), query_vector=query,
+                                         ix=(indexes or {}).get(c.id) if query is None else None)
+        found.space = space
+        return found
 
     return list(await asyncio.gather(*(run(pos) for pos in corpora)))
 

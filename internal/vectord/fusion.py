@@ -13,6 +13,12 @@ given. Every method returns the union of the candidates, best first:
 A candidate missing from a layer contributes 0 for it. Weights are normalised over the
 layers in play (a branch with no candidates, or no preferences, drops out), so an empty
 branch leaves the other branch's order unchanged.
+
+Corpora embedded by different models are different vector spaces: their distances do not
+share a scale. The vector layer is then given as one list per space (`vector_spaces`):
+ranks and normalisation are taken within each space's list, each weighted as the vector
+layer, and a candidate (which belongs to one space) is scored by its own space's list.
+With one space this is the plain vector branch.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ SYMBOLIC = "symbolic"
 LAYERS = (VECTOR, LEXICAL, SYMBOLIC)
 METHODS = ("rrf", "weighted", "dbsf")
 
-# Defaults tuned on SciFact train, Cranfield dev and CISI dev (DECISIONS.md, issue 8):
+# Defaults tuned on SciFact train, Cranfield dev and CISI dev (DECISIONS.md, Fusion):
 # weighted with vector = lexical was the only setting within reach of the best on all
 # three (SciFact +0.031 nDCG@10 over BM25); the symbolic layer keeps its 0.2.
 DEFAULT_METHOD = "weighted"  # hybrid's fusion when a request names none
@@ -113,30 +119,56 @@ def _symbolic_ranks(symbolic: Mapping[str, float]) -> dict[str, int]:
     return {cid: first[s] for cid, s in symbolic.items() if s > 0}
 
 
-def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None
-             ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, dict[str, int]]]:
-    """Union of candidate ids (first-seen order) and each layer's raw scores and ranks."""
+def with_spaces(branches: Mapping[str, Branch], vector_spaces: Sequence[Branch] | None
+                ) -> tuple[dict[str, Branch], list[Branch]]:
+    """The branches with the vector layer as its list of spaces (one list when not split)."""
+    out = dict(branches)
+    if vector_spaces is None:
+        return out, [out[VECTOR]] if VECTOR in out else []
+    if VECTOR in out:
+        raise ValueError("give the vector layer as a branch or as vector_spaces, not both")
+    spaces = [s for s in vector_spaces if s]
+    if spaces:
+        out[VECTOR] = [r for s in spaces for r in s]
+    return out, spaces
+
+
+def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None,
+             vector_spaces: Sequence[Branch] | None = None
+             ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, dict[str, int]],
+                        list[list[str]]]:
+    """Union of candidate ids (first-seen order), each layer's raw scores and ranks (the
+    vector layer's ranked within each space), and the vector layer's ids per space."""
     for name in branches:
         if name not in (VECTOR, LEXICAL):
             raise ValueError(f"unknown branch {name!r}")
+    flat, spaces = with_spaces(branches, vector_spaces)
     order: list[str] = []
     seen: set[str] = set()
     raw: dict[str, dict[str, float]] = {}
     ranks: dict[str, dict[str, int]] = {}
-    for name, hits in branches.items():
-        raw[name], ranks[name] = {}, {}
+    groups: list[list[str]] = []
+    lists: list[tuple[str, Branch]] = [(VECTOR, s) for s in spaces]
+    lists += [(name, b) for name, b in flat.items() if name != VECTOR]
+    for name, hits in lists:
+        raw.setdefault(name, {})
+        ranks.setdefault(name, {})
+        group: list[str] = []
         for rank, (cid, score) in enumerate(hits, 1):
             if cid in raw[name]:
                 continue  # keep a duplicate's best (first) rank
             raw[name][cid] = float(score)
             ranks[name][cid] = rank
+            group.append(cid)
             if cid not in seen:
                 seen.add(cid)
                 order.append(cid)
+        if name == VECTOR:
+            groups.append(group)
     if symbolic is not None:
         raw[SYMBOLIC] = {cid: float(symbolic.get(cid, 0.0)) for cid in order}
         ranks[SYMBOLIC] = _symbolic_ranks(raw[SYMBOLIC])
-    return order, raw, ranks
+    return order, raw, ranks, groups
 
 
 def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapping[str, float]],
@@ -153,8 +185,9 @@ def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapp
     return [Fused(cid, -neg, raw, ranks, layers) for neg, _, _, cid in keyed]
 
 
-def _active(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None) -> list[str]:
-    layers = [name for name in (VECTOR, LEXICAL) if branches.get(name)]
+def _active(raw: Mapping[str, Mapping[str, float]], symbolic: Mapping[str, float] | None
+            ) -> list[str]:
+    layers = [name for name in (VECTOR, LEXICAL) if raw.get(name)]
     if symbolic is not None and layers:
         layers.append(SYMBOLIC)
     return layers
@@ -162,7 +195,8 @@ def _active(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None
 
 def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
         symbolic: Mapping[str, float] | None = None,
-        weights: Mapping[str, float] | None = None) -> list[Fused]:
+        weights: Mapping[str, float] | None = None,
+        vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
     """Reciprocal Rank Fusion; symbolic ranks count candidates matching a preference.
 
     Without weights every layer counts alike (the classic formula); with weights each
@@ -170,8 +204,8 @@ def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
     """
     if k < 1:
         raise ValueError("rrf_k: must be >= 1")
-    order, raw, ranks = _collect(branches, symbolic)
-    layers = _active(branches, symbolic)
+    order, raw, ranks, _ = _collect(branches, symbolic, vector_spaces)
+    layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers) if weights is not None else dict.fromkeys(layers, 1.0)
     fused = {
         cid: sum(w[layer] / (k + ranks[layer][cid]) for layer in layers if cid in ranks[layer])
@@ -181,44 +215,52 @@ def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
 
 
 def _normalised_fusion(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None,
-                       weights: Mapping[str, float], method: str) -> list[Fused]:
-    order, raw, ranks = _collect(branches, symbolic)
-    layers = _active(branches, symbolic)
+                       weights: Mapping[str, float], method: str,
+                       vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
+    order, raw, ranks, groups = _collect(branches, symbolic, vector_spaces)
+    layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers)
     norm: dict[str, dict[str, float]] = {}
+    scale = minmax if method == "weighted" else dbsf_normalise
     for layer in layers:
         if layer == SYMBOLIC:
             # A share of preferences is already on [0, 1] and comparable across queries.
             norm[layer] = raw[layer]
             continue
-        ids = list(raw[layer])
-        values = [raw[layer][cid] for cid in ids]
-        scaled = minmax(values) if method == "weighted" else dbsf_normalise(values)
-        norm[layer] = dict(zip(ids, scaled, strict=True))
+        norm[layer] = {}
+        for ids in groups if layer == VECTOR else [list(raw[layer])]:
+            values = [raw[layer][cid] for cid in ids]
+            norm[layer].update(zip(ids, scale(values), strict=True))
     fused = {cid: sum(w[layer] * norm[layer].get(cid, 0.0) for layer in layers) for cid in order}
     return _finish(order, fused, raw, ranks)
 
 
 def weighted(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
-             symbolic: Mapping[str, float] | None = None) -> list[Fused]:
+             symbolic: Mapping[str, float] | None = None,
+             vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
     """Convex combination of min-max normalised layer scores."""
-    return _normalised_fusion(branches, symbolic, weights, "weighted")
+    return _normalised_fusion(branches, symbolic, weights, "weighted", vector_spaces)
 
 
 def dbsf(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
-         symbolic: Mapping[str, float] | None = None) -> list[Fused]:
+         symbolic: Mapping[str, float] | None = None,
+         vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
     """Distribution-based score fusion: mean ± 3σ normalisation, then weighted sum."""
-    return _normalised_fusion(branches, symbolic, weights, "dbsf")
+    return _normalised_fusion(branches, symbolic, weights, "dbsf", vector_spaces)
 
 
 def fuse(method: str, branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
          weights: Mapping[str, float] | None = None,
-         symbolic: Mapping[str, float] | None = None) -> list[Fused]:
+         symbolic: Mapping[str, float] | None = None,
+         vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
     """Dispatch on the method name (rrf | weighted | dbsf)."""
     if method == "rrf":
-        return rrf(branches, k=k, symbolic=symbolic, weights=weights)
+        return rrf(branches, k=k, symbolic=symbolic, weights=weights,
+                   vector_spaces=vector_spaces)
     if method == "weighted":
-        return weighted(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic)
+        return weighted(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic,
+                        vector_spaces=vector_spaces)
     if method == "dbsf":
-        return dbsf(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic)
+        return dbsf(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic,
+                    vector_spaces=vector_spaces)
     raise ValueError(f"fusion: unknown method {method!r}; expected one of {', '.join(METHODS)}")

@@ -24,6 +24,8 @@ from internal.api.vectord import (
     SearchError,
     SearchRequest,
     SearchResponse,
+    Space,
+    SpacesResponse,
     UpsertRequest,
 )
 from internal.common.auth import protect
@@ -45,6 +47,7 @@ STORE: web.AppKey[Store] = web.AppKey("store", Store)
 
 PREFIX = "/v1/vectors/corpora"
 MULTI_SEARCH = "/v1/vectors/search"
+SPACES = "/v1/vectors/spaces"
 MAX_SEARCH_CORPORA = 1000
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
@@ -263,6 +266,9 @@ def _corpus_result(o: federated.Outcome) -> CorpusSearchResult:
     route would have answered it."""
     exc = o.error
     if exc is None:
+        if o.skipped is not None:
+            return CorpusSearchResult(corpus=o.name, hits=o.hits, took_ms=o.took_ms,
+                                      skipped=o.skipped)
         return CorpusSearchResult(corpus=o.name, hits=o.hits, took_ms=o.took_ms)
     if isinstance(exc, LakehouseError) and not (exc.status >= 500 and exc.code == "internal"):
         return CorpusSearchResult(corpus=o.name, status=exc.status,
@@ -273,6 +279,17 @@ def _corpus_result(o: federated.Outcome) -> CorpusSearchResult:
         log.error("search_crashed", corpus=o.name, exc_info=exc)
     return CorpusSearchResult(corpus=o.name, status=500,
                               error=SearchError("internal", "internal error"))
+
+
+async def spaces(request: web.Request) -> web.Response:
+    """Every corpus by embedding space (model label, dimension): what a caller embeds a
+    query with before a search over them (matrixd does)."""
+    groups: dict[tuple[str | None, int], list[str]] = {}
+    for name, dim, model in await request.app[STORE].registry():
+        groups.setdefault((model, dim), []).append(name)
+    return json_response(SpacesResponse(spaces=[
+        Space(model=model, dim=dim, corpora=names)
+        for (model, dim), names in sorted(groups.items(), key=lambda g: (g[0][0] or "", g[0][1]))]))
 
 
 async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
@@ -376,6 +393,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_get(PREFIX + "/{name}/ids", list_ids)
     r.add_post(PREFIX + "/{name}/search", search)
     r.add_post(MULTI_SEARCH, multi_search)
+    r.add_get(SPACES, spaces)
     return app
 
 

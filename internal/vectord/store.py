@@ -283,6 +283,13 @@ class Store:
                 out.append(corpus.public(n))
         return out
 
+    async def registry(self) -> list[tuple[str, int, str | None]]:
+        """Every corpus's (name, dimension, model label), in name order (no counts)."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT name, dim, model FROM vectord_corpora ORDER BY name")
+            return [(str(r[0]), int(r[1]), None if r[2] is None else str(r[2]))
+                    for r in await cur.fetchall()]
+
     async def corpus_names(self) -> list[str]:
         """Every corpus's name, in name order (no counts: cheap enough for each search)."""
         async with self.pool.connection() as conn:

@@ -134,3 +134,25 @@ def test_bad_arguments() -> None:
 def test_duplicate_ids_keep_their_first_rank() -> None:
     out = rrf({"vector": [("a", 1.0), ("a", 0.5), ("b", 0.4)]}, k=1)
     assert [(h.id, h.ranks["vector"]) for h in out] == [("a", 1), ("b", 3)]
+
+
+def test_vector_spaces_rank_and_normalise_within_each_space() -> None:
+    lex = [("a1", 3.0), ("b1", 2.0), ("a2", 1.0)]
+    one = [("a1", 0.9), ("a2", 0.5), ("b1", 0.1)]
+    # One space: the plain vector branch, score for score.
+    for method in ("rrf", "weighted", "dbsf"):
+        plain = fusion.fuse(method, {"vector": one, "lexical": lex})
+        spaced = fusion.fuse(method, {"lexical": lex}, vector_spaces=[one])
+        assert [(f.id, f.score, f.ranks) for f in plain] == [
+            (f.id, f.score, f.ranks) for f in spaced]
+    # Two spaces whose scales differ wildly: each space's best is rank 1 and scaled to 1.
+    a = [("a1", 0.9), ("a2", 0.5)]
+    b = [("b1", 90.0), ("b2", 10.0)]
+    fused = {f.id: f for f in fusion.fuse("rrf", {"lexical": []}, vector_spaces=[a, b])}
+    assert fused["a1"].ranks["vector"] == fused["b1"].ranks["vector"] == 1
+    assert fused["a1"].score == fused["b1"].score == pytest.approx(1 / 61)
+    fused = {f.id: f for f in fusion.fuse("weighted", {"lexical": []}, vector_spaces=[a, b])}
+    assert fused["a1"].score == fused["b1"].score == pytest.approx(1.0)
+    assert fused["a2"].score == fused["b2"].score == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="not both"):
+        fusion.fuse("rrf", {"vector": a}, vector_spaces=[b])

@@ -1,0 +1,51 @@
+"""Embedding spaces of a search: which query vector each corpus is searched with (no I/O).
+
+A corpus records the model that embedded its items (its label) and its dimension. The
+vectors of different models do not share a scale, so a search over corpora of several
+models searches each space with the query embedded by that space's model, and the
+fusion treats the spaces' vector lists as separate branches (fusion.vector_spaces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from internal.api.vectord import Corpus, QueryVector
+
+# The space of the request's own query_vector (the others are indexes of query_vectors).
+PLAIN = -1
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The vector a corpus is searched with and its space; vector None: none fits."""
+
+    vector: list[float] | None
+    space: int
+    skipped: str | None = None  # why no vector fits (query_vectors given)
+
+
+def choose(corpus: Corpus, query_vector: list[float] | None,
+           query_vectors: Sequence[QueryVector] | None) -> Choice:
+    """The query vector for corpus.
+
+    Without query_vectors: the request's query_vector, whatever it is (a wrong dimension
+    is the caller's 400, as ever). With them: the vector of the model the corpus records;
+    a corpus that records none takes query_vector when its dimension fits; else none fits
+    and the corpus's vector branch is skipped with the reason.
+    """
+    if query_vectors is None:
+        return Choice(query_vector, PLAIN)
+    if corpus.model is not None:
+        for i, qv in enumerate(query_vectors):
+            if qv.model == corpus.model:
+                if len(qv.vector) != corpus.dim:
+                    return Choice(None, i, f"the query embedded by model {corpus.model!r} has "
+                                           f"{len(qv.vector)} dimensions, the corpus {corpus.dim}")
+                return Choice(qv.vector, i)
+        return Choice(None, PLAIN, f"no query vector for its model {corpus.model!r}")
+    if query_vector is not None and len(query_vector) == corpus.dim:
+        return Choice(query_vector, PLAIN)
+    return Choice(None, PLAIN, f"it records no model and its dimension {corpus.dim} fits "
+                               "no query vector")
