@@ -50,6 +50,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", f"{_C}/search", "vectord", "Search one corpus", s.SearchRequest, s.SearchResponse),
     Route("POST", "/v1/vectors/search", "vectord", "Search several corpora in one call (errors per corpus)",
           s.MultiSearchRequest, s.MultiSearchResponse),
+    Route("GET", "/v1/vectors/spaces", "vectord", "Corpora by embedding space (model, dimension)",
+          None, s.SpacesResponse),
     Route("GET", "/v1/matrix/corpora", "matrixd", "Corpora available to matrix search", None, s.MatrixCorpora),
     Route("POST", "/v1/matrix/search", "matrixd", "Search many corpora at once", s.MatrixSearchRequest, s.MatrixSearchResponse),
     Route("POST", "/v1/matrix/playbooks/record", "matrixd", "Record feedback on an answer", s.RecordRequest, s.RecordResponse),

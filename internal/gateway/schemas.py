@@ -51,6 +51,7 @@ from internal.api.vectord import (
     MultiSearchResponse,
     SearchRequest,
     SearchResponse,
+    SpacesResponse,
     UpsertRequest,
 )
 from internal.embedd.models import EmbedRequest
@@ -91,6 +92,7 @@ __all__ = [
     "SearchResponse",
     "SmartSearchRequest",
     "SmartSearchResponse",
+    "SpacesResponse",
     "StoredItem",
     "SyncRun",
     "SyncStatus",
