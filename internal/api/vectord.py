@@ -216,6 +216,9 @@ class Corpus(msgspec.Struct, frozen=True):
     model: str | None
     keyword_index: str  # "trgm" (pg_trgm GIN index) or "scan" (plain ILIKE scan)
     created_at: datetime
+    # The shared vector index of its embedding space (vectord's space_index); None: not
+    # attached (its index deferred, or not migrated yet).
+    space_id: int | None = None
 
     def public(self, count: int) -> dict[str, Any]:
         return {

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 import psycopg
+import structlog
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -58,6 +59,7 @@ from internal.vectord.lexical_search import (
 from internal.vectord.store import Store
 
 T = TypeVar("T")
+log = structlog.get_logger()
 
 
 @dataclass
@@ -197,6 +199,55 @@ def _choose(p: Plan, o: Outcome, corpus: Corpus) -> spaces.Choice:
     return choice
 
 
+Member = tuple[int, Corpus, list[float], int]  # position, corpus, query vector, its space
+
+
+async def _shared_scans(store: Store, p: Plan, members: Sequence[Member], n: int
+                        ) -> dict[int, list[tuple[str, float]]]:
+    """The vector candidates of the corpora their space's shared index serves: one scan
+    per (space, query vector), the union's n nearest; position -> (key, distance),
+    nearest first. The others (absent from the answer) search their own tables.
+
+    Not for a hard filter or preferences (the shared index holds vectors only), nor
+    where spaces.use_shared prefers the corpora's own graphs. A failed scan falls back
+    to the corpora's own tables (the shared index is derived data)."""
+    if p.filtered or p.symbolic is not None:
+        return {}
+    groups: dict[tuple[int, int], list[Member]] = {}
+    for m in members:
+        if m[1].space_id is not None:
+            groups.setdefault((m[1].space_id, m[3]), []).append(m)
+    if not any(len(g) > 1 for g in groups.values()):
+        return {}
+    sizes = await store.space_sizes()
+    out: dict[int, list[tuple[str, float]]] = {}
+
+    async def scan(space_id: int, group: list[Member]) -> None:
+        known = sizes.get(space_id, {})
+        searched = [known.get(c.id, -1.0) for _, c, _, _ in group]
+        every = [*known.values(), *(-1.0 for _, c, _, _ in group if c.id not in known)]
+        if not spaces.use_shared(searched, every):
+            return
+        first = group[0][1]
+        q = validate.vector(group[0][2], first.dim, first.metric, "query_vector")
+        try:
+            rows = await store.space_search(space_id, first.metric, [c.id for _, c, _, _ in group],
+                                            q, n, p.ef_search)
+        except ReplicaFailed:
+            raise
+        except Exception as exc:
+            log.warning("space_scan_failed", space=space_id, error=str(exc))
+            return
+        position = {c.id: pos for pos, c, _, _ in group}
+        found: dict[int, list[tuple[str, float]]] = {pos: [] for pos, _, _, _ in group}
+        for cid, item_id, d in rows:
+            found[position[cid]].append((federation.key(item_id, position[cid]), d))
+        out.update(found)
+
+    await asyncio.gather(*(scan(sid, g) for (sid, _), g in groups.items()))
+    return out
+
+
 @dataclass
 class Result:
     hits: list[Hit]
@@ -271,12 +322,23 @@ async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
     req = p.req
     by_name = {o.name: o for o in outcomes}
     space: dict[str, int] = {}
+    live = [o for o in outcomes if o.error is None and o.corpus is not None]
+    choices = {o.name: _choose(p, o, o.corpus) for o in live if o.corpus is not None}
+    shared = await _shared_scans(store, p, [
+        (o.position, o.corpus, ch.vector, ch.space) for o in live
+        if o.corpus is not None and (ch := choices[o.name]).vector is not None
+        and not inc.get(o.name)], req.k)
+    grouped = await _shared_hits(store, {o.position: o.corpus for o in live
+                                         if o.corpus is not None and o.position in shared}, shared)
 
     async def run(corpus: Corpus) -> list[Hit]:
-        choice = _choose(p, by_name[corpus.name], corpus)
+        o = by_name[corpus.name]
+        choice = choices.get(corpus.name) or _choose(p, o, corpus)
         if choice.vector is None:
             return []
         space[corpus.name] = choice.space
+        if o.position in grouped:
+            return grouped[o.position]
         q = validate.vector(choice.vector, corpus.dim, corpus.metric, "query_vector")
         rows = await store.vector_search(corpus, q, req.k, p.ef_search, p.where, p.params)
         found = hits.from_vector_rows(corpus, rows)
@@ -309,6 +371,23 @@ async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
                      for rows in per_space.values() for rank, r in enumerate(rows)),
                     key=lambda r: r[:3])
     return _keep([r[3] for r in ranked], req.k, inc)
+
+
+async def _shared_hits(store: Store, corpora: dict[int, Corpus],
+                       shared: dict[int, list[tuple[str, float]]]) -> dict[int, list[Hit]]:
+    """The hits of a shared-index scan, their rows read from their corpora's tables."""
+    wanted = {pos: [federation.unkey(key)[0] for key, _ in found]
+              for pos, found in shared.items() if found and pos in corpora}
+    rows = await _read_items(store, corpora, wanted) if wanted else {}
+    out: dict[int, list[Hit]] = {}
+    for pos, corpus in corpora.items():
+        found = []
+        for key, d in shared.get(pos, []):
+            row = rows.get((pos, federation.unkey(key)[0]))
+            if row is not None:  # deleted between the statements
+                found.append({**row, "distance": d})
+        out[pos] = hits.from_vector_rows(corpus, found)
+    return out
 
 
 async def _keyword(store: Store, p: Plan, outcomes: list[Outcome]) -> list[Hit]:
@@ -580,14 +659,26 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     text = p.text if (not federated or stats is not None) else ""
 
     by_name = {o.name: o for o in outcomes}
-    choices: dict[int, spaces.Choice] = {}
+    live = [o for o in outcomes if o.error is None and o.corpus is not None]
+    choices = {o.position: _choose(p, o, o.corpus) for o in live if o.corpus is not None}
+    shared = await _shared_scans(store, p, [
+        (o.position, o.corpus, ch.vector, ch.space) for o in live
+        if o.corpus is not None and (ch := choices[o.position]).vector is not None
+        and not inc.get(o.name)], p.n)
 
     async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
         o = by_name[corpus.name]
-        choices[o.position] = choice = _choose(p, o, corpus)
-        found = await _corpus_candidates(store, p, corpus, text, federated, stats,
-                                         o.position, inc.get(corpus.name, []),
-                                         query_vector=choice.vector, ix=indexes.get(corpus.id))
+        choice = choices.get(o.position) or _choose(p, o, corpus)
+        choices[o.position] = choice
+        vec = shared.get(o.position)
+        if vec is not None and not text.strip():
+            found = _Candidates(vec, [], {})
+        else:
+            found = await _corpus_candidates(
+                store, p, corpus, text, federated, stats, o.position, inc.get(corpus.name, []),
+                query_vector=choice.vector if vec is None else None, ix=indexes.get(corpus.id))
+            if vec is not None:
+                found.vec = vec
         found.space = choice.space
         return corpus, found
 
@@ -966,7 +1057,14 @@ async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[in
                  space: int = spaces.PLAIN) -> list[_Candidates]:
     """One branch again (the vector one when `query` is given, else BM25) over every
     corpus: each corpus's candidates (BM25 from `indexes` when given)."""
+    shared: dict[int, list[tuple[str, float]]] = {}
+    if query is not None:
+        shared = await _shared_scans(store, p, [(pos, c, query, space) for pos, c in corpora.items()
+                                                if not inc.get(pos)], p.n)
+
     async def run(pos: int) -> _Candidates:
+        if pos in shared:
+            return _Candidates(shared[pos], [], {}, space=space)
         c = corpora[pos]
         found = await _corpus_candidates(store, p, c, text, given, stats, pos,
                                          inc.get(pos, []), query_vector=query,

@@ -49,6 +49,26 @@ CREATE TABLE IF NOT EXISTS vectord_lex_changes (
     PRIMARY KEY (corpus_id, version)
 );
 """),
+    # Embedding spaces (space_index.py): the corpora sharing (dimension, metric, model)
+    # have their vectors in one shared table with one HNSW graph, kept by triggers on
+    # their items tables. space_id NULL: not attached yet (a deferred index not built,
+    # or a corpus from before spaces, attached at start-up). Deleted corpora's rows wait
+    # in vectord_space_reclaim for the background reclaimer.
+    (3, """
+CREATE TABLE IF NOT EXISTS vectord_spaces (
+    id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    dim    integer NOT NULL,
+    metric text NOT NULL,
+    model  text NOT NULL,  -- '' when the corpora record no model
+    UNIQUE (dim, metric, model)
+);
+ALTER TABLE vectord_corpora ADD COLUMN IF NOT EXISTS space_id bigint;
+CREATE TABLE IF NOT EXISTS vectord_space_reclaim (
+    space_id  bigint NOT NULL,
+    corpus_id bigint NOT NULL,
+    PRIMARY KEY (space_id, corpus_id)
+);
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

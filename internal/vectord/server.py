@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator
@@ -50,6 +51,26 @@ MULTI_SEARCH = "/v1/vectors/search"
 SPACES = "/v1/vectors/spaces"
 MAX_SEARCH_CORPORA = 1000
 
+SPACE_MAINTENANCE_SECONDS = 30.0
+
+
+async def _maintain_spaces(store: Store) -> None:
+    """In the background: attach corpora not in their embedding space yet (a data
+    directory from before spaces is migrated this way, resumably), then reclaim what
+    deleted corpora left in their spaces, whenever a delete asks and every 30 s."""
+    while True:
+        try:
+            await store.attach_pending()
+            await store.reclaim()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # reported, retried on the next round
+            log.warning("space_maintenance_failed", error=str(exc))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(store.spaces_changed.wait(), SPACE_MAINTENANCE_SECONDS)
+        store.spaces_changed.clear()
+
+
 async def _database(app: web.Application) -> AsyncIterator[None]:
     """Embedded PostgreSQL (when no DSN), migrations, then the pool; undone in reverse."""
     cfg = app[CFG].vectord
@@ -73,7 +94,13 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                 store.reads = store.replicas = router
             log.info("vectord_ready", vector=db.vector_version, trgm=db.trgm,
                      schema_version=db.version, read_replicas=len(cfg.read_dsns))
-            yield
+            maintainer = asyncio.create_task(_maintain_spaces(store))
+            try:
+                yield
+            finally:
+                maintainer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await maintainer
         finally:
             if router is not None:
                 await router.close()

@@ -49,3 +49,25 @@ def choose(corpus: Corpus, query_vector: list[float] | None,
         return Choice(query_vector, PLAIN)
     return Choice(None, PLAIN, f"it records no model and its dimension {corpus.dim} fits "
                                "no query vector")
+
+
+# A space's shared index serves a search when the searched corpora hold at least this
+# share of the space's items; below it, the filtered scan visits too many foreign rows
+# and the corpora's own graphs are cheaper (scripts/proto_shared_index.py: 8 of 16
+# corpora, 1.5x one corpus through the shared graph; one corpus of 1/116 of a space,
+# 16x its own table).
+SHARED_MIN_SHARE = 0.5
+
+
+def use_shared(searched: Sequence[float], space: Sequence[float]) -> bool:
+    """Whether to read the shared index for the searched corpora of one space.
+
+    searched, space: the item counts (estimates, -1 when not known yet) of the searched
+    corpora and of every corpus attached to the space. One corpus reads its own graph;
+    with a count unknown, the share of corpora stands in for the share of items."""
+    if len(searched) < 2:
+        return False
+    if all(n >= 0 for n in space):
+        total = sum(space)
+        return total <= 0 or sum(searched) >= SHARED_MIN_SHARE * total
+    return len(searched) >= SHARED_MIN_SHARE * len(space)

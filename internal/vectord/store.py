@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 import weakref
@@ -10,9 +11,11 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import psycopg
+import structlog
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
@@ -23,11 +26,12 @@ from internal.common.hashing import content_hash
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import lexical, schema
+from internal.vectord import lexical, schema, space_index
 from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
 from internal.vectord.lexindex import LexIndex
 
 T = TypeVar("T")
+log = structlog.get_logger()
 Conn = AsyncConnection[Any]
 
 # How long a registry row read by this replica is trusted; another replica may have
@@ -35,8 +39,9 @@ Conn = AsyncConnection[Any]
 # once: UndefinedTable makes us re-read the registry and retry).
 CORPUS_TTL_SECONDS = 5.0
 
-CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at"
+CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at, space_id"
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
+SELECT_CORPUS_ID = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE id = %(id)s"
 LIST_CORPORA = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora ORDER BY name"
 INSERT_CORPUS = f"""
 INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index)
@@ -97,6 +102,17 @@ SELECT * FROM relaxed ORDER BY distance"""
 SET_SEARCH = """
 SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
 MATCHING_IDS = "SELECT id FROM {table} WHERE id = ANY(%(match_ids)s::text[]) AND {where}"
+# The shared index of an embedding space, over some of its corpora (space_index.py).
+SPACE_SEARCH = """
+SELECT corpus_id, id, embedding {op} %(q)s AS distance FROM {table}
+WHERE corpus_id = ANY(%(cids)s) ORDER BY distance LIMIT %(n)s"""
+# Items per corpus as the planner's statistics say (reltuples; -1 before the first
+# ANALYZE): the policy choosing a space's shared index over its corpora's own tables.
+CORPUS_SIZES = """
+SELECT c.id, c.space_id, coalesce(t.reltuples, -1) FROM vectord_corpora c
+LEFT JOIN pg_class t ON t.relname = 'vectord_items_' || c.id
+WHERE c.space_id IS NOT NULL"""
+SIZES_TTL_SECONDS = 10.0
 KEYWORD_SEARCH = f"""
 SELECT {ITEM_COLUMNS} FROM {{table}}
 WHERE {{expr}} LIKE %(pattern)s AND {{where}}
@@ -172,6 +188,10 @@ class Store:
         # (hnsw.ef_search, hnsw.iterative_scan) last set on each pooled connection.
         self._search_settings: weakref.WeakKeyDictionary[Conn, tuple[str, str]] = (
             weakref.WeakKeyDictionary())
+        # Set when a corpus is deleted: wakes the space maintainer (server._maintain_spaces).
+        self.spaces_changed = asyncio.Event()
+        self._sizes: dict[int, dict[int, float]] = {}
+        self._sizes_at = float("-inf")
 
     async def wal_position(self) -> str:
         """The primary's WAL position now (after every write committed before the call)."""
@@ -251,8 +271,45 @@ class Store:
                 await conn.execute(schema.create_hnsw_sql(
                     corpus.id, metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
             await lexical.install_corpus(conn, schema.items_table(corpus.id), corpus.id)
+            if not defer_index:  # a deferred corpus joins its space when its index is built
+                corpus = msgspec.structs.replace(corpus, space_id=await self._attach(conn, corpus))
         self._cache[name] = (time.monotonic(), corpus)
         return corpus
+
+    async def _attach(self, conn: Conn, corpus: Corpus) -> int:
+        return await space_index.attach(conn, corpus, self.cfg.hnsw_m,
+                                        self.cfg.hnsw_ef_construction)
+
+    async def attach_pending(self) -> int:
+        """Attach every corpus with a built index and no space (corpora from before
+        spaces; an interrupted attach): one transaction each, so a restart resumes."""
+        done = 0
+        async with self.pool.connection() as conn:
+            pending = await space_index.unattached(conn)
+        for cid, name in pending:
+            started = time.perf_counter()
+            async with self.pool.connection() as conn, conn.transaction():
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(SELECT_CORPUS_ID + " FOR UPDATE", {"id": cid})
+                row = await cur.fetchone()
+                if row is None or row["space_id"] is not None:
+                    continue  # deleted, or attached by another replica meanwhile
+                sid = await self._attach(conn, Corpus(**row))
+            self._cache.pop(name, None)
+            done += 1
+            log.info("corpus_attached_to_space", corpus=name, space=sid,
+                     seconds=round(time.perf_counter() - started, 3), left=len(pending) - done)
+        return done
+
+    async def reclaim(self) -> int:
+        """Delete what deleted corpora left in their spaces, a batch per transaction."""
+        total = 0
+        while True:
+            async with self.pool.connection() as conn, conn.transaction():
+                done = await space_index.reclaim_some(conn)
+            if done is None:
+                return total
+            total += done
 
     async def count(self, conn: Conn, corpus: Corpus) -> int:
         cur = await conn.execute(
@@ -305,7 +362,9 @@ class Store:
             await conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
                 schema.items_table(corpus.id)))
             await lexical.drop_corpus(conn, corpus.id)
+            await space_index.forget(conn, corpus)
         self._cache.pop(name, None)
+        self.spaces_changed.set()  # the background reclaimer deletes its space rows
         self.lex.forget(corpus.id)
 
     async def build_index(self, name: str) -> dict[str, Any]:
@@ -319,9 +378,13 @@ class Store:
             try:
                 await conn.execute(schema.create_hnsw_sql(
                     corpus.id, corpus.metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+                if corpus.space_id is None:
+                    async with conn.transaction():
+                        await self._attach(conn, corpus)
             finally:
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
+        self._cache.pop(name, None)
         return {"corpus": name, "index": "hnsw", "seconds": round(time.perf_counter() - started, 3)}
 
     # --- items ---------------------------------------------------------------
@@ -356,6 +419,7 @@ class Store:
             cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
             row = await cur.fetchone()
             stored = row[0] if row else None
+            await self._move_space(conn, corpus.id)
         if model is not None and stored != model:
             raise Conflict(
                 f"model: corpus {corpus.name!r} holds vectors of model {stored!r}, "
@@ -367,6 +431,17 @@ class Store:
                 for seq, it in enumerate(items):
                     await copy.write_row(it.row(seq))
             await wcur.execute(sql.SQL(UPSERT).format(table=schema.items_table(corpus.id)))
+
+    async def _move_space(self, conn: Conn, corpus_id: int) -> None:
+        """A corpus given its model label changes space: out of the old, into the new."""
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(SELECT_CORPUS_ID, {"id": corpus_id})
+        row = await cur.fetchone()
+        if row is None or row["space_id"] is None:
+            return
+        corpus = Corpus(**row)
+        await space_index.detach(conn, corpus)
+        await self._attach(conn, msgspec.structs.replace(corpus, space_id=None))
 
     async def _over_limit(self, items: list[PreparedItem],
                           exc: psycopg.errors.ProgramLimitExceeded) -> InvalidArgument:
@@ -434,6 +509,33 @@ class Store:
             await cur.execute(stmt, {**params, "q": query, "k": k})
             return await cur.fetchall()
 
+    async def space_search(self, space_id: int, metric: str, corpus_ids: list[int],
+                           query: npt.NDArray[np.float32], n: int, ef_search: int
+                           ) -> list[tuple[int, str, float]]:
+        """The n nearest of the named corpora in their space's shared index, nearest
+        first: (corpus id, item id, distance). One HNSW scan whatever their number."""
+        async with self.reads.connection() as conn:
+            await self.search_settings(conn, max(ef_search, n), True)
+            cur = await conn.execute(_space_search_sql(space_id, metric),
+                                     {"q": query, "cids": corpus_ids, "n": n})
+            rows = [(int(r[0]), str(r[1]), float(r[2])) for r in await cur.fetchall()]
+        rows.sort(key=lambda r: (r[2], r[1], r[0]))  # relaxed_order: sort again
+        return rows
+
+    async def space_sizes(self) -> dict[int, dict[int, float]]:
+        """space id -> corpus id -> items as PostgreSQL estimates them (-1: not known
+        yet), for the corpora attached to a space; cached briefly."""
+        now = time.monotonic()
+        if now - self._sizes_at < SIZES_TTL_SECONDS:
+            return self._sizes
+        sizes: dict[int, dict[int, float]] = {}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(CORPUS_SIZES)
+            for cid, sid, n in await cur.fetchall():
+                sizes.setdefault(int(sid), {})[int(cid)] = float(n)
+        self._sizes, self._sizes_at = sizes, now
+        return sizes
+
     async def search_settings(self, conn: Conn, ef_search: int, filtered: bool) -> None:
         """Set hnsw.ef_search / hnsw.iterative_scan on a pooled connection for one search.
 
@@ -474,6 +576,13 @@ class Store:
                 "vector": self.db.vector_version,
                 "keyword_index": "trgm" if self.db.trgm else "scan",
                 "schema_version": self.db.version}
+
+
+@functools.lru_cache(maxsize=1024)
+def _space_search_sql(space_id: int, metric: str) -> bytes:
+    return sql.SQL(SPACE_SEARCH).format(
+        op=sql.SQL(schema.OPERATOR[metric]),
+        table=space_index.space_table(space_id)).as_bytes(None)
 
 
 def _text_size(it: PreparedItem) -> int:

@@ -1,0 +1,194 @@
+"""The shared vector index of each embedding space: one HNSW graph over many corpora.
+
+Every corpus keeps its own items table (the system of record, with its own HNSW graph:
+a search of one corpus reads it). The corpora that share (dimension, metric, model) also
+have their vectors in one table of their space, `vectord_space_<id>` (corpus id, item
+id, vector), with one HNSW graph over all of them: a search over several corpora of a
+space reads it once instead of once per corpus. Statement-level triggers on each items
+table keep the space table in the writer's transaction, so it never lags a commit.
+
+A derived index, rebuilt from the items tables whenever needed: `attach` copies a
+corpus in under its write lock and installs the triggers (at creation, when a deferred
+index is built, at start-up for corpora from before spaces, and when a corpus's model
+label changes); a deleted corpus's rows are left to `reclaim`, in the background.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import structlog
+from psycopg import sql
+
+from internal.api.vectord import Corpus
+from internal.vectord import lexical, schema
+
+log = structlog.get_logger()
+
+FUNCTIONS_SQL = """
+CREATE OR REPLACE FUNCTION vectord_space_sync() RETURNS trigger LANGUAGE plpgsql AS $f$
+-- TG_ARGV: [space table, corpus id]. Inserted and updated rows' vectors are written to
+-- the space table (an unchanged vector is left alone); deleted rows are removed.
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    EXECUTE format('DELETE FROM %I s USING old_rows o WHERE s.corpus_id = $1 AND s.id = o.id',
+                   TG_ARGV[0]) USING TG_ARGV[1]::bigint;
+  ELSE
+    EXECUTE format('INSERT INTO %I AS s (corpus_id, id, embedding) '
+                   'SELECT $1, n.id, n.embedding FROM new_rows n '
+                   'ON CONFLICT (corpus_id, id) DO UPDATE SET embedding = EXCLUDED.embedding '
+                   'WHERE s.embedding IS DISTINCT FROM EXCLUDED.embedding',
+                   TG_ARGV[0]) USING TG_ARGV[1]::bigint;
+  END IF;
+  RETURN NULL;
+END
+$f$;
+"""
+
+ENSURE_SPACE = """
+INSERT INTO vectord_spaces (dim, metric, model) VALUES (%(dim)s, %(metric)s, %(model)s)
+ON CONFLICT (dim, metric, model) DO NOTHING RETURNING id"""
+FIND_SPACE = """
+SELECT id FROM vectord_spaces WHERE dim = %(dim)s AND metric = %(metric)s AND model = %(model)s"""
+SET_SPACE = "UPDATE vectord_corpora SET space_id = %(space)s WHERE id = %(id)s"
+UNATTACHED = """
+SELECT c.id, c.name FROM vectord_corpora c
+WHERE c.space_id IS NULL
+  AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'vectord_items_' || c.id || '_hnsw')
+ORDER BY c.id"""
+RECLAIM_NEXT = "SELECT space_id, corpus_id FROM vectord_space_reclaim ORDER BY 1, 2 LIMIT 1"
+RECLAIM_BATCH = """
+DELETE FROM {space} WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM {space} WHERE corpus_id = %(cid)s LIMIT %(n)s))"""
+RECLAIM_DONE = "DELETE FROM vectord_space_reclaim WHERE space_id = %(sid)s AND corpus_id = %(cid)s"
+RECLAIM_BATCH_ROWS = 5000
+
+TRIGGERS = (
+    ("vectord_space_ins", "INSERT", "REFERENCING NEW TABLE AS new_rows"),
+    ("vectord_space_upd", "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    ("vectord_space_del", "DELETE", "REFERENCING OLD TABLE AS old_rows"),
+)
+
+
+def space_table(space_id: int) -> sql.Identifier:
+    return sql.Identifier(f"vectord_space_{int(space_id)}")
+
+
+def space_hnsw(space_id: int) -> sql.Identifier:
+    return sql.Identifier(f"vectord_space_{int(space_id)}_hnsw")
+
+
+def model_key(corpus: Corpus) -> str:
+    return corpus.model or ""
+
+
+async def ensure_functions(conn: psycopg.AsyncConnection[Any]) -> None:
+    await conn.execute(FUNCTIONS_SQL)
+
+
+async def _space(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
+    """The id of the corpus's space, its table and HNSW graph created with it."""
+    key = {"dim": corpus.dim, "metric": corpus.metric, "model": model_key(corpus)}
+    cur = await conn.execute(ENSURE_SPACE, key)
+    row = await cur.fetchone()
+    if row is None:  # another transaction made it (and committed: the insert waited)
+        cur = await conn.execute(FIND_SPACE, key)
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0])
+    sid = int(row[0])
+    await conn.execute(sql.SQL("""CREATE TABLE {t} (
+        corpus_id bigint NOT NULL,
+        id        text COLLATE "C" NOT NULL,
+        embedding vector({dim}) NOT NULL,
+        PRIMARY KEY (corpus_id, id))""").format(t=space_table(sid), dim=sql.Literal(corpus.dim)))
+    await conn.execute(_hnsw_sql(sid, corpus.metric, m, efc))
+    return sid
+
+
+def _hnsw_sql(space_id: int, metric: str, m: int, efc: int) -> sql.Composed:
+    return sql.SQL("CREATE INDEX IF NOT EXISTS {name} ON {t} USING hnsw (embedding {ops}) "
+                   "WITH (m = {m}, ef_construction = {efc})").format(
+        name=space_hnsw(space_id), t=space_table(space_id), ops=sql.SQL(schema.OPCLASS[metric]),
+        m=sql.Literal(int(m)), efc=sql.Literal(int(efc)))
+
+
+async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
+    """Copy the corpus's vectors into its space and keep them there; in the caller's
+    transaction, under the corpus's write lock (writers wait, nothing is missed).
+
+    Into an empty space the rows go before its HNSW graph is built (a bulk build); into
+    a populated one they are added to the graph."""
+    cid = int(corpus.id)
+    await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (lexical.LOCK_CLASS, cid))
+    await ensure_functions(conn)
+    sid = await _space(conn, corpus, m, efc)
+    await conn.execute(RECLAIM_DONE, {"sid": sid, "cid": cid})  # its rows are live again
+    table = space_table(sid)
+    cur = await conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {t})").format(t=table))
+    row = await cur.fetchone()
+    empty = not (row and row[0])
+    if empty:
+        await conn.execute(sql.SQL("DROP INDEX IF EXISTS {i}").format(i=space_hnsw(sid)))
+    await conn.execute(sql.SQL(
+        "INSERT INTO {t} (corpus_id, id, embedding) SELECT %(cid)s, id, embedding FROM {items} "
+        "ON CONFLICT (corpus_id, id) DO UPDATE SET embedding = EXCLUDED.embedding").format(
+        t=table, items=schema.items_table(cid)), {"cid": cid})
+    if empty:
+        await conn.execute(_hnsw_sql(sid, corpus.metric, m, efc))
+    for name, event, refs in TRIGGERS:
+        await conn.execute(sql.SQL(
+            "CREATE OR REPLACE TRIGGER {name} AFTER {event} ON {items} {refs} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION vectord_space_sync({t}, {cid})").format(
+            name=sql.Identifier(name), event=sql.SQL(event), items=schema.items_table(cid),
+            refs=sql.SQL(refs), t=sql.Literal(f"vectord_space_{sid}"),
+            cid=sql.Literal(str(cid))))
+    await conn.execute(SET_SPACE, {"space": sid, "id": cid})
+    return sid
+
+
+async def detach(conn: psycopg.AsyncConnection[Any], corpus: Corpus) -> None:
+    """Stop keeping the corpus in its space (its rows left to the reclaimer); in the
+    caller's transaction. For a model label that changes (its space changes)."""
+    if corpus.space_id is None:
+        return
+    for name, _, _ in TRIGGERS:
+        await conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {name} ON {items}").format(
+            name=sql.Identifier(name), items=schema.items_table(corpus.id)))
+    await forget(conn, corpus)
+    await conn.execute(SET_SPACE, {"space": None, "id": corpus.id})
+
+
+async def forget(conn: psycopg.AsyncConnection[Any], corpus: Corpus) -> None:
+    """Leave the corpus's rows in its space to the reclaimer (a deleted corpus: instant;
+    no search reads them, every space scan names its corpora)."""
+    if corpus.space_id is not None:
+        await conn.execute(
+            "INSERT INTO vectord_space_reclaim (space_id, corpus_id) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING", (corpus.space_id, corpus.id))
+
+
+async def unattached(conn: psycopg.AsyncConnection[Any]) -> list[tuple[int, str]]:
+    """Corpora with a built HNSW index and no space yet: (id, name)."""
+    cur = await conn.execute(UNATTACHED)
+    return [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+
+
+async def reclaim_some(conn: psycopg.AsyncConnection[Any]) -> int | None:
+    """Delete one batch of a deleted (or moved) corpus's rows from its space; the rows
+    deleted, or None when nothing is left to reclaim."""
+    cur = await conn.execute(RECLAIM_NEXT)
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    sid, cid = int(row[0]), int(row[1])
+    try:
+        cur = await conn.execute(sql.SQL(RECLAIM_BATCH).format(space=space_table(sid)),
+                                 {"cid": cid, "n": RECLAIM_BATCH_ROWS})
+        done = cur.rowcount
+    except psycopg.errors.UndefinedTable:
+        done = 0
+    if done < RECLAIM_BATCH_ROWS:
+        await conn.execute(RECLAIM_DONE, {"sid": sid, "cid": cid})
+    return done
