@@ -30,6 +30,7 @@ from internal.api.responses import (
     PlaybookDeleted,
     PlaybookList,
     RecordResponse,
+    ReembedStarted,
     SearchAutoResponse,
     SmartSearchResponse,
     StoredItem,
@@ -156,6 +157,13 @@ class AsyncClient:
     async def delete_corpus(self, name: str) -> None:
         """Delete a corpus and its items (NotFound if there is none of that name)."""
         await self._http.call("DELETE", _c(name), CorpusDeleted)
+
+    async def reembed(self, name: str, model: str) -> ReembedStarted:
+        """Embed the corpus's stored texts again with another model, in the background;
+        searches use the old vectors until the new ones are complete, then switch.
+        Progress: get_corpus(name).reembed."""
+        return await self._http.call("POST", f"{_c(name)}/reembed", ReembedStarted,
+                                     body={"model": model})
 
     async def ensure_corpus(self, name: str, dim: int | None = None, *,
                             metric: Literal["cosine", "l2", "ip"] = "cosine",

@@ -133,6 +133,7 @@ class Client:
     get_corpus = _blocking(AsyncClient.get_corpus)
     ensure_corpus = _blocking(AsyncClient.ensure_corpus)
     delete_corpus = _blocking(AsyncClient.delete_corpus)
+    reembed = _blocking(AsyncClient.reembed)
     upsert = _blocking(AsyncClient.upsert)
     get_item = _blocking(AsyncClient.get_item)
     delete_items = _blocking(AsyncClient.delete_items)

@@ -66,6 +66,18 @@ class ModelsResponse(msgspec.Struct):
 
 # ---- vectord ---------------------------------------------------------------------------------
 
+class Reembedding(msgspec.Struct):
+    """A re-embedding under way: the model and dimension the corpus moves to, how many of
+    its items have their new vector, the last error (the job goes on after one)."""
+
+    model: str
+    dim: int
+    done: int
+    total: int
+    state: Literal["running"] = "running"
+    error: str | None = None
+
+
 class Corpus(msgspec.Struct):
     name: str
     dim: int
@@ -74,6 +86,13 @@ class Corpus(msgspec.Struct):
     model: str | None
     count: int
     created_at: datetime
+    reembed: Reembedding | None = None  # only while one runs
+
+
+class ReembedStarted(Reembedding, kw_only=True):
+    """POST /v1/vectors/corpora/{name}/reembed (202)."""
+
+    corpus: str
 
 
 class CorpusList(msgspec.Struct):

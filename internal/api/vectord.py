@@ -74,6 +74,12 @@ class UpsertRequest(msgspec.Struct, forbid_unknown_fields=True):
     model: Label | None = None
 
 
+class ReembedRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /v1/vectors/corpora/{name}/reembed: embed the stored texts with this model."""
+
+    model: Label
+
+
 class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
     ids: list[str]  # at most 10,000 (413 beyond)
 

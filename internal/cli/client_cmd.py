@@ -105,6 +105,30 @@ def _corpora(args: argparse.Namespace) -> int:
     return _run(args, work)
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    async def work(client: AsyncClient) -> int:
+        started = await client.reembed(args.corpus, args.model)
+        print(f"re-embedding {args.corpus!r} with {started.model} ({started.dim} dimensions): "
+              f"{started.done} of {started.total} items; searches use the old vectors "
+              "until the switch")
+        if not args.wait:
+            print(f"progress: lakehouse corpora --json (or GET /v1/vectors/corpora/{args.corpus})")
+            return 0
+        while True:
+            corpus = await client.get_corpus(args.corpus)
+            if corpus.reembed is None:
+                done = corpus.model == started.model
+                print(f"switched: {args.corpus!r} now holds vectors of {corpus.model}" if done
+                      else f"stopped: {args.corpus!r} still holds vectors of {corpus.model}")
+                return 0 if done else 1
+            state = corpus.reembed
+            note = f" (last error: {state.error})" if state.error else ""
+            print(f"{state.done} of {state.total} items{note}", flush=True)
+            await asyncio.sleep(2.0)
+
+    return _run(args, work)
+
+
 # --- ingest ------------------------------------------------------------------
 
 @dataclass
@@ -526,6 +550,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)
+
+    p = sub.add_parser("reembed", help="embed a corpus again with another model, online",
+                       usage="lakehouse reembed CORPUS --model MODEL [--wait]")
+    p.add_argument("corpus")
+    p.add_argument("--model", required=True, help="a model embedd serves (its id or backend)")
+    p.add_argument("--wait", action="store_true", help="print the progress until the switch")
+    add_url_arg(p)
+    p.set_defaults(func=_reembed)
 
     p = sub.add_parser("ingest", help="embed and store a JSON-lines file (resumable)",
                        usage="lakehouse ingest FILE --corpus NAME [options]")

@@ -29,6 +29,7 @@ EXAMPLES = {
     "backup": "lakehouse backup backups/monday",
     "restore": "lakehouse restore backups/monday --force",
     "corpora": "lakehouse corpora",
+    "reembed": "lakehouse reembed docs --model nomic-embed-text --wait",
     "ingest": "lakehouse ingest docs/examples/handbook.jsonl --corpus handbook",
     "search": 'lakehouse search "printer jams after new toner" --corpora handbook,tickets --k 3',
     "record": 'lakehouse record "how do I set up the VPN" vpn --corpus handbook',

@@ -171,6 +171,9 @@ class VectordConfig:
     read_dsns: tuple[str, ...] = ()
     max_replica_lag: float = 5.0
     replica_wait: float = 0.5
+    # embedd, for re-embedding a corpus's stored texts with another model (reembed);
+    # empty: re-embedding answers 503.
+    embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)
 
     def validate(self) -> None:
         if self.max_replica_lag <= 0:

@@ -61,6 +61,8 @@ def plan(cfg: Config, dsn: str, config_file: str | None = None,
         env["LAKEHOUSE_MATRIXD_EMBEDD_URL"] = url["embedd"]
     if cfg.sync.embedd_url:
         env["LAKEHOUSE_SYNC_EMBEDD_URL"] = url["embedd"]
+    if cfg.vectord.embedd_url:
+        env["LAKEHOUSE_VECTORD_EMBEDD_URL"] = url["embedd"]
     for d in DAEMONS:
         env[f"LAKEHOUSE_{_SECTION[d].upper()}_PORT"] = str(addr[d][1])
     if dsn:

@@ -56,7 +56,7 @@ from internal.vectord.lexical_search import (
     query_languages,
     query_text,
 )
-from internal.vectord.store import Store
+from internal.vectord.store import Store, registry_moved
 
 T = TypeVar("T")
 log = structlog.get_logger()
@@ -160,7 +160,9 @@ async def _on(store: Store, o: Outcome, fn: Callable[[Corpus], Awaitable[T]]) ->
             o.corpus = await store.corpus(o.name)
         try:
             return await fn(o.corpus)
-        except psycopg.errors.UndefinedTable:
+        except (psycopg.errors.UndefinedTable, psycopg.errors.DataException) as exc:
+            if not registry_moved(exc):
+                raise
             if store.replicas is not None and store.replicas.on_replica():
                 raise  # a standby behind the registry: the search runs on the primary
             o.corpus = await store.corpus(o.name, fresh=True)

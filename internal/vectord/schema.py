@@ -69,6 +69,17 @@ CREATE TABLE IF NOT EXISTS vectord_space_reclaim (
     PRIMARY KEY (space_id, corpus_id)
 );
 """),
+    # Re-embeddings under way (reembed.py): the model and dimension a corpus moves to;
+    # the new vectors are in its items table's embedding_next column until the switch.
+    (4, """
+CREATE TABLE IF NOT EXISTS vectord_reembed (
+    corpus_id  bigint PRIMARY KEY,
+    model      text NOT NULL,
+    dim        integer NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    error      text
+);
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import structlog
 from aiohttp import web
 
@@ -22,6 +23,7 @@ from internal.api.vectord import (
     DeleteItems,
     MultiSearchRequest,
     MultiSearchResponse,
+    ReembedRequest,
     SearchError,
     SearchRequest,
     SearchResponse,
@@ -29,6 +31,7 @@ from internal.api.vectord import (
     SpacesResponse,
     UpsertRequest,
 )
+from internal.clients.embed import make_client
 from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
@@ -39,12 +42,14 @@ from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import federated, federation, language, schema
+from internal.vectord.reembed import Reembedder
 from internal.vectord.store import PreparedItem, Store, Written
 
 log = structlog.get_logger()
 
 CFG: web.AppKey[Config] = web.AppKey("cfg", Config)
 STORE: web.AppKey[Store] = web.AppKey("store", Store)
+REEMBED: web.AppKey[Reembedder] = web.AppKey("reembed", Reembedder)
 
 PREFIX = "/v1/vectors/corpora"
 MULTI_SEARCH = "/v1/vectors/search"
@@ -94,13 +99,19 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                 store.reads = store.replicas = router
             log.info("vectord_ready", vector=db.vector_version, trgm=db.trgm,
                      schema_version=db.version, read_replicas=len(cfg.read_dsns))
-            maintainer = asyncio.create_task(_maintain_spaces(store))
-            try:
-                yield
-            finally:
-                maintainer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await maintainer
+            async with aiohttp.ClientSession() as session:
+                reembedder = app[REEMBED] = Reembedder(
+                    store, make_client(session, app[CFG].vectord.embedd_url))
+                tasks = [asyncio.create_task(_maintain_spaces(store)),
+                         asyncio.create_task(reembedder.run_forever())]
+                try:
+                    yield
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                    for task in tasks:
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
         finally:
             if router is not None:
                 await router.close()
@@ -141,6 +152,16 @@ async def delete_corpus(request: web.Request) -> web.Response:
     await request.app[STORE].delete_corpus(name)
     log.info("corpus_deleted", corpus=name)
     return await _after_write(request, json_response({"deleted": name}))
+
+
+async def reembed(request: web.Request) -> web.Response:
+    """Move the corpus to another model in the background: 202 with the progress."""
+    body = await read_json(request, ReembedRequest)
+    store = request.app[STORE]
+    corpus = await store.corpus(_name(request), fresh=True)
+    state = await request.app[REEMBED].start(corpus, body.model)
+    return await _after_write(request, json_response({"corpus": corpus.name, **state},
+                                                     status=202))
 
 
 async def build_index(request: web.Request) -> web.Response:
@@ -414,6 +435,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_get(PREFIX + "/{name}", get_corpus)
     r.add_delete(PREFIX + "/{name}", delete_corpus)
     r.add_post(PREFIX + "/{name}/index", build_index)
+    r.add_post(PREFIX + "/{name}/reembed", reembed)
     r.add_post(PREFIX + "/{name}/items", upsert_items)
     r.add_post(PREFIX + "/{name}/items/delete", delete_items)
     r.add_get(PREFIX + "/{name}/items/{id}", get_item)

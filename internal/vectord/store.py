@@ -26,7 +26,7 @@ from internal.common.hashing import content_hash
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import lexical, schema, space_index
+from internal.vectord import lexical, reembed_store, schema, space_index
 from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
 from internal.vectord.lexindex import LexIndex
 
@@ -242,11 +242,14 @@ class Store:
         return corpus
 
     async def with_corpus(self, name: str, fn: Callable[[Corpus], Awaitable[T]]) -> T:
-        """Run fn on the corpus; if its table vanished (dropped elsewhere), re-read once."""
+        """Run fn on the corpus; if its registry row moved under it (the table dropped,
+        or its dimension switched by a re-embedding), re-read it once."""
         corpus = await self.corpus(name)
         try:
             return await fn(corpus)
-        except psycopg.errors.UndefinedTable:
+        except (psycopg.errors.UndefinedTable, psycopg.errors.DataException) as exc:
+            if not registry_moved(exc):
+                raise
             self._cache.pop(name, None)
             corpus = await self.corpus(name, fresh=True)
             return await fn(corpus)
@@ -323,8 +326,90 @@ class Store:
                 fresh = await self._fetch_corpus(conn, corpus.name)
                 if fresh is None:
                     raise NotFound(f"corpus {name!r} not found")
-                return fresh.public(await self.count(conn, fresh))
+                out = fresh.public(await self.count(conn, fresh))
+            state = await self.reembed_progress(fresh)
+            if state is not None:
+                out["reembed"] = state
+            return out
         return await self.with_corpus(name, run)
+
+    # --- re-embedding (reembed.py runs the job) -------------------------------
+
+    async def corpus_by_id(self, corpus_id: int) -> Corpus | None:
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(SELECT_CORPUS_ID, {"id": corpus_id})
+            row = await cur.fetchone()
+        return None if row is None else Corpus(**row)
+
+    async def start_reembed(self, corpus: Corpus, model: str, dim: int) -> bool:
+        async with self.pool.connection() as conn, conn.transaction():
+            return await reembed_store.start(conn, corpus, model, dim)
+
+    async def reembed_progress(self, corpus: Corpus) -> dict[str, Any] | None:
+        """The running re-embedding of the corpus: model, dim, done of total, last error."""
+        async with self.pool.connection() as conn:
+            job = await reembed_store.job(conn, corpus.id)
+            if job is None:
+                return None
+            try:
+                total, done = await reembed_store.progress(conn, corpus.id)
+            except psycopg.errors.UndefinedColumn:  # switched meanwhile
+                return None
+        return {"model": job.model, "dim": job.dim, "done": done, "total": total,
+                "state": "running", "error": job.error}
+
+    async def reembed_jobs(self) -> list[int]:
+        async with self.pool.connection() as conn:
+            return await reembed_store.jobs(conn)
+
+    async def reembed_job(self, corpus_id: int) -> reembed_store.Job | None:
+        async with self.pool.connection() as conn:
+            return await reembed_store.job(conn, corpus_id)
+
+    async def reembed_pending(self, corpus_id: int, n: int) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            return await reembed_store.pending(conn, corpus_id, n)
+
+    async def reembed_fill(self, corpus_id: int, rows: list[dict[str, Any]],
+                           vectors: list[list[float]]) -> None:
+        async with self.pool.connection() as conn, conn.transaction():
+            await reembed_store.fill(conn, corpus_id, rows, vectors)
+
+    async def reembed_fail(self, corpus_id: int, error: str) -> None:
+        async with self.pool.connection() as conn:
+            await reembed_store.fail(conn, corpus_id, error)
+
+    async def reembed_build_index(self, corpus: Corpus, dim: int) -> None:
+        async with self.pool.connection() as conn:
+            await reembed_store.build_next_index(conn, corpus, dim, self.cfg.hnsw_m,
+                                                 self.cfg.hnsw_ef_construction)
+
+    async def reembed_switch(
+            self, corpus: Corpus, model: str, dim: int, most: int,
+            embed: Callable[[list[dict[str, Any]]], Awaitable[list[list[float]]]]) -> bool:
+        """Under the corpus's write lock (writers wait): embed the last items without a
+        new vector (at most `most`, else False: go on filling outside the lock), then
+        switch. Writers never outrun a switch this way."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(SELECT_CORPUS_ID + " FOR UPDATE", {"id": corpus.id})
+            row = await cur.fetchone()
+            if row is None:
+                return True  # deleted meanwhile: nothing to switch
+            await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+                               (lexical.LOCK_CLASS, corpus.id))
+            last = await reembed_store.pending(conn, corpus.id, most + 1)
+            if len(last) > most:
+                return False
+            if last:
+                await reembed_store.fill(conn, corpus.id, last, await embed(last))
+            done = await reembed_store.switch(conn, Corpus(**row), model, dim)
+        if done:
+            self._cache.pop(corpus.name, None)
+            self.lex.forget(corpus.id)
+            self.spaces_changed.set()  # the maintainer attaches it to its new space
+        return done
 
     async def list_corpora(self) -> list[dict[str, Any]]:
         out = []
@@ -363,6 +448,7 @@ class Store:
                 schema.items_table(corpus.id)))
             await lexical.drop_corpus(conn, corpus.id)
             await space_index.forget(conn, corpus)
+            await reembed_store.cancel(conn, corpus.id)
         self._cache.pop(name, None)
         self.spaces_changed.set()  # the background reclaimer deletes its space rows
         self.lex.forget(corpus.id)
@@ -576,6 +662,15 @@ class Store:
                 "vector": self.db.vector_version,
                 "keyword_index": "trgm" if self.db.trgm else "scan",
                 "schema_version": self.db.version}
+
+
+def registry_moved(exc: Exception) -> bool:
+    """An error meaning the registry row a statement was built from is stale: its table
+    dropped (and perhaps recreated), or its vector dimension changed (a re-embedding
+    switched); re-reading the row answers properly (a 404, a 400 naming the vector)."""
+    if isinstance(exc, psycopg.errors.UndefinedTable):
+        return True
+    return isinstance(exc, psycopg.errors.DataException) and "dimensions" in str(exc)
 
 
 @functools.lru_cache(maxsize=1024)
