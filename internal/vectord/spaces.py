@@ -51,12 +51,13 @@ def choose(corpus: Corpus, query_vector: list[float] | None,
                                "no query vector")
 
 
-# A space's shared index serves a search when the searched corpora hold at least this
-# share of the space's items; below it, the filtered scan visits too many foreign rows
-# and the corpora's own graphs are cheaper (scripts/proto_shared_index.py: 8 of 16
-# corpora, 1.5x one corpus through the shared graph; one corpus of 1/116 of a space,
-# 16x its own table).
-SHARED_MIN_SHARE = 0.5
+# The cost model choosing between a space's shared graph and the corpora's own graphs,
+# calibrated on scripts/proto_shared_index.py (8,041 vectors, 16 corpora, top 100): a
+# filtered scan of the shared graph costs about 1/share of an unfiltered one (8 of 16
+# corpora: 1.5x; one corpus holding 1/116 of a space: 16x), the own graphs about half a
+# scan per corpus (16 corpora: 3.7x one). So the shared graph serves n corpora holding a
+# share s of the space when 1/s <= n/2: s >= 2/n.
+CORPORA_PER_SCAN = 2.0
 
 
 def use_shared(searched: Sequence[float], space: Sequence[float]) -> bool:
@@ -65,9 +66,11 @@ def use_shared(searched: Sequence[float], space: Sequence[float]) -> bool:
     searched, space: the item counts (estimates, -1 when not known yet) of the searched
     corpora and of every corpus attached to the space. One corpus reads its own graph;
     with a count unknown, the share of corpora stands in for the share of items."""
-    if len(searched) < 2:
+    n = len(searched)
+    if n < 2:
         return False
-    if all(n >= 0 for n in space):
+    needed = min(1.0, CORPORA_PER_SCAN / n)
+    if all(x >= 0 for x in space):
         total = sum(space)
-        return total <= 0 or sum(searched) >= SHARED_MIN_SHARE * total
-    return len(searched) >= SHARED_MIN_SHARE * len(space)
+        return total <= 0 or sum(searched) >= needed * total
+    return n >= needed * len(space)

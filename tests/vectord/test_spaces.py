@@ -30,3 +30,12 @@ def test_each_corpus_takes_its_models_vector() -> None:
     assert missing.vector is None and "'openai'" in (missing.skipped or "")
     wrong = spaces.choose(corpus(512, "nomic"), [0.1] * 384, qvs)
     assert wrong.vector is None and "768 dimensions" in (wrong.skipped or "")
+
+
+def test_the_shared_graph_serves_many_corpora_holding_enough_of_their_space() -> None:
+    assert not spaces.use_shared([500.0], [500.0, 10_000.0])  # one corpus: its own graph
+    assert spaces.use_shared([500.0] * 16, [500.0] * 16 + [8000.0])  # half of it, 16 corpora
+    assert not spaces.use_shared([500.0] * 2, [500.0] * 2 + [8000.0])  # 2 small of a large space
+    assert spaces.use_shared([500.0] * 2, [500.0] * 2)  # the whole space
+    assert spaces.use_shared([-1.0] * 3, [-1.0] * 4)  # sizes unknown: by corpora
+    assert not spaces.use_shared([-1.0] * 2, [-1.0] * 5)
