@@ -240,6 +240,8 @@ async def _shared_scans(store: Store, p: Plan, members: Sequence[Member], n: int
         except Exception as exc:
             log.warning("space_scan_failed", space=space_id, error=str(exc))
             return
+        if rows is None:
+            return  # changes pending: the corpora's own graphs answer
         position = {c.id: pos for pos, c, _, _ in group}
         found: dict[int, list[tuple[str, float]]] = {pos: [] for pos, _, _, _ in group}
         for cid, item_id, d in rows:

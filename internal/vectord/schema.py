@@ -80,6 +80,15 @@ CREATE TABLE IF NOT EXISTS vectord_reembed (
     error      text
 );
 """),
+    # Ids whose vectors a space's shared index has yet to take (space_index.py).
+    (5, """
+CREATE TABLE IF NOT EXISTS vectord_space_pending (
+    space_id  bigint NOT NULL,
+    corpus_id bigint NOT NULL,
+    id        text COLLATE "C" NOT NULL,
+    PRIMARY KEY (space_id, corpus_id, id)
+);
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

@@ -56,16 +56,18 @@ MULTI_SEARCH = "/v1/vectors/search"
 SPACES = "/v1/vectors/spaces"
 MAX_SEARCH_CORPORA = 1000
 
-SPACE_MAINTENANCE_SECONDS = 30.0
+SPACE_MAINTENANCE_SECONDS = 1.0
 
 
 async def _maintain_spaces(store: Store) -> None:
     """In the background: attach corpora not in their embedding space yet (a data
-    directory from before spaces is migrated this way, resumably), then reclaim what
-    deleted corpora left in their spaces, whenever a delete asks and every 30 s."""
+    directory from before spaces is migrated this way, resumably), move written vectors
+    into the shared graphs, reclaim what deleted corpora left there; whenever a write or
+    a delete asks, and every second (for writes through another vectord)."""
     while True:
         try:
             await store.attach_pending()
+            await store.apply_pending()
             await store.reclaim()
         except asyncio.CancelledError:
             raise

@@ -103,9 +103,17 @@ SET_SEARCH = """
 SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
 MATCHING_IDS = "SELECT id FROM {table} WHERE id = ANY(%(match_ids)s::text[]) AND {where}"
 # The shared index of an embedding space, over some of its corpora (space_index.py).
-SPACE_SEARCH = """
-SELECT corpus_id, id, embedding {op} %(q)s AS distance FROM {table}
-WHERE corpus_id = ANY(%(cids)s) ORDER BY distance LIMIT %(n)s"""
+# A corpus with ids pending (not in the shared graph yet) makes the statement answer one
+# marker row instead of scanning: the search reads the corpora's own graphs.
+SPACE_PENDING = """EXISTS (SELECT 1 FROM vectord_space_pending
+                           WHERE space_id = %(sid)s AND corpus_id = ANY(%(cids)s))"""
+SPACE_SEARCH = f"""
+SELECT NULL::bigint AS corpus_id, NULL::text AS id, NULL::float8 AS distance
+WHERE {SPACE_PENDING}
+UNION ALL
+(SELECT corpus_id, id, embedding {{op}} %(q)s AS distance FROM {{table}}
+ WHERE corpus_id = ANY(%(cids)s) AND NOT {SPACE_PENDING}
+ ORDER BY distance LIMIT %(n)s)"""
 # Items per corpus as the planner's statistics say (reltuples; -1 before the first
 # ANALYZE): the policy choosing a space's shared index over its corpora's own tables.
 CORPUS_SIZES = """
@@ -304,6 +312,17 @@ class Store:
                      seconds=round(time.perf_counter() - started, 3), left=len(pending) - done)
         return done
 
+    async def apply_pending(self) -> int:
+        """Move pending ids' vectors into their spaces' shared graphs, a batch per
+        transaction, until none is left; how many."""
+        total = 0
+        while True:
+            async with self.pool.connection() as conn, conn.transaction():
+                done = await space_index.apply_some(conn)
+            if done is None:
+                return total
+            total += done
+
     async def reclaim(self) -> int:
         """Delete what deleted corpora left in their spaces, a batch per transaction."""
         total = 0
@@ -489,6 +508,7 @@ class Store:
             async with conn.transaction():
                 await self._upsert_in(conn, corpus, items, model)
             lsn = await _wal_position(conn)
+        self.spaces_changed.set()  # the applier takes the new vectors into the shared graph
         if model is not None and corpus.model is None:
             self._cache.pop(corpus.name, None)
         return Written(len(items), lsn)
@@ -570,7 +590,9 @@ class Store:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 sql.SQL(DELETE_ITEMS).format(table=schema.items_table(corpus.id)), {"ids": ids})
-            return Written(cur.rowcount, await _wal_position(conn))
+            done = Written(cur.rowcount, await _wal_position(conn))
+        self.spaces_changed.set()
+        return done
 
     async def list_ids(self, corpus: Corpus, prefix: str, after: str, limit: int
                        ) -> list[dict[str, Any]]:
@@ -597,14 +619,18 @@ class Store:
 
     async def space_search(self, space_id: int, metric: str, corpus_ids: list[int],
                            query: npt.NDArray[np.float32], n: int, ef_search: int
-                           ) -> list[tuple[int, str, float]]:
+                           ) -> list[tuple[int, str, float]] | None:
         """The n nearest of the named corpora in their space's shared index, nearest
-        first: (corpus id, item id, distance). One HNSW scan whatever their number."""
+        first: (corpus id, item id, distance). One HNSW scan whatever their number.
+        None: one of them has changes the shared index has not taken yet."""
         async with self.reads.connection() as conn:
             await self.search_settings(conn, max(ef_search, n), True)
             cur = await conn.execute(_space_search_sql(space_id, metric),
-                                     {"q": query, "cids": corpus_ids, "n": n})
-            rows = [(int(r[0]), str(r[1]), float(r[2])) for r in await cur.fetchall()]
+                                     {"q": query, "cids": corpus_ids, "n": n, "sid": space_id})
+            raw = await cur.fetchall()
+        if any(r[1] is None for r in raw):
+            return None
+        rows = [(int(r[0]), str(r[1]), float(r[2])) for r in raw]
         rows.sort(key=lambda r: (r[2], r[1], r[0]))  # relaxed_order: sort again
         return rows
 

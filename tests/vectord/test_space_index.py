@@ -62,6 +62,22 @@ async def _rows_in_space(pg_dsn: str, space: int, name: str) -> int:
         return int(row[0]) if row else 0
 
 
+async def _pending(pg_dsn: str) -> int:
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as conn:
+        cur = await conn.execute("SELECT count(*) FROM vectord_space_pending")
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+
+async def _applied(pg_dsn: str) -> None:
+    """Wait until the applier has taken every write into the shared graphs."""
+    for _ in range(80):
+        if await _pending(pg_dsn) == 0:
+            return
+        await asyncio.sleep(0.25)
+    raise AssertionError("writes still pending for the shared index")
+
+
 async def _index_scans(pg_dsn: str, space: int) -> int:
     """Reads of the space's table (by its HNSW graph, or scanned whole when so small
     that the planner prefers it)."""
@@ -135,6 +151,7 @@ async def test_split_corpora_read_the_shared_index_and_rank_as_their_union(
     mine = [s for s in body["spaces"] if s["model"] == split["model"]]
     assert len(mine) == 1 and set(mine[0]["corpora"]) == set(split["parts"])
 
+    await _applied(pg_dsn)
     before = await _index_scans(pg_dsn, space)
     for i, query in enumerate(QUERIES):
         for search in (
@@ -182,6 +199,10 @@ async def test_writes_are_seen_at_once_and_a_delete_is_reclaimed(
     status, out = await call(http, "POST", f"{vectord_url}{C}/{a}/items/delete",
                              {"ids": ["x2"]})
     assert status == 200, out
+    for _ in range(80):  # the applier takes the changes into the shared graph
+        if await _rows_in_space(pg_dsn, space, a) == 1:
+            break
+        await asyncio.sleep(0.25)
     assert await _rows_in_space(pg_dsn, space, a) == 1
     status, out = await call(http, "DELETE", f"{vectord_url}{C}/{b}")
     assert status == 200, out
@@ -226,6 +247,7 @@ async def test_a_corpus_from_before_spaces_is_attached_at_start_up(
     names = split["parts"]
     search = {"mode": "hybrid", "query_text": "solar wind", "query_vector": unit(DIM, 3),
               "k": 10}
+    await _applied(pg_dsn)
     want = await _many(http, vectord_url, names, search)
     space = await _space_of(pg_dsn, names[0])
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
@@ -248,6 +270,9 @@ async def test_a_corpus_from_before_spaces_is_attached_at_start_up(
         assert [await _space_of(pg_dsn, n) for n in names] == [space] * len(names)
         got = await _many(http, url_of(server), names, search)
         _same(got, want, "attached at start-up")
+        await _applied(pg_dsn)
+        got = await _many(http, url_of(server), names, search)
+        _same(got, want, "attached at start-up, read from the shared index")
         for name in names:
             assert await _rows_in_space(pg_dsn, space or 0, name) > 0
     finally:
