@@ -929,6 +929,8 @@ async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int
     when one moved."""
     expect = expect or {}
     seen: dict[int, int] = {}
+    if len(wanted) > 1:
+        return await _read_items_at_once(store, corpora, wanted, expect)
 
     async def read(pos: int) -> list[tuple[tuple[int, str], dict[str, Any]]]:
         cid = corpora[pos].id
@@ -955,6 +957,57 @@ async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int
     if lexindex.moved(expect, seen):
         raise _Stale
     await _check(store, {cid: v for cid, v in expect.items() if cid not in seen})
+    return out
+
+
+# Every corpus's lexical version, on each row of a multi-corpus read (jsonb: id -> version).
+_VERSIONS = ("(SELECT jsonb_object_agg(corpus_id, version) FROM vectord_lex_versions "
+             "WHERE corpus_id = ANY(%(lex_corpus_ids)s))")
+
+
+def _items_union_sql(parts: Sequence[tuple[int, int]], template: str,
+                     versions: bool = False) -> sql.Composed:
+    """One statement reading rows of several corpora (UNION ALL of each table's read),
+    each row with its corpus's position as `pos`: one round trip, not one a corpus."""
+    return sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT {pos} AS pos, q.*{versions} FROM ({read}) q").format(
+            pos=sql.Literal(pos),
+            versions=sql.SQL(f", {_VERSIONS} AS lex_versions" if versions else ""),
+            read=sql.SQL(template.replace("%(ids)s", f"%(ids_{pos})s")).format(
+                columns=sql.SQL(lexical.ITEM_COLUMNS), table=schema.items_table(cid)))
+        for pos, cid in parts)
+
+
+async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
+                              wanted: dict[int, list[str]], expect: dict[int, int]
+                              ) -> dict[tuple[int, str], dict[str, Any]]:
+    """_read_items over several corpora in one statement, with the versions checked."""
+    stmt = _items_union_sql([(pos, corpora[pos].id) for pos in wanted], fusion_search.ITEMS,
+                            versions=bool(expect))
+    args: dict[str, Any] = {f"ids_{pos}": ids for pos, ids in wanted.items()}
+    args["lex_corpus_ids"] = list(expect)
+    try:
+        async with store.reads.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, args)
+            rows = await cur.fetchall()
+    except psycopg.errors.UndefinedTable:
+        if not expect:
+            raise
+        raise _Stale from None  # dropped by another replica: the checked run says so
+    out: dict[tuple[int, str], dict[str, Any]] = {}
+    versions: dict[str, Any] | None = None
+    for row in rows:
+        pos = int(row.pop("pos"))
+        got = row.pop("lex_versions", None)
+        versions = got if got is not None else versions
+        out[(pos, row["id"])] = row
+    if expect:
+        if not rows:
+            await _check(store, expect)
+        elif lexindex.moved(expect, {cid: int((versions or {}).get(str(cid), 0))
+                                     for cid in expect}):
+            raise _Stale
     return out
 
 
@@ -1081,6 +1134,16 @@ async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[in
 
 async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
                 template: str) -> list[dict[str, Any]]:
+    if len(wanted) > 1:  # one statement for them all
+        stmt = _items_union_sql([(pos, corpora[pos].id) for pos in wanted], template)
+        async with store.reads.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(stmt, {f"ids_{pos}": ids for pos, ids in wanted.items()})
+            rows = await cur.fetchall()
+        for row in rows:
+            row["key"] = federation.key(row["id"], int(row.pop("pos")))
+        return list(rows)
+
     async def read(pos: int) -> list[dict[str, Any]]:
         stmt = sql.SQL(template).format(table=schema.items_table(corpora[pos].id))
         async with store.reads.connection() as conn:

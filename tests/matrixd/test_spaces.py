@@ -114,16 +114,30 @@ async def test_every_space_answers_and_the_tiny_corpus_is_searched_lexically(
     assert "dimension 3" in got["skipped"][0]["reason"]
     # The second model's corpus was searched with its own query vector.
     assert any(r["input"] == ["search_query: Zorblatt ferry on the Vintermere lagoon"]
-               for r in stack.fake.requests)
-    other = [h for h in got["hits"] if h["corpus"] == stack.corpora["other"]]
-    assert any(h["scores"].get("vector") is not None for h in other)
-    tiny = [h for h in got["hits"] if h["corpus"] == stack.corpora["tiny"]]
+               for r in stack.fake.requests), (stack.fake.requests, body["skipped_corpora"])
+    # Among this module's corpora alone (other tests' corpora of the same model may hold
+    # nearer vectors), each space's hits carry their vector score; the tiny one's none.
+    status, body = await search(http, stack, corpora=list(stack.corpora.values()),
+                                allow_partial=True)
+    assert status == 200, body
+    other = [h for h in body["hits"] if h["corpus"] == stack.corpora["other"]]
+    assert other and all(h["scores"].get("vector") is not None for h in other)
+    local = [h for h in body["hits"] if h["corpus"] == stack.corpora["local"]]
+    assert local and all(h["scores"].get("vector") is not None for h in local)
+    tiny = [h for h in body["hits"] if h["corpus"] == stack.corpora["tiny"]]
     assert tiny and all(h["scores"].get("vector") is None for h in tiny)
+    assert [s["corpus"] for s in body["skipped_corpora"]] == [stack.corpora["tiny"]]
 
 
 async def test_vector_mode_over_every_space(http: aiohttp.ClientSession, stack: Stack) -> None:
     stack.fake.mode = "ok"
     status, body = await search(http, stack, mode="vector")
+    assert status == 200, body
+    got = mine(stack, body)
+    assert [(s["corpus"], s["searched"]) for s in got["skipped"]] == [
+        (stack.corpora["tiny"], "none")]
+    status, body = await search(http, stack, mode="vector", allow_partial=True,
+                                corpora=list(stack.corpora.values()))
     assert status == 200, body
     got = mine(stack, body)
     assert {h["corpus"] for h in got["hits"]} == {stack.corpora["local"], stack.corpora["other"]}
