@@ -150,7 +150,7 @@ def searches(corpus: str, prf_off: bool = False) -> dict[str, dict[str, Any]]:
     qv = np.random.default_rng(1).standard_normal(384).astype(np.float32)
     qv /= np.linalg.norm(qv)
     text: dict[str, Any] = {"query_text": "vector search latency", "corpora": [corpus], "k": 10}
-    if prf_off:  # the hybrid search without pseudo-relevance feedback (issue 14's default)
+    if prf_off:  # the hybrid search without pseudo-relevance feedback
         text["prf"] = {"docs": 0}
     return {
         "text (hybrid)": text,

@@ -83,7 +83,7 @@ async def call(session: aiohttp.ClientSession, method: str, url: str, body: Any 
 
 
 def vectors(kind: str, n: int, seed: int) -> npt.NDArray[np.float32]:
-    """n L2-normalised vectors: 'mixture' (clustered, like real embeddings: issue 2's
+    """n L2-normalised vectors: 'mixture' (clustered, like real embeddings: the
     Gaussian mixture of 1,000 centres, shared by every corpus and the queries) or
     'uniform' (uniform on the sphere: no structure, the worst case for HNSW)."""
     rng = np.random.default_rng(seed)

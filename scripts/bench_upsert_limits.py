@@ -1,4 +1,4 @@
-"""What guarding PostgreSQL's 1 MB tsvector limit costs a 1,000-item upsert (issue 13).
+"""What guarding PostgreSQL's 1 MB tsvector limit costs a 1,000-item upsert.
 
 vectord lets PostgreSQL decide (the generated tsvector column raises 54000) and only
 then finds the oversized item by computing each item's tsvector alone. This measures,

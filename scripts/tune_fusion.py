@@ -51,7 +51,7 @@ from internal.vectord import fusion  # noqa: E402
 DATA = ROOT.parent / "shared" / "data"
 DEFAULT_SETS = (f"{DATA / 'scifact'}:train", f"{DATA / 'cranfield'}:dev", f"{DATA / 'cisi'}:dev")
 TOP = 200  # candidates fetched per branch; the grid cuts them to 50/100/200
-# Today's default (issue 8): weighted, vector 0.5 / lexical 0.5, 100 candidates.
+# Today's default: weighted, vector 0.5 / lexical 0.5, 100 candidates.
 BASELINE = ("weighted", "v0.5/l0.5", 100)
 
 Hits = dict[str, list[tuple[str, float]]]
@@ -197,7 +197,7 @@ async def language_check(vc: VectordClient, ec: EmbedClient,
 
 def pick_prf(rows: list[tuple[str, list[float]]], loss: float = 0.005) -> str | None:
     """The best-mean feedback setting that beats "no prf" on the mean and loses on no set by
-    more than `loss` (issue 14's rule for turning it on by default), or None."""
+    more than `loss` (the rule for turning it on by default), or None."""
     base = dict(rows).get("no prf")
     if base is None:
         return None

@@ -92,7 +92,7 @@ class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):
     query_text: Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
     answer_id: ItemId
     answer_corpus: CorpusName
-    score: Annotated[float, Meta(ge=-1, le=1)]  # -1: wrong answer; 1: right (issue 16)
+    score: Annotated[float, Meta(ge=-1, le=1)]  # -1: wrong answer; 1: right
     tags: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=64)] = (
         msgspec.field(default_factory=list))
     playbook_corpus: CorpusName | None = None
@@ -104,7 +104,7 @@ class RelevanceRequest(msgspec.Struct, forbid_unknown_fields=True):
     threshold: Threshold = DEFAULT_RELEVANCE_THRESHOLD
 
 
-# ---- query intelligence (issue 17) ---------------------------------------------------------
+# ---- query intelligence ---------------------------------------------------------
 
 MAX_OBSERVATIONS = 1000  # a normalize request holds at most this many (413 beyond)
 

@@ -85,7 +85,7 @@ class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class DateRange(msgspec.Struct, forbid_unknown_fields=True):
-    """An ISO-8601 date/time metadata field within [after, before) (issue 8)."""
+    """An ISO-8601 date/time metadata field within [after, before)."""
 
     field: Label
     after: datetime | None = None
@@ -93,7 +93,7 @@ class DateRange(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class NumberRange(msgspec.Struct, forbid_unknown_fields=True):
-    """A numeric metadata field (e.g. importance) within bounds (issue 8)."""
+    """A numeric metadata field (e.g. importance) within bounds."""
 
     field: Label
     gte: float | None = None
@@ -113,7 +113,7 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     id_prefix: Annotated[str, Meta(max_length=MAX_ID_BYTES)] | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
-    # The symbolic layer (issue 8).
+    # The symbolic layer.
     tags_any: list[str] | None = None
     tags_all: list[str] | None = None
     type: str | list[str] | None = None  # metadata.type, one of
@@ -132,7 +132,7 @@ class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Prf(msgspec.Struct, forbid_unknown_fields=True):
-    """Pseudo-relevance feedback of hybrid search (issue 14; internal.vectord.prf).
+    """Pseudo-relevance feedback of hybrid search (internal.vectord.prf).
 
     The top `docs` fused hits of a first pass are taken as relevant: the query vector
     moves toward their mean (Rocchio) when `vector`, and the lexical query gains their
@@ -169,14 +169,14 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     ef_search: EfSearch | None = None
     language: Label | None = None
     filter: Filter | None = None
-    # lexical and hybrid modes (issue 3); None: the [vectord] setting.
+    # lexical and hybrid modes; None: the [vectord] setting.
     bm25_k1: Annotated[float, Meta(ge=0, le=MAX_BM25_K1)] | None = None
     bm25_b: Annotated[float, Meta(ge=0, le=1)] | None = None
     field_weights: FieldWeights | None = None
     rrf_k: Annotated[int, Meta(ge=1, le=MAX_RRF_K)] | None = None
     # hybrid: how many hits each branch feeds the fusion (k..1000)
     candidates: K | None = None
-    # hybrid fusion (issue 8): rrf | weighted | dbsf; None: the [vectord] setting.
+    # hybrid fusion: rrf | weighted | dbsf; None: the [vectord] setting.
     fusion: Literal["rrf", "weighted", "dbsf"] | None = None
     weights: dict[str, Weight] | None = None  # vector / lexical / symbolic
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score

@@ -1,4 +1,4 @@
-"""Bearer tokens on every daemon, not only the gateway (issue 13).
+"""Bearer tokens on every daemon, not only the gateway.
 
 Clients present one of `[gateway] tokens` to the gateway. The gateway, matrixd and
 syncd present the *service token* to the daemons behind them: `[gateway] service_token`,

@@ -260,7 +260,7 @@ def _raise_decode(raw: bytes, exc: msgspec.DecodeError) -> NoReturn:
 
 
 # A client must send its whole request body within this (408 after), so a slow client
-# holds one task for a bounded time and never a database connection (issue 13).
+# holds one task for a bounded time and never a database connection.
 BODY_TIMEOUT_SECONDS = 30.0
 
 
@@ -339,7 +339,7 @@ def _fast_loop() -> None:
 
 # How long in-flight requests may run on after SIGTERM before their sockets are cut.
 # aiohttp's default (60 s) outlasts the supervisor's 15 s grace, so a daemon under load
-# was SIGKILLed instead of stopping (issue 13).
+# was SIGKILLed instead of stopping.
 SHUTDOWN_SECONDS = 3.0
 
 

@@ -58,7 +58,7 @@ class GatewayConfig:
     mcp_timeout: float = 3600.0  # a tool call may be a whole sync run
     # How long an address that failed is skipped before it is tried again.
     backoff_seconds: float = 5.0
-    # Slow clients (issue 13): a body up to buffer_bytes is read whole before a daemon
+    # Slow clients: a body up to buffer_bytes is read whole before a daemon
     # connection is taken, and must arrive within body_timeout (408 after); larger ones
     # are streamed (body_timeout between chunks), at most stream_slots per daemon at once.
     body_timeout: float = 30.0
@@ -156,7 +156,7 @@ class VectordConfig:
     ef_search: int = 100
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md, issue 8)
+    rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md)
     default_language: str = "english"
     # BM25 is scored from an in-memory copy of the postings (internal/vectord/postings.py,
     # kept in step by lexindex.py) within this budget; "sql" scores inside PostgreSQL
@@ -213,7 +213,7 @@ class MatrixdConfig:
     # k of the rank-based cross-corpus merge for lexical and keyword modes
     rrf_k: int = 60
     max_corpora: int = 64
-    # Query intelligence (issue 17): the longest observation /v1/matrix/normalize takes,
+    # Query intelligence: the longest observation /v1/matrix/normalize takes,
     # reflection's bar (vector similarity of a sub-query's best hit), and the time budget
     # of a search_auto request that names none (0: no budget).
     normalize_max_chars: int = 20000
@@ -223,7 +223,7 @@ class MatrixdConfig:
     # metadata fields naming a hit's thread and its position in it.
     context_group: str = "session"
     context_position: str = "turn"
-    # The downgrade gate (issue 16); 0 / false: that condition is off.
+    # The downgrade gate; 0 / false: that condition is off.
     downgrade_max_distance: float = 0.0  # vector mode: distance above it is `weak`
     downgrade_min_score: float = 0.0  # score-ranked modes: the hit's score below it is `weak`
     downgrade_max_age_days: float = 0.0  # updated_at older than this is `stale`
@@ -275,8 +275,8 @@ class SyncConfig:
     # Run once right at start-up (else the first run is one interval later).
     run_on_start: bool = True
     # Normalise each chunk through matrixd's /v1/matrix/normalize before embedding
-    # (issue 17): the normalised text is embedded and indexed, the original kept in
-    # metadata "original", the key phrases in metadata "keywords".
+    # (the normalised text is embedded and indexed, the original kept in
+    # metadata "original", the key phrases in metadata "keywords").
     normalize: bool = False
     matrixd_url: str = _url(MATRIXD_PORT)
 

@@ -84,7 +84,7 @@ ROUTES: tuple[Route, ...] = (
 )
 
 # POST routes that read only (or give the same result when sent twice): a connection lost
-# mid-call is retried on the next replica (issue 13). Writes are not: a lost answer to an
+# mid-call is retried on the next replica. Writes are not: a lost answer to an
 # upsert may follow a commit, and the client must decide.
 RETRY_SAFE_POSTS = frozenset({
     "/v1/embed", f"{_C}/search", "/v1/vectors/search", "/v1/matrix/search",

@@ -107,16 +107,6 @@ async def lookup(deps: Deps, corpus: str, vector: list[float], top_k: int,
     return Lookup(corpus, matches)
 
 
-def include_refused(results: Sequence[Any]) -> bool:
-    """True when vectord refused the `include` field itself (a vectord older than it).
-
-    The whole call failed, so every corpus carries the same 400 naming `include`.
-    """
-    errors = [getattr(r, "error", None) for r in results]
-    return bool(errors) and all(isinstance(e, ServiceError) and e.status == 400
-                                and (e.field or "").split("[")[0] == "include" for e in errors)
-
-
 def mark_recalled(hits: list[dict[str, Any]]) -> int:
     """Hits that entered the candidates only through `include` say so; how many there are."""
     n = 0

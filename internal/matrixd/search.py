@@ -36,7 +36,7 @@ log = structlog.get_logger()
 
 # vectord 400s on these fields are faults of the request, the same for every corpus.
 _REQUEST_FIELDS = ("filter", "language", "ef_search", "corpus_weights")
-# Hybrid fusion options (issue 8), passed to vectord unchanged; a 400 on them is the request's.
+# Hybrid fusion options, passed to vectord unchanged; a 400 on them is the request's.
 _FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer", "prf")
 
 # ---- helpers --------------------------------------------------------------------------
@@ -279,7 +279,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             if getattr(body, key) is not None:
                 vbody[key] = getattr(body, key)
 
-    # The playbook (issue 16): looked up before the fan-out, so that the answers its
+    # The playbook: looked up before the fan-out, so that the answers its
     # entries raise ride along as `include` and are scored even when retrieval misses them.
     use_playbook = body.use_playbook and vector is not None
     if (body.use_playbook or rules.disputed) and vector is None:
@@ -307,11 +307,6 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         vbody["exclude_corpora"] = excluded
     search_meta: dict[str, Any] = {}
     merged, results = await _search_all(deps, body.corpora, vbody, search_meta)
-    if include and playbook.include_refused(results):
-        # A vectord without `include` (older than issue 16): answer without recall.
-        del vbody["include"]
-        merged, results = await _search_all(deps, body.corpora, vbody, search_meta)
-        degraded.append("playbook_recall_unavailable")
 
     _raise_request_fault(results, body)
     skipped = _skipped(results, vectors, mode, body)

@@ -71,7 +71,7 @@ async def search_handler(request: web.Request) -> web.Response:
     return json_response(out)
 
 
-# ---- query intelligence (issue 17) -------------------------------------------------------
+# ---- query intelligence -------------------------------------------------------
 
 async def analyze_handler(request: web.Request) -> web.Response:
     body = await read_json(request, AnalyzeRequest)

@@ -151,7 +151,7 @@ class Tool:
     body: Callable[[Any], dict[str, Any] | None] = lambda _: None
     # route field -> argument name, for errors the route reports
     fields: dict[str, str] = field(default_factory=dict)
-    # Listed only when this optional route is served (issue 17's routes).
+    # Listed only when this optional route is served (the query-intelligence routes).
     optional_route: bool = False
     # Listed only when the wiki sync is configured.
     needs_sync: bool = False

@@ -25,7 +25,7 @@ _SERVER_SETTINGS = {
     "shared_buffers": "512MB",
     "max_connections": "200",
     # After a crash PostgreSQL syncs the data directory before recovery; fsync-ing every
-    # file took ~2 s of a postmaster restart here, one syncfs() a few ms (issue 13).
+    # file took ~2 s of a postmaster restart here, one syncfs() a few ms.
     "recovery_init_sync_method": "syncfs",
     # WAL summaries, so that `lakehouse backup --incremental-from` can copy only the
     # blocks changed since an earlier backup (PostgreSQL 17+; a background process).

@@ -54,7 +54,7 @@ def plan(cfg: Config, dsn: str, config_file: str | None = None,
         "LAKEHOUSE_MCPD_GATEWAY_URL": url["gateway"],
         "LAKEHOUSE_MATRIXD_VECTORD_URL": url["vectord"],
         "LAKEHOUSE_SYNC_VECTORD_URL": url["vectord"],
-        "LAKEHOUSE_SYNC_MATRIXD_URL": url["matrixd"],  # [sync] normalize (issue 17)
+        "LAKEHOUSE_SYNC_MATRIXD_URL": url["matrixd"],  # [sync] normalize
     }
     # An empty embedd_url means "no embedding" for that daemon: keep it so.
     if cfg.matrixd.embedd_url:

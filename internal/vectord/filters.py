@@ -86,7 +86,7 @@ def _field_name(name: str, where: str) -> str:
 
 def _symbolic_clauses(flt: Filter, field: str,
                       param: Callable[[str, Any], sql.Composable]) -> list[sql.Composable]:
-    """Tags, type, date and number ranges, parent id, field presence (issue 8).
+    """Tags, type, date and number ranges, parent id, field presence.
 
     Metadata values of the wrong JSON type (a date that does not parse, a number
     stored as text) never match and never raise: a filter cannot fail on data.

@@ -116,11 +116,11 @@ def detect(text: str) -> str:
     return ISO_TO_REGCONFIG.get(found.iso_code_639_1.name.lower(), SIMPLE)
 
 
-# The corpus-level prior of an `auto` corpus (issue 14): when one language holds at least
+# The corpus-level prior of an `auto` corpus: when one language holds at least
 # PRIOR_SHARE of the items whose language was detected (at least PRIOR_MIN of them, the
 # corpus's and the batch's), an item too short or too ambiguous to detect takes it instead
 # of "simple". "simple" keeps stop words and no stems, so a few such items in an English
-# corpus made every query also match unstemmed forms (issue 14 item 4).
+# corpus made every query also match unstemmed forms.
 PRIOR_SHARE = 0.8
 PRIOR_MIN = 10
 

@@ -491,7 +491,7 @@ lex_q AS (
 # The statistics of one corpus as plain SQL over its side tables: what vectord_bm25_query
 # computes for a single corpus, term for term (the same float8 arithmetic, so the same
 # weights to the last bit), without plpgsql or dynamic EXECUTE, so the whole statement is
-# one prepared plan (issue 15: planning top2's and the statistics' dynamic statements on
+# one prepared plan (planning top2's and the statistics' dynamic statements on
 # every call was a third of a SciFact query's time). `small`: the query's postings fit
 # {budget}, so every posting is scored in the statement itself and vectord_bm25_top2 is
 # not called (its plan is never cached: it is dynamic SQL).
@@ -635,7 +635,7 @@ def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool,
         return sql.SQL(_STATS_GIVEN).format()
     _, stats, dfs = _names(corpus_id)
     # An `auto` corpus: the query is stemmed in the languages the corpus holds (held_languages),
-    # passed as fixed languages so that vectord_bm25_query does not add `simple` (issue 14).
+    # passed as fixed languages so that vectord_bm25_query does not add `simple`.
     langs: sql.Composable = (held_languages([corpus_id]) if languages is None
                              else sql.SQL("%(lex_langs)s::regconfig[]"))
     if static:

@@ -46,7 +46,7 @@ class Settings:
         return self.docs > 0 and self.weight > 0 and (self.vector or self.terms > 0)
 
 
-# The default when a request sends no `prf` (issue 14: on only if it wins on the mean of
+# The default when a request sends no `prf` (on only if it wins on the mean of
 # the three dev sets and loses on none by more than 0.005; see DECISIONS.md): RM3 from the
 # top 10 fused hits, 10 expansion lexemes, weight 0.5, query vector unchanged. Measured
 # over the default fusion with MAX_DF_SHARE: mean nDCG@10 0.5495 -> 0.5633 (SciFact

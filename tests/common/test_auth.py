@@ -1,4 +1,4 @@
-"""A daemon that would listen beyond loopback with auth off refuses to start (issue 13)."""
+"""A daemon that would listen beyond loopback with auth off refuses to start."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The default path scores like the harness (issue 14 item 4).
+"""The default path scores like the harness.
 
 Part of CISI is ingested twice: through `lakehouse ingest` (the real CLI in a subprocess,
 through a real gateway; corpus language auto, as a user gets by default) and through the

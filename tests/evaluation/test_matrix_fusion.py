@@ -1,4 +1,4 @@
-"""matrixd passes the fusion options through to vectord (issue 8)."""
+"""matrixd passes the fusion options through to vectord."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`lakehouse eval` over several data sets reports their mean (issue 14 item 5)."""
+"""`lakehouse eval` over several data sets reports their mean."""
 
 from __future__ import annotations
 

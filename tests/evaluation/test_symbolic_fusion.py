@@ -1,4 +1,4 @@
-"""The symbolic layer and the fusion options through the real vectord app (issue 8)."""
+"""The symbolic layer and the fusion options through the real vectord app."""
 
 from __future__ import annotations
 

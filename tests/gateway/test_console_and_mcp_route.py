@@ -55,7 +55,7 @@ async def test_mcp_route_passes_the_callers_token_to_mcpd_only(gateway: GatewayF
         assert resp.headers["X-Seen-Auth"] == "Bearer s3cret"
         assert await resp.read() == body
     async with http.post(f"{base}/v1/matrix/search", data=b"{}", headers=auth) as resp:
-        # Any other daemon sees the gateway's service token, never the caller's (issue 13).
+        # Any other daemon sees the gateway's service token, never the caller's.
         assert resp.headers["X-Seen-Auth"] == "Bearer svc"
     async with http.post(f"{base}/mcp", data=body) as resp:
         assert resp.status == 401

@@ -1,4 +1,4 @@
-"""/openapi.json carries the patterns, ranges and limits the daemons enforce (issue 13)."""
+"""/openapi.json carries the patterns, ranges and limits the daemons enforce."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_document_states_the_limits() -> None:
     assert _prop(doc, "DeleteItems", "ids")["maxItems"] == 10_000
     assert _prop(doc, "MatrixSearchRequest", "corpora")["maxItems"] == 64
     score = _prop(doc, "RecordRequest", "score")
-    assert (score["minimum"], score["maximum"]) == (-1, 1)  # negative feedback (issue 16)
+    assert (score["minimum"], score["maximum"]) == (-1, 1)  # negative feedback
     ids = doc["paths"]["/v1/vectors/corpora/{name}/ids"]["get"]["parameters"]
     assert {p["name"]: p["schema"].get("pattern") for p in ids if p["in"] == "path"} == {
         "name": NAME_RE.pattern}

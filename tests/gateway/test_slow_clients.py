@@ -1,4 +1,4 @@
-"""Slow and many clients are contained at the gateway (issue 13, build 3).
+"""Slow and many clients are contained at the gateway.
 
 A slow body costs a gateway task, never a daemon connection; waiting for a daemon
 connection is bounded; a search whose replica dies mid-call is answered by the other.

@@ -1,4 +1,4 @@
-"""One `lakehouse up` with auth on for every test of this package (issue 13).
+"""One `lakehouse up` with auth on for every test of this package.
 
 The stack runs as a user runs it (processes, a client token in LAKEHOUSE_TOKEN), so the
 tests see what a client sees: the gateway and each daemon's own port.

@@ -1,4 +1,4 @@
-"""With tokens configured, no daemon answers without one (issue 13, Build 4)."""
+"""With tokens configured, no daemon answers without one."""
 
 from __future__ import annotations
 

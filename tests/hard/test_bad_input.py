@@ -1,4 +1,4 @@
-"""Every bad input of issue 13, each its own case, through the gateway and straight to the
+"""Every bad input, each its own case, through the gateway and straight to the
 daemon: a 4xx in the one error shape naming the field, and the corpus unchanged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`lakehouse ingest` on real data: Cranfield goes in whole, with the right counts (issue 13)."""
+"""`lakehouse ingest` on real data: Cranfield goes in whole, with the right counts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Property-based requests against the running stack: no answer >= 500 but the documented
-502/503/504 (issue 13). Bodies are drawn from /openapi.json's own schemas (so the document
+502/503/504. Bodies are drawn from /openapi.json's own schemas (so the document
 is exercised too) and as arbitrary JSON; corpus names are the stack's real ones half the
 time, so requests get past "not found" into the search and write paths."""
 

@@ -125,7 +125,7 @@ def test_playbook_id_deterministic_and_unambiguous() -> None:
     assert boost.playbook_id("q", "a", "c") != boost.playbook_id("q", "a", "c2")
 
 
-# ---- negative feedback (issue 16) -----------------------------------------------------------
+# ---- negative feedback -----------------------------------------------------------
 
 def test_wrong_mark_multiplies_distance_by_exactly_1_5() -> None:
     d = 0.123456789012345

@@ -1,4 +1,4 @@
-"""The learning loop (issue 16) through real matrixd, vectord and embedd, in-process:
+"""The learning loop through real matrixd, vectord and embedd, in-process:
 recall of recorded answers, wrong marks, the downgrade gate, playbook housekeeping."""
 
 from __future__ import annotations

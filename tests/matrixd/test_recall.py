@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from internal.common.errors import ServiceError
 from internal.matrixd import playbook
 from internal.matrixd.boost import Match, PlaybookEntry
-from internal.matrixd.search import CorpusResult
 
 
 def m(answer: str, corpus: str, score: float, distance: float) -> Match:
@@ -33,17 +31,6 @@ def test_include_is_capped() -> None:
     got = lookup.include(["docs"])
     assert len(got) == playbook.MAX_INCLUDE
     assert got[0] == {"corpus": "docs", "id": "d0"}
-
-
-def test_include_refused_only_when_vectord_names_include() -> None:
-    refused = ServiceError(400, "invalid_argument", "unknown field `include`", service="vectord",
-                           field="include")
-    other = ServiceError(400, "invalid_argument", "bad filter", service="vectord", field="filter")
-    assert playbook.include_refused([CorpusResult("a", [], 1.0, refused),
-                                     CorpusResult("b", [], 1.0, refused)])
-    assert not playbook.include_refused([CorpusResult("a", [], 1.0, other)])
-    assert not playbook.include_refused([CorpusResult("a", [], 1.0, None)])
-    assert not playbook.include_refused([])
 
 
 def test_mark_recalled() -> None:

@@ -1,7 +1,7 @@
 """Which tools are offered, decided from what the gateway serves.
 
 A small stand-in gateway (real HTTP) plays a Lakehouse that already serves some of
-issue 17's routes and takes `corpora` as optional, which the real stack in
+the query-intelligence routes and takes `corpora` as optional, which the real stack in
 tests/agents does not (yet): the toolbox must pick both up with no change.
 """
 

@@ -81,6 +81,6 @@ def test_cli_parses_every_people_command() -> None:
 
 def test_plan_skips_documents_with_nothing_to_embed() -> None:
     # Cranfield 471 and 995 have no title and no text: the eval harness never stored them,
-    # and an embedding of "" only ever adds a noise hit (issue 14 item 4).
+    # and an embedding of "" only ever adds a noise hit.
     plan = plan_ingest([Doc("e", "  ", None, None, {}, None), _doc("a", "x")], {})
     assert [d.id for d in plan.empty] == ["e"] and [d.id for d in plan.todo] == ["a"]

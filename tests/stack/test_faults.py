@@ -1,4 +1,4 @@
-"""Faults under load against `lakehouse up` with its own PostgreSQL (issue 13, build 2).
+"""Faults under load against `lakehouse up` with its own PostgreSQL.
 
 kill -9 of the postmaster while searches and writes run: the requests in the outage are
 503 postgres_unavailable (never a 500, never a dropped connection), the supervisor

@@ -1,4 +1,4 @@
-"""Two vectord replicas on one PostgreSQL behind matrixd and the gateway (issue 13, build 5).
+"""Two vectord replicas on one PostgreSQL behind matrixd and the gateway.
 
 Killing one replica with SIGKILL while searches run through the gateway (its Upstream)
 and through matrixd (the same Upstream, in ServiceClient) fails no search: a refused

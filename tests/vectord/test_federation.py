@@ -1,4 +1,4 @@
-"""Federated search ranks exactly like one corpus holding the union (issue 12).
+"""Federated search ranks exactly like one corpus holding the union.
 
 A data set is stored once as one corpus and once split into three by a hash of the id;
 a multi-corpus search over the three must return the union's ids, in the union's order,

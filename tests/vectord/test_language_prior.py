@@ -1,4 +1,4 @@
-"""Auto-language corpora score like fixed-language ones on one-language data (issue 14).
+"""Auto-language corpora score like fixed-language ones on one-language data.
 
 Two differences from an English corpus were found on Cranfield and CISI: items too short
 to detect were stored as `simple`, and the query was also stemmed in `simple` whatever the

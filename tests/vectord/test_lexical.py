@@ -212,7 +212,7 @@ async def test_hybrid_both_branches_outrank_single(vectord_url: str,
     assert vec[0]["id"] != "both" and lex[0]["id"] != "both"
     # Three candidates a branch: the vector branch holds vec-1, vec-2, both; the
     # lexical one lex-1, both, lex-2.
-    # RRF named explicitly: the default fusion became weighted in issue 8.
+    # RRF named explicitly: the default fusion is weighted.
     hits = await _search(http, vectord_url, name, mode="hybrid", query_vector=q,
                          query_text="quarterly revenue", k=3, candidates=3, fusion="rrf", rrf_k=60)
     top = hits[0]

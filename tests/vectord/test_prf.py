@@ -1,4 +1,4 @@
-"""Pseudo-relevance feedback of hybrid search (issue 14): prf.py and vectord's prf option."""
+"""Pseudo-relevance feedback of hybrid search: prf.py and vectord's prf option."""
 
 from __future__ import annotations
 
