@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping, Sequence
 
 import msgspec
 import numpy as np
@@ -23,6 +25,39 @@ def corpus_name(name: str, field: str = "name") -> str:
             "(lowercase letter, then up to 62 lowercase letters, digits or underscores)",
             field=field)
     return name
+
+
+def corpora(names: Sequence[str] | None, most: int) -> None:
+    """A search's `corpora`: absent (every corpus), else 1..most valid names, none twice."""
+    if names is None:
+        return
+    if not names:
+        raise InvalidArgument("corpora: name at least one corpus, or leave it out for all",
+                              field="corpora")
+    if len(names) > most:
+        raise InvalidArgument(f"corpora: at most {most} corpora, got {len(names)}",
+                              field="corpora")
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        corpus_name(name, f"corpora[{i}]")
+        if name in seen:
+            raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice", field=f"corpora[{i}]")
+        seen.add(name)
+
+
+def corpus_weights(weights: Mapping[str, object], searched: Sequence[str]) -> dict[str, float]:
+    """`corpus_weights`: each a searched corpus's, a finite number > 0; 400 naming the bad
+    one (`corpus_weights.<name>`)."""
+    names = set(searched)
+    for name, w in weights.items():
+        field = f"corpus_weights.{name}"
+        if name not in names:
+            raise InvalidArgument(f"{field}: corpus {name!r} is not searched", field=field)
+        if isinstance(w, bool) or not isinstance(w, (int, float)):
+            raise InvalidArgument(f"{field}: expected a number > 0", field=field)
+        if not math.isfinite(w) or w <= 0:
+            raise InvalidArgument(f"{field}: must be a finite number > 0, got {w}", field=field)
+    return {name: float(w) for name, w in weights.items()}  # type: ignore[arg-type]
 
 
 def dim(value: int, field: str = "dim") -> int:

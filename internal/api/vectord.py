@@ -199,13 +199,13 @@ MAX_INCLUDE = 100
 class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True):
     """POST /v1/vectors/search: one search (the same fields) over several corpora.
 
-    Ranked as one corpus holding their union (internal.vectord.federation).
+    Ranked as one corpus holding their union (internal.vectord.merge).
     """
 
     # None: every corpus but exclude_corpora
     corpora: Annotated[list[str], Meta(min_length=1, max_length=1000)] | None = None
     exclude_corpora: list[str] = []
-    corpus_weights: dict[str, float] | None = None  # after fusion; see federation.py
+    corpus_weights: dict[str, float] | None = None  # after fusion; see merge.py
     # Always candidates in every branch the mode has, scored like any other; returned even
     # below the top k (flagged `included`), so a caller's boost can lift them.
     include: list[IncludeRef] = []
@@ -249,7 +249,7 @@ class Hit(msgspec.Struct):
     updated_at: datetime
     # Layers that found this hit: vector, lexical, symbolic (a preference met).
     matched_layers: list[str] = []
-    # The cross-corpus ranking key (internal.vectord.federation): score x corpus weight in
+    # The cross-corpus ranking key (internal.vectord.merge): score x corpus weight in
     # score-ranked modes, distance / corpus weight in vector mode.
     merge_score: float | None = None
     merge_distance: float | None = None

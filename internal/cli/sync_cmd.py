@@ -22,10 +22,9 @@ from tqdm import tqdm
 from internal.api.vectord import Metric
 from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
 from internal.clients.embed import Embedding
-from internal.common import logs
+from internal.common import language, logs
 from internal.common.errors import InvalidArgument
 from internal.syncd.runner import RunResult, Syncer, SyncSettings
-from internal.vectord import language
 from lakehouse import AsyncClient, Item
 
 

@@ -95,3 +95,13 @@ def from_status(status: int, code: str, message: str, *, field: str | None = Non
                                                   request_id=request_id)
     exc.status = status
     return exc
+
+
+def describe(exc: BaseException) -> str:
+    """One line for logs and for the errors reported inside an answer: which service said
+    what (`vectord answered 404 not_found: ...`), else the code and message."""
+    if isinstance(exc, ServiceError):
+        return f"{exc.service} answered {exc.status} {exc.code}: {exc.message}"
+    if isinstance(exc, LakehouseError):
+        return f"{exc.code}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"

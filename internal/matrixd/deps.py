@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from internal.api.vectord import Space
-from internal.clients.embed import EmbedClient
+from internal.clients.embed import EmbedClient, Embedding
 from internal.clients.vectord import VectordClient
+from internal.common.errors import Unavailable
 from internal.config import MatrixdConfig
 
 
@@ -18,3 +19,11 @@ class Deps:
     # vectord's embedding spaces as last read, and when (time.monotonic; matrixd.spaces).
     spaces: list[Space] = field(default_factory=list)
     spaces_at: float = float("-inf")
+
+
+async def embed_query(deps: Deps, text: str) -> Embedding:
+    """The query embedded by the default model (503 when embedd is not configured)."""
+    if deps.embed is None:
+        raise Unavailable("embedd is not configured ([matrixd] embedd_url is empty)",
+                          code="embedd_unavailable")
+    return await deps.embed.embed([text], input_type="query")

@@ -15,10 +15,19 @@ from typing import Any
 
 import structlog
 
-from internal.common.errors import LakehouseError, NotFound, ServiceError, UpstreamError
+from internal.api.matrixd import RecordRequest
+from internal.api.validate import corpus_name
+from internal.common.errors import (
+    InvalidArgument,
+    LakehouseError,
+    NotFound,
+    ServiceError,
+    UpstreamError,
+    describe,
+)
 from internal.matrixd import boost
-from internal.matrixd.boost import Match
-from internal.matrixd.deps import Deps
+from internal.matrixd.boost import Match, PlaybookEntry
+from internal.matrixd.deps import Deps, embed_query
 
 log = structlog.get_logger()
 
@@ -28,12 +37,6 @@ MAX_LIST = 1000
 # mode with this text lists every entry, newest first, with the metadata filter in its SQL.
 _LIST_MARK = "/"
 _PLAYBOOK_ID = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _describe(exc: LakehouseError) -> str:
-    if isinstance(exc, ServiceError):
-        return f"{exc.service} answered {exc.status} {exc.code}: {exc.message}"
-    return f"{exc.code}: {exc.message}"
 
 
 @dataclass
@@ -88,11 +91,11 @@ async def lookup(deps: Deps, corpus: str, vector: list[float], top_k: int,
         if exc.status == 404:
             return Lookup(corpus)
         if not allow_partial:
-            raise UpstreamError(f"playbook corpus {corpus!r}: {_describe(exc)}") from None
+            raise UpstreamError(f"playbook corpus {corpus!r}: {describe(exc)}") from None
         return Lookup(corpus, unavailable=True)
     except LakehouseError as exc:
         if not allow_partial:
-            raise UpstreamError(f"playbook corpus {corpus!r}: {_describe(exc)}") from None
+            raise UpstreamError(f"playbook corpus {corpus!r}: {describe(exc)}") from None
         return Lookup(corpus, unavailable=True)
     matches = []
     for h in out.get("hits") or []:
@@ -188,3 +191,67 @@ async def delete_entry(deps: Deps, corpus: str, playbook_id: str) -> None:
     if not deleted:
         raise NotFound(f"playbook_id: no entry {playbook_id!r} in playbook {corpus!r}",
                        field="playbook_id")
+
+
+async def record(deps: Deps, body: RecordRequest) -> dict[str, Any]:
+    """Record (question, answer, score) in the playbook corpus (created on the first record,
+    with the question's embedding model); the answer must exist. 400 naming the caller's
+    field; vectord's other refusals are a 502."""
+    if not body.query_text.strip():
+        raise InvalidArgument("query_text: must not be blank", field="query_text")
+    if not body.answer_id:
+        raise InvalidArgument("answer_id: must not be empty", field="answer_id")
+    corpus_name(body.answer_corpus, "answer_corpus")
+    try:
+        score = boost.validate_score(body.score)
+    except ValueError as exc:
+        raise InvalidArgument(f"score: {exc}", field="score") from None
+    name = body.playbook_corpus or deps.cfg.playbook_corpus
+    corpus_name(name, "playbook_corpus")
+    await check_answer(deps, body.answer_corpus, body.answer_id)
+
+    emb = await embed_query(deps, body.query_text)
+    entry = PlaybookEntry(query_text=body.query_text, answer_id=body.answer_id,
+                          answer_corpus=body.answer_corpus, score=score, tags=list(body.tags))
+    pid = boost.playbook_id(body.query_text, body.answer_id, body.answer_corpus)
+    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text,
+            "title": entry_title(entry), "tags": list(body.tags),
+            "metadata": boost.entry_to_metadata(entry)}
+    created = False
+    try:
+        try:
+            await deps.vectord.upsert(name, [item], model=emb.model)
+        except ServiceError as exc:
+            if exc.status != 404:
+                raise
+            # First record: the playbook corpus does not exist yet.
+            _, created = await deps.vectord.ensure_corpus(name, emb.dim, "cosine",
+                                                          model=emb.model)
+            await deps.vectord.upsert(name, [item], model=emb.model)
+    except ServiceError as exc:
+        raise _record_fault(exc) from None
+    log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
+             score=score, created=created)
+    return {"playbook_id": pid, "playbook_corpus": name, "created": created}
+
+
+# vectord's fields of the playbook item -> the record request's own fields.
+_ITEM_FIELDS = {"text": "query_text", "title": "query_text", "tags": "tags",
+                "metadata": "query_text"}
+
+
+def _record_fault(exc: ServiceError) -> LakehouseError:
+    """vectord's 400 about the playbook item, told in the caller's fields (`query_text`,
+    `tags[0]`), never vectord's `items[0].text`; any other 400 is not the caller's: 502."""
+    if exc.status != 400:
+        return exc
+    field = exc.field or ""
+    prefix = "items[0]."
+    rest = field[len(prefix):] if field.startswith(prefix) else ""
+    root = rest.split("[")[0].split(".")[0]
+    mapped = _ITEM_FIELDS.get(root)
+    if mapped is None:
+        return UpstreamError(f"playbook upsert: {describe(exc)}")
+    ours = mapped + rest[len(root):] if mapped == "tags" else mapped
+    detail = exc.message.split(": ", 1)[1] if exc.message.startswith(field) else exc.message
+    return InvalidArgument(f"{ours}: {detail}", field=ours)

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode
@@ -25,12 +26,12 @@ from internal.common.errors import (
     Unavailable,
     UpstreamError,
     UpstreamTimeout,
+    describe,
 )
 from internal.config import MatrixdConfig
 from internal.matrixd import boost, downgrade, merge, playbook, relevance, spaces
-from internal.matrixd.deps import Deps
+from internal.matrixd.deps import Deps, embed_query
 from internal.matrixd.relevance import Chunk
-from internal.vectord import federation
 
 log = structlog.get_logger()
 
@@ -45,12 +46,6 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
 
-def describe(exc: LakehouseError) -> str:
-    if isinstance(exc, ServiceError):
-        return f"{exc.service} answered {exc.status} {exc.code}: {exc.message}"
-    return f"{exc.code}: {exc.message}"
-
-
 def _is_down(exc: LakehouseError) -> bool:
     """An error meaning the service cannot answer now (not that the request was wrong)."""
     return isinstance(exc, (Unavailable, UpstreamTimeout)) or exc.status >= 500
@@ -59,13 +54,6 @@ def _is_down(exc: LakehouseError) -> bool:
 def _check_range(value: int, lo: int, hi: int, field: str) -> None:
     if not lo <= value <= hi:
         raise InvalidArgument(f"{field}: must be in {lo}..{hi}, got {value}", field=field)
-
-
-async def embed_query(deps: Deps, text: str) -> Embedding:
-    if deps.embed is None:
-        raise Unavailable("embedd is not configured ([matrixd] embedd_url is empty)",
-                          code="embedd_unavailable")
-    return await deps.embed.embed([text], input_type="query")
 
 
 # ---- search -----------------------------------------------------------------------------
@@ -116,29 +104,10 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
 
 def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
     """The effective mode, the stripped query text and the depth; 400 on bad input."""
-    if body.corpora is not None:
-        if not body.corpora:
-            raise InvalidArgument("corpora: name at least one corpus, or leave it out for all",
-                                  field="corpora")
-        if len(body.corpora) > cfg.max_corpora:
-            raise InvalidArgument(
-                f"corpora: at most {cfg.max_corpora} corpora, got {len(body.corpora)}",
-                field="corpora")
-        seen: set[str] = set()
-        for i, name in enumerate(body.corpora):
-            corpus_name(name, f"corpora[{i}]")
-            if name in seen:
-                raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice",
-                                      field=f"corpora[{i}]")
-            seen.add(name)
+    validate.corpora(body.corpora, cfg.max_corpora)
     if body.corpus_weights is not None:
-        try:
-            federation.check_weights(body.corpus_weights,
-                                     body.corpora if body.corpora is not None
-                                     else list(body.corpus_weights))
-        except ValueError as exc:
-            field, _, _ = str(exc).partition(":")
-            raise InvalidArgument(str(exc), field=field) from None
+        validate.corpus_weights(body.corpus_weights, body.corpora if body.corpora is not None
+                                else list(body.corpus_weights))
     _check_range(body.k, 1, cfg.max_k, "k")
     per_corpus_k = body.per_corpus_k if body.per_corpus_k is not None else body.k
     _check_range(per_corpus_k, 1, cfg.max_k, "per_corpus_k")

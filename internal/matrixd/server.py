@@ -34,13 +34,18 @@ from internal.clients.embed import EmbedClient, make_client
 from internal.clients.vectord import VectordClient
 from internal.common.auth import protect, service_headers
 from internal.common.daemon import serve
-from internal.common.errors import InvalidArgument, LakehouseError, ServiceError, UpstreamError
+from internal.common.errors import (
+    InvalidArgument,
+    LakehouseError,
+    ServiceError,
+    UpstreamError,
+    describe,
+)
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
-from internal.matrixd import boost, playbook, relevance, smart, strategy
-from internal.matrixd.boost import PlaybookEntry
+from internal.matrixd import playbook, relevance, smart, strategy
 from internal.matrixd.deps import Deps
-from internal.matrixd.search import describe, embed_query, run_search
+from internal.matrixd.search import run_search
 
 log = structlog.get_logger()
 
@@ -99,66 +104,8 @@ async def search_auto_handler(request: web.Request) -> web.Response:
 # ---- playbook record ---------------------------------------------------------------------
 
 async def record_handler(request: web.Request) -> web.Response:
-    deps = request.app[DEPS]
     body = await read_json(request, RecordRequest)
-    if not body.query_text.strip():
-        raise InvalidArgument("query_text: must not be blank", field="query_text")
-    if not body.answer_id:
-        raise InvalidArgument("answer_id: must not be empty", field="answer_id")
-    corpus_name(body.answer_corpus, "answer_corpus")
-    try:
-        score = boost.validate_score(body.score)
-    except ValueError as exc:
-        raise InvalidArgument(f"score: {exc}", field="score") from None
-    name = body.playbook_corpus or deps.cfg.playbook_corpus
-    corpus_name(name, "playbook_corpus")
-    await playbook.check_answer(deps, body.answer_corpus, body.answer_id)
-
-    emb = await embed_query(deps, body.query_text)
-    entry = PlaybookEntry(query_text=body.query_text, answer_id=body.answer_id,
-                          answer_corpus=body.answer_corpus, score=score, tags=list(body.tags))
-    pid = boost.playbook_id(body.query_text, body.answer_id, body.answer_corpus)
-    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text,
-            "title": playbook.entry_title(entry), "tags": list(body.tags),
-            "metadata": boost.entry_to_metadata(entry)}
-    created = False
-    try:
-        try:
-            await deps.vectord.upsert(name, [item], model=emb.model)
-        except ServiceError as exc:
-            if exc.status != 404:
-                raise
-            # First record: the playbook corpus does not exist yet.
-            _, created = await deps.vectord.ensure_corpus(name, emb.dim, "cosine",
-                                                          model=emb.model)
-            await deps.vectord.upsert(name, [item], model=emb.model)
-    except ServiceError as exc:
-        raise _record_fault(exc) from None
-    log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
-             score=score, created=created)
-    return json_response({"playbook_id": pid, "playbook_corpus": name, "created": created})
-
-
-# vectord's fields of the playbook item -> the record request's own fields.
-_ITEM_FIELDS = {"text": "query_text", "title": "query_text", "tags": "tags",
-                "metadata": "query_text"}
-
-
-def _record_fault(exc: ServiceError) -> LakehouseError:
-    """vectord's 400 about the playbook item, told in the caller's fields (`query_text`,
-    `tags[0]`), never vectord's `items[0].text`; any other 400 is not the caller's: 502."""
-    if exc.status != 400:
-        return exc
-    field = exc.field or ""
-    prefix = "items[0]."
-    rest = field[len(prefix):] if field.startswith(prefix) else ""
-    root = rest.split("[")[0].split(".")[0]
-    mapped = _ITEM_FIELDS.get(root)
-    if mapped is None:
-        return UpstreamError(f"playbook upsert: {describe(exc)}")
-    ours = mapped + rest[len(root):] if mapped == "tags" else mapped
-    detail = exc.message.split(": ", 1)[1] if exc.message.startswith(field) else exc.message
-    return InvalidArgument(f"{ours}: {detail}", field=ours)
+    return json_response(await playbook.record(request.app[DEPS], body))
 
 
 def _playbook_name(request: web.Request) -> str:

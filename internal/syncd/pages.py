@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
+from internal.common import language as lang
 from internal.common.errors import InvalidArgument
 from internal.common.hashing import content_hash
-from internal.vectord import language as lang
 
 PAGE_SUFFIXES = (".md", ".markdown")
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")

@@ -23,7 +23,7 @@ import structlog
 
 from internal.clients.base import ServiceClient
 from internal.clients.embed import Embedding
-from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError
+from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError, describe
 from internal.syncd import diff
 from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
 
@@ -155,12 +155,6 @@ def _retryable_one_by_one(exc: Exception) -> bool:
             and exc.status not in (408, 429))
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, LakehouseError):
-        return f"{exc.code}: {exc.message}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class Normalizer:
     """Chunks rewritten by matrixd's /v1/matrix/normalize, remembered by original hash.
 
@@ -242,8 +236,8 @@ class Syncer:
         try:
             await self._run(result, progress)
         except (LakehouseError, aiohttp.ClientError, OSError) as exc:
-            result.errors.append(PageError(ROOT, _describe(exc)))
-            log.warning("sync_failed", corpus=self.settings.corpus, error=_describe(exc))
+            result.errors.append(PageError(ROOT, describe(exc)))
+            log.warning("sync_failed", corpus=self.settings.corpus, error=describe(exc))
         result.seconds = round(time.perf_counter() - started, 3)
         result.embed_seconds = round(result.embed_seconds, 3)
         result.finished_at = _now()
@@ -327,7 +321,7 @@ class Syncer:
             except (LakehouseError, aiohttp.ClientError) as exc:
                 for page in sorted({page for page, _ in part}):
                     failed.add(page)
-                    result.errors.append(PageError(page, f"delete: {_describe(exc)}"))
+                    result.errors.append(PageError(page, f"delete: {describe(exc)}"))
 
         result.added = sum(1 for page in p.added if page not in failed)
         result.updated = sum(1 for page in p.changed if page not in failed)
@@ -344,8 +338,8 @@ class Syncer:
             if len(pages) == 1 or not _retryable_one_by_one(exc):
                 for page in pages:
                     failed.add(page)
-                    result.errors.append(PageError(page, _describe(exc)))
-                log.warning("sync_batch_failed", pages=len(pages), error=_describe(exc))
+                    result.errors.append(PageError(page, describe(exc)))
+                log.warning("sync_batch_failed", pages=len(pages), error=describe(exc))
                 return
         # The embedder refused the input: find the page(s) at fault, keep the rest.
         for page in sorted({c.metadata["path"] for c in batch}):
@@ -354,7 +348,7 @@ class Syncer:
                 await self._embed_upsert(part, model, result)
             except (LakehouseError, aiohttp.ClientError) as exc:
                 failed.add(page)
-                result.errors.append(PageError(page, _describe(exc)))
+                result.errors.append(PageError(page, describe(exc)))
 
     async def _embed_upsert(self, batch: list[Chunk], model: str, result: RunResult) -> None:
         t0 = time.perf_counter()

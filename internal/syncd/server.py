@@ -19,6 +19,7 @@ from aiohttp import web
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
+from internal.common import language
 from internal.common.auth import protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
@@ -26,7 +27,6 @@ from internal.common.web import json_response, make_base_app
 from internal.config import Config, ConfigError, SyncConfig
 from internal.syncd.runner import Syncer, SyncSettings
 from internal.syncd.ticker import Ticker
-from internal.vectord import language
 
 log = structlog.get_logger()
 

@@ -117,6 +117,8 @@ class LexIndex:
     """The cache of one vectord, and the lock that serialises its refreshes."""
 
     def __init__(self, budget_bytes: int) -> None:
+        # Postings of several corpora laid end to end, for searches over many (postings.py).
+        self.unions = postings.UnionCache()
         self.cache = postings.Cache(budget_bytes)
         self._parsed: OrderedDict[tuple[tuple[str, ...], str], tuple[list[str], list[float]]] = (
             OrderedDict())

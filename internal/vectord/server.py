@@ -32,6 +32,7 @@ from internal.api.vectord import (
     UpsertRequest,
 )
 from internal.clients.embed import make_client
+from internal.common import language
 from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
@@ -41,7 +42,7 @@ from internal.config import Config
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import federated, federation, language, schema
+from internal.vectord import engine, schema
 from internal.vectord.reembed import Reembedder
 from internal.vectord.store import PreparedItem, Store, Written
 
@@ -303,7 +304,7 @@ async def search(request: web.Request) -> web.Response:
     name = _name(request)
     req = await read_json(request, SearchRequest)
     lsn = _request_lsn(request)
-    result = await store.read_search(lambda: federated.search(store, [name], req), lsn)
+    result = await store.read_search(lambda: engine.search(store, [name], req), lsn)
     if result.outcomes[0].error is not None:
         raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
@@ -311,7 +312,7 @@ async def search(request: web.Request) -> web.Response:
                                         took_ms=took))
 
 
-def _corpus_result(o: federated.Outcome) -> CorpusSearchResult:
+def _corpus_result(o: engine.Outcome) -> CorpusSearchResult:
     """A corpus of a multi-search: its share of the hits, or its error as the per-corpus
     route would have answered it."""
     exc = o.error
@@ -350,44 +351,17 @@ async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
     return list(req.corpora)
 
 
-def _check_weights(req: MultiSearchRequest, names: list[str]) -> dict[str, float]:
-    try:
-        return federation.check_weights(req.corpus_weights or {}, names)
-    except ValueError as exc:
-        field, _, _ = str(exc).partition(":")
-        raise InvalidArgument(str(exc), field=field) from None
-
-
-def _check_names(req: MultiSearchRequest) -> None:
-    """corpora: absent (all), else 1..MAX_SEARCH_CORPORA valid names, none twice."""
-    if req.corpora is None:
-        return
-    if not req.corpora:
-        raise InvalidArgument("corpora: name at least one corpus, or leave it out for all",
-                              field="corpora")
-    if len(req.corpora) > MAX_SEARCH_CORPORA:
-        raise InvalidArgument(f"corpora: at most {MAX_SEARCH_CORPORA} corpora, "
-                              f"got {len(req.corpora)}", field="corpora")
-    seen: set[str] = set()
-    for i, name in enumerate(req.corpora):
-        validate.corpus_name(name, f"corpora[{i}]")
-        if name in seen:
-            raise InvalidArgument(f"corpora[{i}]: {name!r} is named twice",
-                                  field=f"corpora[{i}]")
-        seen.add(name)
-
-
 async def multi_search(request: web.Request) -> web.Response:
-    """One search over several corpora, ranked as their union (internal.vectord.federated)."""
+    """One search over several corpora, ranked as their union (internal.vectord.engine)."""
     started = time.perf_counter()
     store = request.app[STORE]
     req = await read_json(request, MultiSearchRequest)
-    _check_names(req)
+    validate.corpora(req.corpora, MAX_SEARCH_CORPORA)
     if req.corpora is not None:
-        _check_weights(req, req.corpora)
-    p = federated.plan(store, req)  # request-wide checks before any corpus is touched
+        validate.corpus_weights(req.corpus_weights or {}, req.corpora)
+    p = engine.check(store, req)  # request-wide checks before any corpus is touched
     names = await _searched(store, req)
-    weights = _check_weights(req, names)
+    weights = validate.corpus_weights(req.corpus_weights or {}, names)
     if len(req.include) > MAX_INCLUDE:
         raise InvalidArgument(f"include: at most {MAX_INCLUDE} items, got {len(req.include)}",
                               field="include")
@@ -398,7 +372,7 @@ async def multi_search(request: web.Request) -> web.Response:
     include = [(r.corpus, r.id, r.factor) for r in req.include if r.corpus in searched]
     lsn = _request_lsn(request)
     result = await store.read_search(
-        lambda: federated.search(store, names, req, weights, p, include), lsn)
+        lambda: engine.search(store, names, req, weights, p, include), lsn)
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(MultiSearchResponse(
         mode=req.mode, hits=result.hits, results=[_corpus_result(o) for o in result.outcomes],

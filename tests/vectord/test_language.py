@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from internal.common.errors import InvalidArgument
-from internal.vectord.language import (
+from internal.common.language import (
     REGCONFIGS,
     normalize_corpus_language,
     normalize_language,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from internal.vectord import language
+from internal.common import language
 from tests.vectord.test_lexical import _doc, _search, _upsert
 from tests.vectord.vdata import make_corpus
 

@@ -356,3 +356,40 @@ async def test_query_lexemes_read_from_tsvector_text_equal_postgres(pg_dsn: str)
                 lexemes, qtf = parse_tsvector(row[0])
                 assert list(zip(lexemes, qtf, strict=True)) == [(str(a), float(b))
                                                                 for a, b in want], (lang, text)
+
+
+def test_union_scores_are_the_corpora_scores_laid_end_to_end() -> None:
+    """Several corpora scored as one give each corpus's very floats, and the union's
+    top n is the corpora's top lists merged by score, then id, then position."""
+    import numpy as np
+
+    from internal.vectord import postings
+
+    rng = np.random.default_rng(3)
+    corpora = []
+    for c in range(4):
+        ix = postings.CorpusIndex(c)
+        ix.version = 1
+        for t in ("alpha", "beta", "gamma"):
+            n = int(rng.integers(0, 40))
+            ids = [f"d{int(i)}" for i in rng.choice(60, size=n, replace=False)]
+            tf = rng.integers(0, 4, size=(n, 3)).astype(np.uint16)
+            tf[:, 1] += 1
+            dl = rng.integers(5, 50, size=(n, 3)).astype(np.int32)
+            for j, item in enumerate(ids):  # an item has one length whatever the lexeme
+                if item in ix.ord_of:
+                    dl[j] = ix.dl[ix.ord_of[item]]
+            ix.put(t, ids, tf, dl)
+        corpora.append(ix)
+    lex, w, avg = ["alpha", "beta", "gamma"], [1.3, 0.7, 2.1], 21.5
+    cache = postings.UnionCache()
+    for _ in range(2):  # the second time from the cache
+        s = postings.union_scores(corpora, lex, w, avg, 1.2, 0.75, cache)
+        start = postings.offsets(corpora)
+        for i, ix in enumerate(corpora):
+            alone = postings.scores(ix, lex, w, avg, 1.2, 0.75, (1.0, 1.0, 1.0))
+            assert np.array_equal(s[start[i]:start[i + 1]], alone)
+        merged = sorted(((-sc, item, i) for i, ix in enumerate(corpora)
+                         for item, sc in postings.top(ix, postings.scores(
+                             ix, lex, w, avg, 1.2, 0.75, (1.0, 1.0, 1.0)), 25)))[:25]
+        assert postings.union_top(corpora, s, 25) == [(i, item, -neg) for neg, item, i in merged]

@@ -1,6 +1,6 @@
 """Options of the `lexical` (BM25) and `hybrid` modes: languages, BM25 parameters, query text.
 
-The searches themselves are internal.vectord.federated (one path for one or many corpora).
+The searches themselves are internal.vectord.engine (one path for one or many corpora).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 
 from internal.api.vectord import Corpus, SearchRequest
 from internal.common.errors import InvalidArgument
+from internal.common.language import AUTO, normalize_language
 from internal.vectord import lexical
-from internal.vectord.language import AUTO, normalize_language
 from internal.vectord.store import Store
 
 # How many hits each hybrid branch feeds the fusion when the request does not say:

@@ -2,9 +2,9 @@
 
 The per-corpus route (`POST /v1/vectors/corpora/{name}/search`) and the multi-corpus route
 (`POST /v1/vectors/search`) both come here: a single corpus is a federation of one. The
-request-wide options are checked once (`plan`), every corpus runs its part concurrently
+request-wide options are checked once (`check`), every corpus runs its part concurrently
 on its own pooled connection, a corpus's failure is kept with that corpus, and the merge
-and the fusion (internal.vectord.federation, internal.vectord.fusion) run once over all
+and the fusion (internal.vectord.merge, internal.vectord.fusion) run once over all
 of them. Per mode:
 
 - vector: each corpus's top k by distance, merged by distance;
@@ -35,22 +35,22 @@ from psycopg.rows import dict_row
 from internal.api import validate
 from internal.api.vectord import MAX_K, MODES, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
+from internal.common.language import AUTO
 from internal.pg.replicas import ReplicaFailed
 from internal.vectord import (
-    federation,
     fusion,
-    fusion_search,
+    fusion_sql,
     hits,
     lexical,
     lexindex,
+    merge,
     postings,
     prf,
     schema,
     spaces,
 )
 from internal.vectord.filters import build_where, is_filtered
-from internal.vectord.language import AUTO
-from internal.vectord.lexical_search import (
+from internal.vectord.lexical_options import (
     DEFAULT_CANDIDATES,
     bm25_options,
     query_languages,
@@ -76,7 +76,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Options:
     """The request-wide options of a search, checked once before any corpus is touched."""
 
     req: SearchRequest
@@ -104,7 +104,7 @@ class _Stale(Exception):
     """A corpus's lexical version moved while a search scored from the cache: run again."""
 
 
-def plan(store: Store, req: SearchRequest) -> Plan:
+def check(store: Store, req: SearchRequest) -> Options:
     """Check every request-wide field (400 naming it); nothing here depends on a corpus."""
     validate.k(req.k)
     if req.mode not in MODES:
@@ -135,11 +135,11 @@ def plan(store: Store, req: SearchRequest) -> Plan:
         raise InvalidArgument(f"candidates: must be in k..{MAX_K} (k={req.k}), got {n}",
                               field="candidates")
     symbolic, sym_params = (None, {}) if req.prefer is None or req.mode != "hybrid" else (
-        fusion_search.symbolic_expr(req.prefer))
-    return Plan(req=req, where=where, params=params, filtered=is_filtered(where), text=text,
+        fusion_sql.symbolic_expr(req.prefer))
+    return Options(req=req, where=where, params=params, filtered=is_filtered(where), text=text,
                 k1=k1, b=b, field_weights=fw, n=n, rrf_k=rrf_k,
                 method=req.fusion or fusion.DEFAULT_METHOD,
-                fusion_weights=fusion_search.fusion_weights(req), symbolic=symbolic,
+                fusion_weights=fusion_sql.fusion_weights(req), symbolic=symbolic,
                 sym_params=sym_params,
                 ef_search=req.ef_search if req.ef_search is not None else store.cfg.ef_search,
                 prf=prf.settings(req.prf))
@@ -194,7 +194,7 @@ def _weight(o: Outcome, weights: dict[str, float]) -> float:
     return weights.get(o.name, 1.0)
 
 
-def _choose(p: Plan, o: Outcome, corpus: Corpus) -> spaces.Choice:
+def _choose(p: Options, o: Outcome, corpus: Corpus) -> spaces.Choice:
     """The corpus's query vector and space; a skip is noted on its outcome."""
     choice = spaces.choose(corpus, p.req.query_vector, p.req.query_vectors)
     o.skipped = choice.skipped
@@ -204,7 +204,7 @@ def _choose(p: Plan, o: Outcome, corpus: Corpus) -> spaces.Choice:
 Member = tuple[int, Corpus, list[float], int]  # position, corpus, query vector, its space
 
 
-async def _shared_scans(store: Store, p: Plan, members: Sequence[Member], n: int
+async def _shared_scans(store: Store, p: Options, members: Sequence[Member], n: int
                         ) -> dict[int, list[tuple[str, float]]]:
     """The vector candidates of the corpora their space's shared index serves: one scan
     per (space, query vector), the union's n nearest; position -> (key, distance),
@@ -245,7 +245,7 @@ async def _shared_scans(store: Store, p: Plan, members: Sequence[Member], n: int
         position = {c.id: pos for pos, c, _, _ in group}
         found: dict[int, list[tuple[str, float]]] = {pos: [] for pos, _, _, _ in group}
         for cid, item_id, d in rows:
-            found[position[cid]].append((federation.key(item_id, position[cid]), d))
+            found[position[cid]].append((merge.key(item_id, position[cid]), d))
         out.update(found)
 
     await asyncio.gather(*(scan(sid, g) for (sid, _), g in groups.items()))
@@ -261,7 +261,7 @@ class Result:
 
 async def search(store: Store, names: Sequence[str], req: SearchRequest,
                  corpus_weights: dict[str, float] | None = None,
-                 p: Plan | None = None,
+                 p: Options | None = None,
                  include: Sequence[tuple[str, str, float]] = ()) -> Result:
     """The top k over the named corpora, ranked as their union; one outcome per corpus.
 
@@ -270,7 +270,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
     In hybrid mode the factor is applied to the item's branch scores before the fusion
     (distance x factor, BM25 / factor): the playbook boost, inside the fusion.
     """
-    p = p or plan(store, req)
+    p = p or check(store, req)
     weights = dict(corpus_weights or {})
     outcomes = [Outcome(name, i) for i, name in enumerate(names)]
     await _each(store, outcomes, _resolved)
@@ -321,7 +321,7 @@ async def _resolved(corpus: Corpus) -> Corpus:
 
 # ---- vector and keyword -------------------------------------------------------------
 
-async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
+async def _vector(store: Store, p: Options, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
     by_name = {o.name: o for o in outcomes}
@@ -362,7 +362,7 @@ async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
         w = _weight(o, weights)
         for h in found:
             assert h.distance is not None
-            h.merge_distance = federation.weighted_distance(h.distance, w)
+            h.merge_distance = merge.weighted_distance(h.distance, w)
             per_space.setdefault(space[o.name], []).append(
                 (h.merge_distance, h.id, o.position, h))
     for rows in per_space.values():
@@ -380,21 +380,21 @@ async def _vector(store: Store, p: Plan, outcomes: list[Outcome],
 async def _shared_hits(store: Store, corpora: dict[int, Corpus],
                        shared: dict[int, list[tuple[str, float]]]) -> dict[int, list[Hit]]:
     """The hits of a shared-index scan, their rows read from their corpora's tables."""
-    wanted = {pos: [federation.unkey(key)[0] for key, _ in found]
+    wanted = {pos: [merge.unkey(key)[0] for key, _ in found]
               for pos, found in shared.items() if found and pos in corpora}
     rows = await _read_items(store, corpora, wanted) if wanted else {}
     out: dict[int, list[Hit]] = {}
     for pos, corpus in corpora.items():
         found = []
         for key, d in shared.get(pos, []):
-            row = rows.get((pos, federation.unkey(key)[0]))
+            row = rows.get((pos, merge.unkey(key)[0]))
             if row is not None:  # deleted between the statements
                 found.append({**row, "distance": d})
         out[pos] = hits.from_vector_rows(corpus, found)
     return out
 
 
-async def _keyword(store: Store, p: Plan, outcomes: list[Outcome]) -> list[Hit]:
+async def _keyword(store: Store, p: Options, outcomes: list[Outcome]) -> list[Hit]:
     req = p.req
     if not p.text.strip():
         return []  # a blank query matches everything: answer nothing, scan nothing
@@ -421,7 +421,7 @@ def _languages(req: SearchRequest, corpora: Sequence[Corpus]) -> tuple[list[str]
     return fixed, [c.language == AUTO for c in corpora]
 
 
-async def union_stats(store: Store, p: Plan, corpora: Sequence[Corpus]
+async def union_stats(store: Store, p: Options, corpora: Sequence[Corpus]
                       ) -> lexical.QueryStats | None:
     """The query side of BM25 over the union of corpora (None: no query lexeme matches)."""
     langs, auto = _languages(p.req, corpora)
@@ -442,7 +442,7 @@ async def union_stats(store: Store, p: Plan, corpora: Sequence[Corpus]
                               n=float(row[4]))
 
 
-async def _stats(store: Store, p: Plan, outcomes: list[Outcome]
+async def _stats(store: Store, p: Options, outcomes: list[Outcome]
                  ) -> tuple[bool, lexical.QueryStats | None]:
     """(federated, statistics): one corpus computes its own inside its statement."""
     live = [o.corpus for o in outcomes if o.error is None and o.corpus is not None]
@@ -453,7 +453,7 @@ async def _stats(store: Store, p: Plan, outcomes: list[Outcome]
 
 # ---- lexical ------------------------------------------------------------------------
 
-async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
+async def _lexical(store: Store, p: Options, outcomes: list[Outcome],
                    weights: dict[str, float], inc: dict[str, list[str]],
                    factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
@@ -498,7 +498,7 @@ async def _lexical(store: Store, p: Plan, outcomes: list[Outcome],
         w = _weight(o, weights)
         for h in found:
             assert h.score is not None
-            h.merge_score = federation.weighted_score(h.score, w)
+            h.merge_score = merge.weighted_score(h.score, w)
             rows.append((-h.merge_score, h.id, o.position, h))
     rows.sort(key=lambda r: r[:3])
     out = _keep([r[3] for r in rows], req.k, inc)
@@ -516,12 +516,12 @@ def _in_memory(store: Store) -> bool:
     return store.cfg.lexical_engine == "memory"
 
 
-def _fw(p: Plan) -> tuple[float, float, float]:
+def _fw(p: Options) -> tuple[float, float, float]:
     w = p.field_weights
     return (w["title"], w["text"], w["tags"])
 
 
-async def _prepared(store: Store, p: Plan, outcomes: list[Outcome]
+async def _prepared(store: Store, p: Options, outcomes: list[Outcome]
                     ) -> tuple[dict[int, postings.CorpusIndex], lexical.QueryStats | None,
                                dict[int, int] | None]:
     """The live corpora's indexes (by corpus id), holding the query's lexemes, the union's
@@ -551,12 +551,12 @@ async def _prepared(store: Store, p: Plan, outcomes: list[Outcome]
             None if prep.checked else prep.versions)
 
 
-def _scores(p: Plan, ix: postings.CorpusIndex, stats: lexical.QueryStats
+def _scores(p: Options, ix: postings.CorpusIndex, stats: lexical.QueryStats
             ) -> postings.F64:
     return postings.scores(ix, stats.lexemes, stats.weights, stats.avgdl, p.k1, p.b, _fw(p))
 
 
-async def _top(store: Store, p: Plan, corpus: Corpus, ix: postings.CorpusIndex,
+async def _top(store: Store, p: Options, corpus: Corpus, ix: postings.CorpusIndex,
                s: postings.F64, n: int) -> list[tuple[str, float]]:
     """The corpus's n best by BM25 among the items the filter admits (none: all)."""
     if not p.filtered:
@@ -571,6 +571,22 @@ async def _top(store: Store, p: Plan, corpus: Corpus, ix: postings.CorpusIndex,
         m *= 4
 
 
+def _union_lexical(store: Store, p: Options, members: Sequence[tuple[int, postings.CorpusIndex]],
+                   stats: lexical.QueryStats | None) -> dict[int, list[tuple[str, float]]]:
+    """The BM25 candidates of several corpora scored as one (postings.union_scores): per
+    position, its share of the union's top n. Empty: each corpus scores alone (one corpus,
+    a hard filter checked in PostgreSQL, field weights other than 1/1/1)."""
+    if stats is None or len(members) < 2 or p.filtered or _fw(p) != (1.0, 1.0, 1.0):
+        return {}
+    idx = [ix for _, ix in members]
+    s = postings.union_scores(idx, stats.lexemes, stats.weights, stats.avgdl, p.k1, p.b,
+                              store.lex.unions)
+    out: dict[int, list[tuple[str, float]]] = {pos: [] for pos, _ in members}
+    for wi, item_id, score in postings.union_top(idx, s, p.n):
+        out[members[wi][0]].append((item_id, score))
+    return out
+
+
 def _score_of(ix: postings.CorpusIndex, s: postings.F64, item_id: str) -> float | None:
     """An item's BM25 (None: no query lexeme in it)."""
     o = ix.ord_of.get(item_id)
@@ -579,7 +595,7 @@ def _score_of(ix: postings.CorpusIndex, s: postings.F64, item_id: str) -> float 
     return postings.rounded(float(s[o]))
 
 
-async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],
+async def _lexical_memory(store: Store, p: Options, outcomes: list[Outcome],
                           weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
     indexes, stats, expect = await _prepared(store, p, outcomes)
@@ -604,9 +620,9 @@ async def _lexical_memory(store: Store, p: Plan, outcomes: list[Outcome],
         corpora[o.position] = corpus
         w = _weight(o, weights)
         for i, sc in found:
-            ranked.append((-federation.weighted_score(sc, w), i, o.position, False, sc))
+            ranked.append((-merge.weighted_score(sc, w), i, o.position, False, sc))
         for i, sc in extra.items():
-            ranked.append((-federation.weighted_score(sc, w), i, o.position, True, sc))
+            ranked.append((-merge.weighted_score(sc, w), i, o.position, True, sc))
     ranked.sort(key=lambda r: r[:3])
     keep: list[tuple[float, str, int, bool, float]] = []
     natural = 0
@@ -649,7 +665,7 @@ class _Candidates:
     space: int = spaces.PLAIN  # the embedding space its vector candidates are from
 
 
-async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
+async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]],
                   factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
@@ -670,6 +686,11 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         if o.corpus is not None and (ch := choices[o.position]).vector is not None
         and not inc.get(o.name)], p.n)
 
+    union = _union_lexical(store, p, [
+        (o.position, indexes[o.corpus.id]) for o in live
+        if o.corpus is not None and o.corpus.id in indexes and not inc.get(o.name)],
+        stats) if text.strip() else {}
+
     async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
         o = by_name[corpus.name]
         choice = choices.get(o.position) or _choose(p, o, corpus)
@@ -680,7 +701,8 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
         else:
             found = await _corpus_candidates(
                 store, p, corpus, text, federated, stats, o.position, inc.get(corpus.name, []),
-                query_vector=choice.vector if vec is None else None, ix=indexes.get(corpus.id))
+                query_vector=choice.vector if vec is None else None, ix=indexes.get(corpus.id),
+                scored_lex=union.get(o.position))
             if vec is not None:
                 found.vec = vec
         found.space = choice.space
@@ -691,7 +713,7 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     parts = [c for _, (_, c) in per]
     vec_lists, lex = _merged_vec_spaces(parts, p.n), _merged_lex(parts, p.n)
     included = {key for c in parts for key in c.included}
-    asked = {federation.key(i, o.position) for o, _ in per for i in inc.get(o.name, [])}
+    asked = {merge.key(i, o.position) for o, _ in per for i in inc.get(o.name, [])}
     sym: dict[str, float] | None = None
     if p.symbolic is not None:
         sym = {}
@@ -700,16 +722,16 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     name_of = {o.position: o.name for o, _ in per}
 
     def fac(k: str) -> float:
-        item_id, pos = federation.unkey(k)
+        item_id, pos = merge.unkey(k)
         return (factors or {}).get((name_of[pos], item_id), 1.0)
 
     def fuse(vec_lists: list[list[tuple[str, float]]], lex: list[tuple[str, float]]
              ) -> list[fusion.Fused]:
         if factors:  # the playbook's factor inside the fusion (true values stay shown)
-            vec_lists = [federation.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
+            vec_lists = [merge.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
                          for vec in vec_lists]
-            lex = federation.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
-        similarities = [[(k, hits.similarity(metric[federation.unkey(k)[1]], d)) for k, d in vec]
+            lex = merge.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
+        similarities = [[(k, hits.similarity(metric[merge.unkey(k)[1]], d)) for k, d in vec]
                         for vec in vec_lists]
         return fusion.fuse(p.method, {fusion.LEXICAL: lex}, k=p.rrf_k,
                            weights=p.fusion_weights, symbolic=sym, vector_spaces=similarities)
@@ -737,7 +759,7 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     lexical_score = dict(lex)
     by_pos = {o.position: o for o, _ in per}
     order = sorted(
-        ((federation.weighted_score(f.score, _weight(by_pos[federation.unkey(f.id)[1]], weights)),
+        ((merge.weighted_score(f.score, _weight(by_pos[merge.unkey(f.id)[1]], weights)),
           i, f) for i, f in enumerate(fused)),
         key=lambda r: (-r[0], r[1]))
     ranked = []
@@ -750,13 +772,13 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
             natural += 1
     wanted: dict[int, list[str]] = {}
     for _, _, f in ranked:
-        item_id, pos = federation.unkey(f.id)
+        item_id, pos = merge.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
     corpora = {o.position: c for o, (c, _) in per}
     items = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
     out: list[Hit] = []
     for merged, _, f in ranked:
-        item_id, pos = federation.unkey(f.id)
+        item_id, pos = merge.unkey(f.id)
         row = items.get((pos, item_id))
         if row is None:
             continue  # deleted between the statements
@@ -774,17 +796,20 @@ async def _hybrid(store: Store, p: Plan, outcomes: list[Outcome],
     return out
 
 
-async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, federated: bool,
+async def _corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str, federated: bool,
                              stats: lexical.QueryStats | None, position: int,
                              include: Sequence[str] = (),
                              query_vector: list[float] | None = None,
-                             ix: postings.CorpusIndex | None = None) -> _Candidates:
+                             ix: postings.CorpusIndex | None = None,
+                             scored_lex: list[tuple[str, float]] | None = None) -> _Candidates:
     """One corpus's vector and BM25 candidates (ids and branch scores only), and the
     `include` items' scores in the branches that missed them.
 
     query_vector: the vector its space is searched with (the request's, or feedback's
     moved one), None for no vector branch; text blank: no BM25 branch; ix: BM25 from this
-    in-memory index (with the given statistics) instead of inside the statement.
+    in-memory index (with the given statistics) instead of inside the statement;
+    scored_lex: its BM25 candidates already scored with the other corpora's
+    (_union_lexical).
     """
     req = p.req
     query: npt.NDArray[np.float32] | None = None
@@ -795,19 +820,21 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
     scored: list[tuple[str, float]] | None = None
     s: postings.F64 | None = None
     if ix is not None and lexical_branch:
-        if stats is not None:
+        if scored_lex is not None:
+            scored = scored_lex
+        elif stats is not None:
             s = _scores(p, ix, stats)
             scored = await _top(store, p, corpus, ix, s, p.n)
         else:
             scored = []
         if query is None and p.symbolic is None and not include:
             # Nothing for PostgreSQL to add (feedback's lexical pass).
-            return _Candidates([], [(federation.key(i, position), sc) for i, sc in scored], {})
+            return _Candidates([], [(merge.key(i, position), sc) for i, sc in scored], {})
     table = schema.items_table(corpus.id)
     # BM25 scored in memory goes into the statement only when the symbolic layer must
     # score its candidates too; else the statement is the vector branch alone.
     lex_in_sql = scored is not None and p.symbolic is not None
-    stmt = fusion_search.candidates_sql(
+    stmt = fusion_sql.candidates_sql(
         table, corpus.id, langs, p.where, p.filtered,
         None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
         given=federated, lexical_branch=lexical_branch and (scored is None or lex_in_sql),
@@ -824,19 +851,19 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
         await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
         await cur.execute(stmt, args)
         rows = await cur.fetchall()
-    vec = [(federation.key(r["id"], position), float(r["vec_distance"]))
+    vec = [(merge.key(r["id"], position), float(r["vec_distance"]))
            for r in sorted((r for r in rows if r["vec_rank"] is not None),
                            key=lambda r: r["vec_rank"])]
     if scored is not None and not lex_in_sql:
-        lex = [(federation.key(i, position), sc) for i, sc in scored]
+        lex = [(merge.key(i, position), sc) for i, sc in scored]
         in_lex = {i for i, _ in scored}
     else:
-        lex = [(federation.key(r["id"], position), float(r["lex_score"]))
+        lex = [(merge.key(r["id"], position), float(r["lex_score"]))
                for r in sorted((r for r in rows if r["lex_rank"] is not None),
                                key=lambda r: r["lex_rank"])]
         in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
     sym = ({} if p.symbolic is None else
-           {federation.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
+           {merge.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
     out = _Candidates(vec, lex, sym)
     in_vec = {r["id"] for r in rows if r["vec_rank"] is not None}
     extra = [i for i in include if i not in in_vec or i not in in_lex]
@@ -846,7 +873,7 @@ async def _corpus_candidates(store: Store, p: Plan, corpus: Corpus, text: str, f
             given_scores = {i: sc for i in extra if (sc := _score_of(ix, s, i)) is not None}
         for row in await _included(store, p, corpus, extra, query, text, federated, stats,
                                    given_scores):
-            key = federation.key(row["id"], position)
+            key = merge.key(row["id"], position)
             if row["id"] not in in_vec and row["distance"] is not None:
                 out.extra_vec.append((key, float(row["distance"])))
             if row["id"] not in in_lex and row["lex_score"] is not None:
@@ -865,7 +892,7 @@ FROM {table} i LEFT JOIN lex ON lex.id = i.id
 WHERE i.id = ANY(%(inc_ids)s::text[])"""
 
 
-async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
+async def _included(store: Store, p: Options, corpus: Corpus, ids: Sequence[str],
                     query: npt.NDArray[np.float32] | None, text: str, federated: bool,
                     stats: lexical.QueryStats | None,
                     lex_scores: dict[str, float] | None = None) -> list[dict[str, Any]]:
@@ -880,10 +907,10 @@ async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
     lexical_branch = lex_scores is None and bool(text.strip()) and (
         stats is not None or not federated)
     bm25: sql.Composable = (
-        sql.SQL(fusion_search.LEX_GIVEN) if lex_scores is not None
+        sql.SQL(fusion_sql.LEX_GIVEN) if lex_scores is not None
         else lexical._bm25(table, corpus.id, langs, sql.SQL("TRUE"), False, given=federated,
                            only_ids=True) if lexical_branch
-        else sql.SQL(fusion_search.LEX_NONE))
+        else sql.SQL(fusion_sql.LEX_NONE))
     distance = (sql.SQL("i.embedding {} %(vec_q)s").format(
         sql.SQL(schema.OPERATOR[corpus.metric])) if query is not None else sql.SQL("NULL::float8"))
     symbolic: sql.Composable = sql.SQL("NULL::float8")
@@ -908,13 +935,13 @@ async def _included(store: Store, p: Plan, corpus: Corpus, ids: Sequence[str],
 @functools.lru_cache(maxsize=4096)
 def _items_sql(corpus_id: int) -> bytes:
     """The statement reading hits' rows back, rendered once per corpus (~50 us each)."""
-    return sql.SQL(fusion_search.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
+    return sql.SQL(fusion_sql.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
                                                table=schema.items_table(corpus_id)).as_bytes(None)
 
 
 @functools.lru_cache(maxsize=4096)
 def _items_at_version_sql(corpus_id: int) -> bytes:
-    return sql.SQL(fusion_search.ITEMS_AT_VERSION).format(
+    return sql.SQL(fusion_sql.ITEMS_AT_VERSION).format(
         columns=sql.SQL(lexical.ITEM_COLUMNS), version=sql.SQL(lexindex.VERSION_OF),
         table=schema.items_table(corpus_id)).as_bytes(None)
 
@@ -982,7 +1009,7 @@ async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
                               wanted: dict[int, list[str]], expect: dict[int, int]
                               ) -> dict[tuple[int, str], dict[str, Any]]:
     """_read_items over several corpora in one statement, with the versions checked."""
-    stmt = _items_union_sql([(pos, corpora[pos].id) for pos in wanted], fusion_search.ITEMS,
+    stmt = _items_union_sql([(pos, corpora[pos].id) for pos in wanted], fusion_sql.ITEMS,
                             versions=bool(expect))
     args: dict[str, Any] = {f"ids_{pos}": ids for pos, ids in wanted.items()}
     args["lex_corpus_ids"] = list(expect)
@@ -1029,7 +1056,7 @@ _FEEDBACK_LEXEMES = "SELECT i.id, i.lex::text AS lex FROM {table} i WHERE i.id =
 _FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexemes)s)"
 
 
-async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
+async def _feedback(store: Store, p: Options, corpora: dict[int, Corpus],
                     inc: dict[int, list[str]], first: list[fusion.Fused], text: str,
                     stats: lexical.QueryStats | None,
                     choices: dict[int, spaces.Choice], first_parts: dict[int, _Candidates],
@@ -1048,7 +1075,7 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
     top = first[:p.prf.docs]
     wanted: dict[int, list[str]] = {}
     for f in top:
-        item_id, pos = federation.unkey(f.id)
+        item_id, pos = merge.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
     new_vec: list[_Candidates] | None = None
     new_lex: list[_Candidates] | None = None
@@ -1064,7 +1091,7 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
             # In the fused order, so the sum (and the moved query) does not depend on which
             # corpus answered first.
             vectors = [by_key[f.id] for f in top
-                       if f.id in by_key and federation.unkey(f.id)[1] in positions]
+                       if f.id in by_key and merge.unkey(f.id)[1] in positions]
             if not vectors and len(by_space) > 1:
                 new_vec += [first_parts[pos] for pos in positions]
                 continue
@@ -1087,9 +1114,9 @@ async def _feedback(store: Store, p: Plan, corpora: dict[int, Corpus],
 def _merged_vec(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
     """The union's top n by distance, then the `include` items with their true distances,
     wherever those rank."""
-    vec = federation.top_by_distance([r for c in parts for r in c.vec], n)
+    vec = merge.top_by_distance([r for c in parts for r in c.vec], n)
     extra = [r for c in parts for r in c.extra_vec]
-    return federation.top_by_distance(vec + extra, len(vec) + len(extra))
+    return merge.top_by_distance(vec + extra, len(vec) + len(extra))
 
 
 def _merged_vec_spaces(parts: list[_Candidates], n: int) -> list[list[tuple[str, float]]]:
@@ -1102,12 +1129,12 @@ def _merged_vec_spaces(parts: list[_Candidates], n: int) -> list[list[tuple[str,
 
 def _merged_lex(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
     """The union's top n by BM25, then the `include` items with their true scores."""
-    lex = federation.top_by_score([r for c in parts for r in c.lex], n)
+    lex = merge.top_by_score([r for c in parts for r in c.lex], n)
     extra = [r for c in parts for r in c.extra_lex]
-    return federation.top_by_score(lex + extra, len(lex) + len(extra))
+    return merge.top_by_score(lex + extra, len(lex) + len(extra))
 
 
-async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[int, list[str]],
+async def _rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict[int, list[str]],
                  text: str, given: bool, stats: lexical.QueryStats | None,
                  query: list[float] | None,
                  indexes: dict[int, postings.CorpusIndex] | None = None,
@@ -1119,13 +1146,19 @@ async def _rerun(store: Store, p: Plan, corpora: dict[int, Corpus], inc: dict[in
         shared = await _shared_scans(store, p, [(pos, c, query, space) for pos, c in corpora.items()
                                                 if not inc.get(pos)], p.n)
 
+    union: dict[int, list[tuple[str, float]]] = {}
+    if query is None and indexes and text.strip():
+        union = _union_lexical(store, p, [(pos, indexes[c.id]) for pos, c in corpora.items()
+                                          if c.id in indexes and not inc.get(pos)], stats)
+
     async def run(pos: int) -> _Candidates:
         if pos in shared:
             return _Candidates(shared[pos], [], {}, space=space)
         c = corpora[pos]
         found = await _corpus_candidates(store, p, c, text, given, stats, pos,
                                          inc.get(pos, []), query_vector=query,
-                                         ix=(indexes or {}).get(c.id) if query is None else None)
+                                         ix=(indexes or {}).get(c.id) if query is None else None,
+                                         scored_lex=union.get(pos))
         found.space = space
         return found
 
@@ -1141,7 +1174,7 @@ async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list
             await cur.execute(stmt, {f"ids_{pos}": ids for pos, ids in wanted.items()})
             rows = await cur.fetchall()
         for row in rows:
-            row["key"] = federation.key(row["id"], int(row.pop("pos")))
+            row["key"] = merge.key(row["id"], int(row.pop("pos")))
         return list(rows)
 
     async def read(pos: int) -> list[dict[str, Any]]:
@@ -1149,7 +1182,7 @@ async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list
         async with store.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {"ids": wanted[pos]})
-            return [{**row, "key": federation.key(row["id"], pos)}
+            return [{**row, "key": merge.key(row["id"], pos)}
                     for row in await cur.fetchall()]
 
     return [row for part in await asyncio.gather(*(read(pos) for pos in wanted)) for row in part]
@@ -1169,17 +1202,17 @@ async def _feedback_docs(store: Store, corpora: dict[int, Corpus], wanted: dict[
             if counts is None:
                 missing.setdefault(pos, []).append(item_id)
             else:
-                docs[federation.key(item_id, pos)] = counts
+                docs[merge.key(item_id, pos)] = counts
     for row in await _read(store, corpora, missing, _FEEDBACK_LEXEMES) if missing else []:
         counts = lexindex.tsvector_counts(row["lex"])
         docs[row["key"]] = counts
-        ix = (indexes or {}).get(corpora[federation.unkey(row["key"])[1]].id)
+        ix = (indexes or {}).get(corpora[merge.unkey(row["key"])[1]].id)
         if ix is not None:
             ix.keep_doc(row["id"], counts)
     return docs
 
 
-async def _expanded_stats(store: Store, p: Plan, corpora: dict[int, Corpus],
+async def _expanded_stats(store: Store, p: Options, corpora: dict[int, Corpus],
                           top: list[fusion.Fused], wanted: dict[int, list[str]],
                           stats: lexical.QueryStats | None,
                           indexes: dict[int, postings.CorpusIndex] | None = None

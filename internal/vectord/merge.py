@@ -23,7 +23,6 @@ like halving the distance). Keyword mode is ordered by time and takes no weight.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 _SEP = "\x00"
@@ -58,17 +57,3 @@ def weighted_score(score: float, weight: float) -> float:
 def weighted_distance(distance: float, weight: float) -> float:
     """A distance-ranked hit's cross-corpus key: its distance divided by its corpus's weight."""
     return distance / weight
-
-
-def check_weights(weights: dict[str, float], searched: Sequence[str]) -> dict[str, float]:
-    """Validated corpus weights; ValueError('corpus_weights.<name>: ...') names the bad one."""
-    names = set(searched)
-    for name, w in weights.items():
-        field = f"corpus_weights.{name}"
-        if name not in names:
-            raise ValueError(f"{field}: corpus {name!r} is not searched")
-        if isinstance(w, bool) or not isinstance(w, (int, float)):
-            raise ValueError(f"{field}: expected a number > 0")
-        if not math.isfinite(w) or w <= 0:
-            raise ValueError(f"{field}: must be a finite number > 0, got {w}")
-    return {name: float(w) for name, w in weights.items()}
