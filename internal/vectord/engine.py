@@ -204,6 +204,20 @@ def _choose(p: Options, o: Outcome, corpus: Corpus) -> spaces.Choice:
 Member = tuple[int, Corpus, list[float], int]  # position, corpus, query vector, its space
 
 
+async def _vectors_of(store: Store, p: Options, outcomes: list[Outcome],
+                      inc: dict[str, list[str]], n: int
+                      ) -> tuple[list[Outcome], dict[int, spaces.Choice],
+                                 dict[int, list[tuple[str, float]]]]:
+    """The live outcomes, each one's query vector and space (by position), and the vector
+    candidates of those a shared index serves (_shared_scans; `include` corpora not)."""
+    live = [o for o in outcomes if o.error is None and o.corpus is not None]
+    choices = {o.position: _choose(p, o, o.corpus) for o in live if o.corpus is not None}
+    members = [(o.position, o.corpus, ch.vector, ch.space) for o in live
+               if o.corpus is not None and (ch := choices[o.position]).vector is not None
+               and not inc.get(o.name)]
+    return live, choices, await _shared_scans(store, p, members, n)
+
+
 async def _shared_scans(store: Store, p: Options, members: Sequence[Member], n: int
                         ) -> dict[int, list[tuple[str, float]]]:
     """The vector candidates of the corpora their space's shared index serves: one scan
@@ -326,12 +340,8 @@ async def _vector(store: Store, p: Options, outcomes: list[Outcome],
     req = p.req
     by_name = {o.name: o for o in outcomes}
     space: dict[str, int] = {}
-    live = [o for o in outcomes if o.error is None and o.corpus is not None]
-    choices = {o.name: _choose(p, o, o.corpus) for o in live if o.corpus is not None}
-    shared = await _shared_scans(store, p, [
-        (o.position, o.corpus, ch.vector, ch.space) for o in live
-        if o.corpus is not None and (ch := choices[o.name]).vector is not None
-        and not inc.get(o.name)], req.k)
+    live, by_pos, shared = await _vectors_of(store, p, outcomes, inc, req.k)
+    choices = {o.name: by_pos[o.position] for o in live}
     grouped = await _shared_hits(store, {o.position: o.corpus for o in live
                                          if o.corpus is not None and o.position in shared}, shared)
 
@@ -679,12 +689,7 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
     text = p.text if (not federated or stats is not None) else ""
 
     by_name = {o.name: o for o in outcomes}
-    live = [o for o in outcomes if o.error is None and o.corpus is not None]
-    choices = {o.position: _choose(p, o, o.corpus) for o in live if o.corpus is not None}
-    shared = await _shared_scans(store, p, [
-        (o.position, o.corpus, ch.vector, ch.space) for o in live
-        if o.corpus is not None and (ch := choices[o.position]).vector is not None
-        and not inc.get(o.name)], p.n)
+    live, choices, shared = await _vectors_of(store, p, outcomes, inc, p.n)
 
     union = _union_lexical(store, p, [
         (o.position, indexes[o.corpus.id]) for o in live

@@ -286,17 +286,26 @@ def rounded(score: float) -> float:
     return float(np.round(score * 1e12) / 1e12)
 
 
-def top(idx: CorpusIndex, s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
-        ) -> list[tuple[str, float]]:
-    """The n best (id, score) by score, ties by id in byte order, as the SQL's ORDER BY."""
+def _candidates(s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
+                ) -> npt.NDArray[np.intp]:
+    """The ordinals that may be among the n best once rounded (scored, allowed)."""
     cand = np.flatnonzero(s > 0) if allowed is None else np.flatnonzero((s > 0) & allowed)
-    if n <= 0 or cand.size == 0:
-        return []
+    if n <= 0:
+        return cand[:0]
     if cand.size > n:
         part = cand[np.argpartition(-s[cand], n - 1)[:n]]
         kth = s[part].min()
         # Every item that may tie the n-th once rounded; cut after sorting by id.
         cand = cand[s[cand] >= kth - ROUNDING_SLACK]
+    return cand
+
+
+def top(idx: CorpusIndex, s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
+        ) -> list[tuple[str, float]]:
+    """The n best (id, score) by score, ties by id in byte order, as the SQL's ORDER BY."""
+    cand = _candidates(s, n, allowed)
+    if cand.size == 0:
+        return []
     vals = (np.round(s[cand] * 1e12) / 1e12).tolist()
     ids = idx.ids
     rows = sorted(zip([-v for v in vals], [ids[o] for o in cand.tolist()], strict=True))
@@ -379,13 +388,9 @@ def union_scores(indexes: Sequence[CorpusIndex], lexemes: Sequence[str], w: Sequ
 def union_top(indexes: Sequence[CorpusIndex], s: F64, n: int) -> list[tuple[int, str, float]]:
     """The n best (index position, id, score) of the union, ties by id in byte order,
     then by position: the corpora's `top` lists merged (merge.top_by_score)."""
-    cand = np.flatnonzero(s > 0)
-    if n <= 0 or cand.size == 0:
+    cand = _candidates(s, n)
+    if cand.size == 0:
         return []
-    if cand.size > n:
-        part = cand[np.argpartition(-s[cand], n - 1)[:n]]
-        kth = s[part].min()
-        cand = cand[s[cand] >= kth - ROUNDING_SLACK]
     start = offsets(indexes)
     which = (np.searchsorted(start, cand, side="right") - 1).tolist()
     vals = (np.round(s[cand] * 1e12) / 1e12).tolist()

@@ -315,20 +315,18 @@ class Store:
     async def apply_pending(self) -> int:
         """Move pending ids' vectors into their spaces' shared graphs, a batch per
         transaction, until none is left; how many."""
-        total = 0
-        while True:
-            async with self.pool.connection() as conn, conn.transaction():
-                done = await space_index.apply_some(conn)
-            if done is None:
-                return total
-            total += done
+        return await self._in_batches(space_index.apply_some)
 
     async def reclaim(self) -> int:
         """Delete what deleted corpora left in their spaces, a batch per transaction."""
+        return await self._in_batches(space_index.reclaim_some)
+
+    async def _in_batches(self, step: Callable[[Conn], Awaitable[int | None]]) -> int:
+        """step in a transaction of its own until it says nothing is left (None); the sum."""
         total = 0
         while True:
             async with self.pool.connection() as conn, conn.transaction():
-                done = await space_index.reclaim_some(conn)
+                done = await step(conn)
             if done is None:
                 return total
             total += done
