@@ -203,3 +203,40 @@ async def test_deleting_a_corpus_mid_reembed_cancels_it(http: aiohttp.ClientSess
         env.fake.release.set()
     status, body = await call(http, "POST", f"{url}/reembed", {"model": NEW})
     assert status == 404, body
+
+
+async def test_a_reembed_goes_on_after_its_vectord_stops(
+        base_cfg: Config, http: aiohttp.ClientSession, env: Env) -> None:
+    """The job's state is in PostgreSQL: stopped half-way (its vectord gone, the model
+    failing meanwhile), it is taken up again by a vectord that starts, and switches."""
+    name, _ = await local_corpus(http, env, 600)
+    first = await serve(make_vectord(with_section(base_cfg, "vectord",
+                                                  embedd_url=(env.embedd,))))
+    try:
+        status, body = await call(http, "POST", f"{url_of(first)}{C}/{name}/reembed",
+                                  {"model": NEW})
+        assert status == 202, body
+        env.fake.mode = "error"  # the next batch fails: the job lets go
+        for _ in range(100):
+            status, corpus = await call(http, "GET", f"{url_of(first)}{C}/{name}")
+            if corpus.get("reembed", {}).get("error"):
+                break
+            await asyncio.sleep(0.05)
+        assert corpus["reembed"]["done"] < corpus["reembed"]["total"], corpus
+    finally:
+        await first.close()
+    env.fake.mode = "ok"
+    second = await serve(make_vectord(with_section(base_cfg, "vectord",
+                                                   embedd_url=(env.embedd,))))
+    try:
+        url = f"{url_of(second)}{C}/{name}"
+        for _ in range(400):
+            status, corpus = await call(http, "GET", url)
+            if corpus["model"] == NEW:
+                break
+            await asyncio.sleep(0.1)
+        assert corpus["model"] == NEW and corpus["dim"] == 768 and corpus["count"] == 600
+        status, item = await call(http, "GET", f"{url}/items/d17")
+        assert np.allclose(item["vector"], expected(item["text"]), atol=1e-4)
+    finally:
+        await second.close()
