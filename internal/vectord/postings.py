@@ -329,6 +329,20 @@ class UnionCache:
         self.max_bytes = max_bytes
         self.nbytes = 0
         self._data: OrderedDict[tuple[object, ...], Parts] = OrderedDict()
+        # Per set of corpora at their versions: each lexeme's document frequency summed
+        # over them (feedback's expansion asks for hundreds a search).
+        self._dfs: OrderedDict[tuple[object, ...], dict[str, float]] = OrderedDict()
+
+    def dfs(self, key: tuple[object, ...]) -> dict[str, float]:
+        """The summed document frequencies known for this set of corpora (filled by the
+        caller); the 64 most recently used sets are kept, 20,000 lexemes each at most."""
+        got = self._dfs.get(key)
+        if got is None or len(got) > 20_000:
+            got = self._dfs[key] = {}
+            while len(self._dfs) > 64:
+                self._dfs.popitem(last=False)
+        self._dfs.move_to_end(key)
+        return got
 
     def get(self, key: tuple[object, ...]) -> Parts | None:
         got = self._data.get(key)
