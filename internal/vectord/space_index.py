@@ -1,19 +1,20 @@
 """The shared vector index of each embedding space: one HNSW graph over many corpora.
 
 Every corpus keeps its own items table (the system of record, with its own HNSW graph:
-a search of one corpus reads it). The corpora that share (dimension, metric, model) also
-have their vectors in one table of their space, `vectord_space_<id>` (corpus id, item
-id, vector), with one HNSW graph over all of them: a search over several corpora of a
-space reads it once instead of once per corpus. Statement-level triggers on each items
-table keep the space table in the writer's transaction, so it never lags a commit.
+a search of one corpus reads it). When two corpora or more share (dimension, metric,
+model), their vectors are also in one table of their space, `vectord_space_<id>`
+(corpus id, item id, vector), with one HNSW graph over all of them: a search over
+several corpora of a space reads it once instead of once per corpus. A corpus alone in
+its space keeps no copy (nothing would read it); the second to join copies both.
 
 A derived index, rebuilt from the items tables whenever needed. Writes pay only for
-noting which ids changed (`vectord_space_pending`, in the writer's transaction); the
-applier moves their vectors into the shared graph in the background, in batches, and a
-search over a corpus with changes pending reads the corpus's own graph instead (so a
-write acknowledged before a search is in its answer either way). `attach` adds a corpus
-(at creation, when a deferred index is built, at start-up for corpora from before spaces,
-and when a corpus's model label changes); a deleted corpus's rows are left to `reclaim`.
+noting which ids changed (`vectord_space_pending`, by statement-level triggers in the
+writer's transaction); the applier moves their vectors into the shared graph in the
+background, in batches, and a search over a corpus with changes pending reads the
+corpus's own graph instead (so a write acknowledged before a search is in its answer
+either way). `attach` makes a corpus a member (at creation, when a deferred index is
+built, at start-up for corpora from before spaces, and when a corpus's model label
+changes); a deleted corpus's rows are left to `reclaim`.
 Measured: keeping the shared graph in the writer's transaction made a bulk upsert 1.73x
 slower (two HNSW inserts per item); noting the ids costs little (DECISIONS.md).
 """
@@ -65,6 +66,14 @@ SELECT c.id, c.name FROM vectord_corpora c
 WHERE c.space_id IS NULL
   AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'vectord_items_' || c.id || '_hnsw')
 ORDER BY c.id"""
+# The space's other members, and whether their vectors are in it (its triggers exist).
+MEMBERS = """
+SELECT c.id, EXISTS (SELECT 1 FROM pg_trigger g
+                     WHERE g.tgrelid = to_regclass('vectord_items_' || c.id)
+                       AND g.tgname = 'vectord_space_ins')
+FROM vectord_corpora c WHERE c.space_id = %(sid)s AND c.id <> %(cid)s ORDER BY c.id"""
+# pg_advisory_xact_lock(SPACE_LOCK_CLASS, space id): one attach at a time per space.
+SPACE_LOCK_CLASS = 0x5BACE
 RECLAIM_NEXT = "SELECT space_id, corpus_id FROM vectord_space_reclaim ORDER BY 1, 2 LIMIT 1"
 RECLAIM_BATCH = """
 DELETE FROM {space} WHERE ctid = ANY(ARRAY(
@@ -139,40 +148,61 @@ def _hnsw_sql(space_id: int, metric: str, m: int, efc: int) -> sql.Composed:
 
 
 async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
-    """Copy the corpus's vectors into its space and keep them there; in the caller's
-    transaction, under the corpus's write lock (writers wait, nothing is missed).
+    """Make the corpus a member of its space; in the caller's transaction, under the
+    corpus's write lock (writers wait, nothing is missed).
 
-    Into an empty space the rows go before its HNSW graph is built (a bulk build); into
-    a populated one they are added to the graph."""
+    A corpus alone in its space keeps no copy there: only a search over two or more
+    corpora of a space reads the shared graph, so a lone corpus's copy would double its
+    vector storage and HNSW work for nothing. The second member to join copies the
+    first in the same transaction, so a space with two members or more has every
+    member's vectors (attaches to one space are serialised by a lock on it). Into an
+    empty space the rows go before its HNSW graph is built (a bulk build); into a
+    populated one they are noted for the applier, which adds them in batches."""
     cid = int(corpus.id)
     await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (lexical.LOCK_CLASS, cid))
     await ensure_functions(conn)
     sid = await _space(conn, corpus, m, efc)
-    await conn.execute(RECLAIM_DONE, {"sid": sid, "cid": cid})  # its rows are live again
+    await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SPACE_LOCK_CLASS, sid))
+    cur = await conn.execute(MEMBERS, {"sid": sid, "cid": cid})
+    peers = [(int(r[0]), bool(r[1])) for r in await cur.fetchall()]
+    if peers:
+        uncopied = sorted(p for p, copied in peers if not copied)
+        for peer in uncopied:  # in id order; writers never take a second corpus's lock
+            await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (lexical.LOCK_CLASS, peer))
+        await _copy(conn, sid, [*uncopied, cid], corpus.metric, m, efc)
+    await conn.execute(SET_SPACE, {"space": sid, "id": cid})
+    return sid
+
+
+async def _copy(conn: psycopg.AsyncConnection[Any], sid: int, cids: list[int], metric: str,
+                m: int, efc: int) -> None:
+    """Copy the corpora's vectors into space sid and keep them there (triggers)."""
     table = space_table(sid)
     cur = await conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {t})").format(t=table))
     row = await cur.fetchone()
-    if not (row and row[0]):
-        # An empty space: copy the rows in, then build its graph in bulk (fast).
+    empty = not (row and row[0])
+    if empty:  # copy the rows in, then build its graph in bulk (fast)
         await conn.execute(sql.SQL("DROP INDEX IF EXISTS {i}").format(i=space_hnsw(sid)))
-        await conn.execute(sql.SQL(
-            "INSERT INTO {t} (corpus_id, id, embedding) SELECT %(cid)s, id, embedding "
-            "FROM {items}").format(t=table, items=schema.items_table(cid)), {"cid": cid})
-        await conn.execute(_hnsw_sql(sid, corpus.metric, m, efc))
-    else:
-        # A populated one: the ids are noted, the applier adds them in batches.
-        await conn.execute(sql.SQL(
-            "INSERT INTO vectord_space_pending (space_id, corpus_id, id) "
-            "SELECT %(sid)s, %(cid)s, id FROM {items} ON CONFLICT DO NOTHING").format(
-            items=schema.items_table(cid)), {"sid": sid, "cid": cid})
-    for name, event, refs in TRIGGERS:
-        await conn.execute(sql.SQL(
-            "CREATE OR REPLACE TRIGGER {name} AFTER {event} ON {items} {refs} "
-            "FOR EACH STATEMENT EXECUTE FUNCTION vectord_space_sync({sid}, {cid})").format(
-            name=sql.Identifier(name), event=sql.SQL(event), items=schema.items_table(cid),
-            refs=sql.SQL(refs), sid=sql.Literal(str(sid)), cid=sql.Literal(str(cid))))
-    await conn.execute(SET_SPACE, {"space": sid, "id": cid})
-    return sid
+    for cid in cids:
+        await conn.execute(RECLAIM_DONE, {"sid": sid, "cid": cid})  # its rows are live again
+        items = schema.items_table(cid)
+        if empty:
+            await conn.execute(sql.SQL(
+                "INSERT INTO {t} (corpus_id, id, embedding) SELECT %(cid)s, id, embedding "
+                "FROM {items}").format(t=table, items=items), {"cid": cid})
+        else:
+            await conn.execute(sql.SQL(
+                "INSERT INTO vectord_space_pending (space_id, corpus_id, id) "
+                "SELECT %(sid)s, %(cid)s, id FROM {items} ON CONFLICT DO NOTHING").format(
+                items=items), {"sid": sid, "cid": cid})
+        for name, event, refs in TRIGGERS:
+            await conn.execute(sql.SQL(
+                "CREATE OR REPLACE TRIGGER {name} AFTER {event} ON {items} {refs} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION vectord_space_sync({sid}, {cid})").format(
+                name=sql.Identifier(name), event=sql.SQL(event), items=items,
+                refs=sql.SQL(refs), sid=sql.Literal(str(sid)), cid=sql.Literal(str(cid))))
+    if empty:
+        await conn.execute(_hnsw_sql(sid, metric, m, efc))
 
 
 async def detach(conn: psycopg.AsyncConnection[Any], corpus: Corpus) -> None:

@@ -6,8 +6,8 @@ a space's corpora reads it once. These tests give their corpora a model label of
 own, so their space holds only them, and check: the shared path is taken (the space's
 index is scanned), it ranks the split corpora exactly as the corpus holding their union
 (every mode, feedback on), writes are seen at once, a delete hides at once and is
-reclaimed in the background, a model label given later moves the corpus to its space,
-and a corpus from before spaces is attached at start-up with the same results.
+reclaimed in the background, a model label given later moves the corpus to its space
+(where it keeps no copy until a second corpus joins), and a corpus from before spaces is attached at start-up with the same results.
 """
 
 from __future__ import annotations
@@ -235,7 +235,18 @@ async def test_a_model_label_given_later_moves_the_corpus(
     assert status == 200, out
     labeled = await _space_of(pg_dsn, name)
     assert labeled is not None and labeled != unlabeled
+    # Alone in its space: no copy there (only a search over two corpora reads it) ...
+    assert await _rows_in_space(pg_dsn, labeled, name) == 0
+    # ... until a second corpus joins: both copied, in the joining transaction.
+    other = await _fill(http, vectord_url, [{"id": "c", "vector": unit(DIM, 7), "text": "c"}],
+                        model)
+    assert await _space_of(pg_dsn, other) == labeled
+    await _applied(pg_dsn)
     assert await _rows_in_space(pg_dsn, labeled, name) == 2
+    assert await _rows_in_space(pg_dsn, labeled, other) == 1
+    hits = await _many(http, vectord_url, [name, other],
+                       {"mode": "vector", "query_vector": unit(DIM, 7), "k": 3})
+    assert [h["id"] for h in hits][:1] == ["c"] and len(hits) == 3
 
 
 async def test_a_corpus_from_before_spaces_is_attached_at_start_up(
