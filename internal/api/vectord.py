@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta
@@ -13,6 +13,7 @@ Metric = Literal["cosine", "l2", "ip"]
 # The search modes, everywhere (vectord, matrixd, the MCP tools, the client).
 Mode = Literal["vector", "keyword", "lexical", "hybrid"]
 MODES: tuple[str, ...] = typing.get_args(Mode)
+H = TypeVar("H")
 
 # HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
 MAX_DIM = 2000
@@ -300,9 +301,16 @@ class SpacesResponse(msgspec.Struct):
     spaces: list[Space]
 
 
-class MultiSearchResponse(msgspec.Struct):
+class MultiSearchResult(msgspec.Struct, Generic[H]):
+    """POST /v1/vectors/search's answer, with hits of type H: vectord sends Hit
+    (MultiSearchResponse); matrixd reads them as JSON objects it annotates in place."""
+
     mode: str
-    hits: list[Hit]  # merged over the corpora, best first, each with its corpus
+    hits: list[H]  # merged over the corpora, best first, each with its corpus
     results: list[CorpusSearchResult]
     took_ms: float
     include_missing: int = 0  # `include` items that do not exist (or are in no searched corpus)
+
+
+class MultiSearchResponse(MultiSearchResult[Hit]):
+    """POST /v1/vectors/search's answer as vectord sends it."""

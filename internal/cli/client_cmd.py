@@ -22,7 +22,7 @@ from tqdm import tqdm
 from internal.api.vectord import embed_text
 from internal.cli import session as session_state
 from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.common.errors import LakehouseError
+from internal.common.errors import LakehouseError, blames_input
 from internal.common.hashing import content_hash
 from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
 from internal.matrixd import context
@@ -223,7 +223,7 @@ def _describe(exc: LakehouseError) -> str:
 
 def _is_document_fault(exc: LakehouseError) -> bool:
     """A 4xx blames what was sent (a document); anything else is the stack's trouble."""
-    return 400 <= exc.status < 500 and exc.status not in (401, 403, 404, 408, 409, 429)
+    return blames_input(exc)
 
 
 async def _retrying(call: Callable[[], Awaitable[T]], what: str, attempts: int = 4) -> T:

@@ -12,13 +12,14 @@ import asyncio
 import dataclasses
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, cast, get_args
 
 import msgspec
 from tqdm import tqdm
 
+from internal.api import vectord
 from internal.api.vectord import Metric
 from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
 from internal.clients.embed import Embedding
@@ -74,9 +75,10 @@ class GatewayStore:
     async def delete_items(self, name: str, ids: list[str]) -> int:
         return await self.client.delete_items(name, ids)
 
-    async def upsert(self, name: str, items: list[dict[str, Any]],
+    async def upsert(self, name: str, items: Sequence[vectord.Item],
                      model: str | None = None) -> int:
-        return await self.client.upsert(name, [Item(**it) for it in items], model=model)
+        return await self.client.upsert(name, [Item(**msgspec.structs.asdict(it)) for it in items],
+                                        model=model)
 
 
 def _languages(pairs: list[str], configured: dict[str, str]) -> dict[str, str]:

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
 import structlog
 
-from internal.common.errors import ServiceError, Unavailable, UpstreamTimeout
+from internal.api.responses import ErrorDetail
+from internal.common.errors import ServiceError, UpstreamTimeout, from_service
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written
-from internal.common.upstream import Upstream, addresses_of
+from internal.common.upstream import Upstream, addresses_of, failover
 from internal.common.web import REQUEST_ID_HEADER
 
 _encoder = msgspec.json.Encoder()
+T = TypeVar("T")
+
+
+class _ErrorAnswer(msgspec.Struct):
+    error: ErrorDetail  # the one error shape (docs/API.md)
+
+
+_error_decoder = msgspec.json.Decoder(_ErrorAnswer)
 
 
 def current_request_id() -> str | None:
@@ -58,36 +67,47 @@ class ServiceClient:
     async def _send(self, method: str, path: str, data: bytes | None, headers: dict[str, str],
                     timeout: float, idempotent: bool) -> tuple[int, bytes]:
         """(status, body) from the first address that answers."""
-        lost = ""
-        for address in self.upstream.order():
+
+        async def send(address: str) -> tuple[int, bytes]:
             try:
                 async with self.session.request(
                     method, f"{address}{path}", data=data, headers=headers,
                     timeout=aiohttp.ClientTimeout(total=timeout),
                 ) as resp:
                     raw = await resp.read()
-                    status = resp.status
                     note_written(resp.headers.get(LSN_HEADER))
+                    return resp.status, raw
+            except aiohttp.ConnectionTimeoutError:
+                raise  # nothing sent: failover tries the next address
             except asyncio.TimeoutError:
                 raise UpstreamTimeout(
                     f"{self.service} did not answer {method} {path} in time") from None
-            except aiohttp.ClientConnectorError as exc:  # nothing sent: try the next address
-                self.upstream.mark_failed(address)
-                lost = f"{self.service} unreachable at {address}: {exc}"
-                continue
-            except aiohttp.ClientConnectionError as exc:  # lost mid-call
-                self.upstream.mark_failed(address)
-                lost = f"{self.service} at {address} lost the connection: {exc}"
-                if idempotent:
-                    continue
-                raise Unavailable(lost, code=f"{self.service}_unavailable") from None
-            self.upstream.mark_ok(address)
-            return status, raw
-        raise Unavailable(lost or f"{self.service} unavailable",
-                          code=f"{self.service}_unavailable")
+
+        return await failover(self.upstream, send, retry_lost=idempotent)
 
     async def call(self, method: str, path: str, body: Any = None, *,
                    timeout: float | None = None, idempotent: bool | None = None) -> Any:
+        """The answer as plain JSON (dicts and lists)."""
+        raw = await self._answer(method, path, body, timeout, idempotent)
+        try:
+            return msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError:
+            raise ServiceError(502, "upstream_error", f"{self.service} answered non-JSON",
+                               service=self.service) from None
+
+    async def call_as(self, response: type[T], method: str, path: str, body: Any = None, *,
+                      timeout: float | None = None, idempotent: bool | None = None) -> T:
+        """The answer decoded as `response` (a struct of internal.api); 502 if it is not one."""
+        raw = await self._answer(method, path, body, timeout, idempotent)
+        try:
+            return msgspec.json.decode(raw, type=response)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise ServiceError(502, "upstream_error", f"{self.service} answered {method} {path} "
+                               f"unexpectedly: {exc}", service=self.service) from None
+
+    async def _answer(self, method: str, path: str, body: Any, timeout: float | None,
+                      idempotent: bool | None) -> bytes:
+        """The body of a successful answer; an error answer raised as its class."""
         headers = {**self.headers, "Content-Type": "application/json"}
         rid = current_request_id()
         if rid:
@@ -99,20 +119,14 @@ class ServiceClient:
         status, raw = await self._send(
             method, path, data, headers, timeout or self.timeout,
             method in _IDEMPOTENT if idempotent is None else idempotent)
-        try:
-            payload = msgspec.json.decode(raw) if raw else None
-        except msgspec.DecodeError:
-            payload = None
         if status >= 400:
-            err = payload.get("error") if isinstance(payload, dict) else None
-            if isinstance(err, dict):
-                raise ServiceError(status, str(err.get("code", "error")),
-                                   str(err.get("message", "")), service=self.service,
-                                   field=err.get("field"))
-            text = raw[:500].decode("utf-8", "replace")
-            raise ServiceError(status, "upstream_error", f"{self.service}: HTTP {status}: {text}",
-                               service=self.service)
-        if payload is None and raw:
-            raise ServiceError(502, "upstream_error", f"{self.service} answered non-JSON",
-                               service=self.service)
-        return payload
+            try:
+                err = _error_decoder.decode(raw).error
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                text = raw[:500].decode("utf-8", "replace")
+                raise from_service(status, "upstream_error",
+                                   f"{self.service}: HTTP {status}: {text}",
+                                   service=self.service) from None
+            raise from_service(status, err.code, err.message, service=self.service,
+                               field=err.field)
+        return raw

@@ -1,4 +1,4 @@
-"""Typed-enough client for vectord's HTTP API (used by matrixd, syncd and the CLI)."""
+"""Client for vectord's HTTP API (used by matrixd, syncd and the evaluation harness)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
-import msgspec
 
-from internal.api.vectord import SpacesResponse
+from internal.api.vectord import Item, MultiSearchResult, SpacesResponse, UpsertRequest
 from internal.clients.base import ServiceClient
 from internal.common.errors import ServiceError
 from internal.common.upstream import Upstream
@@ -76,10 +75,8 @@ class VectordClient(ServiceClient):
     async def delete_corpus(self, name: str) -> None:
         await self.call("DELETE", self._c(name))
 
-    async def upsert(self, name: str, items: list[dict[str, Any]], model: str | None = None) -> int:
-        body: dict[str, Any] = {"items": items}
-        if model:
-            body["model"] = model
+    async def upsert(self, name: str, items: Sequence[Item], model: str | None = None) -> int:
+        body = UpsertRequest(items=list(items), model=model or None)
         # Idempotent: the same batch again stores the same rows.
         out = await self.call("POST", f"{self._c(name)}/items", body, idempotent=True)
         return int(out["upserted"])
@@ -116,24 +113,21 @@ class VectordClient(ServiceClient):
         return out
 
     async def search_many(self, names: list[str] | None, body: dict[str, Any]
-                          ) -> dict[str, Any]:
+                          ) -> MultiSearchResult[dict[str, Any]]:
         """One search over several corpora, ranked as their union (POST /v1/vectors/search).
 
-        names None: every corpus (but body's exclude_corpora). Returns {"mode", "hits"
-        (merged, each with its corpus), "results" (per corpus, in order: {"corpus", "hits"
-        (how many of the merged hits are its own), "took_ms"} or {"corpus", "error":
-        {"code", "message", "field"?}, "status"}), "took_ms"}. A request-wide fault (bad k,
-        filter, ...) raises as search() does. With `include`, `include_missing` counts the
-        included items that do not exist.
+        names None: every corpus (but body's exclude_corpora). The merged hits come as
+        JSON objects (each with its corpus), for the caller to annotate; `results` has
+        each corpus's count and time, or its error and status as the per-corpus route
+        would have answered. A request-wide fault (bad k, filter, ...) raises as search()
+        does. With `include`, `include_missing` counts the included items that do not exist.
         """
         payload = dict(body)
         if names is not None:
             payload["corpora"] = names
-        out: dict[str, Any] = await self.call("POST", "/v1/vectors/search", payload,
-                                              idempotent=True)
-        return out
+        return await self.call_as(MultiSearchResult[dict[str, Any]], "POST", "/v1/vectors/search",
+                                  payload, idempotent=True)
 
     async def spaces(self) -> SpacesResponse:
         """Every corpus by embedding space (model label, dimension), no counts."""
-        out = await self.call("GET", "/v1/vectors/spaces")
-        return msgspec.convert(out, SpacesResponse)
+        return await self.call_as(SpacesResponse, "GET", "/v1/vectors/spaces")

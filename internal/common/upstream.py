@@ -2,14 +2,23 @@
 
 The one failover rule of Lakehouse: the gateway's proxy and every daemon-to-daemon
 client (internal.clients.base.ServiceClient: matrixd and syncd to vectord and
-embedd) take their addresses from an Upstream.
+embedd) take their addresses from an Upstream and go through them with `failover`.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+import aiohttp
+
+from internal.common.errors import Unavailable
+
+T = TypeVar("T")
+# outcome ("unreachable", "busy", "lost"), address, the error
+Observer = Callable[[str, str, BaseException], None]
 
 
 def addresses_of(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -64,3 +73,40 @@ class Upstream:
         """Addresses currently in back-off."""
         now = self._clock()
         return [a for a, until in self._failed_until.items() if until > now]
+
+
+async def failover(upstream: Upstream, send: Callable[[str], Awaitable[T]], *,
+                   retry_lost: bool, observe: Observer | None = None) -> T:
+    """send(address) on each of the upstream's addresses in turn until one answers.
+
+    Nothing sent (the connection refused, or no free connection in time): the next
+    address, the refusing one rested. The connection lost mid-call: the address rested,
+    and the next one tried only when `retry_lost` (the call may be repeated safely);
+    else Unavailable. Every address failing: Unavailable, with the last reason. Any
+    other error of `send` (a timeout once sent, an answer) is the caller's to raise.
+    """
+    last = ""
+    for address in upstream.order():
+        try:
+            result = await send(address)
+        except aiohttp.ConnectionTimeoutError as exc:  # no free connection: nothing sent
+            last = f"no connection to {upstream.name} at {address} in time"
+            outcome: tuple[str, BaseException] = ("busy", exc)
+        except aiohttp.ClientConnectorError as exc:  # refused or unresolvable: nothing sent
+            upstream.mark_failed(address)
+            last = f"{upstream.name} unreachable at {address}: {exc}"
+            outcome = ("unreachable", exc)
+        except aiohttp.ClientError as exc:  # lost mid-call
+            upstream.mark_failed(address)
+            last = f"{upstream.name} at {address} lost the connection: {exc}"
+            if observe is not None:
+                observe("lost", address, exc)
+            if retry_lost:
+                continue
+            raise Unavailable(last, code=f"{upstream.name}_unavailable") from None
+        else:
+            upstream.mark_ok(address)
+            return result
+        if observe is not None:
+            observe(outcome[0], address, outcome[1])
+    raise Unavailable(last or f"{upstream.name} unavailable", code=f"{upstream.name}_unavailable")

@@ -29,7 +29,7 @@ from aiohttp import web
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
-from internal.common.errors import LakehouseError, ServiceError
+from internal.common.errors import LakehouseError, NotFound, ServiceError
 from internal.config import Config
 from internal.evaluation import beir
 from internal.evaluation.ingest import IngestReport, Progress, ingest
@@ -182,9 +182,7 @@ async def _record_all(matrix: ServiceClient, corpus: str, playbook: str,
                 await matrix.call("POST", "/v1/matrix/playbooks/record", {
                     "query_text": queries[qid], "answer_id": did, "answer_corpus": corpus,
                     "score": 1.0, "playbook_corpus": playbook})
-            except ServiceError as exc:
-                if exc.status != 404:
-                    raise
+            except NotFound:  # the answer is not in the corpus
                 skipped += 1
 
     await asyncio.gather(*(one(q, d) for q, d in pairs if queries.get(q, "").strip()))

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import structlog
 
+from internal.api.vectord import Item
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common.hashing import content_hash
@@ -100,12 +100,9 @@ def embed_text(doc: Doc) -> str:
     return f"{doc.title}\n{doc.text}" if doc.title else doc.text
 
 
-def _item(doc: Doc, vector: list[float]) -> dict[str, Any]:
-    item: dict[str, Any] = {"id": doc.id, "vector": vector, "text": doc.text,
-                            "metadata": doc.metadata, "language": LANGUAGE}
-    if doc.title:
-        item["title"] = doc.title
-    return item
+def _item(doc: Doc, vector: list[float]) -> Item:
+    return Item(id=doc.id, vector=vector, text=doc.text, title=doc.title or None,
+                metadata=doc.metadata, language=LANGUAGE)
 
 
 async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tuple[bool, bool]:

@@ -15,7 +15,7 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from internal.common.errors import PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout
-from internal.common.upstream import Upstream
+from internal.common.upstream import Upstream, failover
 from internal.common.web import REQUEST_ID_HEADER, request_id
 from internal.gateway.metrics import Metrics
 
@@ -192,10 +192,11 @@ class Proxy:
     async def _send(self, request: web.Request, upstream: Upstream, timeout: float,
                     headers: CIMultiDict[str], body: _Body, retry_lost: bool
                     ) -> web.StreamResponse:
-        last_error = ""
         wait = self.limits.upstream_wait
-        for address in upstream.order():
-            url = f"{address}{request.rel_url.raw_path_qs}"
+        started = time.perf_counter()
+
+        async def send(address: str) -> aiohttp.ClientResponse:
+            nonlocal started
             data: bytes | AsyncIterator[bytes] | None = None
             if not body.complete:
                 data = body.chunks()
@@ -203,49 +204,36 @@ class Proxy:
                 data = body.head
             started = time.perf_counter()
             try:
-                upstream_resp = await self.session.request(
-                    request.method, url, headers=headers, data=data,
-                    timeout=_client_timeout(timeout, wait), allow_redirects=False)
-            except aiohttp.ClientConnectorError as exc:
-                # Nothing was sent: safe to try the next address.
-                upstream.mark_failed(address)
-                self.metrics.observe_upstream(upstream.name, "unreachable", time.perf_counter() - started)
-                log.warning("upstream_unreachable", upstream=upstream.name, address=address, error=str(exc))
-                last_error = f"{upstream.name} unreachable at {address}"
-                continue
+                return await self.session.request(
+                    request.method, f"{address}{request.rel_url.raw_path_qs}", headers=headers,
+                    data=data, timeout=_client_timeout(timeout, wait), allow_redirects=False)
             except aiohttp.ConnectionTimeoutError:
-                # No free connection within `wait` (or no connect): nothing was sent.
-                self.metrics.observe_upstream(upstream.name, "busy", time.perf_counter() - started)
-                log.warning("upstream_busy", upstream=upstream.name, address=address, wait=wait)
-                last_error = f"no connection to {upstream.name} at {address} within {wait:g}s"
-                continue
+                raise  # no free connection within `wait`: nothing sent, failover goes on
             except asyncio.TimeoutError:
                 if body.timed_out:
                     raise RequestTimeout(
                         f"request body stalled for {self.limits.body_timeout:g}s") from None
                 self.metrics.observe_upstream(upstream.name, "timeout", time.perf_counter() - started)
-                raise UpstreamTimeout(
-                    f"{upstream.name} did not answer {request.method} {request.path} within {timeout:g}s"
-                ) from None
-            except aiohttp.ClientError as exc:
-                if body.too_large:
+                raise UpstreamTimeout(f"{upstream.name} did not answer {request.method} "
+                                      f"{request.path} within {timeout:g}s") from None
+            except aiohttp.ClientError:
+                if body.too_large:  # aiohttp wraps the overflow raised while sending
                     raise self._too_large() from None
                 if body.timed_out:
                     raise RequestTimeout(
                         f"request body stalled for {self.limits.body_timeout:g}s") from None
-                upstream.mark_failed(address)
-                self.metrics.observe_upstream(upstream.name, "error", time.perf_counter() - started)
-                log.warning("upstream_failed", upstream=upstream.name, address=address, error=str(exc))
-                last_error = f"{upstream.name} failed at {address}: connection lost"
-                if retry_lost:
-                    continue
-                raise Unavailable(last_error, code=f"{upstream.name}_unavailable") from None
-            upstream.mark_ok(address)
-            self.metrics.observe_upstream(upstream.name, str(upstream_resp.status),
-                                          time.perf_counter() - started)
-            return await self._relay(request, upstream_resp, upstream.name)
-        raise Unavailable(last_error or f"{upstream.name} unavailable",
-                          code=f"{upstream.name}_unavailable")
+                raise
+
+        def observe(outcome: str, address: str, error: BaseException) -> None:
+            label = "error" if outcome == "lost" else outcome
+            self.metrics.observe_upstream(upstream.name, label, time.perf_counter() - started)
+            log.warning(f"upstream_{'failed' if outcome == 'lost' else outcome}",
+                        upstream=upstream.name, address=address, error=str(error))
+
+        upstream_resp = await failover(upstream, send, retry_lost=retry_lost, observe=observe)
+        self.metrics.observe_upstream(upstream.name, str(upstream_resp.status),
+                                      time.perf_counter() - started)
+        return await self._relay(request, upstream_resp, upstream.name)
 
     async def _relay(self, request: web.Request, upstream_resp: aiohttp.ClientResponse,
                      name: str) -> web.StreamResponse:

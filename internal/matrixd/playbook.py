@@ -17,6 +17,7 @@ import structlog
 
 from internal.api.matrixd import RecordRequest
 from internal.api.validate import corpus_name
+from internal.api.vectord import Item
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -24,6 +25,7 @@ from internal.common.errors import (
     ServiceError,
     UpstreamError,
     describe,
+    in_callers_fields,
 )
 from internal.matrixd import boost
 from internal.matrixd.boost import Match, PlaybookEntry
@@ -87,12 +89,8 @@ async def lookup(deps: Deps, corpus: str, vector: list[float], top_k: int,
     try:
         out = await deps.vectord.search(corpus, {"mode": "vector", "query_vector": vector,
                                                  "k": top_k})
-    except ServiceError as exc:
-        if exc.status == 404:
-            return Lookup(corpus)
-        if not allow_partial:
-            raise UpstreamError(f"playbook corpus {corpus!r}: {describe(exc)}") from None
-        return Lookup(corpus, unavailable=True)
+    except NotFound:
+        return Lookup(corpus)
     except LakehouseError as exc:
         if not allow_partial:
             raise UpstreamError(f"playbook corpus {corpus!r}: {describe(exc)}") from None
@@ -126,18 +124,14 @@ async def check_answer(deps: Deps, answer_corpus: str, answer_id: str) -> None:
     """404 naming answer_corpus (no such corpus) or answer_id (no such item in it)."""
     try:
         await deps.vectord.get_corpus(answer_corpus)
-    except ServiceError as exc:
-        if exc.status == 404:
-            raise NotFound(f"answer_corpus: corpus {answer_corpus!r} not found",
-                           field="answer_corpus") from None
-        raise
+    except NotFound:
+        raise NotFound(f"answer_corpus: corpus {answer_corpus!r} not found",
+                       field="answer_corpus") from None
     try:
         await deps.vectord.get_item(answer_corpus, answer_id)
-    except ServiceError as exc:
-        if exc.status == 404:
-            raise NotFound(f"answer_id: item {answer_id!r} not found in corpus {answer_corpus!r}",
-                           field="answer_id") from None
-        raise
+    except NotFound:
+        raise NotFound(f"answer_id: item {answer_id!r} not found in corpus {answer_corpus!r}",
+                       field="answer_id") from None
 
 
 def entry_title(entry: boost.PlaybookEntry) -> str:
@@ -157,10 +151,8 @@ async def list_entries(deps: Deps, corpus: str, answer_id: str | None,
         body["filter"] = {"metadata": meta}
     try:
         out = await deps.vectord.search(corpus, body)
-    except ServiceError as exc:
-        if exc.status == 404:
-            return []
-        raise
+    except NotFound:
+        return []
     rows = []
     for h in out.get("hits") or []:
         entry = boost.entry_from_metadata(h.get("metadata"))
@@ -184,9 +176,7 @@ async def delete_entry(deps: Deps, corpus: str, playbook_id: str) -> None:
     """Remove one entry; 404 naming playbook_id when there is no such entry (or playbook)."""
     try:
         deleted = await deps.vectord.delete_items(corpus, [playbook_id])
-    except ServiceError as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
         deleted = 0
     if not deleted:
         raise NotFound(f"playbook_id: no entry {playbook_id!r} in playbook {corpus!r}",
@@ -214,16 +204,13 @@ async def record(deps: Deps, body: RecordRequest) -> dict[str, Any]:
     entry = PlaybookEntry(query_text=body.query_text, answer_id=body.answer_id,
                           answer_corpus=body.answer_corpus, score=score, tags=list(body.tags))
     pid = boost.playbook_id(body.query_text, body.answer_id, body.answer_corpus)
-    item = {"id": pid, "vector": emb.vectors[0], "text": body.query_text,
-            "title": entry_title(entry), "tags": list(body.tags),
-            "metadata": boost.entry_to_metadata(entry)}
+    item = Item(id=pid, vector=emb.vectors[0], text=body.query_text, title=entry_title(entry),
+                tags=list(body.tags), metadata=boost.entry_to_metadata(entry))
     created = False
     try:
         try:
             await deps.vectord.upsert(name, [item], model=emb.model)
-        except ServiceError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
             # First record: the playbook corpus does not exist yet.
             _, created = await deps.vectord.ensure_corpus(name, emb.dim, "cosine",
                                                           model=emb.model)
@@ -245,13 +232,5 @@ def _record_fault(exc: ServiceError) -> LakehouseError:
     `tags[0]`), never vectord's `items[0].text`; any other 400 is not the caller's: 502."""
     if exc.status != 400:
         return exc
-    field = exc.field or ""
-    prefix = "items[0]."
-    rest = field[len(prefix):] if field.startswith(prefix) else ""
-    root = rest.split("[")[0].split(".")[0]
-    mapped = _ITEM_FIELDS.get(root)
-    if mapped is None:
-        return UpstreamError(f"playbook upsert: {describe(exc)}")
-    ours = mapped + rest[len(root):] if mapped == "tags" else mapped
-    detail = exc.message.split(": ", 1)[1] if exc.message.startswith(field) else exc.message
-    return InvalidArgument(f"{ours}: {detail}", field=ours)
+    return (in_callers_fields(exc, _ITEM_FIELDS, prefix="items[0].")
+            or UpstreamError(f"playbook upsert: {describe(exc)}"))

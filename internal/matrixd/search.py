@@ -17,7 +17,7 @@ import structlog
 from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.validate import corpus_name
-from internal.api.vectord import Mode
+from internal.api.vectord import Mode, SearchError
 from internal.clients.embed import Embedding
 from internal.common.errors import (
     InvalidArgument,
@@ -27,6 +27,8 @@ from internal.common.errors import (
     UpstreamError,
     UpstreamTimeout,
     describe,
+    from_service,
+    in_callers_fields,
 )
 from internal.config import MatrixdConfig
 from internal.matrixd import boost, downgrade, merge, playbook, relevance, spaces
@@ -39,6 +41,8 @@ log = structlog.get_logger()
 _REQUEST_FIELDS = ("filter", "language", "ef_search", "corpus_weights")
 # Hybrid fusion options, passed to vectord unchanged; a 400 on them is the request's.
 _FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer", "prf")
+# vectord's request fields that are the caller's own, wrong for every corpus.
+_CALLERS_FIELDS = {f: f for f in (*_REQUEST_FIELDS, *_FUSION_FIELDS, "query_text")}
 
 # ---- helpers --------------------------------------------------------------------------
 
@@ -86,20 +90,20 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
         ms = _ms(started)
         return [], [CorpusResult(c, 0, ms, exc) for c in corpora]
     if meta is not None:
-        meta["include_missing"] = int(out.get("include_missing") or 0)
+        meta["include_missing"] = out.include_missing
     results = []
-    for row in out.get("results") or []:
-        err = row.get("error")
-        c = str(row.get("corpus"))
-        if err is not None:
-            results.append(CorpusResult(c, 0, 0.0, ServiceError(
-                int(row.get("status") or 502), str(err.get("code", "error")),
-                str(err.get("message", "")), service="vectord", field=err.get("field"))))
+    for row in out.results:
+        if isinstance(row.error, SearchError):
+            status = row.status if isinstance(row.status, int) else 502
+            results.append(CorpusResult(row.corpus, 0, 0.0, from_service(
+                status, row.error.code, row.error.message, service="vectord",
+                field=row.error.field)))
         else:
-            results.append(CorpusResult(c, int(row.get("hits") or 0),
-                                        round(float(row.get("took_ms") or 0.0), 2),
-                                        skipped=row.get("skipped")))
-    return list(out.get("hits") or []), results
+            results.append(CorpusResult(
+                row.corpus, row.hits if isinstance(row.hits, int) else 0,
+                round(row.took_ms, 2) if isinstance(row.took_ms, float) else 0.0,
+                skipped=row.skipped if isinstance(row.skipped, str) else None))
+    return out.hits, results
 
 
 def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
@@ -157,10 +161,10 @@ def _raise_request_fault(results: list[CorpusResult], body: MatrixSearchRequest)
         e = r.error
         if not (isinstance(e, ServiceError) and e.status == 400 and e.field):
             continue
-        root = e.field.split(".")[0].split("[")[0]
-        if root in (*_REQUEST_FIELDS, *_FUSION_FIELDS, "query_text"):
-            raise InvalidArgument(e.message, field=e.field)
-        if root == "query_vector" and body.query_vector is not None:
+        mine = in_callers_fields(e, _CALLERS_FIELDS)
+        if mine is not None:
+            raise mine
+        if e.field.split("[")[0] == "query_vector" and body.query_vector is not None:
             if not body.allow_partial:
                 raise InvalidArgument(f"corpus {r.corpus!r}: {e.message}", field=e.field)
             vector_faults += 1

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from internal.api.vectord import Item
 from internal.common import language as lang
 from internal.common.errors import InvalidArgument
 from internal.common.hashing import content_hash
@@ -47,13 +48,10 @@ class Chunk:
         object.__setattr__(self, "hash",
                            content_hash(self.title, self.text, None, self.metadata, self.language))
 
-    def item(self, vector: list[float]) -> dict[str, Any]:
+    def item(self, vector: list[float]) -> Item:
         """The vectord upsert item for this chunk."""
-        out: dict[str, Any] = {"id": self.id, "vector": vector, "text": self.text,
-                               "title": self.title, "metadata": self.metadata}
-        if self.language:
-            out["language"] = self.language
-        return out
+        return Item(id=self.id, vector=vector, text=self.text, title=self.title,
+                    metadata=self.metadata, language=self.language or None)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,9 +21,17 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
+from internal.api.vectord import Item
 from internal.clients.base import ServiceClient
 from internal.clients.embed import Embedding
-from internal.common.errors import Conflict, LakehouseError, NotFound, ServiceError, describe
+from internal.common.errors import (
+    Conflict,
+    LakehouseError,
+    NotFound,
+    ServiceError,
+    blames_input,
+    describe,
+)
 from internal.syncd import diff
 from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
 
@@ -59,8 +67,7 @@ class Store(Protocol):
 
     async def delete_items(self, name: str, ids: list[str]) -> int: ...
 
-    async def upsert(self, name: str, items: list[dict[str, Any]],
-                     model: str | None = ...) -> int: ...
+    async def upsert(self, name: str, items: Sequence[Item], model: str | None = ...) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -151,8 +158,7 @@ def scan(settings: SyncSettings) -> Scan:
 
 def _retryable_one_by_one(exc: Exception) -> bool:
     """A 4xx from the embedder blames the input: retry page by page to find the culprit."""
-    return (isinstance(exc, LakehouseError) and 400 <= exc.status < 500
-            and exc.status not in (408, 429))
+    return blames_input(exc)
 
 
 class Normalizer:
@@ -361,5 +367,5 @@ class Syncer:
                                f"embedd returned {len(emb.vectors)} vectors for {len(batch)} texts",
                                service="embedd")
         result.embedded_chunks += len(batch)
-        items: list[dict[str, Any]] = [c.item(v) for c, v in zip(batch, emb.vectors, strict=True)]
+        items = [c.item(v) for c, v in zip(batch, emb.vectors, strict=True)]
         await self.vectord.upsert(self.settings.corpus, items, model=emb.model)

@@ -53,10 +53,8 @@ class Reembedder:
         try:
             probe = await self.embed.embed(["dimension probe"], input_type="document",
                                            model=model)
-        except LakehouseError as exc:
-            if exc.status == 400:
-                raise InvalidArgument(f"model: {exc.message}", field="model") from None
-            raise
+        except InvalidArgument as exc:  # embedd's 400: no backend serves that model
+            raise InvalidArgument(f"model: {exc.message}", field="model") from None
         if probe.model == corpus.model:
             raise Conflict(f"model: corpus {corpus.name!r} already holds vectors of model "
                            f"{probe.model!r}", field="model")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from internal.api.vectord import SearchError
 from internal.clients.vectord import VectordClient
-from internal.common.errors import ServiceError
+from internal.common.errors import InvalidArgument, ServiceError
 from tests.vectord.vdata import call, item, make_corpus, unique, unit
 
 C = "/v1/vectors/corpora"
@@ -96,8 +97,10 @@ async def test_client_search_many(vectord_url: str, http: aiohttp.ClientSession)
     missing = unique("gone")
     out = await client.search_many([a, missing], {"mode": "vector",
                                                   "query_vector": unit(8, 2), "k": 2})
-    assert out["hits"][0]["id"] == "doc-0002" and out["results"][0]["hits"] == 2
-    assert out["results"][1]["status"] == 404
+    assert out.hits[0]["id"] == "doc-0002" and out.results[0].hits == 2
+    assert out.results[1].status == 404 and isinstance(out.results[1].error, SearchError)
+    assert out.results[1].error.code == "not_found"
     with pytest.raises(ServiceError) as info:
         await client.search_many([a], {"mode": "vector", "query_vector": unit(8, 2), "k": 0})
     assert info.value.status == 400 and info.value.field == "k"
+    assert isinstance(info.value, InvalidArgument)  # vectord's 400 is an InvalidArgument too
