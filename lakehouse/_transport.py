@@ -104,8 +104,10 @@ class Transport:
         self._session = None
 
     async def call(self, method: str, path: str, response: type[T], *, body: Any = None,
-                   params: Mapping[str, str | int] | None = None) -> T:
-        """The answer to one request, decoded as `response`; errors raise their class."""
+                   params: Mapping[str, str | int] | None = None,
+                   answered: frozenset[int] = frozenset()) -> T:
+        """The answer to one request, decoded as `response`; errors raise their class,
+        but for the statuses in `answered`, whose body is decoded as `response` too."""
         data = _encoder.encode(body) if body is not None else None
         for attempt in range(self.retries + 1):
             try:
@@ -116,7 +118,7 @@ class Transport:
                 failure: LakehouseError = Unavailable(
                     f"Lakehouse unreachable at {self.url}: {exc}", code=UNREACHABLE)
             else:
-                if status < 400:
+                if status < 400 or status in answered:
                     return _decode(raw, response, method, path)
                 failure = _error(status, raw, request_id)
                 if status != 503 or failure.code in PERMANENT_503:

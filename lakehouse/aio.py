@@ -29,6 +29,7 @@ from internal.api.responses import (
     NormalizeResponse,
     PlaybookDeleted,
     PlaybookList,
+    Ready,
     RecordResponse,
     ReembedStarted,
     SearchAutoResponse,
@@ -300,6 +301,13 @@ class AsyncClient:
     async def models(self) -> ModelsResponse:
         """The embedding models the stack serves, and which one it uses when none is named."""
         return await self._http.call("GET", "/v1/embed/models", ModelsResponse)
+
+    # ---- the stack ----------------------------------------------------------------------
+
+    async def ready(self) -> Ready:
+        """Each component's readiness (GET /readyz): `status` "ok" when every one is
+        ready; a stack that is not ready answers too (not raised), with the reasons."""
+        return await self._http.call("GET", "/readyz", Ready, answered=frozenset({503}))
 
     # ---- any route ----------------------------------------------------------------------
 

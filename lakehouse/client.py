@@ -141,6 +141,7 @@ class Client:
     iter_items = _blocking_iter(AsyncClient.iter_items)
     embed = _blocking(AsyncClient.embed)
     models = _blocking(AsyncClient.models)
+    ready = _blocking(AsyncClient.ready)
     request = _blocking(AsyncClient.request)
     search = _blocking(AsyncClient.search)
     smart_search = _blocking(AsyncClient.smart_search)

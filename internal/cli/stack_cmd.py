@@ -10,8 +10,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
+import msgspec
+
+import lakehouse
+from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
 from internal.common import logs
+from internal.common.errors import LakehouseError
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -44,12 +48,16 @@ def _get(url: str, headers: dict[str, str]) -> tuple[int, Any]:
 def _status(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     base = gateway_url(args, cfg)
-    code, body = _get(f"{base}/readyz", auth_headers(cfg))
-    rows: list[tuple[str, str, str]] = [("gateway", "ok" if code else "unreachable", base)]
-    ready = code == 200
-    if code and isinstance(body, dict):
-        for name, comp in sorted(body.get("components", {}).items()):
-            rows.append((name, str(comp.get("status")), str(comp.get("address") or "")))
+    try:
+        with lakehouse.Client(base, resolve_token(None, lambda: cfg), timeout=5, retries=0) as client:
+            answer: lakehouse.types.Ready | None = client.ready()
+    except LakehouseError:
+        answer = None
+    rows: list[tuple[str, str, str]] = [("gateway", "ok" if answer else "unreachable", base)]
+    ready = answer is not None and answer.status == "ok"
+    if answer is not None:
+        for name, comp in sorted(answer.components.items()):
+            rows.append((name, comp.status, comp.address or ""))
     else:
         # No gateway: ask each daemon where the config says it is.
         for name, section in (("embedd", cfg.embedd), ("vectord", cfg.vectord),
@@ -57,10 +65,11 @@ def _status(args: argparse.Namespace) -> int:
             url = f"http://{section.host}:{section.port}"
             c, _ = _get(f"{url}/readyz", {})
             rows.append((name, "ok" if c == 200 else ("unavailable" if c == 0 else "not_ready"), url))
-    if code and isinstance(body, dict):
+    if answer is not None:
         from internal.gateway.readiness import replicas_of
 
-        for r in replicas_of(body.get("components", {})):
+        components = {k: msgspec.to_builtins(v) for k, v in answer.components.items()}
+        for r in replicas_of(components):
             use = ", in use" if r.get("in_use") else ""
             why = f", {r['reason']}" if r.get("reason") else ""
             rows.append(("replica", str(r.get("state")),

@@ -26,8 +26,10 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.clients.base import ServiceClient
+from internal.api.matrixd import RecordRequest
+from internal.api.responses import PlaybookSummary
 from internal.clients.embed import EmbedClient
+from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.common.errors import LakehouseError, NotFound, ServiceError
 from internal.config import Config
@@ -168,7 +170,7 @@ def _rows(without: Side, with_: Side, qrels: Mapping[str, Mapping[str, int]],
     return rows
 
 
-async def _record_all(matrix: ServiceClient, corpus: str, playbook: str,
+async def _record_all(matrix: MatrixdClient, corpus: str, playbook: str,
                       pairs: Sequence[tuple[str, str]], queries: Mapping[str, str]
                       ) -> tuple[int, int]:
     """Record every pair (score 1); a doc missing from the corpus is skipped and counted."""
@@ -179,9 +181,9 @@ async def _record_all(matrix: ServiceClient, corpus: str, playbook: str,
         nonlocal skipped
         async with gate:
             try:
-                await matrix.call("POST", "/v1/matrix/playbooks/record", {
-                    "query_text": queries[qid], "answer_id": did, "answer_corpus": corpus,
-                    "score": 1.0, "playbook_corpus": playbook})
+                await matrix.record(RecordRequest(
+                    query_text=queries[qid], answer_id=did, answer_corpus=corpus, score=1.0,
+                    playbook_corpus=playbook))
             except NotFound:  # the answer is not in the corpus
                 skipped += 1
 
@@ -189,7 +191,7 @@ async def _record_all(matrix: ServiceClient, corpus: str, playbook: str,
     return len(pairs) - skipped, skipped
 
 
-async def _ask_all(matrix: ServiceClient, corpus: str, playbook: str, mode: str,
+async def _ask_all(matrix: MatrixdClient, corpus: str, playbook: str, mode: str,
                    queries: Mapping[str, str], vectors: Mapping[str, list[float]],
                    options: SearchOptions) -> tuple[Side, Side]:
     """Every query without and with the playbook, back to back (alternating which goes
@@ -205,18 +207,18 @@ async def _ask_all(matrix: ServiceClient, corpus: str, playbook: str, mode: str,
                      "query_vector": vectors[qid]})
         side = sides[use_playbook]
         t0 = time.perf_counter()
-        out = await matrix.call("POST", "/v1/matrix/search", body)
+        out = await matrix.search(body)
         side.seconds += time.perf_counter() - t0
         seen: dict[str, None] = {}
-        for hit in out["hits"]:
-            seen.setdefault(str(hit["id"]), None)
+        for hit in out.hits:
+            seen.setdefault(hit.id, None)
         side.run[qid] = list(seen)
-        pb = out.get("playbook") or {}
-        side.entries[qid] = int(pb.get("entries") or 0)
-        side.boosted[qid] = int(pb.get("boosted") or 0)
-        side.recalled[qid] = int(pb.get("recalled") or 0)
-        if pb.get("ms") is not None:
-            side.lookup_ms.append(float(pb["ms"]))
+        pb = out.playbook or PlaybookSummary(corpus=playbook, entries=0)
+        side.entries[qid] = pb.entries
+        side.boosted[qid] = pb.boosted
+        side.recalled[qid] = pb.recalled
+        if pb.ms is not None:
+            side.lookup_ms.append(pb.ms)
 
     async def both(i: int, qid: str) -> None:
         async with gate:
@@ -279,7 +281,7 @@ async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedbac
         # Embedding a large batch on a shared CPU can take minutes.
         vc = VectordClient(session, ends.vectord_url, timeout=600.0)
         ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
-        matrix = ServiceClient(session, murl, "matrixd", timeout=600.0)
+        matrix = MatrixdClient(session, murl, timeout=600.0)
         ing = await ingest(vc, ec, name, dataset.docs, progress=progress, cache_dir=cache_dir)
         with contextlib.suppress(ServiceError):
             await vc.delete_corpus(playbook)  # a fresh playbook every run

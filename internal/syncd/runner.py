@@ -22,8 +22,8 @@ import aiohttp
 import structlog
 
 from internal.api.vectord import Item
-from internal.clients.base import ServiceClient
 from internal.clients.embed import Embedding
+from internal.clients.matrixd import MatrixdClient
 from internal.common.errors import (
     Conflict,
     LakehouseError,
@@ -171,7 +171,7 @@ class Normalizer:
 
     BATCH = 256  # observations per call (the route takes up to 1,000)
 
-    def __init__(self, matrixd: ServiceClient) -> None:
+    def __init__(self, matrixd: MatrixdClient) -> None:
         self.matrixd = matrixd
         self.memo: dict[str, tuple[str, str]] = {}  # original hash -> (text, keywords)
 
@@ -180,10 +180,9 @@ class Normalizer:
         todo = list({c.hash: c for c in chunks if c.hash not in self.memo}.values())
         for i in range(0, len(todo), self.BATCH):
             part = todo[i:i + self.BATCH]
-            out = await self.matrixd.call("POST", "/v1/matrix/normalize",
-                                          {"observations": [{"text": c.text} for c in part]})
-            for c, o in zip(part, out["observations"], strict=True):
-                self.memo[c.hash] = (str(o["text"]), ", ".join(map(str, o["keywords"])))
+            out = await self.matrixd.normalize([c.text for c in part])
+            for c, o in zip(part, out.observations, strict=True):
+                self.memo[c.hash] = (o.text, ", ".join(o.keywords))
         for path, page in found.pages.items():
             found.pages[path] = dataclasses.replace(
                 page, chunks=tuple(self._rewrite(c) for c in page.chunks))
@@ -200,7 +199,7 @@ class Syncer:
     """Runs syncs of one directory into one corpus; never two at once."""
 
     def __init__(self, settings: SyncSettings, vectord: Store, embed: Embedder,
-                 matrixd: ServiceClient | None = None) -> None:
+                 matrixd: MatrixdClient | None = None) -> None:
         self.settings = settings
         self.vectord = vectord
         self.embed = embed

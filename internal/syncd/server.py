@@ -18,6 +18,7 @@ from aiohttp import web
 
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
+from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.common import language
 from internal.common.auth import protect, service_headers
@@ -138,7 +139,7 @@ def make_app(cfg: Config) -> web.Application:
             health: list[ServiceClient] = [vectord, embed]
             matrixd = None
             if cfg.sync.normalize:
-                matrixd = ServiceClient(session, cfg.sync.matrixd_url, "matrixd", timeout=300.0)
+                matrixd = MatrixdClient(session, cfg.sync.matrixd_url, timeout=300.0)
                 health.append(matrixd)
             syncer = Syncer(settings_of(cfg.sync), vectord, embed, matrixd)
             ticker = Ticker(syncer, cfg.sync.interval, cfg.sync.run_on_start)

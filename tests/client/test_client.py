@@ -245,3 +245,16 @@ def test_empty_token_sends_none(live: Live, monkeypatch: pytest.MonkeyPatch) -> 
         anonymous.list_corpora()
     with lakehouse.Client(live.url, "", headers={"Authorization": f"Bearer {live.token}"}) as c:
         assert {"handbook", "tickets"} <= {x.name for x in c.list_corpora()}
+
+
+def test_ready_answers_even_when_not_ready(client: lakehouse.Client) -> None:
+    """GET /readyz: each component's state; a stack that is not ready answers too (no
+    raise, no retry), and nothing listening is an Unavailable naming the address."""
+    ready = client.ready()
+    assert isinstance(ready, types.Ready) and ready.status == "ok"
+    assert {"embedd", "vectord", "matrixd"} <= set(ready.components)
+    assert all(c.status == "ok" for c in ready.components.values())
+    with lakehouse.Client("http://127.0.0.1:9", "", retries=0, timeout=2) as nobody:
+        with pytest.raises(lakehouse.Unavailable) as err:
+            nobody.ready()
+    assert err.value.code == lakehouse.errors.UNREACHABLE and "127.0.0.1:9" in str(err.value)
