@@ -52,10 +52,11 @@ from internal.config import loader
 from internal.evaluation import locomo
 from internal.evaluation.ingest import ingest
 from internal.evaluation.services import services
-from internal.matrixd import context, nlp, plan, smart, strategy
+from internal.matrixd import smart
 from internal.matrixd.deps import Deps
-from internal.matrixd.normalize import Observation, normalize
 from internal.matrixd.search import run_search
+from internal.understanding import context, nlp, plan, strategy
+from internal.understanding.normalize import Observation, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 CATS = ("multi-hop", "temporal", "open-domain", "single-hop")

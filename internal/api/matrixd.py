@@ -135,7 +135,7 @@ class SmartSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     min_confidence: float | None = None
     # The metadata field holding an item's ISO date; a question's time range prefers it.
     date_field: str = "date"
-    # Judge a dialogue turn with its neighbours (internal.matrixd.context): hits whose
+    # Judge a dialogue turn with its neighbours (internal.understanding.context): hits whose
     # metadata names a thread and a position ([matrixd] context_group / context_position).
     context: bool = True
     # The search options, applied to every sub-query (see MatrixSearchRequest).
@@ -162,5 +162,5 @@ class SearchAutoRequest(msgspec.Struct, forbid_unknown_fields=True):
     filter: dict[str, Any] | None = None
     language: str | None = None
     allow_partial: bool = False
-    # hybrid and smart judge a dialogue turn with its neighbours (internal.matrixd.context)
+    # hybrid and smart judge a dialogue turn with its neighbours (internal.understanding.context)
     context: bool = True

@@ -25,7 +25,7 @@ from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_
 from internal.common.errors import LakehouseError, blames_input
 from internal.common.hashing import content_hash
 from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
-from internal.matrixd import context
+from internal.understanding import context
 from lakehouse import AsyncClient, Item
 from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE
 from lakehouse.types import MatrixSearchResponse, SearchAutoResponse

@@ -219,7 +219,7 @@ class MatrixdConfig:
     normalize_max_chars: int = 20000
     smart_min_confidence: float = 0.45
     auto_budget_ms: float = 0.0
-    # smart_search judges a turn with its neighbours (internal.matrixd.context): the
+    # smart_search judges a turn with its neighbours (internal.understanding.context): the
     # metadata fields naming a hit's thread and its position in it.
     context_group: str = "session"
     context_position: str = "turn"

@@ -43,9 +43,10 @@ from internal.common.errors import (
 )
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
-from internal.matrixd import playbook, relevance, smart, strategy
+from internal.matrixd import playbook, relevance, smart
 from internal.matrixd.deps import Deps
 from internal.matrixd.search import run_search
+from internal.understanding import strategy
 
 log = structlog.get_logger()
 

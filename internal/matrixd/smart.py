@@ -3,7 +3,7 @@
 Every search here runs through `internal.matrixd.search.run_search`, the same path
 as POST /v1/matrix/search; the decisions are the I/O-free modules analyze, plan,
 reflect, normalize and strategy. The spaCy pipeline is loaded once per process, in
-a thread (internal.matrixd.nlp), and every call into it runs in a thread too.
+a thread (internal.understanding.nlp), and every call into it runs in a thread too.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from internal.api.matrixd import (
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode
 from internal.common.errors import InvalidArgument, PayloadTooLarge
-from internal.matrixd import context, nlp, reflect, strategy, temporal
-from internal.matrixd.analyze import Analysis, analyze
 from internal.matrixd.deps import Deps
-from internal.matrixd.normalize import Normalized, Observation, normalize
-from internal.matrixd.plan import (
+from internal.matrixd.search import run_search
+from internal.understanding import context, nlp, reflect, strategy, temporal
+from internal.understanding.analyze import Analysis, analyze
+from internal.understanding.normalize import Normalized, Observation, normalize
+from internal.understanding.plan import (
     Plan,
     SubQuery,
     fuse,
@@ -40,7 +41,6 @@ from internal.matrixd.plan import (
     prefer_speakers,
     waves,
 )
-from internal.matrixd.search import run_search
 
 log = structlog.get_logger()
 

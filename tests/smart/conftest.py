@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from spacy.language import Language
 
-from internal.matrixd import nlp
+from internal.understanding import nlp
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,8 @@ from datetime import date, datetime
 import pytest
 from spacy.language import Language
 
-from internal.matrixd import temporal
-from internal.matrixd.analyze import analyze
+from internal.understanding import temporal
+from internal.understanding.analyze import analyze
 
 NOW = datetime(2023, 5, 8, 13, 56)  # a Monday
 

@@ -1,4 +1,4 @@
-"""A turn judged with its neighbours (internal.matrixd.context), pure."""
+"""A turn judged with its neighbours (internal.understanding.context), pure."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from internal.matrixd import context
+from internal.understanding import context
 
 
 def hit(id_: str, score: float, session: Any = 1, turn: Any = None, corpus: str = "talk"

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from spacy.language import Language
 
-from internal.matrixd.normalize import Observation, keywords, normalize
+from internal.understanding.normalize import Observation, keywords, normalize
 
 SESSION = datetime(2023, 5, 8, 13, 56)  # LoCoMo conv-26, session 1: "1:56 pm on 8 May, 2023"
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from spacy.language import Language
 
-from internal.matrixd import plan as P
-from internal.matrixd import reflect
-from internal.matrixd.analyze import analyze
+from internal.understanding import plan as P
+from internal.understanding import reflect
+from internal.understanding.analyze import analyze
 
 NOW = datetime(2023, 5, 8, 13, 56)
 

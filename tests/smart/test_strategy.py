@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from internal.matrixd.strategy import PRIORS, CostModel, choose, is_identifier, quoted, wants
+from internal.understanding.strategy import PRIORS, CostModel, choose, is_identifier, quoted, wants
 
 
 def test_quoted_and_identifiers_are_keyword() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
-from internal.clients.base import ServiceClient
+from internal.clients.matrixd import MatrixdClient
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
@@ -29,7 +29,7 @@ async def test_sync_normalize(base_cfg: Config, vectord_url: str, embedd_url: st
             vec = VectordClient(s, vectord_url)
             settings = SyncSettings(wiki_dir=tmp_path, corpus=corpus, normalize=True)
             syncer = Syncer(settings, vec, EmbedClient(s, embedd_url),
-                            ServiceClient(s, url_of(server), "matrixd"))
+                            MatrixdClient(s, url_of(server)))
             first = await syncer.run_once()
             assert first.added == 2 and not first.errors, first
             item = await vec.call("GET", f"/v1/vectors/corpora/{corpus}/items/tar.md%230")

@@ -1,7 +1,7 @@
 """Query analysis: entities, time range, question type, complexity, sub-queries.
 
-I/O-free given the spaCy pipeline (internal.matrixd.nlp): entities come from its
-named-entity recogniser, dates from internal.matrixd.temporal (dateparser), and
+I/O-free given the spaCy pipeline (internal.understanding.nlp): entities come from its
+named-entity recogniser, dates from internal.understanding.temporal (dateparser), and
 the question typing and decomposition are rules over its tags and parse.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Literal
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
-from internal.matrixd import temporal
+from internal.understanding import temporal
 
 EntityType = Literal["person", "location", "organization", "unknown"]
 QuestionType = Literal["factual", "temporal", "comparative", "aggregation", "multi-hop",

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from internal.matrixd.analyze import Analysis
-from internal.matrixd.plan import WEIGHTS, Plan, SubQuery, mentions
+from internal.understanding.analyze import Analysis
+from internal.understanding.plan import WEIGHTS, Plan, SubQuery, mentions
 
 MissingKind = Literal["sub_query", "entity", "support"]
 FEEDBACK_HITS = 3  # best hits a refinement takes its terms from

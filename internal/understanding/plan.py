@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from internal.matrixd import temporal
-from internal.matrixd.analyze import Analysis
+from internal.understanding import temporal
+from internal.understanding.analyze import Analysis
 
 Layer = Literal["hybrid", "lexical", "vector"]
 Purpose = Literal["original", "part", "entity", "refined"]

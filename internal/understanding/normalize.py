@@ -3,7 +3,7 @@
 I/O-free given the spaCy pipeline. Conservative by design: a pronoun is replaced
 only when its referent is certain from the turn's structure (the speaker for
 "I", the other party for "you"; "he"/"she" only when one person is in sight), and
-a relative date only when dateparser (internal.matrixd.temporal) resolves it from
+a relative date only when dateparser (internal.understanding.temporal) resolves it from
 the observation's reference time. The original text is always kept.
 """
 
@@ -20,7 +20,7 @@ import yake
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from internal.matrixd import temporal
+from internal.understanding import temporal
 
 Kind = Literal["coreference", "temporal"]
 KEYWORDS = 5
