@@ -125,42 +125,41 @@ class NormalizeRequest(msgspec.Struct, forbid_unknown_fields=True):
     context: list[str] = msgspec.field(default_factory=list)
 
 
-class SmartSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
+class SearchOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What smart_search and search_auto share: the question, where to look, how many
+    hits, and the options given to every search they run (MatrixSearchRequest's
+    meaning). Checked in one place (internal.matrixd.smart.check_options): k within
+    1..[matrixd] max_k, the corpus names, `now` an ISO instant."""
+
     query_text: str
     corpora: list[str] | None = None  # absent: every corpus but the playbook
     k: int = 10
+    now: str | None = None  # ISO 8601: the instant "yesterday" is read against (default: now)
+    filter: dict[str, Any] | None = None
+    language: str | None = None
+    allow_partial: bool = False
+    # Judge a dialogue turn with its neighbours (internal.understanding.context): hits whose
+    # metadata names a thread and a position ([matrixd] context_group / context_position).
+    context: bool = True
+
+
+class SmartSearchRequest(SearchOptions, kw_only=True, forbid_unknown_fields=True):
     max_iterations: int = 3
-    now: str | None = None
     # Reflection's bar: a sub-query is answered when a hit's vector similarity reaches it.
     min_confidence: float | None = None
     # The metadata field holding an item's ISO date; a question's time range prefers it.
     date_field: str = "date"
-    # Judge a dialogue turn with its neighbours (internal.understanding.context): hits whose
-    # metadata names a thread and a position ([matrixd] context_group / context_position).
-    context: bool = True
-    # The search options, applied to every sub-query (see MatrixSearchRequest).
+    # Fusion and playbook options, applied to every sub-query (see MatrixSearchRequest).
     per_corpus_k: int | None = None
-    filter: dict[str, Any] | None = None
-    language: str | None = None
     ef_search: int | None = None
     fusion: Literal["rrf", "weighted", "dbsf"] | None = None
     rrf_k: int | None = None
     weights: dict[str, float] | None = None
     candidates: int | None = None
     prefer: dict[str, Any] | None = None
-    allow_partial: bool = False
     use_playbook: bool = False
     playbook_corpus: str | None = None
 
 
-class SearchAutoRequest(msgspec.Struct, forbid_unknown_fields=True):
-    query_text: str
-    corpora: list[str] | None = None  # absent: every corpus but the playbook
-    k: int = 10
+class SearchAutoRequest(SearchOptions, kw_only=True, forbid_unknown_fields=True):
     budget_ms: float | None = None  # the chosen strategy's expected time must fit
-    now: str | None = None
-    filter: dict[str, Any] | None = None
-    language: str | None = None
-    allow_partial: bool = False
-    # hybrid and smart judge a dialogue turn with its neighbours (internal.understanding.context)
-    context: bool = True

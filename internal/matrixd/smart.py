@@ -22,6 +22,7 @@ from internal.api.matrixd import (
     MatrixSearchRequest,
     NormalizeRequest,
     SearchAutoRequest,
+    SearchOptions,
     SmartSearchRequest,
 )
 from internal.api.validate import corpus_name
@@ -126,15 +127,21 @@ async def resolve_corpora(deps: Deps, corpora: list[str] | None) -> list[str]:
     return names
 
 
+def _search(body: SearchOptions, corpora: list[str], text: str, k: int, mode: Mode,
+            **more: Any) -> MatrixSearchRequest:
+    """One search that smart_search or search_auto runs, with the caller's options."""
+    return MatrixSearchRequest(corpora=corpora, query_text=text, k=k, mode=mode,
+                               filter=body.filter, language=body.language,
+                               allow_partial=body.allow_partial, **more)
+
+
 def _request(body: SmartSearchRequest, corpora: list[str], sq: SubQuery, k: int
              ) -> MatrixSearchRequest:
-    mode: Mode = sq.layer
-    return MatrixSearchRequest(
-        corpora=corpora, query_text=sq.text, k=k, per_corpus_k=body.per_corpus_k, mode=mode,
-        filter=body.filter, language=body.language, ef_search=body.ef_search,
-        fusion=body.fusion, rrf_k=body.rrf_k, weights=body.weights, candidates=body.candidates,
-        prefer=sq.prefer if sq.layer == "hybrid" else None, allow_partial=body.allow_partial,
-        use_playbook=body.use_playbook, playbook_corpus=body.playbook_corpus)
+    return _search(body, corpora, sq.text, k, sq.layer, per_corpus_k=body.per_corpus_k,
+                   ef_search=body.ef_search, fusion=body.fusion, rrf_k=body.rrf_k,
+                   weights=body.weights, candidates=body.candidates,
+                   prefer=sq.prefer if sq.layer == "hybrid" else None,
+                   use_playbook=body.use_playbook, playbook_corpus=body.playbook_corpus)
 
 
 def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> SubQuery:
@@ -151,19 +158,25 @@ def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> Sub
                     sq.weight, sq.prefer, sq.must_match, sq.depends_on, sq.refines)
 
 
-def validate_smart(deps: Deps, body: SmartSearchRequest) -> tuple[str, datetime, float]:
+def check_options(deps: Deps, body: SearchOptions) -> tuple[str, datetime]:
+    """The options smart_search and search_auto share, checked once: the stripped query
+    text and the instant `now` means; 400 naming the field."""
     text = _query_text(body.query_text)
-    if not 1 <= body.max_iterations <= MAX_ITERATIONS:
-        raise InvalidArgument(f"max_iterations: must be in 1..{MAX_ITERATIONS}, got "
-                              f"{body.max_iterations}", field="max_iterations")
     _check_k(body.k, deps)
-    now = _instant(body.now, "now")
-    bar = deps.cfg.smart_min_confidence if body.min_confidence is None else body.min_confidence
-    if not (math.isfinite(bar) and 0 <= bar <= 1):
-        raise InvalidArgument("min_confidence: must be in [0, 1]", field="min_confidence")
     if body.corpora is not None:
         for i, name in enumerate(body.corpora):
             corpus_name(name, f"corpora[{i}]")
+    return text, _instant(body.now, "now")
+
+
+def validate_smart(deps: Deps, body: SmartSearchRequest) -> tuple[str, datetime, float]:
+    text, now = check_options(deps, body)
+    if not 1 <= body.max_iterations <= MAX_ITERATIONS:
+        raise InvalidArgument(f"max_iterations: must be in 1..{MAX_ITERATIONS}, got "
+                              f"{body.max_iterations}", field="max_iterations")
+    bar = deps.cfg.smart_min_confidence if body.min_confidence is None else body.min_confidence
+    if not (math.isfinite(bar) and 0 <= bar <= 1):
+        raise InvalidArgument("min_confidence: must be in [0, 1]", field="min_confidence")
     return text, now, bar
 
 
@@ -282,12 +295,10 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
                       ) -> dict[str, Any]:
     """Pick a strategy for the query (within the budget), run it, and learn its cost."""
     started = time.perf_counter()
-    text = _query_text(body.query_text)
-    _check_k(body.k, deps)
+    text, now = check_options(deps, body)
     if body.budget_ms is not None and not (math.isfinite(body.budget_ms) and body.budget_ms > 0):
         raise InvalidArgument("budget_ms: must be a positive number of milliseconds",
                               field="budget_ms")
-    now = _instant(body.now, "now")
     budget = body.budget_ms if body.budget_ms is not None else (deps.cfg.auto_budget_ms or None)
     a: Analysis | None = None
     if strategy.needs_analysis(text):
@@ -300,18 +311,16 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
     ran: strategy.Strategy = choice.strategy
     reason = choice.reason
     if choice.strategy == "smart":
+        shared = {f: getattr(body, f) for f in SearchOptions.__struct_fields__}
         out = await smart_search(deps, SmartSearchRequest(
-            query_text=text, corpora=corpora, k=body.k, now=body.now, filter=body.filter,
-            language=body.language, allow_partial=body.allow_partial, context=body.context),
-            analysis=a)
+            **{**shared, "query_text": text, "corpora": corpora}), analysis=a)
     else:
         q = strategy.quoted(text) if choice.strategy == "keyword" else None
         mode: Mode = _MODES[choice.strategy]
         deep = choice.strategy == "hybrid" and body.context
-        out = await run_search(deps, MatrixSearchRequest(
-            corpora=corpora, query_text=q or text,
-            k=min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode=mode,
-            filter=body.filter, language=body.language, allow_partial=body.allow_partial))
+        out = await run_search(deps, _search(
+            body, corpora, q or text,
+            min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode))
         if deep:
             smoothed = context.smooth(out.get("hits") or [], group=deps.cfg.context_group,
                                       position=deps.cfg.context_position)
@@ -323,9 +332,7 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
             costs.observe("keyword", _ms(t0))
             t0 = time.perf_counter()
             ran, reason = "lexical", f"{reason}; no exact match, so lexical"
-            out = await run_search(deps, MatrixSearchRequest(
-                corpora=corpora, query_text=q or text, k=body.k, mode="lexical",
-                filter=body.filter, language=body.language, allow_partial=body.allow_partial))
+            out = await run_search(deps, _search(body, corpora, q or text, body.k, "lexical"))
     costs.observe(ran, _ms(t0))
     out["strategy"] = ran
     out["reason"] = reason
