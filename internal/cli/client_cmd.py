@@ -19,14 +19,14 @@ from typing import Any, TypeVar
 import msgspec
 from tqdm import tqdm
 
-from internal.api.vectord import embed_text
 from internal.cli import session as session_state
 from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.common.errors import LakehouseError, blames_input
-from internal.common.hashing import content_hash
+from internal.cli.gateway_store import GatewayStore
+from internal.common.errors import LakehouseError, describe
 from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
+from internal.ingest import Doc, Pipeline, StackFailure, changed, retrying
 from internal.understanding import context
-from lakehouse import AsyncClient, Item
+from lakehouse import AsyncClient
 from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE
 from lakehouse.types import MatrixSearchResponse, SearchAutoResponse
 
@@ -131,19 +131,6 @@ def _reembed(args: argparse.Namespace) -> int:
 
 # --- ingest ------------------------------------------------------------------
 
-@dataclass
-class Doc:
-    id: str
-    text: str
-    title: str | None
-    tags: list[str] | None
-    metadata: dict[str, Any]
-    language: str | None
-
-    def embed_text(self) -> str:
-        return embed_text(self.title, self.text)
-
-
 def read_jsonl(path: Path) -> list[Doc]:
     """BEIR-style lines ({_id, title?, text, metadata?, tags?, language?}), checked up front."""
     docs: list[Doc] = []
@@ -188,133 +175,23 @@ class IngestPlan:
 
 
 def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
-    """Docs that are new or whose stored content hash differs; the rest are skipped.
-
-    A document with neither title nor text has nothing to embed (embedd refuses a blank
-    text): it is skipped and listed, never sent.
-    """
-    out = IngestPlan()
-    for doc in docs:
-        if not doc.embed_text().strip():
-            out.empty.append(doc)
-        elif stored.get(doc.id) == content_hash(doc.title, doc.text, doc.tags, doc.metadata,
-                                                doc.language):
-            out.unchanged += 1
-        else:
-            out.todo.append(doc)
-    return out
+    """Docs that are new or whose stored content hash differs (ingest.changed)."""
+    todo, empty, unchanged = changed(docs, stored)
+    return IngestPlan(todo, unchanged, empty)
 
 
-class RunStopped(Exception):
-    """The stack cannot take the run any further (down, or failing on every call)."""
-
-    def __init__(self, cause: LakehouseError) -> None:
-        super().__init__(_describe(cause))
-        self.cause = cause
-
-
-def _describe(exc: LakehouseError) -> str:
+def _describe(exc: Exception) -> str:
     """The status, code, field and message the stack answered, and its request id (the
     one in every daemon's log line for the request)."""
+    if not isinstance(exc, LakehouseError):
+        return describe(exc)
     where = f" ({exc.field})" if exc.field else ""
     rid = f" [request_id {exc.request_id}]" if exc.request_id else ""
     return f"HTTP {exc.status} {exc.code}{where}: {exc.message}{rid}"
 
 
-def _is_document_fault(exc: LakehouseError) -> bool:
-    """A 4xx blames what was sent (a document); anything else is the stack's trouble."""
-    return blames_input(exc)
-
-
-async def _retrying(call: Callable[[], Awaitable[T]], what: str, attempts: int = 4) -> T:
-    """Retry a call the stack may answer once it is less busy (503/504, or unreachable)."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return await call()
-        except LakehouseError as exc:
-            if attempt == attempts or exc.status not in (503, 504):
-                raise
-            print(f"{what}: {_describe(exc)}; retrying ({attempt}/{attempts - 1})",
-                  file=sys.stderr)
-            await asyncio.sleep(2.0 * attempt)
-    raise AssertionError("unreachable")
-
-
-_ITEM_INDEX = re.compile(r"^(?:items|texts)\[(\d+)\]")
-
-
-@dataclass
-class IngestTally:
-    """What happened to the documents sent (updated by every worker, never across an await)."""
-
-    upserted: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (doc id, cause)
-
-
-class Ingester:
-    """Embeds and upserts batches; a document the stack refuses is reported and left out,
-    the rest of its batch still goes in."""
-
-    def __init__(self, client: AsyncClient, corpus: str, tally: IngestTally) -> None:
-        self.client = client
-        self.corpus = corpus
-        self.tally = tally
-
-    def _fail(self, doc: Doc, exc: LakehouseError) -> None:
-        self.tally.failed.append((doc.id, _describe(exc)))
-        print(f"failed: document {doc.id!r}: {_describe(exc)}", file=sys.stderr)
-
-    async def send(self, batch: list[Doc]) -> None:
-        """Embed and upsert one batch; RunStopped when the stack itself fails."""
-        pending = list(batch)
-        while pending:
-            try:
-                emb = await _retrying(partial(self.client.embed,
-                                              [d.embed_text() for d in pending]), "embed")
-                break
-            except LakehouseError as exc:
-                self._blame(pending, exc)
-        else:
-            return
-        items = [Item(id=d.id, text=d.text, title=d.title, tags=d.tags or [],
-                      metadata=d.metadata, language=d.language or None, vector=v)
-                 for d, v in zip(pending, emb.vectors, strict=True)]
-        while pending:
-            try:
-                n = await _retrying(partial(self.client.upsert, self.corpus, items,
-                                            model=emb.model), "upsert")
-            except LakehouseError as exc:
-                index = self._blame(pending, exc)
-                del items[index]
-                continue
-            self.tally.upserted += n  # never `+= await ...`: that loses concurrent updates
-            return
-
-    def _blame(self, pending: list[Doc], exc: LakehouseError) -> int:
-        """Drop the document a 4xx names from pending (reporting it) and return its index.
-
-        A 4xx naming no document of a batch is retried one document at a time by the
-        caller's loop: the first document is tried alone first.
-        """
-        if not _is_document_fault(exc):
-            raise RunStopped(exc) from None
-        m = _ITEM_INDEX.match(exc.field or "")
-        if m is not None and int(m.group(1)) < len(pending):
-            index = int(m.group(1))
-        elif len(pending) == 1:
-            index = 0
-        else:
-            raise _Unnamed(exc)
-        self._fail(pending.pop(index), exc)
-        return index
-
-
-class _Unnamed(Exception):
-    """A batch refused without naming the document: the caller sends it one by one."""
-
-    def __init__(self, exc: LakehouseError) -> None:
-        super().__init__(str(exc))
-        self.exc = exc
+def _notice(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
@@ -356,7 +233,7 @@ async def normalized(client: AsyncClient, docs: list[Doc], window: tuple[int, in
             if isinstance(d.metadata.get("speaker"), str):
                 o["speaker"] = d.metadata["speaker"]
             obs.append(o)
-        res = await _retrying(partial(client.normalize, obs), "normalizing")
+        res = await retrying(partial(client.normalize, obs), "normalizing", 3, _notice)
         for d, n in zip(part, res.observations, strict=True):
             meta = {**d.metadata, "original": d.text, "keywords": n.keywords}
             if n.dates:
@@ -400,53 +277,34 @@ def _ingest(args: argparse.Namespace) -> int:
         if plan.empty:
             print(f"skipped {len(plan.empty)} documents with no title and no text: "
                   f"{_ids(plan.empty)}", file=sys.stderr)
-        batches = [plan.todo[i:i + args.batch] for i in range(0, len(plan.todo), args.batch)]
         bar = tqdm(total=len(docs), initial=plan.unchanged + len(plan.empty), unit="doc",
                    desc=args.corpus, disable=args.quiet)
-        queue: asyncio.Queue[list[Doc]] = asyncio.Queue()
-        for b in batches:
-            queue.put_nowait(b)
-        tally = IngestTally()
-        ingester = Ingester(client, args.corpus, tally)
-        stopped: list[RunStopped] = []
-
-        async def worker() -> None:
-            while not queue.empty() and not stopped:
-                batch = queue.get_nowait()
-                try:
-                    await ingester.send(batch)
-                except _Unnamed:
-                    reported = {doc_id for doc_id, _ in tally.failed}
-                    for doc in batch:  # the batch would not say which: one at a time
-                        if doc.id in reported:
-                            continue
-                        try:
-                            await ingester.send([doc])
-                        except RunStopped as exc:
-                            stopped.append(exc)
-                            return
-                except RunStopped as exc:
-                    stopped.append(exc)  # the other workers finish their batch and stop
-                    return
-                bar.update(len(batch))
-
-        # Every worker ends on its own (no cancellation), so the session stays open until
-        # the last call returns and no error is reported for a call we cut short.
-        await asyncio.gather(*(worker() for _ in range(max(1, args.concurrency))))
+        store = GatewayStore(client)
+        pipe = Pipeline(store, store, args.corpus, batch=args.batch,
+                        concurrency=max(1, args.concurrency), retries=3, notice=_notice,
+                        progress=bar.update)
+        stopped: StackFailure | None = None
+        try:
+            await pipe.write(plan.todo)
+        except StackFailure as exc:
+            stopped = exc
         bar.close()
-        if stopped:
-            cause = stopped[0].cause
-            print(f"error: {args.corpus}: stopped: {_describe(cause)}", file=sys.stderr)
-            print(f"{args.corpus}: {tally.upserted} upserted before stopping, "
-                  f"{len(tally.failed)} failed; run again to resume", file=sys.stderr)
+        report = pipe.report
+        for doc_id, (_, why) in report.failed.items():
+            print(f"failed: document {doc_id!r}: {_describe(why)}", file=sys.stderr)
+        if stopped is not None:
+            print(f"error: {args.corpus}: stopped: {_describe(stopped.cause)}", file=sys.stderr)
+            print(f"{args.corpus}: {report.upserted} upserted before stopping, "
+                  f"{len(report.failed)} failed; run again to resume", file=sys.stderr)
             return 1
         total = (await client.get_corpus(args.corpus)).count
-        print(f"{args.corpus}: {len(docs)} documents: {tally.upserted} upserted, "
+        print(f"{args.corpus}: {len(docs)} documents: {report.upserted} upserted, "
               f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
-              f"{len(tally.failed)} failed; {total} items in corpus")
-        if tally.failed:
-            print(f"failed documents: {', '.join(i for i, _ in tally.failed[:20])}"
-                  + (" ..." if len(tally.failed) > 20 else ""), file=sys.stderr)
+              f"{len(report.failed)} failed; {total} items in corpus")
+        if report.failed:
+            failed = list(report.failed)
+            print(f"failed documents: {', '.join(failed[:20])}"
+                  + (" ..." if len(failed) > 20 else ""), file=sys.stderr)
             return 1
         return 0
 

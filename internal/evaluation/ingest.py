@@ -8,28 +8,27 @@ or dimension is dropped and rebuilt, since its vectors cannot be compared.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import structlog
 
-from internal.api.vectord import Item
-from internal.clients.embed import EmbedClient
+from internal.clients.embed import EmbedClient, Embedding
 from internal.clients.vectord import VectordClient
-from internal.common.hashing import content_hash
 from internal.evaluation.beir import Doc
+from internal.ingest import Doc as StoredDoc
+from internal.ingest import Pipeline, changed
 
 log = structlog.get_logger()
 
 LANGUAGE = "english"  # every shared data set is English; fixed so hashes are stable
 EMBED_BATCH = 64
-UPSERT_BATCH = 500
 INFLIGHT = 2  # batches embedded at once: keeps embedd busy while vectord writes
 
 Progress = Callable[[int, int], None]
@@ -90,19 +89,15 @@ class IngestReport:
     seconds: float
 
 
-def doc_hash(doc: Doc) -> str:
-    """The content hash vectord reports for this document stored as ingest() stores it."""
-    return content_hash(doc.title or None, doc.text, [], doc.metadata, LANGUAGE)
-
-
 def embed_text(doc: Doc) -> str:
     """What the model reads for a document: title and text, as BEIR's dense baselines do."""
     return f"{doc.title}\n{doc.text}" if doc.title else doc.text
 
 
-def _item(doc: Doc, vector: list[float]) -> Item:
-    return Item(id=doc.id, vector=vector, text=doc.text, title=doc.title or None,
-                metadata=doc.metadata, language=LANGUAGE)
+def _doc(doc: Doc) -> StoredDoc:
+    """A data set's document as stored: its title, text and metadata, in English."""
+    return StoredDoc(id=doc.id, text=doc.text, title=doc.title or None,
+                     metadata=doc.metadata, language=LANGUAGE, embedded_from=embed_text(doc))
 
 
 async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tuple[bool, bool]:
@@ -135,45 +130,58 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
     cache = VectorCache(None if cache_dir is None else
                         cache_path(cache_dir, cache_name or name, model), model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
-    empty = sum(1 for doc in docs if not embed_text(doc).strip())
-    docs = [doc for doc in docs if embed_text(doc).strip()]
+    wanted = [_doc(d) for d in docs]
     stored = {row["id"]: row["content_hash"] async for row in vc.iter_ids(name)}
-    wanted = {doc.id: doc_hash(doc) for doc in docs}
-    todo = [doc for doc in docs if stored.get(doc.id) != wanted[doc.id]]
-    stale = sorted(set(stored) - set(wanted))
-    for i in range(0, len(stale), UPSERT_BATCH):
-        await vc.delete_items(name, stale[i:i + UPSERT_BATCH])
+    todo, empty, _ = changed(wanted, stored)
+    kept = {d.id for d in wanted} - {d.id for d in empty}
+    stale = sorted(set(stored) - kept)
+    done = 0
 
-    done = cached = 0
-    gate = asyncio.Semaphore(INFLIGHT)
-
-    async def one(batch: Sequence[Doc]) -> None:
-        nonlocal done, cached
-        async with gate:
-            texts = [embed_text(d) for d in batch]
-            vectors = [cache.get(t) for t in texts]
-            missing = [i for i, v in enumerate(vectors) if v is None]
-            cached += len(batch) - len(missing)
-            if missing:
-                emb = await ec.embed([texts[i] for i in missing], input_type="document", model=model)
-                for i, v in zip(missing, emb.vectors, strict=True):
-                    vectors[i] = v
-                    cache.put(texts[i], v)
-            await vc.upsert(name, [_item(d, v) for d, v in zip(batch, vectors, strict=True)
-                                   if v is not None], model=model)
-        done += len(batch)
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
         if progress is not None:
             progress(done, len(todo))
 
-    batches = [todo[i:i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
+    embedder = _Cached(ec, cache)
+    pipe = Pipeline(vc, embedder, name, model=model, batch=EMBED_BATCH, concurrency=INFLIGHT,
+                    progress=advance)
     try:
-        await asyncio.gather(*(one(b) for b in batches))
+        await pipe.write(todo)
     finally:
         cache.save()
-    report = IngestReport(corpus=name, model=model, docs=len(docs), empty=empty, embedded=len(todo),
-                          from_cache=cached,
-                          reused=len(docs) - len(todo), deleted=len(stale), rebuilt=rebuilt,
-                          seconds=time.perf_counter() - started)
+    await pipe.delete_stale({i: [i] for i in stale})
+    if pipe.report.failed:  # a data set the stack refuses is a broken harness, not a result
+        doc_id, (_, exc) = next(iter(pipe.report.failed.items()))
+        raise RuntimeError(f"{name}: document {doc_id!r} refused: {exc}")
+    report = IngestReport(corpus=name, model=model, docs=len(docs) - len(empty),
+                          empty=len(empty), embedded=len(todo), from_cache=embedder.hits,
+                          reused=len(docs) - len(empty) - len(todo), deleted=len(stale),
+                          rebuilt=rebuilt, seconds=time.perf_counter() - started)
     log.info("eval_ingested", corpus=name, embedded=report.embedded, reused=report.reused,
              deleted=report.deleted, seconds=round(report.seconds, 1))
     return report
+
+
+class _Cached:
+    """embedd with the vector cache in front: cached texts are not embedded again."""
+
+    def __init__(self, ec: EmbedClient, cache: VectorCache) -> None:
+        self.ec = ec
+        self.cache = cache
+        self.hits = 0
+
+    async def embed(self, texts: list[str], *, input_type: Literal["document", "query"] = "document",
+                    model: str | None = None) -> Embedding:
+        vectors = [self.cache.get(t) for t in texts]
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        self.hits += len(texts) - len(missing)
+        if missing:
+            emb = await self.ec.embed([texts[i] for i in missing], input_type=input_type,
+                                      model=model)
+            for i, v in zip(missing, emb.vectors, strict=True):
+                vectors[i] = v
+                self.cache.put(texts[i], v)
+        got = [v for v in vectors if v is not None]
+        return Embedding(model=model or self.cache.model, dim=len(got[0]) if got else 0,
+                         vectors=got, truncated=[])

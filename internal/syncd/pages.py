@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from internal.api.vectord import Item
 from internal.common import language as lang
 from internal.common.errors import InvalidArgument
 from internal.common.hashing import content_hash
+from internal.ingest import Doc
 
 PAGE_SUFFIXES = (".md", ".markdown")
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -48,10 +48,10 @@ class Chunk:
         object.__setattr__(self, "hash",
                            content_hash(self.title, self.text, None, self.metadata, self.language))
 
-    def item(self, vector: list[float]) -> Item:
-        """The vectord upsert item for this chunk."""
-        return Item(id=self.id, vector=vector, text=self.text, title=self.title,
-                    metadata=self.metadata, language=self.language or None)
+    def doc(self, page: str) -> Doc:
+        """This chunk for the ingest pipeline, failing with its page."""
+        return Doc(id=self.id, text=self.text, title=self.title, metadata=self.metadata,
+                   language=self.language or None, group=page, embedded_from=self.embed_text)
 
 
 @dataclass(frozen=True)

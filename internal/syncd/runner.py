@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import aiohttp
 import structlog
@@ -28,15 +28,13 @@ from internal.common.errors import (
     Conflict,
     LakehouseError,
     NotFound,
-    ServiceError,
-    blames_input,
     describe,
 )
+from internal.ingest import Pipeline
 from internal.syncd import diff
 from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
 
 log = structlog.get_logger()
-DELETE_BATCH = 1000  # vectord's max_batch default
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
@@ -154,11 +152,6 @@ def scan(settings: SyncSettings) -> Scan:
                 continue
             out.pages[rel] = build_page(rel, text, settings.languages, settings.chunk_chars)
     return out
-
-
-def _retryable_one_by_one(exc: Exception) -> bool:
-    """A 4xx from the embedder blames the input: retry page by page to find the culprit."""
-    return blames_input(exc)
 
 
 class Normalizer:
@@ -301,70 +294,53 @@ class Syncer:
         p = diff.plan(desired, stored, unreadable=found.unreadable, unlisted=found.unlisted)
         result.unchanged = len(p.unchanged)
 
-        failed: set[str] = set()
         chunk_by_id = {c.id: c for page in found.pages.values() for c in page.chunks}
-        todo: list[Chunk] = [chunk_by_id[cid] for page in sorted(p.embed) for cid in p.embed[page]]
+        todo = [chunk_by_id[cid].doc(page) for page in sorted(p.embed) for cid in p.embed[page]]
         result.embedded_pages = len(p.embed)
         if progress:
             progress(0, len(todo))
         done = 0
-        for i in range(0, len(todo), s.batch_size):
-            batch = todo[i:i + s.batch_size]
-            await self._write_batch(batch, model, failed, result)
-            done += len(batch)
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
             if progress:
                 progress(done, len(todo))
 
-        # Stale chunks go only after the page's new chunks are in (crash-safe order).
-        stale_ids: list[tuple[str, str]] = [
-            (page, cid) for page in sorted(p.stale) if page not in failed for cid in p.stale[page]
-        ]
-        for i in range(0, len(stale_ids), DELETE_BATCH):
-            part = stale_ids[i:i + DELETE_BATCH]
-            try:
-                await self.vectord.delete_items(s.corpus, [cid for _, cid in part])
-            except (LakehouseError, aiohttp.ClientError) as exc:
-                for page in sorted({page for page, _ in part}):
-                    failed.add(page)
-                    result.errors.append(PageError(page, f"delete: {describe(exc)}"))
-
+        # A failure of the stack costs the batch's pages (reported), never the run.
+        embedder = _Timed(self.embed, result)
+        pipe = Pipeline(self.vectord, embedder, s.corpus, model=model, batch=s.batch_size,
+                        stop_on_stack_failure=False, progress=advance)
+        await pipe.write(todo)
+        # Stale chunks go only after the page's new chunks are in (crash-safe order), and
+        # never those of a page whose new chunks did not all go in.
+        await pipe.delete_stale(p.stale)
+        for page, (stage, exc) in sorted(pipe.report.failed.items()):
+            why = describe(exc)
+            result.errors.append(PageError(page, f"delete: {why}" if stage == "delete" else why))
+            log.warning("sync_page_failed", page=page, stage=stage, error=why)
+        failed = set(pipe.report.failed)
+        result.embedded_chunks = embedder.texts
         result.added = sum(1 for page in p.added if page not in failed)
         result.updated = sum(1 for page in p.changed if page not in failed)
         result.deleted = sum(1 for page in p.deleted if page not in failed)
 
-    async def _write_batch(self, batch: list[Chunk], model: str, failed: set[str],
-                           result: RunResult) -> None:
-        """Embed and upsert one batch; on failure, the batch's pages land in errors."""
-        try:
-            await self._embed_upsert(batch, model, result)
-            return
-        except (LakehouseError, aiohttp.ClientError) as exc:
-            pages = sorted({c.metadata["path"] for c in batch})
-            if len(pages) == 1 or not _retryable_one_by_one(exc):
-                for page in pages:
-                    failed.add(page)
-                    result.errors.append(PageError(page, describe(exc)))
-                log.warning("sync_batch_failed", pages=len(pages), error=describe(exc))
-                return
-        # The embedder refused the input: find the page(s) at fault, keep the rest.
-        for page in sorted({c.metadata["path"] for c in batch}):
-            part = [c for c in batch if c.metadata["path"] == page]
-            try:
-                await self._embed_upsert(part, model, result)
-            except (LakehouseError, aiohttp.ClientError) as exc:
-                failed.add(page)
-                result.errors.append(PageError(page, describe(exc)))
 
-    async def _embed_upsert(self, batch: list[Chunk], model: str, result: RunResult) -> None:
+class _Timed:
+    """The embedder, its calls, texts and seconds counted into the run's result."""
+
+    def __init__(self, embed: Embedder, result: RunResult) -> None:
+        self.embed_ = embed
+        self.result = result
+        self.texts = 0
+
+    async def embed(self, texts: list[str], *, input_type: Literal["document", "query"] = "document",
+                    model: str | None = None) -> Embedding:
         t0 = time.perf_counter()
-        result.embed_calls += 1
-        emb = await self.embed.embed([c.embed_text for c in batch], input_type="document",
-                                     model=model)
-        result.embed_seconds += time.perf_counter() - t0
-        if len(emb.vectors) != len(batch):
-            raise ServiceError(502, "upstream_error",
-                               f"embedd returned {len(emb.vectors)} vectors for {len(batch)} texts",
-                               service="embedd")
-        result.embedded_chunks += len(batch)
-        items = [c.item(v) for c, v in zip(batch, emb.vectors, strict=True)]
-        await self.vectord.upsert(self.settings.corpus, items, model=emb.model)
+        self.result.embed_calls += 1
+        try:
+            out = await self.embed_.embed(texts, input_type=input_type, model=model)
+        finally:
+            self.result.embed_seconds += time.perf_counter() - t0
+        self.texts += len(texts)
+        return out
