@@ -33,7 +33,7 @@ from internal.api.vectord import (
 )
 from internal.clients.embed import make_client
 from internal.common import language
-from internal.common.auth import protect
+from internal.common.auth import protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
@@ -102,7 +102,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                 store.reads = store.replicas = router
             log.info("vectord_ready", vector=db.vector_version, trgm=db.trgm,
                      schema_version=db.version, read_replicas=len(cfg.read_dsns))
-            async with aiohttp.ClientSession() as session:
+            # Re-embedding calls embedd as a service of the stack (its token when auth is on).
+            async with aiohttp.ClientSession(headers=service_headers(app[CFG])) as session:
                 reembedder = app[REEMBED] = Reembedder(
                     store, make_client(session, app[CFG].vectord.embedd_url))
                 tasks = [asyncio.create_task(_maintain_spaces(store)),

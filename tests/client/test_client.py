@@ -258,3 +258,46 @@ def test_ready_answers_even_when_not_ready(client: lakehouse.Client) -> None:
         with pytest.raises(lakehouse.Unavailable) as err:
             nobody.ready()
     assert err.value.code == lakehouse.errors.UNREACHABLE and "127.0.0.1:9" in str(err.value)
+
+
+# One refusal per wrapped route: (call, the exception class, the field it names). Each
+# is answered by the stack itself; the field is the caller's own argument.
+REFUSALS: list[tuple[str, Any, type[lakehouse.LakehouseError], str | None]] = [
+    ("create_corpus", lambda c: c.create_corpus("Bad Name"), lakehouse.InvalidArgument, "name"),
+    ("get_corpus", lambda c: c.get_corpus("no_such_corpus"), lakehouse.NotFound, None),
+    ("delete_corpus", lambda c: c.delete_corpus("no_such_corpus"), lakehouse.NotFound, None),
+    ("reembed", lambda c: c.reembed("handbook", "no-such-model"), lakehouse.InvalidArgument,
+     "model"),
+    ("upsert", lambda c: c.upsert("handbook", [{"id": "v", "text": "t", "vector": [1.0]}]),
+     lakehouse.InvalidArgument, "items[0].vector"),
+    ("get_item", lambda c: c.get_item("handbook", "no-such-item"), lakehouse.NotFound, None),
+    ("delete_items", lambda c: c.delete_items("handbook", [""]), lakehouse.InvalidArgument,
+     "ids[0]"),
+    ("iter_ids", lambda c: list(c.iter_ids("handbook", page_size=0)), lakehouse.InvalidArgument,
+     "limit"),
+    ("embed", lambda c: c.embed([" "]), lakehouse.InvalidArgument, "texts[0]"),
+    ("search", lambda c: c.search(PRINTER, k=0), lakehouse.InvalidArgument, "k"),
+    ("smart_search", lambda c: c.smart_search(PRINTER, k=0), lakehouse.InvalidArgument, "k"),
+    ("search_auto", lambda c: c.search_auto(PRINTER, k=0), lakehouse.InvalidArgument, "k"),
+    ("analyze", lambda c: c.analyze(" "), lakehouse.InvalidArgument, "query_text"),
+    ("normalize", lambda c: c.normalize(["x"] * 1001), lakehouse.PayloadTooLarge,
+     "observations"),
+    ("record", lambda c: c.record(PRINTER, "no-such-answer", "tickets"), lakehouse.NotFound,
+     "answer_id"),
+    ("wrong", lambda c: c.wrong(PRINTER, "T-1042", "no_such_corpus"), lakehouse.NotFound,
+     "answer_corpus"),
+    ("playbooks", lambda c: c.playbooks(limit=0), lakehouse.InvalidArgument, "limit"),
+    ("delete_playbook", lambda c: c.delete_playbook("0" * 64), lakehouse.NotFound,
+     "playbook_id"),
+]
+
+
+@pytest.mark.parametrize(("route", "call", "kind", "field"), REFUSALS,
+                         ids=[r[0] for r in REFUSALS])
+def test_every_route_refuses_with_its_class_and_field(
+        client: lakehouse.Client, route: str, call: Any,
+        kind: type[lakehouse.LakehouseError], field: str | None) -> None:
+    with pytest.raises(kind) as err:
+        call(client)
+    assert err.value.field == field, (route, err.value)
+    assert err.value.request_id and err.value.code, route
