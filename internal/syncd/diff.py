@@ -15,7 +15,7 @@ from internal.syncd.pages import page_of
 
 
 @dataclass
-class Plan:
+class SyncPlan:
     added: list[str] = field(default_factory=list)      # pages with no stored chunk
     changed: list[str] = field(default_factory=list)    # pages with new, changed or stale chunks
     unchanged: list[str] = field(default_factory=list)
@@ -33,7 +33,7 @@ def _under(path: str, folders: Collection[str]) -> bool:
 
 
 def plan(desired: Mapping[str, Mapping[str, str]], stored: Mapping[str, str],
-         unreadable: Collection[str] = (), unlisted: Collection[str] = ()) -> Plan:
+         unreadable: Collection[str] = (), unlisted: Collection[str] = ()) -> SyncPlan:
     """Compare the directory with the corpus, page by page and chunk by chunk.
 
     unreadable: page paths that exist but could not be read; unlisted: folders whose
@@ -45,7 +45,7 @@ def plan(desired: Mapping[str, Mapping[str, str]], stored: Mapping[str, str],
         page = page_of(chunk_id)
         if page is not None:
             stored_by_page.setdefault(page, {})[chunk_id] = digest
-    out = Plan()
+    out = SyncPlan()
     for page in sorted(desired):
         want = desired[page]
         have = stored_by_page.get(page, {})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 try:
     from langchain_core.callbacks import (
@@ -17,6 +17,7 @@ except ImportError as exc:
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from internal.api.responses import MatrixHit
+from internal.api.vectord import Mode
 from lakehouse.client import Client
 from lakehouse.integrations._hits import hit_key, hit_metadata, search_async, search_options
 
@@ -35,7 +36,7 @@ class LakehouseRetriever(BaseRetriever):
     client: Client | None = None
     corpora: list[str] | None = None
     k: int = 4
-    mode: Literal["vector", "lexical", "hybrid", "keyword"] | None = None
+    mode: Mode | None = None
     filter: dict[str, Any] | None = None
     use_playbook: bool = False
     search_kwargs: dict[str, Any] = Field(default_factory=dict)

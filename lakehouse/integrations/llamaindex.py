@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -14,6 +14,7 @@ except ImportError as exc:
                       "pip install 'lakehouse[llamaindex]'") from exc
 
 from internal.api.responses import MatrixHit
+from internal.api.vectord import Mode
 from lakehouse.client import Client
 from lakehouse.integrations._hits import (
     hit_key,
@@ -39,7 +40,7 @@ class LakehouseRetriever(BaseRetriever):
     """
 
     def __init__(self, client: Client | None = None, *, corpora: list[str] | None = None,
-                 k: int = 4, mode: Literal["vector", "lexical", "hybrid", "keyword"] | None = None,
+                 k: int = 4, mode: Mode | None = None,
                  filter: Mapping[str, Any] | None = None, use_playbook: bool = False,
                  search_kwargs: Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
