@@ -14,12 +14,17 @@ of them. Per mode:
 - hybrid: each corpus's branch candidates (vector top n, BM25 top n with the union's
   statistics, the symbolic share), branch lists merged across corpora to the union's top
   n, fused once, then the top k items read back from their corpora.
+
+Where each step lives: the checked request (`check` -> Options) and the branches here;
+the statements of the reads besides the branches' own (statistics, `include` rows, hits
+read back, feedback's documents) in search_reads.py, the branches' statements composed
+in lexical.py and fusion_sql.py; the merge (merge.py) and the fusion (fusion.py) I/O-free;
+feedback's second pass in feedback.py (its math in prf.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,18 +40,18 @@ from psycopg.rows import dict_row
 from internal.api import validate
 from internal.api.vectord import MAX_K, MODES, Corpus, Hit, SearchRequest
 from internal.common.errors import InvalidArgument
-from internal.common.language import AUTO
 from internal.pg.replicas import ReplicaFailed
 from internal.vectord import (
+    feedback,
     fusion,
     fusion_sql,
     hits,
     lexical,
-    lexindex,
     merge,
     postings,
     prf,
     schema,
+    search_reads,
     spaces,
 )
 from internal.vectord.filters import build_where, is_filtered
@@ -55,6 +60,7 @@ from internal.vectord.lexical_options import (
     bm25_options,
     query_languages,
     query_text,
+    union_languages,
 )
 from internal.vectord.store import Store, registry_moved
 
@@ -98,10 +104,6 @@ class Options:
     # In-memory BM25: a repeated text may score from the cache and check its versions in
     # the statement that reads the hits (False once that check found one moved).
     trust_cache: bool = True
-
-
-class _Stale(Exception):
-    """A corpus's lexical version moved while a search scored from the cache: run again."""
 
 
 def check(store: Store, req: SearchRequest) -> Options:
@@ -303,7 +305,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
         run = _lexical if req.mode == "lexical" else _hybrid
         try:
             found = await run(store, p, outcomes, weights, inc, factors)
-        except _Stale:  # a write landed while scoring from the cache: read it this time
+        except search_reads.Stale:  # a write landed while scoring from the cache: read it this time
             found = await run(store, replace(p, trust_cache=False), outcomes, weights, inc,
                               factors)
     by_name = {o.name: o for o in outcomes}
@@ -359,7 +361,7 @@ async def _vector(store: Store, p: Options, outcomes: list[Outcome],
         have = {h.id for h in found}
         extra = [i for i in inc.get(corpus.name, []) if i not in have]
         if extra:
-            for row in await _included(store, p, corpus, extra, q, "", False, None):
+            for row in await search_reads.included(store, p, corpus, extra, q, "", False, None):
                 d = float(row["distance"])
                 h = hits.hit(corpus, row, distance=d,
                              scores={"vector": hits.similarity(corpus.metric, d)})
@@ -392,7 +394,7 @@ async def _shared_hits(store: Store, corpora: dict[int, Corpus],
     """The hits of a shared-index scan, their rows read from their corpora's tables."""
     wanted = {pos: [merge.unkey(key)[0] for key, _ in found]
               for pos, found in shared.items() if found and pos in corpora}
-    rows = await _read_items(store, corpora, wanted) if wanted else {}
+    rows = await search_reads.read_items(store, corpora, wanted) if wanted else {}
     out: dict[int, list[Hit]] = {}
     for pos, corpus in corpora.items():
         found = []
@@ -422,43 +424,13 @@ async def _keyword(store: Store, p: Options, outcomes: list[Outcome]) -> list[Hi
 
 # ---- BM25 statistics of the union ---------------------------------------------------
 
-def _languages(req: SearchRequest, corpora: Sequence[Corpus]) -> tuple[list[str], list[bool]]:
-    """Fixed query languages of the union, and which corpora stem in all they hold (auto)."""
-    if req.language is not None and req.language.strip():
-        langs = query_languages(req, corpora[0])
-        return list(langs or []), [False] * len(corpora)
-    fixed = sorted({c.language for c in corpora if c.language != AUTO})
-    return fixed, [c.language == AUTO for c in corpora]
-
-
-async def union_stats(store: Store, p: Options, corpora: Sequence[Corpus]
-                      ) -> lexical.QueryStats | None:
-    """The query side of BM25 over the union of corpora (None: no query lexeme matches)."""
-    langs, auto = _languages(p.req, corpora)
-    src = lexical.stats_sources([c.id for c in corpora])
-    # auto corpora: the languages they hold, not every one plus `simple` (lexical.held_languages)
-    stmt = sql.SQL(lexical.UNION_STATS).format(held=lexical.held_languages(
-        [c.id for c, a in zip(corpora, auto, strict=True) if a]))
-    w = p.field_weights
-    async with store.reads.connection() as conn:
-        cur = await conn.execute(stmt, {
-            **src, "langs": langs, "q": p.text,
-            "wa": w["title"], "wb": w["text"], "wc": w["tags"]})
-        row = await cur.fetchone()
-    if row is None or row[0] is None:
-        return None
-    return lexical.QueryStats(lexemes=list(row[0]), weights=[float(x) for x in row[1]],
-                              dfs=[float(x) for x in row[2]], avgdl=float(row[3]),
-                              n=float(row[4]))
-
-
 async def _stats(store: Store, p: Options, outcomes: list[Outcome]
                  ) -> tuple[bool, lexical.QueryStats | None]:
     """(federated, statistics): one corpus computes its own inside its statement."""
     live = [o.corpus for o in outcomes if o.error is None and o.corpus is not None]
     if len(live) <= 1:
         return False, None
-    return True, await union_stats(store, p, live)
+    return True, await search_reads.union_stats(store, p, live)
 
 
 # ---- lexical ------------------------------------------------------------------------
@@ -496,7 +468,7 @@ async def _lexical(store: Store, p: Options, outcomes: list[Outcome],
         extra = [i for i in inc.get(corpus.name, []) if i not in have]
         if extra:
             text = "" if unmatched else p.text
-            for row in await _included(store, p, corpus, extra, None, text, federated, stats):
+            for row in await search_reads.included(store, p, corpus, extra, None, text, federated, stats):
                 score = float(row["lex_score"] or 0.0)  # no query term: BM25 0
                 h = hits.hit(corpus, row, score=score, scores={"lexical": score})
                 h.included = True
@@ -536,11 +508,11 @@ async def _prepared(store: Store, p: Options, outcomes: list[Outcome]
                                dict[int, int] | None]:
     """The live corpora's indexes (by corpus id), holding the query's lexemes, the union's
     statistics (None: no corpus holds a query lexeme), and the versions the search must
-    still check (`_read_items`; None: read current already). A corpus dropped meanwhile
+    still check (`search_reads.read_items`; None: read current already). A corpus dropped meanwhile
     fails alone (the registry is re-read once)."""
     live = [o for o in outcomes if o.error is None and o.corpus is not None]
     corpora = [o.corpus for o in live if o.corpus is not None]
-    langs, auto = _languages(p.req, corpora) if corpora else ([], [])
+    langs, auto = union_languages(p.req, corpora) if corpora else ([], [])
     try:
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p),
                                        trust=p.trust_cache)
@@ -554,7 +526,7 @@ async def _prepared(store: Store, p: Options, outcomes: list[Outcome]
                 o.error = exc
         live = [o for o in live if o.error is None]
         corpora = [o.corpus for o in live if o.corpus is not None]
-        langs, auto = _languages(p.req, corpora) if corpora else ([], [])
+        langs, auto = union_languages(p.req, corpora) if corpora else ([], [])
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, _fw(p),
                                        trust=p.trust_cache)
     return ({c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}, prep.stats,
@@ -610,7 +582,7 @@ async def _lexical_memory(store: Store, p: Options, outcomes: list[Outcome],
     req = p.req
     indexes, stats, expect = await _prepared(store, p, outcomes)
     if stats is None and not inc:
-        await _check(store, expect)
+        await search_reads.check_versions(store, expect)
         return []
 
     async def run(corpus: Corpus) -> tuple[Corpus, list[tuple[str, float]], dict[str, float]]:
@@ -645,7 +617,7 @@ async def _lexical_memory(store: Store, p: Options, outcomes: list[Outcome],
     wanted: dict[int, list[str]] = {}
     for r in keep:
         wanted.setdefault(r[2], []).append(r[1])
-    rows = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
+    rows = await search_reads.read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
     out: list[Hit] = []
     rank = 0
     for neg, item_id, pos, asked, score in keep:
@@ -746,8 +718,8 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         corpora_at = {o.position: c for o, (c, _) in per}
         inc_at = {o.position: inc.get(o.name, []) for o, _ in per}
         first = {o.position: c for o, (_, c) in per}
-        vec_parts, lex_parts = await _feedback(store, p, corpora_at, inc_at, fused, text, stats,
-                                               choices, first, indexes)
+        vec_parts, lex_parts = await feedback.run(store, p, corpora_at, inc_at, fused, text,
+                                                  stats, choices, first, indexes, rerun=_rerun)
         # The second pass's candidates bring their own symbolic scores and `include`
         # extras, so a candidate new in this pass is scored as in the first. (`included`,
         # "found by no branch on its own", stays the first pass's: a rerun is one branch.)
@@ -780,7 +752,7 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         item_id, pos = merge.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
     corpora = {o.position: c for o, (c, _) in per}
-    items = await _read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
+    items = await search_reads.read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
     out: list[Hit] = []
     for merged, _, f in ranked:
         item_id, pos = merge.unkey(f.id)
@@ -876,7 +848,7 @@ async def _corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str
         given_scores = None
         if ix is not None and s is not None:
             given_scores = {i: sc for i in extra if (sc := _score_of(ix, s, i)) is not None}
-        for row in await _included(store, p, corpus, extra, query, text, federated, stats,
+        for row in await search_reads.included(store, p, corpus, extra, query, text, federated, stats,
                                    given_scores):
             key = merge.key(row["id"], position)
             if row["id"] not in in_vec and row["distance"] is not None:
@@ -888,239 +860,6 @@ async def _corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str
             if row["id"] not in in_vec and row["id"] not in in_lex:
                 out.included.add(key)
     return out
-
-
-_INCLUDED = """
-WITH {bm25}
-SELECT {columns}, lex.score AS lex_score, {distance} AS distance, {symbolic} AS sym_score
-FROM {table} i LEFT JOIN lex ON lex.id = i.id
-WHERE i.id = ANY(%(inc_ids)s::text[])"""
-
-
-async def _included(store: Store, p: Options, corpus: Corpus, ids: Sequence[str],
-                    query: npt.NDArray[np.float32] | None, text: str, federated: bool,
-                    stats: lexical.QueryStats | None,
-                    lex_scores: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """The rows of `include` items with their true distance, BM25 and symbolic share.
-
-    The same statistics as the natural candidates (the union's when federated); the hard
-    filter does not apply (the caller asked for these items by id). Missing ids: no row.
-    lex_scores: their BM25, scored in memory (an id not in it has none).
-    """
-    table = schema.items_table(corpus.id)
-    langs = query_languages(p.req, corpus)
-    lexical_branch = lex_scores is None and bool(text.strip()) and (
-        stats is not None or not federated)
-    bm25: sql.Composable = (
-        sql.SQL(fusion_sql.LEX_GIVEN) if lex_scores is not None
-        else lexical._bm25(table, corpus.id, langs, sql.SQL("TRUE"), False, given=federated,
-                           only_ids=True) if lexical_branch
-        else sql.SQL(fusion_sql.LEX_NONE))
-    distance = (sql.SQL("i.embedding {} %(vec_q)s").format(
-        sql.SQL(schema.OPERATOR[corpus.metric])) if query is not None else sql.SQL("NULL::float8"))
-    symbolic: sql.Composable = sql.SQL("NULL::float8")
-    if p.symbolic is not None:
-        symbolic = sql.SQL("(SELECT {e} FROM {t} WHERE {t}.id = i.id)").format(
-            e=p.symbolic, t=table)
-    stmt = sql.SQL(_INCLUDED).format(bm25=bm25, columns=sql.SQL(lexical.ITEM_COLUMNS),
-                                     distance=distance, symbolic=symbolic, table=table)
-    args: dict[str, Any] = {**p.sym_params, "inc_ids": list(ids), "vec_q": query}
-    if lex_scores is not None:
-        args.update({"lex_ids": list(lex_scores), "lex_scores": list(lex_scores.values())})
-    elif lexical_branch:
-        args.update(lexical.bm25_params(text, langs, p.k1, p.b, p.field_weights, len(ids),
-                                        stats))
-        args["lex_ids"] = list(ids)
-    async with store.reads.connection() as conn:
-        cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(stmt, args)
-        return list(await cur.fetchall())
-
-
-@functools.lru_cache(maxsize=4096)
-def _items_sql(corpus_id: int) -> bytes:
-    """The statement reading hits' rows back, rendered once per corpus (~50 us each)."""
-    return sql.SQL(fusion_sql.ITEMS).format(columns=sql.SQL(lexical.ITEM_COLUMNS),
-                                               table=schema.items_table(corpus_id)).as_bytes(None)
-
-
-@functools.lru_cache(maxsize=4096)
-def _items_at_version_sql(corpus_id: int) -> bytes:
-    return sql.SQL(fusion_sql.ITEMS_AT_VERSION).format(
-        columns=sql.SQL(lexical.ITEM_COLUMNS), version=sql.SQL(lexindex.VERSION_OF),
-        table=schema.items_table(corpus_id)).as_bytes(None)
-
-
-async def _read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
-                      expect: dict[int, int] | None = None
-                      ) -> dict[tuple[int, str], dict[str, Any]]:
-    """The rows of the wanted items, per corpus position, read concurrently.
-
-    expect: the lexical versions (corpus id -> version) a search scored at without reading
-    them; read here with the rows (a corpus with no row read on its own), and _Stale raised
-    when one moved."""
-    expect = expect or {}
-    seen: dict[int, int] = {}
-    if len(wanted) > 1:
-        return await _read_items_at_once(store, corpora, wanted, expect)
-
-    async def read(pos: int) -> list[tuple[tuple[int, str], dict[str, Any]]]:
-        cid = corpora[pos].id
-        checked = cid in expect
-        stmt = _items_at_version_sql(cid) if checked else _items_sql(cid)
-        async with store.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {"ids": wanted[pos], "lex_corpus_id": cid})
-            rows = await cur.fetchall()
-        if checked and rows:
-            seen[cid] = int(rows[0].pop("lex_version"))
-            for row in rows[1:]:
-                row.pop("lex_version")
-        return [((pos, row["id"]), row) for row in rows]
-
-    out: dict[tuple[int, str], dict[str, Any]] = {}
-    try:
-        for part in await asyncio.gather(*(read(pos) for pos in wanted)):
-            out.update(part)
-    except psycopg.errors.UndefinedTable:
-        if not expect:
-            raise
-        raise _Stale from None  # dropped by another replica: the checked run says so
-    if lexindex.moved(expect, seen):
-        raise _Stale
-    await _check(store, {cid: v for cid, v in expect.items() if cid not in seen})
-    return out
-
-
-# Every corpus's lexical version, on each row of a multi-corpus read (jsonb: id -> version).
-_VERSIONS = ("(SELECT jsonb_object_agg(corpus_id, version) FROM vectord_lex_versions "
-             "WHERE corpus_id = ANY(%(lex_corpus_ids)s))")
-
-
-def _items_union_sql(parts: tuple[tuple[int, int], ...], template: str,
-                     versions: bool = False) -> bytes:
-    """One statement reading rows of several corpora (UNION ALL of each table's read),
-    each row with its corpus's position as `pos`: one round trip, not one a corpus."""
-    return b" UNION ALL ".join(_items_union_part(pos, cid, template, versions)
-                               for pos, cid in parts)
-
-
-@functools.lru_cache(maxsize=4096)
-def _items_union_part(pos: int, corpus_id: int, template: str, versions: bool) -> bytes:
-    """One corpus's part of _items_union_sql, rendered once (composing them all for each
-    search was a third of a millisecond)."""
-    return sql.SQL("SELECT {pos} AS pos, q.*{versions} FROM ({read}) q").format(
-        pos=sql.Literal(pos),
-        versions=sql.SQL(f", {_VERSIONS} AS lex_versions" if versions else ""),
-        read=sql.SQL(template.replace("%(ids)s", f"%(ids_{pos})s")).format(
-            columns=sql.SQL(lexical.ITEM_COLUMNS), table=schema.items_table(corpus_id)),
-    ).as_bytes(None)
-
-
-async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
-                              wanted: dict[int, list[str]], expect: dict[int, int]
-                              ) -> dict[tuple[int, str], dict[str, Any]]:
-    """_read_items over several corpora in one statement, with the versions checked."""
-    stmt = _items_union_sql(tuple((pos, corpora[pos].id) for pos in wanted), fusion_sql.ITEMS,
-                            versions=bool(expect))
-    args: dict[str, Any] = {f"ids_{pos}": ids for pos, ids in wanted.items()}
-    args["lex_corpus_ids"] = list(expect)
-    try:
-        async with store.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, args)
-            rows = await cur.fetchall()
-    except psycopg.errors.UndefinedTable:
-        if not expect:
-            raise
-        raise _Stale from None  # dropped by another replica: the checked run says so
-    out: dict[tuple[int, str], dict[str, Any]] = {}
-    versions: dict[str, Any] | None = None
-    for row in rows:
-        pos = int(row.pop("pos"))
-        got = row.pop("lex_versions", None)
-        versions = got if got is not None else versions
-        out[(pos, row["id"])] = row
-    if expect:
-        if not rows:
-            await _check(store, expect)
-        elif lexindex.moved(expect, {cid: int((versions or {}).get(str(cid), 0))
-                                     for cid in expect}):
-            raise _Stale
-    return out
-
-
-async def _check(store: Store, expect: dict[int, int] | None) -> None:
-    """Raise _Stale when a corpus's lexical version is not the one the search scored at."""
-    if expect and lexindex.moved(expect, await store.lex.current(store.reads, list(expect))):
-        raise _Stale
-
-
-# ---- pseudo-relevance feedback (prf.py) ----------------------------------------------
-
-_FEEDBACK_VECTORS = "SELECT id, embedding FROM {table} WHERE id = ANY(%(ids)s)"
-# Each feedback document's lexemes and their counts over title, text and tags (the
-# tsvector the postings are made of).
-# Each feedback document's lexemes and their counts over title, text and tags (the
-# tsvector the postings are made of), as its text: one row a document, read by
-# lexindex.tsvector_counts (unnesting it in SQL was 7 ms of a 37 ms default search).
-_FEEDBACK_LEXEMES = "SELECT i.id, i.lex::text AS lex FROM {table} i WHERE i.id = ANY(%(ids)s)"
-_FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexemes)s)"
-
-
-async def _feedback(store: Store, p: Options, corpora: dict[int, Corpus],
-                    inc: dict[int, list[str]], first: list[fusion.Fused], text: str,
-                    stats: lexical.QueryStats | None,
-                    choices: dict[int, spaces.Choice], first_parts: dict[int, _Candidates],
-                    indexes: dict[int, postings.CorpusIndex] | None = None
-                    ) -> tuple[list[_Candidates] | None, list[_Candidates] | None]:
-    """The branches run again from the query moved toward the top fused hits (prf.py):
-    each corpus's candidates of the moved vector branch and of the expanded lexical branch
-    (None: that branch does not run again). Each embedding space moves its own query
-    vector toward the top hits of its own corpora (first_parts: a space with none keeps
-    its first pass)."""
-    if p.prf.min_docs > 0:
-        if stats is None and text.strip():
-            stats = await union_stats(store, p, list(corpora.values()))
-        if stats is None or stats.n < p.prf.min_docs:
-            return None, None
-    top = first[:p.prf.docs]
-    wanted: dict[int, list[str]] = {}
-    for f in top:
-        item_id, pos = merge.unkey(f.id)
-        wanted.setdefault(pos, []).append(item_id)
-    new_vec: list[_Candidates] | None = None
-    new_lex: list[_Candidates] | None = None
-    searched = {pos: c for pos, c in choices.items() if c.vector is not None and pos in corpora}
-    if p.prf.vector and searched:
-        docs = await _read(store, corpora, wanted, _FEEDBACK_VECTORS)
-        by_key = {r["key"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in docs}
-        by_space: dict[int, list[int]] = {}
-        for pos, c in searched.items():
-            by_space.setdefault(c.space, []).append(pos)
-        new_vec = []
-        for space, positions in sorted(by_space.items()):
-            # In the fused order, so the sum (and the moved query) does not depend on which
-            # corpus answered first.
-            vectors = [by_key[f.id] for f in top
-                       if f.id in by_key and merge.unkey(f.id)[1] in positions]
-            if not vectors and len(by_space) > 1:
-                new_vec += [first_parts[pos] for pos in positions]
-                continue
-            q = np.asarray(searched[positions[0]].vector, dtype=np.float32)
-            moved = prf.rocchio(q, vectors, p.prf.weight)
-            new_vec += await _rerun(store, p, {pos: corpora[pos] for pos in positions}, inc,
-                                    "", False, None, moved.tolist(), space=space)
-    if p.prf.terms > 0 and text.strip():
-        expanded = await _expanded_stats(store, p, corpora, top, wanted, stats, indexes)
-        if expanded is not None:
-            if indexes:  # the expanded query's lexemes, loaded where not cached
-                ids = list(indexes)
-                views = await store.lex.ensure(store.reads, ids, expanded.lexemes)
-                indexes = dict(zip(ids, views, strict=True))
-            new_lex = await _rerun(store, p, corpora, inc, text, True, expanded, None,
-                                   indexes)
-    return new_vec, new_lex
 
 
 def _merged_vec(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
@@ -1177,121 +916,3 @@ async def _rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict
     return list(await asyncio.gather(*(run(pos) for pos in corpora)))
 
 
-async def _read(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
-                template: str) -> list[dict[str, Any]]:
-    if len(wanted) > 1:  # one statement for them all
-        stmt = _items_union_sql(tuple((pos, corpora[pos].id) for pos in wanted), template)
-        async with store.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {f"ids_{pos}": ids for pos, ids in wanted.items()})
-            rows = await cur.fetchall()
-        for row in rows:
-            row["key"] = merge.key(row["id"], int(row.pop("pos")))
-        return list(rows)
-
-    async def read(pos: int) -> list[dict[str, Any]]:
-        stmt = sql.SQL(template).format(table=schema.items_table(corpora[pos].id))
-        async with store.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {"ids": wanted[pos]})
-            return [{**row, "key": merge.key(row["id"], pos)}
-                    for row in await cur.fetchall()]
-
-    return [row for part in await asyncio.gather(*(read(pos) for pos in wanted)) for row in part]
-
-
-async def _feedback_docs(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
-                         indexes: dict[int, postings.CorpusIndex] | None
-                         ) -> dict[str, dict[str, float]]:
-    """Each feedback document's lexeme counts (by fused key): from the in-memory index
-    when it read them at its version before, else from PostgreSQL (and kept there)."""
-    docs: dict[str, dict[str, float]] = {}
-    missing: dict[int, list[str]] = {}
-    for pos, ids in wanted.items():
-        ix = (indexes or {}).get(corpora[pos].id)
-        for item_id in ids:
-            counts = ix.doc_counts.get(item_id) if ix is not None else None
-            if counts is None:
-                missing.setdefault(pos, []).append(item_id)
-            else:
-                docs[merge.key(item_id, pos)] = counts
-    for row in await _read(store, corpora, missing, _FEEDBACK_LEXEMES) if missing else []:
-        counts = lexindex.tsvector_counts(row["lex"])
-        docs[row["key"]] = counts
-        ix = (indexes or {}).get(corpora[merge.unkey(row["key"])[1]].id)
-        if ix is not None:
-            ix.keep_doc(row["id"], counts)
-    return docs
-
-
-async def _expanded_stats(store: Store, p: Options, corpora: dict[int, Corpus],
-                          top: list[fusion.Fused], wanted: dict[int, list[str]],
-                          stats: lexical.QueryStats | None,
-                          indexes: dict[int, postings.CorpusIndex] | None = None
-                          ) -> lexical.QueryStats | None:
-    """RM3: the query's lexemes and the feedback's best, with the union's statistics."""
-    if stats is None:
-        stats = await union_stats(store, p, list(corpora.values()))
-    if stats is None:
-        return None
-    query_tf = {t: w / prf.idf(df, stats.n)
-                for t, w, df in zip(stats.lexemes, stats.weights, stats.dfs, strict=True)
-                if prf.idf(df, stats.n) > 0}
-    docs = await _feedback_docs(store, corpora, wanted, indexes)
-    model = prf.relevance_model(docs, {f.id: f.score for f in top})
-
-    async def dfs(c: Corpus, lexemes: list[str]) -> list[tuple[str, float]]:
-        """The corpus's document frequency of each lexeme (0 when it holds none): from
-        the in-memory index where it knows them, the rest read (and kept there)."""
-        ix = (indexes or {}).get(c.id)
-        known = {t: d for t in lexemes if ix is not None and (d := ix.df(t)) is not None}
-        ask = [t for t in lexemes if t not in known]
-        if ask:
-            stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(c.id))
-            async with store.reads.connection() as conn:
-                cur = await conn.execute(stmt, {"lexemes": ask})
-                read = dict.fromkeys(ask, 0.0)
-                read.update((str(r[0]), float(r[1])) for r in await cur.fetchall())
-            if ix is not None:
-                ix.dfs.update(read)
-            known.update(read)
-        return [(t, d) for t, d in known.items() if d > 0]
-
-    # Document frequencies are read for the relevance model's best lexemes first, a
-    # widening slice at a time, until `terms` of them pass without_common: the expansion
-    # is the same as with every lexeme's df (expand takes the best survivors in this
-    # order), and a search reads tens of dfs instead of a thousand (7 ms of 25).
-    order = sorted(model, key=lambda t: (-model[t], t))
-    df: dict[str, float] = {}
-    # Several corpora at versions the in-memory indexes hold: their sums are remembered.
-    views = [(indexes or {}).get(c.id) for c in corpora.values()]
-    summed = None if len(views) < 2 or any(v is None for v in views) else store.lex.unions.dfs(
-        tuple((v.corpus_id, v.version) for v in views if v is not None))
-    want, done, step = sorted(query_tf), 0, max(4 * p.prf.terms, 32)
-    while True:
-        batch = sorted(set(want + order[done:done + step]) - set(df))
-        if summed is not None:
-            df.update((t, summed[t]) for t in batch if summed.get(t, 0.0) > 0)
-            batch = [t for t in batch if t not in summed]
-        got: dict[str, float] = {}
-        for part in await asyncio.gather(*(dfs(c, batch) for c in corpora.values())) if batch else []:
-            for t, d in part:
-                got[t] = got.get(t, 0.0) + d
-        df.update(got)
-        if summed is not None:
-            summed.update((t, got.get(t, 0.0)) for t in batch)
-        done += step
-        kept = prf.without_common({t: model[t] for t in order[:done]}, df, stats.n, query_tf)
-        if len(kept) >= p.prf.terms or done >= len(order):
-            break
-        want, step = [], step * 2
-    model = kept
-    mixed = prf.expand(query_tf, model, p.prf.terms, p.prf.weight)
-    lexemes = sorted(mixed)
-    scale = sum(query_tf.values()) or 1.0  # keeps the original lexemes' weights near idf·qtf
-    rows = sorted(((df[t], t, prf.idf(df[t], stats.n) * mixed[t] * scale)
-                   for t in lexemes if df.get(t, 0) > 0), key=lambda r: (r[0], r[1]))
-    if not rows:
-        return None
-    return lexical.QueryStats(lexemes=[t for _, t, _ in rows], weights=[w for _, _, w in rows],
-                              dfs=[d for d, _, _ in rows], avgdl=stats.avgdl, n=stats.n)

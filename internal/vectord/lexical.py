@@ -394,7 +394,6 @@ async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
     """
     cid = int(corpus_id)
     postings, stats, dfs = _names(cid)
-    await ensure_functions(conn)
     stmts = [
         sql.SQL("ALTER TABLE {t} ADD COLUMN lex tsvector GENERATED ALWAYS AS "
                 "(vectord_lex_v1(language, title, text, tags)) STORED"),

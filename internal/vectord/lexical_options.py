@@ -6,6 +6,7 @@ The searches themselves are internal.vectord.engine (one path for one or many co
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from internal.api.vectord import Corpus, SearchRequest
 from internal.common.errors import InvalidArgument
@@ -60,3 +61,12 @@ def query_text(req: SearchRequest, mode: str) -> str:
     if "\x00" in req.query_text:
         raise InvalidArgument("query_text: must not contain NUL characters", field="query_text")
     return req.query_text
+
+
+def union_languages(req: SearchRequest, corpora: Sequence[Corpus]) -> tuple[list[str], list[bool]]:
+    """Fixed query languages of the union, and which corpora stem in all they hold (auto)."""
+    if req.language is not None and req.language.strip():
+        langs = query_languages(req, corpora[0])
+        return list(langs or []), [False] * len(corpora)
+    fixed = sorted({c.language for c in corpora if c.language != AUTO})
+    return fixed, [c.language == AUTO for c in corpora]

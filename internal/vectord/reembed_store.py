@@ -73,7 +73,6 @@ async def start(conn: Conn, corpus: Corpus, model: str, dim: int) -> bool:
     if await cur.fetchone() is None:
         return False
     t = schema.items_table(corpus.id)
-    await conn.execute(FUNCTIONS_SQL)
     await conn.execute(sql.SQL("ALTER TABLE {t} DROP COLUMN IF EXISTS embedding_next").format(t=t))
     await conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN embedding_next vector({dim})").format(
         t=t, dim=sql.Literal(int(dim))))

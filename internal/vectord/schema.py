@@ -141,10 +141,17 @@ async def migrate(dsn: str) -> DbInfo:
                 log.info("schema_migrated", component="vectord", version=version)
                 current = version
             trgm = await _ensure_trgm(conn)
-            # The shared BM25 functions are CREATE OR REPLACE: refreshed on every start, so
-            # a new vectord's functions reach databases whose corpora predate them.
+            # The shared functions (BM25, the triggers' of the lexical index, the spaces
+            # and re-embedding) are CREATE OR REPLACE: refreshed on every start, under
+            # this lock, so a new vectord's functions reach databases whose corpora
+            # predate them. Only here: two transactions replacing one function at once
+            # fail ("tuple concurrently updated"), so creating a corpus never does.
+            from internal.vectord import reembed_store, space_index  # they import this module
+
             async with conn.transaction():
                 await lexical.ensure_functions(conn)
+                await conn.execute(space_index.FUNCTIONS_SQL)
+                await conn.execute(reembed_store.FUNCTIONS_SQL)
             cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = await cur.fetchone()
             vector_version = str(row[0]) if row else "?"

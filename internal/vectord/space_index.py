@@ -116,10 +116,6 @@ def model_key(corpus: Corpus) -> str:
     return corpus.model or ""
 
 
-async def ensure_functions(conn: psycopg.AsyncConnection[Any]) -> None:
-    await conn.execute(FUNCTIONS_SQL)
-
-
 async def _space(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
     """The id of the corpus's space, its table and HNSW graph created with it."""
     key = {"dim": corpus.dim, "metric": corpus.metric, "model": model_key(corpus)}
@@ -160,7 +156,6 @@ async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc
     populated one they are noted for the applier, which adds them in batches."""
     cid = int(corpus.id)
     await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (lexical.LOCK_CLASS, cid))
-    await ensure_functions(conn)
     sid = await _space(conn, corpus, m, efc)
     await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SPACE_LOCK_CLASS, sid))
     cur = await conn.execute(MEMBERS, {"sid": sid, "cid": cid})
