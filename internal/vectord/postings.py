@@ -58,8 +58,9 @@ class Entry:
 
     @property
     def nbytes(self) -> int:
-        extra = 0 if self.part is None else 8 * self.df
-        return ENTRY_OVERHEAD + POSTING_BYTES * self.df + extra
+        """What it may hold: its postings and the scoring cache `part` (counted whether
+        made yet or not, so a corpus's total is kept as entries come and go)."""
+        return ENTRY_OVERHEAD + (POSTING_BYTES + 8) * self.df
 
 
 EMPTY = Entry(np.zeros(0, dtype=np.int32), np.zeros((0, 3), dtype=np.uint16))
@@ -90,12 +91,16 @@ class CorpusIndex:
         # lexemes whose postings are not held.
         self.doc_counts: dict[str, dict[str, float]] = {}
         self.dfs: dict[str, float] = {}
+        # Running totals of the entries' and doc_counts' bytes (summing them on every
+        # load was half of a new query's time over 16 corpora with a warm cache).
+        self._entry_bytes = 0
+        self._doc_lexemes = 0
+        self._owner: CorpusIndex | None = None  # a view's index (its counts are kept there)
 
     @property
     def nbytes(self) -> int:
-        docs = sum(DOC_LEXEME_BYTES * len(c) for c in self.doc_counts.values())
-        return (ITEM_BYTES * len(self.ids) + sum(e.nbytes for e in self.entries.values())
-                + docs + DF_BYTES * len(self.dfs))
+        return (ITEM_BYTES * len(self.ids) + self._entry_bytes
+                + DOC_LEXEME_BYTES * self._doc_lexemes + DF_BYTES * len(self.dfs))
 
     def moved_to(self, version: int, stats: Stats) -> None:
         """This index now reflects `version` (its entries brought up to it by the caller).
@@ -104,6 +109,7 @@ class CorpusIndex:
         before keeps the old ones."""
         self.version, self.stats = version, stats
         self.doc_counts, self.dfs = {}, {}
+        self._doc_lexemes = 0
 
     def df(self, lexeme: str) -> float | None:
         """The lexeme's document frequency when this index knows it (None: ask)."""
@@ -134,22 +140,28 @@ class CorpusIndex:
             # Every posting of an item carries its current lengths (written by one trigger).
             self.dl[ords] = dl
         entry = Entry(ords, tf) if len(ords) else EMPTY
+        old = self.entries.get(lexeme)
+        self._entry_bytes += entry.nbytes - (old.nbytes if old is not None else 0)
         self.entries[lexeme] = entry
         return entry
 
     def forget(self, lexemes: Iterable[str]) -> None:
         for t in lexemes:
-            self.entries.pop(t, None)
+            old = self.entries.pop(t, None)
+            if old is not None:
+                self._entry_bytes -= old.nbytes
 
     def clear(self) -> None:
         """Drop every entry (the change log no longer reaches back to this version).
 
         New containers, not cleared ones: a view taken before (`view`) keeps its own."""
         self.entries = {}
+        self._entry_bytes = 0
         self.ids = []
         self.ord_of = {}
         self.dl = np.zeros((0, 3), dtype=np.int32)
         self.doc_counts, self.dfs = {}, {}
+        self._doc_lexemes = 0
 
     def view(self, lexemes: Iterable[str]) -> CorpusIndex:
         """What one search scores with: these lexemes' entries, the items they name and
@@ -161,13 +173,20 @@ class CorpusIndex:
         v.entries = {t: self.entries[t] for t in lexemes if t in self.entries}
         v.ids, v.ord_of, v.dl = self.ids, self.ord_of, self.dl
         v.doc_counts, v.dfs = self.doc_counts, self.dfs
+        v._owner = self
         return v
 
     def keep_doc(self, item_id: str, counts: dict[str, float]) -> None:
         """Remember a feedback document's lexeme counts, read at this index's version."""
+        owner = self._owner
+        if owner is not None and owner.doc_counts is self.doc_counts:
+            owner.keep_doc(item_id, counts)  # the index's own (it counts their bytes)
+            return
+        old = self.doc_counts.get(item_id)
+        self._doc_lexemes += len(counts) - (len(old) if old is not None else 0)
         self.doc_counts[item_id] = counts
         while len(self.doc_counts) > DOCS_KEPT:
-            del self.doc_counts[next(iter(self.doc_counts))]
+            self._doc_lexemes -= len(self.doc_counts.pop(next(iter(self.doc_counts))))
 
     def missing(self, lexemes: Iterable[str]) -> list[str]:
         return [t for t in lexemes if t not in self.entries]
@@ -221,8 +240,9 @@ class Cache:
                 continue
             del self._lru[key]
             idx = self.corpora.get(key[0])
-            entry = idx.entries.pop(key[1], None) if idx is not None else None
-            if entry is not None:
+            entry = idx.entries.get(key[1]) if idx is not None else None
+            if idx is not None and entry is not None:
+                idx.forget([key[1]])
                 total -= entry.nbytes
                 self.evictions += 1
 
