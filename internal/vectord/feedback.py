@@ -6,7 +6,6 @@ search_reads.py's."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -119,18 +118,29 @@ async def expanded_stats(store: Store, p: Options, corpora: dict[int, Corpus],
     docs = await _docs(store, corpora, wanted, indexes)
     model = prf.relevance_model(docs, {f.id: f.score for f in top})
 
-    async def dfs(c: Corpus, lexemes: list[str]) -> list[tuple[str, float]]:
-        """The corpus's document frequency of each lexeme (0 when it holds none): from
-        the in-memory index where it knows them, the rest read (and kept there)."""
-        ix = (indexes or {}).get(c.id)
-        known = {t: d for t in lexemes if ix is not None and (d := ix.df(t)) is not None}
-        ask = [t for t in lexemes if t not in known]
-        if ask:
-            read = await search_reads.read_dfs(store, c.id, ask)
+    async def dfs(lexemes: list[str]) -> dict[str, float]:
+        """The union's document frequency of each lexeme held (summed over the corpora):
+        from the in-memory indexes where they know them, the rest read in one statement
+        for every corpus (and kept there)."""
+        known: dict[int, dict[str, float]] = {}
+        ask: dict[int, list[str]] = {}
+        for c in corpora.values():
+            ix = (indexes or {}).get(c.id)
+            known[c.id] = {t: d for t in lexemes if ix is not None and (d := ix.df(t)) is not None}
+            missing = [t for t in lexemes if t not in known[c.id]]
+            if missing:
+                ask[c.id] = missing
+        for cid, read in (await search_reads.read_dfs(store, ask)).items() if ask else ():
+            ix = (indexes or {}).get(cid)
             if ix is not None:
                 ix.dfs.update(read)
-            known.update(read)
-        return [(t, d) for t, d in known.items() if d > 0]
+            known[cid].update(read)
+        out: dict[str, float] = {}
+        for part in known.values():
+            for t, d in part.items():
+                if d > 0:
+                    out[t] = out.get(t, 0.0) + d
+        return out
 
     # Document frequencies are read for the relevance model's best lexemes first, a
     # widening slice at a time, until `terms` of them pass without_common: the expansion
@@ -148,10 +158,7 @@ async def expanded_stats(store: Store, p: Options, corpora: dict[int, Corpus],
         if summed is not None:
             df.update((t, summed[t]) for t in batch if summed.get(t, 0.0) > 0)
             batch = [t for t in batch if t not in summed]
-        got: dict[str, float] = {}
-        for part in await asyncio.gather(*(dfs(c, batch) for c in corpora.values())) if batch else []:
-            for t, d in part:
-                got[t] = got.get(t, 0.0) + d
+        got = await dfs(batch) if batch else {}
         df.update(got)
         if summed is not None:
             summed.update((t, got.get(t, 0.0)) for t in batch)

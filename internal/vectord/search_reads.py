@@ -223,7 +223,8 @@ FEEDBACK_VECTORS = "SELECT id, embedding FROM {table} WHERE id = ANY(%(ids)s)"
 # tsvector the postings are made of), as its text: one row a document, read by
 # lexindex.tsvector_counts (unnesting it in SQL was 7 ms of a 37 ms default search).
 FEEDBACK_LEXEMES = "SELECT i.id, i.lex::text AS lex FROM {table} i WHERE i.id = ANY(%(ids)s)"
-_FEEDBACK_DFS = "SELECT lexeme, df::float8 FROM {dfs} WHERE lexeme = ANY(%(lexemes)s)"
+_FEEDBACK_DFS = ("(SELECT {cid}::bigint, lexeme, df::float8 FROM {dfs} "
+                 "WHERE lexeme = ANY({lexemes}::text[]))")
 
 
 async def read_rows(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
@@ -248,11 +249,22 @@ async def read_rows(store: Store, corpora: dict[int, Corpus], wanted: dict[int, 
 
     return [row for part in await asyncio.gather(*(read(pos) for pos in wanted)) for row in part]
 
-async def read_dfs(store: Store, corpus_id: int, lexemes: list[str]) -> dict[str, float]:
-    """The corpus's document frequency of each lexeme (0 when it holds none)."""
-    stmt = sql.SQL(_FEEDBACK_DFS).format(dfs=lexical.dfs_table(corpus_id))
+async def read_dfs(store: Store, wanted: dict[int, list[str]]) -> dict[int, dict[str, float]]:
+    """Each corpus's document frequency of its wanted lexemes (0 when it holds none), in
+    one statement for every corpus."""
+    parts = tuple(sorted(wanted))
+    stmt = b" UNION ALL ".join(_dfs_part(cid) for cid in parts)
     async with store.reads.connection() as conn:
-        cur = await conn.execute(stmt, {"lexemes": lexemes})
-        out = dict.fromkeys(lexemes, 0.0)
-        out.update((str(r[0]), float(r[1])) for r in await cur.fetchall())
+        cur = await conn.execute(stmt, {f"lexemes_{cid}": wanted[cid] for cid in parts})
+        rows = await cur.fetchall()
+    out = {cid: dict.fromkeys(wanted[cid], 0.0) for cid in parts}
+    for cid, lexeme, df in rows:
+        out[int(cid)][str(lexeme)] = float(df)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _dfs_part(corpus_id: int) -> bytes:
+    return sql.SQL(_FEEDBACK_DFS).format(
+        cid=sql.Literal(int(corpus_id)), dfs=lexical.dfs_table(corpus_id),
+        lexemes=sql.Placeholder(f"lexemes_{int(corpus_id)}")).as_bytes(None)
