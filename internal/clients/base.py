@@ -25,6 +25,7 @@ class _ErrorAnswer(msgspec.Struct):
 
 
 _error_decoder = msgspec.json.Decoder(_ErrorAnswer)
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 def current_request_id() -> str | None:
@@ -99,8 +100,11 @@ class ServiceClient:
                       timeout: float | None = None, idempotent: bool | None = None) -> T:
         """The answer decoded as `response` (a struct of internal.api); 502 if it is not one."""
         raw = await self._answer(method, path, body, timeout, idempotent)
+        decoder = _decoders.get(response)
+        if decoder is None:  # built once per type (a generic alias is new on each use)
+            decoder = _decoders[response] = msgspec.json.Decoder(response)
         try:
-            return msgspec.json.decode(raw, type=response)
+            return decoder.decode(raw)  # type: ignore[no-any-return]
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise ServiceError(502, "upstream_error", f"{self.service} answered {method} {path} "
                                f"unexpectedly: {exc}", service=self.service) from None
