@@ -7,8 +7,8 @@ from pathlib import Path
 
 import aiohttp
 
-from internal.clients.matrixd import MatrixdClient
 from internal.clients.embed import EmbedClient
+from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
 from internal.matrixd.server import make_app
