@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -31,18 +27,14 @@ def _up(args: argparse.Namespace) -> int:
               ready_timeout=args.timeout, replicas=args.replicas)
 
 
-def _get(url: str, headers: dict[str, str]) -> tuple[int, Any]:
-    req = urllib.request.Request(url, headers=headers)
+def _daemon_state(url: str) -> str:
+    """A daemon's readiness asked directly (no gateway): ok, not_ready or unavailable."""
     try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return int(resp.status), json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read() or b"null")
-        except ValueError:
-            return exc.code, None
-    except (urllib.error.URLError, OSError) as exc:
-        return 0, str(getattr(exc, "reason", exc))
+        with lakehouse.Client(url, "", timeout=5, retries=0) as client:
+            client.request("GET", "/readyz")
+    except LakehouseError as exc:
+        return "unavailable" if exc.code in lakehouse.errors.NO_ANSWER else "not_ready"
+    return "ok"
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -63,8 +55,7 @@ def _status(args: argparse.Namespace) -> int:
         for name, section in (("embedd", cfg.embedd), ("vectord", cfg.vectord),
                               ("matrixd", cfg.matrixd), ("syncd", cfg.sync)):
             url = f"http://{section.host}:{section.port}"
-            c, _ = _get(f"{url}/readyz", {})
-            rows.append((name, "ok" if c == 200 else ("unavailable" if c == 0 else "not_ready"), url))
+            rows.append((name, _daemon_state(url), url))
     if answer is not None:
         from internal.gateway.readiness import replicas_of
 
