@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import aiohttp
 import msgspec
 
-from internal.api.responses import ErrorDetail
+from internal.api.responses import ErrorAnswer
 from internal.common.errors import (
     LakehouseError,
     Unavailable,
@@ -30,15 +30,7 @@ PERMANENT_503 = frozenset({"sync_not_configured"})
 _encoder = msgspec.json.Encoder()
 
 
-class _ErrorAnswer(msgspec.Struct):
-    """An error answer as read: the one error shape (internal.api.responses.ErrorBody),
-    its request id taken from the X-Request-ID header when the body has none."""
-
-    error: ErrorDetail
-    request_id: str | None = None
-
-
-_error_decoder = msgspec.json.Decoder(_ErrorAnswer)
+_error_decoder = msgspec.json.Decoder(ErrorAnswer)
 
 
 def plain(value: Any) -> Any:

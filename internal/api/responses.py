@@ -29,6 +29,14 @@ class ErrorBody(msgspec.Struct):
     request_id: str
 
 
+class ErrorAnswer(msgspec.Struct):
+    """An error answer as a client reads it (the daemons' clients and the public one):
+    ErrorBody, its request id optional (the client takes X-Request-ID when it is absent)."""
+
+    error: ErrorDetail
+    request_id: str | None = None
+
+
 class Health(msgspec.Struct):
     status: str
 

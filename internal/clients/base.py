@@ -10,7 +10,7 @@ import aiohttp
 import msgspec
 import structlog
 
-from internal.api.responses import ErrorDetail
+from internal.api.responses import ErrorAnswer
 from internal.common.errors import ServiceError, UpstreamTimeout, from_service
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written
 from internal.common.upstream import Upstream, addresses_of, failover
@@ -18,13 +18,7 @@ from internal.common.web import REQUEST_ID_HEADER
 
 _encoder = msgspec.json.Encoder()
 T = TypeVar("T")
-
-
-class _ErrorAnswer(msgspec.Struct):
-    error: ErrorDetail  # the one error shape (docs/API.md)
-
-
-_error_decoder = msgspec.json.Decoder(_ErrorAnswer)
+_error_decoder = msgspec.json.Decoder(ErrorAnswer)
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
