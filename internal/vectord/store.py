@@ -85,9 +85,13 @@ ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, upd
 GET_ITEM = f"""
 SELECT {ITEM_COLUMNS}, embedding, content_hash, created_at FROM {{table}} WHERE id = %(id)s"""
 DELETE_ITEMS = "DELETE FROM {table} WHERE id = ANY(%(ids)s)"
-# Read on the writer's connection after its commit: at or past the commit record, so a
-# backup or replica that holds this position holds the write (the Lakehouse-LSN header).
-WAL_POSITION = "SELECT pg_current_wal_insert_lsn()::text"
+# Read on the writer's connection after its commit: at or past the commit record (the
+# commit flushed it), so a backup or replica that holds this position holds the write
+# (the Lakehouse-LSN header). The flush position, not the insert one: at a WAL page
+# boundary the insert position points past the next page's header, which a standby's
+# replay position (the end of the last record) never reaches until something else is
+# written, so a search carrying it waited out `replica_wait` and went to the primary.
+WAL_POSITION = "SELECT pg_current_wal_flush_lsn()::text"
 LIST_IDS = """
 SELECT id, content_hash, updated_at FROM {table}
 WHERE id LIKE %(prefix)s AND id > %(after)s ORDER BY id LIMIT %(limit)s"""
