@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from internal.api.vectord import Corpus
+from internal.pg import union
 from internal.vectord import fusion_sql, lexical, lexindex, merge, schema
 from internal.vectord.lexical_options import query_languages, union_languages
 from internal.vectord.store import Store
@@ -159,17 +160,17 @@ _VERSIONS = ("(SELECT jsonb_object_agg(corpus_id, version) FROM vectord_lex_vers
              "WHERE corpus_id = ANY(%(lex_corpus_ids)s))")
 
 
-def _items_union_sql(parts: tuple[tuple[int, int], ...], template: str,
-                     versions: bool = False) -> bytes:
-    """One statement reading rows of several corpora (UNION ALL of each table's read),
-    each row with its corpus's position as `pos`: one round trip, not one a corpus."""
-    return b" UNION ALL ".join(_items_union_part(pos, cid, template, versions)
-                               for pos, cid in parts)
+def _items_union(parts: Sequence[tuple[int, int]], template: str,
+                 versions: bool = False) -> list[bytes]:
+    """The parts of one statement reading rows of several corpora (UNION ALL of each
+    table's read), each row with its corpus's position as `pos`: one round trip, not one
+    a corpus."""
+    return [_items_union_part(pos, cid, template, versions) for pos, cid in parts]
 
 
 @functools.lru_cache(maxsize=4096)
 def _items_union_part(pos: int, corpus_id: int, template: str, versions: bool) -> bytes:
-    """One corpus's part of _items_union_sql, rendered once (composing them all for each
+    """One corpus's part of _items_union, rendered once (composing them all for each
     search was a third of a millisecond)."""
     return sql.SQL("SELECT {pos} AS pos, q.*{versions} FROM ({read}) q").format(
         pos=sql.Literal(pos),
@@ -183,15 +184,13 @@ async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
                               wanted: dict[int, list[str]], expect: dict[int, int]
                               ) -> dict[tuple[int, str], dict[str, Any]]:
     """_read_items over several corpora in one statement, with the versions checked."""
-    stmt = _items_union_sql(tuple((pos, corpora[pos].id) for pos in wanted), fusion_sql.ITEMS,
-                            versions=bool(expect))
+    parts = _items_union([(pos, corpora[pos].id) for pos in wanted], fusion_sql.ITEMS,
+                         versions=bool(expect))
     args: dict[str, Any] = {f"ids_{pos}": ids for pos, ids in wanted.items()}
     args["lex_corpus_ids"] = list(expect)
     try:
         async with store.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, args)
-            rows = await cur.fetchall()
+            rows = await union.fetch(conn, parts, args, row_factory=dict_row)
     except psycopg.errors.UndefinedTable:
         if not expect:
             raise
@@ -230,11 +229,11 @@ _FEEDBACK_DFS = ("(SELECT {cid}::bigint, lexeme, df::float8 FROM {dfs} "
 async def read_rows(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
                     template: str) -> list[dict[str, Any]]:
     if len(wanted) > 1:  # one statement for them all
-        stmt = _items_union_sql(tuple((pos, corpora[pos].id) for pos in wanted), template)
+        parts = _items_union([(pos, corpora[pos].id) for pos in wanted], template)
         async with store.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {f"ids_{pos}": ids for pos, ids in wanted.items()})
-            rows = await cur.fetchall()
+            rows = await union.fetch(conn, parts, {f"ids_{pos}": ids
+                                                   for pos, ids in wanted.items()},
+                                     row_factory=dict_row)
         for row in rows:
             row["key"] = merge.key(row["id"], int(row.pop("pos")))
         return list(rows)
@@ -253,10 +252,9 @@ async def read_dfs(store: Store, wanted: dict[int, list[str]]) -> dict[int, dict
     """Each corpus's document frequency of its wanted lexemes (0 when it holds none), in
     one statement for every corpus."""
     parts = tuple(sorted(wanted))
-    stmt = b" UNION ALL ".join(_dfs_part(cid) for cid in parts)
     async with store.reads.connection() as conn:
-        cur = await conn.execute(stmt, {f"lexemes_{cid}": wanted[cid] for cid in parts})
-        rows = await cur.fetchall()
+        rows = await union.fetch(conn, [_dfs_part(cid) for cid in parts],
+                                 {f"lexemes_{cid}": wanted[cid] for cid in parts})
     out = {cid: dict.fromkeys(wanted[cid], 0.0) for cid in parts}
     for cid, lexeme, df in rows:
         out[int(cid)][str(lexeme)] = float(df)
