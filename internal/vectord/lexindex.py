@@ -17,19 +17,25 @@ The reads here are SQL only; the arithmetic is postings.py's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import structlog
 from psycopg import sql
 
 from internal.api.vectord import Corpus
 from internal.pg import union
 from internal.vectord import lexical, postings
+
+log = structlog.get_logger()
 
 # The versions of the corpora and the query's tsvector in each language, in one statement;
 # the lexemes and their counts are read from the tsvectors' text here (`parse_tsvector`),
@@ -74,6 +80,13 @@ SELECT version, lexemes FROM vectord_lex_changes
 WHERE corpus_id = %(id)s AND version > %(since)s AND version <= %(until)s"""
 
 STATS = "SELECT language::text, n, sum_a, sum_b, sum_c FROM {stats}"
+
+# Every lexeme's postings of a corpus, packed as POSTINGS packs them (a whole load).
+WHOLE = """
+SELECT lexeme, array_agg(item_id),
+       string_agg(int2send(tf_a) || int2send(tf_b) || int2send(tf_c), ''::bytea),
+       string_agg(int4send(dl_a) || int4send(dl_b) || int4send(dl_c), ''::bytea)
+FROM {postings} GROUP BY lexeme"""
 
 # A lexeme's postings as one row: ids, and term frequencies and lengths packed big-endian
 # (int2send / int4send), so the client decodes them with numpy instead of row by row.
@@ -128,6 +141,11 @@ class LexIndex:
         self.loads = 0  # lexeme entries read from PostgreSQL (tests, metrics)
         self.refreshes = 0
         self.from_cache = 0  # searches scored before reading the versions (checked after)
+        # Corpora to load whole (postings.fits_whole), one at a time in the background.
+        self._whole_queue: list[int] = []
+        self._whole_task: asyncio.Task[None] | None = None
+        self._whole_failed: dict[int, float] = {}  # corpus id -> when its load failed
+        self.whole_loads = 0
 
     async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
                       fixed: Sequence[str], auto: Sequence[bool],
@@ -151,6 +169,7 @@ class LexIndex:
             lexemes, qtf = known
             self.cache.touch_all(idx, lexemes)
             views = [ix.view(lexemes) for ix in idx]
+            self._whole_later(reads, idx)
             return Prepared(views, query_stats(views, lexemes, qtf, weights), checked=False)
         async with reads.connection() as conn:
             cur = await conn.execute(QUERY, {"ids": ids, "langs": langs, "q": text})
@@ -166,6 +185,7 @@ class LexIndex:
         else:
             self.cache.touch_all(idx, lexemes)
         views = [ix.view(lexemes) for ix in idx]
+        self._whole_later(reads, idx)
         return Prepared(views, query_stats(views, lexemes, qtf, weights))
 
     async def ensure(self, reads: Any, corpus_ids: Sequence[int], lexemes: Sequence[str]
@@ -195,10 +215,87 @@ class LexIndex:
     def forget(self, corpus_id: int) -> None:
         self.cache.drop(corpus_id)
 
+    def _whole_later(self, reads: Any, idx: Sequence[postings.CorpusIndex]) -> None:
+        """Queue the corpora of a search that are small enough to hold whole (and are not
+        yet), for the background loader."""
+        cached: int | None = None
+        now = time.monotonic()
+        for ix in idx:
+            # The cache's index, not the search's: a whole load may have replaced it since.
+            ix = self.cache.corpora.get(ix.corpus_id, ix)
+            if (ix.whole or ix.version < 0 or ix.corpus_id in self._whole_queue
+                    or now - self._whole_failed.get(ix.corpus_id, -WHOLE_RETRY_S) < WHOLE_RETRY_S):
+                continue
+            cached = self.cache.nbytes if cached is None else cached
+            if postings.fits_whole(ix.stats, cached, self.cache.budget):
+                self._whole_queue.append(ix.corpus_id)
+        if self._whole_queue and (self._whole_task is None or self._whole_task.done()):
+            self._whole_task = asyncio.create_task(self._load_queued(reads))
+
+    async def _load_queued(self, reads: Any) -> None:
+        while self._whole_queue:
+            cid = self._whole_queue[0]
+            try:
+                cached = self.cache.corpora.get(cid)
+                if cached is not None and not cached.whole:
+                    await self._load_whole(reads, cid)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # reported; the corpus stays read lexeme by lexeme
+                log.warning("lexical_whole_load_failed", corpus_id=cid, error=str(exc))
+                self._whole_failed[cid] = time.monotonic()
+            finally:
+                self._whole_queue.remove(cid)
+
+    async def close(self) -> None:
+        """Stop the background loader (on shutdown)."""
+        task, self._whole_task = self._whole_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _load_whole(self, reads: Any, corpus_id: int) -> None:
+        """Read every lexeme of a corpus in one snapshot into a new index, then put it in
+        place of the cached one unless that is already at a newer version. Searches go on
+        meanwhile: the rows are decoded a slice at a time, and a search that took the old
+        index before the swap keeps it (its views and versions are its own)."""
+        whole = postings.CorpusIndex(corpus_id)
+        async with reads.connection() as conn:
+            await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                cur = await conn.execute(VERSIONS, {"ids": [corpus_id]})
+                row = await cur.fetchone()
+                assert row is not None
+                whole.moved_to(int(row[1]), await _stats(conn, corpus_id))
+                cur = conn.cursor(binary=True)
+                await cur.execute(_whole_sql(corpus_id))
+                while rows := await cur.fetchmany(WHOLE_SLICE):
+                    for lexeme, ids, tf, dl in rows:
+                        whole.put(str(lexeme), ids, *_decode(tf, dl))
+                    await asyncio.sleep(0)  # the loop serves searches between slices
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+        async with self._lock:  # not while a refresh is applying to the cached index
+            cached = self.cache.corpora.get(corpus_id)
+            if cached is None or cached.version > whole.version:
+                return  # dropped meanwhile, or moved past this snapshot: stays as it is
+            whole.whole = True
+            self.cache.corpora[corpus_id] = whole
+            self.whole_loads += 1
+            log.info("lexical_corpus_held_whole", corpus_id=corpus_id, version=whole.version,
+                     lexemes=len(whole.entries), mb=round(whole.nbytes / 2**20, 1))
+            self.cache.touch_all([whole], list(whole.entries))
+            self.cache.evict(set())
+
     def status(self, engine: str) -> dict[str, Any]:
         """What /readyz shows of the in-memory index."""
         c = self.cache
         return {"status": "ok", "engine": engine, "corpora": len(c.corpora),
+                "whole": sum(1 for ix in c.corpora.values() if ix.whole),
+                "whole_loads": self.whole_loads,
                 "lexemes": sum(len(ix.entries) for ix in c.corpora.values()),
                 "mb": round(c.nbytes / 2**20, 1), "budget_mb": round(c.budget / 2**20),
                 "loads": self.loads, "refreshes": self.refreshes,
@@ -243,8 +340,12 @@ class LexIndex:
                 wants: dict[int, list[str]] = {}
                 for ix in idx:
                     gone = forget.get(ix.corpus_id, [])
-                    want = ([t for t in lexemes] if gone is None else
-                            [t for t in lexemes if t not in ix.entries or t in set(gone)])
+                    if gone is None:
+                        want = list(lexemes)
+                    elif ix.whole:  # kept whole at the new version: what writes touched
+                        want = sorted(set(gone))
+                    else:
+                        want = [t for t in lexemes if t not in ix.entries or t in set(gone)]
                     if want and ix.corpus_id not in wants:
                         wants[ix.corpus_id] = want
                 loads = await _postings(conn, wants) if wants else {}
@@ -261,8 +362,9 @@ class LexIndex:
                 else:
                     ix.forget(gone)
                 ix.moved_to(current[ix.corpus_id], stats[ix.corpus_id])
+        by_id = {ix.corpus_id: ix for ix in idx}  # not the cache's: a whole load may replace it
         for cid, rows in loads.items():
-            ix = self.cache.corpus(cid)
+            ix = by_id[cid]
             for lexeme, (item_ids, tf, dl) in rows:
                 ix.put(lexeme, item_ids, tf, dl)
                 self.loads += 1
@@ -317,9 +419,8 @@ async def _postings(conn: Any, wants: dict[int, list[str]]
     out: dict[int, list[tuple[str, Any]]] = {cid: [] for cid in parts}
     # Decoded in one pass for every row (per row it was most of the decoding's time over
     # 16 corpora); each entry keeps a copy of its own slice, so evicting it frees it.
-    tfs = np.frombuffer(b"".join(r[3] for r in rows), dtype=">u2").astype(np.uint16)
-    dls = np.frombuffer(b"".join(r[4] for r in rows), dtype=">i4").astype(np.int32)
-    tfs, dls, at = tfs.reshape(-1, 3), dls.reshape(-1, 3), 0
+    tfs, dls = _decode(b"".join(r[3] for r in rows), b"".join(r[4] for r in rows))
+    at = 0
     for cid, lexeme, ids, _, _ in rows:
         n = len(ids)
         out[int(cid)].append((str(lexeme), (ids, tfs[at:at + n].copy(), dls[at:at + n])))
@@ -329,6 +430,24 @@ async def _postings(conn: Any, wants: dict[int, list[str]]
         found = {t for t, _ in rows}
         rows.extend((t, ([], *empty)) for t in wants[cid] if t not in found)
     return out
+
+
+def _decode(tf: bytes, dl: bytes) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.int32]]:
+    """Packed term frequencies and lengths (three a posting, big-endian) as arrays."""
+    return (np.frombuffer(tf, dtype=">u2").astype(np.uint16).reshape(-1, 3),
+            np.frombuffer(dl, dtype=">i4").astype(np.int32).reshape(-1, 3))
+
+
+# Rows of a whole load decoded between two turns of the event loop; seconds before a
+# corpus whose whole load failed is tried again.
+WHOLE_SLICE = 256
+WHOLE_RETRY_S = 60.0
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_sql(corpus_id: int) -> bytes:
+    """Every lexeme's postings of one corpus, a row a lexeme (as POSTINGS)."""
+    return sql.SQL(WHOLE).format(postings=lexical.postings_table(corpus_id)).as_bytes(None)
 
 
 @functools.lru_cache(maxsize=4096)

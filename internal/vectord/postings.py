@@ -7,7 +7,9 @@ tables kept by lexical.py's triggers). Each vectord holds a cache of it, per cor
   (int32 + 3 x uint16: 10 bytes a posting), or an empty entry (the lexeme is absent);
 - per item ordinal, its id and its length per field (int32 x 3);
 - the corpus's document count and length sums per language (its statistics rows);
-- the version of the corpus these reflect (see lexindex.py for how it is kept in step).
+- the version of the corpus these reflect (see lexindex.py for how it is kept in step);
+- whether it holds every lexeme of the corpus (`whole`): then a lexeme it lacks is one the
+  corpus lacks, and a new query reads nothing (small corpora are loaded whole, `fits_whole`).
 
 Nothing here does I/O: lexindex.py loads entries and applies the change log; this module
 stores them, accounts their memory and scores BM25 with numpy in float64, the same
@@ -17,6 +19,7 @@ broken by id in byte order.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -75,6 +78,9 @@ class Stats:
     languages: dict[str, int] = field(default_factory=dict)  # language -> documents
 
 
+_NUMBERINGS = itertools.count()
+
+
 class CorpusIndex:
     """The cached lexical index of one corpus at one version."""
 
@@ -96,6 +102,11 @@ class CorpusIndex:
         self._entry_bytes = 0
         self._doc_lexemes = 0
         self._owner: CorpusIndex | None = None  # a view's index (its counts are kept there)
+        # Every lexeme of the corpus at `version` is in `entries` (absent ones left out).
+        self.whole = False
+        # Which numbering of items `ids` is (a new one on `clear`, and for a new index of
+        # the same corpus at the same version, as a whole load makes): UnionCache's key.
+        self.numbering = next(_NUMBERINGS)
 
     @property
     def nbytes(self) -> int:
@@ -116,6 +127,12 @@ class CorpusIndex:
         e = self.entries.get(lexeme)
         if e is not None:
             return float(e.df)
+        if self.whole:
+            return 0.0
+        owner = self._owner  # a view holds its lexemes only; its index may hold them all
+        if owner is not None and owner.whole and owner.version == self.version:
+            e = owner.entries.get(lexeme)
+            return float(e.df) if e is not None else 0.0
         return self.dfs.get(lexeme)
 
     def ordinal(self, item_id: str) -> int:
@@ -157,6 +174,8 @@ class CorpusIndex:
         New containers, not cleared ones: a view taken before (`view`) keeps its own."""
         self.entries = {}
         self._entry_bytes = 0
+        self.whole = False
+        self.numbering = next(_NUMBERINGS)
         self.ids = []
         self.ord_of = {}
         self.dl = np.zeros((0, 3), dtype=np.int32)
@@ -172,8 +191,9 @@ class CorpusIndex:
         v.version, v.stats = self.version, self.stats
         v.entries = {t: self.entries[t] for t in lexemes if t in self.entries}
         v.ids, v.ord_of, v.dl = self.ids, self.ord_of, self.dl
+        v.numbering = self.numbering
         v.doc_counts, v.dfs = self.doc_counts, self.dfs
-        v._owner = self
+        v._owner = self  # not `whole`: a view holds only the lexemes it was taken for
         return v
 
     def keep_doc(self, item_id: str, counts: dict[str, float]) -> None:
@@ -189,7 +209,23 @@ class CorpusIndex:
             self._doc_lexemes -= len(self.doc_counts.pop(next(iter(self.doc_counts))))
 
     def missing(self, lexemes: Iterable[str]) -> list[str]:
-        return [t for t in lexemes if t not in self.entries]
+        """The lexemes whose postings must be read (none when the index is whole)."""
+        return [] if self.whole else [t for t in lexemes if t not in self.entries]
+
+
+# A corpus is loaded whole (every lexeme's postings, in the background after a search
+# used it) when its fields hold at most this many tokens, an upper bound of its postings
+# (~18 bytes each in memory: 22 MB at most), and it fits in half of what the budget has
+# left. Then a new query over it reads no postings and no document frequencies: over many
+# small corpora that was most of a new query's time (16 tables read where one would do).
+WHOLE_MAX_TOKENS = 2_000_000
+
+
+def fits_whole(stats: Stats, cached_bytes: int, budget: int) -> bool:
+    """Whether a corpus with these statistics is to be held whole in this cache."""
+    tokens = sum(stats.sums)
+    return (stats.n > 0 and tokens <= WHOLE_MAX_TOKENS
+            and cached_bytes + tokens * (POSTING_BYTES + 8) <= budget // 2)
 
 
 class Cache:
@@ -243,6 +279,7 @@ class Cache:
             entry = idx.entries.get(key[1]) if idx is not None else None
             if idx is not None and entry is not None:
                 idx.forget([key[1]])
+                idx.whole = False  # a lexeme it lacks may be one it no longer holds
                 total -= entry.nbytes
                 self.evictions += 1
 
@@ -404,7 +441,7 @@ def union_scores(indexes: Sequence[CorpusIndex], lexemes: Sequence[str], w: Sequ
     additions in the same order per item, so the very same floats."""
     start = offsets(indexes)
     out = np.zeros(int(start[-1]), dtype=np.float64)
-    versions = tuple((ix.corpus_id, ix.version, len(ix.ids)) for ix in indexes)
+    versions = tuple((ix.corpus_id, ix.version, ix.numbering, len(ix.ids)) for ix in indexes)
     for t, wt in zip(lexemes, w, strict=True):
         key = (versions, t, avg, k1, b)
         parts = cache.get(key)

@@ -116,6 +116,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                     for task in tasks:
                         with contextlib.suppress(asyncio.CancelledError):
                             await task
+                    await store.lex.close()
         finally:
             if router is not None:
                 await router.close()

@@ -199,6 +199,84 @@ async def test_a_repeated_text_sees_writes_made_since(apps: dict[str, str],
                 assert (name, f"q{round_}") in {(c, i) for c, i, _ in got}, req
 
 
+async def _lexical_index(http: aiohttp.ClientSession, base: str) -> dict[str, Any]:
+    status, body = await call(http, "GET", f"{base}/readyz")
+    assert status == 200, body
+    return dict(body["components"]["lexical_index"])
+
+
+async def test_a_small_corpus_held_whole_reads_nothing_and_sees_writes(
+        apps: dict[str, str], http: aiohttp.ClientSession) -> None:
+    """A small corpus is loaded whole in the background after a search uses it; then a
+    new query, feedback and other corpora's searches read no postings for it, and writes
+    made through another app are still seen exactly (the lexemes they touched are read
+    again at the new version, the corpus stays whole)."""
+    import asyncio
+
+    names = [await make_corpus(http, apps["writer"]) for _ in range(2)]
+    for j, name in enumerate(names):
+        await _upsert(http, apps["writer"], name, _docs(40 + j, 150, start=1000 * j))
+    before = (await _lexical_index(http, apps["memory"]))["whole_loads"]
+    await _same(http, apps, names, mode="lexical", query_text="solar", k=10)
+    for _ in range(100):
+        if (await _lexical_index(http, apps["memory"]))["whole_loads"] >= before + 2:
+            break
+        await asyncio.sleep(0.05)
+    index = await _lexical_index(http, apps["memory"])
+    assert index["whole_loads"] >= before + 2, index
+    loads = index["loads"]
+    for i, q in enumerate(QUERIES):  # new texts, feedback on: nothing more is read
+        await _same(http, apps, names, mode="hybrid", query_text=q, k=10,
+                    query_vector=unit(8, 3000 + i))
+        await _same(http, apps, [names[0]], mode="hybrid", query_text=q, k=10,
+                    query_vector=unit(8, 3000 + i))
+    assert (await _lexical_index(http, apps["memory"]))["loads"] == loads
+    await _upsert(http, apps["writer"], names[0], [
+        {"id": "d01003", "vector": unit(8, 3), "text": "yodel solar solar"},
+        {"id": "w1", "vector": unit(8, 9), "text": "yodel over the dam"}])
+    got = await _same(http, apps, names, mode="lexical", query_text="yodel solar", k=20)
+    assert {(names[0], "d01003"), (names[0], "w1")} <= {(c, i) for c, i, _ in got}
+    status, _ = await call(http, "POST", f"{apps['writer']}{C}/{names[0]}/items/delete",
+                           {"ids": ["w1"]})
+    assert status == 200
+    got = await _same(http, apps, names, mode="lexical", query_text="yodel", k=20)
+    assert [i for _, i, _ in got] == ["d01003"]
+    for i, q in enumerate(QUERIES):
+        await _same(http, apps, names, mode="hybrid", query_text=q, k=10,
+                    query_vector=unit(8, 3100 + i))
+    assert (await _lexical_index(http, apps["memory"]))["whole"] >= 2
+
+
+def test_whole_loads_only_what_fits() -> None:
+    small = postings.Stats(n=500, sums=(1_000, 60_000, 500))
+    assert postings.fits_whole(small, 0, 2048 * 2**20)
+    assert not postings.fits_whole(small, 0, 2 * 2**20)  # over half the budget
+    big = postings.Stats(n=100_000, sums=(0, postings.WHOLE_MAX_TOKENS + 1, 0))
+    assert not postings.fits_whole(big, 0, 2**40)
+    assert not postings.fits_whole(postings.Stats(), 0, 2**40)  # nothing to load
+
+
+def test_a_whole_index_knows_absent_lexemes_until_one_is_evicted() -> None:
+    cache = postings.Cache(budget_bytes=10**9)
+    ix = cache.corpus(7)
+    ix.moved_to(3, postings.Stats(n=2, sums=(0, 4, 0)))
+    tf = np.array([[0, 1, 0], [0, 2, 0]], dtype=np.uint16)
+    dl = np.array([[0, 1, 0], [0, 3, 0]], dtype=np.int32)
+    ix.put("solar", ["a", "b"], tf, dl)
+    ix.put("wind", ["b"], tf[1:], dl[1:])
+    ix.whole = True
+    assert ix.missing(["solar", "absent"]) == []
+    assert ix.df("absent") == 0.0
+    view = ix.view(["solar"])
+    assert view.df("wind") == 1.0 and view.df("absent") == 0.0  # through its index
+    ix.moved_to(4, ix.stats)
+    assert view.df("wind") is None  # its index moved on: ask PostgreSQL
+    cache.touch_all([ix], ["solar", "wind"])
+    cache.budget = 0
+    cache.evict(set())
+    assert not ix.whole and ix.missing(["solar"]) == ["solar"]
+
+
 async def test_a_cache_past_the_change_log_starts_over(apps: dict[str, str],
                                                        http: aiohttp.ClientSession) -> None:
     """More single-item writes than the log keeps, while the memory app is not looking."""
