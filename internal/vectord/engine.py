@@ -712,9 +712,9 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
     def settled(o: Outcome) -> tuple[Corpus, _Candidates] | None:
         """A corpus's candidates when nothing is left to read for it: its vectors from
         the space's shared scan, its BM25 scored with the union, no preferences and no
-        `include` (16 corpora: no task a corpus, see `_settled`)."""
+        `include` (`union` leaves those out; 16 corpora: no task a corpus, see `_settled`)."""
         c, vec = o.corpus, shared.get(o.position)
-        if c is None or vec is None or o.error is not None or inc.get(o.name):
+        if c is None or vec is None or o.error is not None:
             return None
         found = _settled(p, o.position, vec, union.get(o.position))
         if found is None:
@@ -1001,7 +1001,7 @@ async def _rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict
     for pos in corpora:
         if pos in shared:
             out[pos] = _Candidates(shared[pos], [], {}, space=space)
-        elif not inc.get(pos) and (done := _settled(p, pos, None, union.get(pos))) is not None:
+        elif (done := _settled(p, pos, None, union.get(pos))) is not None:  # no `include`
             done.space = space
             out[pos] = done
     rest = [pos for pos in corpora if pos not in out]

@@ -81,20 +81,15 @@ WHERE corpus_id = %(id)s AND version > %(since)s AND version <= %(until)s"""
 
 STATS = "SELECT language::text, n, sum_a, sum_b, sum_c FROM {stats}"
 
-# Every lexeme's postings of a corpus, packed as POSTINGS packs them (a whole load).
-WHOLE = """
-SELECT lexeme, array_agg(item_id),
-       string_agg(int2send(tf_a) || int2send(tf_b) || int2send(tf_c), ''::bytea),
-       string_agg(int4send(dl_a) || int4send(dl_b) || int4send(dl_c), ''::bytea)
-FROM {postings} GROUP BY lexeme"""
-
 # A lexeme's postings as one row: ids, and term frequencies and lengths packed big-endian
 # (int2send / int4send), so the client decodes them with numpy instead of row by row.
-POSTINGS = """
-(SELECT {cid}::bigint, lexeme, array_agg(item_id),
+_PACKED = """lexeme, array_agg(item_id),
        string_agg(int2send(tf_a) || int2send(tf_b) || int2send(tf_c), ''::bytea),
-       string_agg(int4send(dl_a) || int4send(dl_b) || int4send(dl_c), ''::bytea)
-FROM {postings} WHERE lexeme = ANY({lexemes}::text[]) GROUP BY lexeme)"""
+       string_agg(int4send(dl_a) || int4send(dl_b) || int4send(dl_c), ''::bytea)"""
+POSTINGS = ("(SELECT {cid}::bigint, " + _PACKED + """
+FROM {postings} WHERE lexeme = ANY({lexemes}::text[]) GROUP BY lexeme)""")
+# Every lexeme's postings of a corpus (a whole load).
+WHOLE = "SELECT " + _PACKED + " FROM {postings} GROUP BY lexeme"
 
 
 @dataclass
@@ -226,6 +221,8 @@ class LexIndex:
             if (ix.whole or ix.version < 0 or ix.corpus_id in self._whole_queue
                     or now - self._whole_failed.get(ix.corpus_id, -WHOLE_RETRY_S) < WHOLE_RETRY_S):
                 continue
+            if not postings.fits_whole(ix.stats, 0, self.cache.budget):
+                continue  # too large whatever the cache holds (no sum of its size)
             cached = self.cache.nbytes if cached is None else cached
             if postings.fits_whole(ix.stats, cached, self.cache.budget):
                 self._whole_queue.append(ix.corpus_id)
