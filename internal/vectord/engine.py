@@ -203,7 +203,9 @@ async def _each(store: Store, outcomes: Sequence[Outcome],
                 fn: Callable[[Corpus], Awaitable[T]]) -> list[tuple[Outcome, T]]:
     """fn on every corpus not failed yet, concurrently; the results of those that answered."""
     live = [o for o in outcomes if o.error is None]
-    results = await asyncio.gather(*(_on(store, o, fn) for o in live))
+    # One corpus (the usual search): awaited as it is, no task to schedule and gather.
+    results = ([await _on(store, live[0], fn)] if len(live) == 1
+               else await asyncio.gather(*(_on(store, o, fn) for o in live)))
     return [(o, r) for o, r in zip(live, results, strict=True)
             if o.error is None and r is not None]
 

@@ -303,19 +303,23 @@ def scores(idx: CorpusIndex, lexemes: Sequence[str], w: Sequence[float], avg: fl
     """Every ordinal's BM25 (0: no query lexeme), not yet rounded: `top` and `rounded`
     round what they return to 1e-12 as the SQL scorer does (rounding the whole array was
     most of a search's time at 1M documents)."""
-    out = np.zeros(len(idx.ids), dtype=np.float64)
     wa, wb, wc = weights
-    plain = weights == (1.0, 1.0, 1.0)
-    for t, wt in zip(lexemes, w, strict=True):
-        e = idx.entries.get(t)
-        if e is None or e.df == 0:
-            continue
-        if plain:
-            key = (avg, k1, b)
+    if weights == (1.0, 1.0, 1.0):
+        key = (avg, k1, b)
+        terms: list[tuple[npt.NDArray[np.integer], F64]] = []
+        for t, wt in zip(lexemes, w, strict=True):
+            e = idx.entries.get(t)
+            if e is None or e.df == 0:
+                continue
             if e.key != key or e.part is None:
                 e.part = _factors(e.tf, idx.dl[e.ords], avg, k1, b)
                 e.key = key
-            out[e.ords] += wt * e.part
+            terms.append((e.ords, wt * e.part))
+        return accumulate(len(idx.ids), terms)
+    out = np.zeros(len(idx.ids), dtype=np.float64)
+    for t, wt in zip(lexemes, w, strict=True):
+        e = idx.entries.get(t)
+        if e is None or e.df == 0:
             continue
         # Term by term in the SQL's order (no dot product: its summation order differs).
         tf = e.tf[:, 0] * wa + e.tf[:, 1] * wb + e.tf[:, 2] * wc
@@ -328,6 +332,24 @@ def scores(idx: CorpusIndex, lexemes: Sequence[str], w: Sequence[float], avg: fl
         else:
             out[e.ords[keep]] += part[keep]
     return out
+
+
+def accumulate(size: int, terms: Sequence[tuple[npt.NDArray[np.integer], F64]]) -> F64:
+    """Each ordinal's sum of its terms' values (ordinals, values: one lexeme's postings,
+    no ordinal twice in one), added term by term in the given order: the very floats of
+    `out[ords] += values` a term at a time, in one `np.bincount` pass over the terms
+    laid end to end (which adds in input order) instead of a gather and a scatter a term
+    (2.5x faster: 0.18 against 0.44 ms for ten lexemes at 100,000 documents)."""
+    if not terms:
+        return np.zeros(size, dtype=np.float64)
+    if len(terms) == 1:
+        out = np.zeros(size, dtype=np.float64)
+        out[terms[0][0]] += terms[0][1]
+        return out
+    ords = np.concatenate([o for o, _ in terms])
+    vals = np.concatenate([v for _, v in terms])
+    # Weighted, bincount answers float64 already (astype copies nothing; typed for mypy).
+    return np.bincount(ords, weights=vals, minlength=size).astype(np.float64, copy=False)
 
 
 def _factors(tf: npt.NDArray[np.uint16], dl: npt.NDArray[np.int32], avg: float, k1: float,
@@ -351,18 +373,51 @@ def rounded(score: float) -> float:
     return float(np.round(score * 1e12) / 1e12)
 
 
-def _candidates(s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
-                ) -> npt.NDArray[np.intp]:
-    """The ordinals that may be among the n best once rounded (scored, allowed)."""
-    cand = np.flatnonzero(s > 0) if allowed is None else np.flatnonzero((s > 0) & allowed)
-    if n <= 0:
-        return cand[:0]
+# From this many items on, the n-th best score is first bounded from below by a sample
+# (`_above_sample`): selecting among every scored item was 0.7 of a 1.9 ms search at
+# 100,000 documents (0.1 ms this way); below it the plain selection costs tens of us.
+_SAMPLED_FROM = 4096
+_SAMPLE_STEP = 8
+
+
+def _above_sample(s: F64, n: int) -> npt.NDArray[np.intp] | None:
+    """`_candidates` (no `allowed`) of a large array, or None when the sample cannot bound it.
+
+    The n-th best of every 8th score is at most the n-th best of all, so every item scored
+    at least that (less the rounding slack) holds the n best and every item tying the n-th
+    once rounded: the exact cut is then made among those few, as `_candidates` makes it."""
+    sample = s[::_SAMPLE_STEP]
+    scored = sample[sample > 0]
+    if scored.size <= n:
+        return None
+    nth = scored[np.argpartition(scored, scored.size - n)[scored.size - n]]
+    floor = float(nth) - ROUNDING_SLACK
+    if floor <= 0:
+        return None
+    return _cut(s, np.flatnonzero(s >= floor), n)
+
+
+def _cut(s: F64, cand: npt.NDArray[np.intp], n: int) -> npt.NDArray[np.intp]:
+    """Of the candidates (ascending ordinals), the n best and every one that may tie the
+    n-th once rounded (the cut by id is made after sorting)."""
     if cand.size > n:
         part = cand[np.argpartition(-s[cand], n - 1)[:n]]
         kth = s[part].min()
-        # Every item that may tie the n-th once rounded; cut after sorting by id.
         cand = cand[s[cand] >= kth - ROUNDING_SLACK]
     return cand
+
+
+def _candidates(s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
+                ) -> npt.NDArray[np.intp]:
+    """The ordinals that may be among the n best once rounded (scored, allowed)."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if allowed is None and s.size >= _SAMPLED_FROM:
+        cand = _above_sample(s, n)
+        if cand is not None:
+            return cand
+    return _cut(s, np.flatnonzero(s > 0) if allowed is None
+                else np.flatnonzero((s > 0) & allowed), n)
 
 
 def top(idx: CorpusIndex, s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
@@ -440,7 +495,7 @@ def union_scores(indexes: Sequence[CorpusIndex], lexemes: Sequence[str], w: Sequ
     """`scores` of every corpus laid end to end (field weights 1/1/1 only): the same
     additions in the same order per item, so the very same floats."""
     start = offsets(indexes)
-    out = np.zeros(int(start[-1]), dtype=np.float64)
+    terms: list[tuple[npt.NDArray[np.integer], F64]] = []
     versions = tuple((ix.corpus_id, ix.version, ix.numbering, len(ix.ids)) for ix in indexes)
     for t, wt in zip(lexemes, w, strict=True):
         key = (versions, t, avg, k1, b)
@@ -461,8 +516,8 @@ def union_scores(indexes: Sequence[CorpusIndex], lexemes: Sequence[str], w: Sequ
                      (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)))
             cache.put(key, parts)
         if parts[0].size:
-            out[parts[0]] += wt * parts[1]
-    return out
+            terms.append((parts[0], wt * parts[1]))
+    return accumulate(int(start[-1]), terms)
 
 
 def union_top(indexes: Sequence[CorpusIndex], s: F64, n: int) -> list[tuple[int, str, float]]:

@@ -143,7 +143,8 @@ async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int,
 
     out: dict[tuple[int, str], dict[str, Any]] = {}
     try:
-        for part in await asyncio.gather(*(read(pos) for pos in wanted)):
+        for part in ([await read(pos) for pos in wanted] if len(wanted) == 1
+                     else await asyncio.gather(*(read(pos) for pos in wanted))):
             out.update(part)
     except psycopg.errors.UndefinedTable:
         if not expect:

@@ -471,3 +471,46 @@ def test_union_scores_are_the_corpora_scores_laid_end_to_end() -> None:
                          for item, sc in postings.top(ix, postings.scores(
                              ix, lex, w, avg, 1.2, 0.75, (1.0, 1.0, 1.0)), 25)))[:25]
         assert postings.union_top(corpora, s, 25) == [(i, item, -neg) for neg, item, i in merged]
+
+
+def test_accumulate_gives_the_floats_of_adding_term_by_term() -> None:
+    """One bincount over the terms end to end equals `out[ords] += values` a term at a
+    time, bit for bit (the SQL-reference tests rely on the very floats)."""
+    rng = np.random.default_rng(5)
+    size = 20_000
+    terms = []
+    for _ in range(12):
+        ords = np.sort(rng.choice(size, size=int(rng.integers(1, 9_000)), replace=False))
+        terms.append((ords.astype(np.int32), rng.random(ords.size) * float(rng.integers(1, 9))))
+    want = np.zeros(size, dtype=np.float64)
+    for ords, vals in terms:
+        want[ords] += vals
+    assert np.array_equal(postings.accumulate(size, terms), want)
+    assert np.array_equal(postings.accumulate(size, terms[:1]), np.bincount(
+        terms[0][0], weights=terms[0][1], minlength=size))
+    assert not postings.accumulate(size, []).any()
+
+
+def _plain_candidates(s: np.ndarray, n: int) -> np.ndarray:
+    """The selection among every scored item, as `_candidates` made it before sampling."""
+    cand = np.flatnonzero(s > 0)
+    if cand.size > n:
+        kth = s[cand[np.argpartition(-s[cand], n - 1)[:n]]].min()
+        cand = cand[s[cand] >= kth - postings.ROUNDING_SLACK]
+    return cand
+
+
+def test_sampled_selection_equals_selecting_among_every_item() -> None:
+    """Large arrays: the sample only bounds the n-th best from below, so the candidates
+    are the same, ties across the rounding slack and sparse or tiny scores included."""
+    rng = np.random.default_rng(11)
+    for size, share, n in ((5_000, 0.6, 10), (100_000, 0.5, 100), (100_000, 0.002, 100),
+                           (50_000, 0.3, 1), (8_192, 1.0, 400), (10_000, 0.01, 10)):
+        s = np.zeros(size)
+        hit = rng.choice(size, size=int(size * share), replace=False)
+        s[hit] = np.round(rng.random(hit.size) * 8, 2)  # many exact ties
+        s[hit[:50]] += 4e-13  # ties only once rounded
+        if size == 10_000:
+            s[hit] = 1e-13  # below the slack: the plain selection answers
+        for k in (n, 1, 37):
+            assert np.array_equal(postings._candidates(s, k), _plain_candidates(s, k)), (size, k)
