@@ -780,10 +780,15 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
     distance = {k: d for vec in vec_lists for k, d in vec}  # true values, shown on the hits
     lexical_score = dict(lex)
     by_pos = {o.position: o for o, _ in per}
-    order = sorted(
-        ((merge.weighted_score(f.score, _weight(by_pos[merge.unkey(f.id)[1]], weights)),
-          i, f) for i, f in enumerate(fused)),
-        key=lambda r: (-r[0], r[1]))
+    if all(_weight(o, weights) == 1.0 for o in by_pos.values()):
+        # Every corpus weighs 1: score x 1 is the score, and the fused list is sorted by
+        # it already (ties in its order), the very order the sort below would give.
+        order = [(f.score, i, f) for i, f in enumerate(fused)]
+    else:
+        order = sorted(
+            ((merge.weighted_score(f.score, _weight(by_pos[merge.unkey(f.id)[1]], weights)),
+              i, f) for i, f in enumerate(fused)),
+            key=lambda r: (-r[0], r[1]))
     ranked = []
     natural = 0
     for r in order:  # the top k retrieval found, and every included item wherever it ranks

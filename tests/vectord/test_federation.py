@@ -172,6 +172,26 @@ async def test_corpus_weights_tilt_after_fusion(vectord_url: str, split: dict[st
     for h in body["hits"]:
         w = 0.5 if h["corpus"] == parts[1] else 1.0
         assert h["merge_distance"] == pytest.approx(h["distance"] / w, rel=1e-12)
+    # Hybrid: the fused score x weight; weights all 1 keep the fused order and scores.
+    hybrid = {"mode": "hybrid", "query_text": "battery storage", "query_vector": unit(DIM, 4),
+              "k": 10, "corpora": parts}
+    status, body = await call(http, "POST", f"{vectord_url}{M}", hybrid)
+    assert status == 200, body
+    assert [h["merge_score"] for h in body["hits"]] == [h["score"] for h in body["hits"]]
+    assert [h["score"] for h in body["hits"]] == sorted(
+        (h["score"] for h in body["hits"]), reverse=True)
+    ones = {p: 1.0 for p in parts}
+    status, same = await call(http, "POST", f"{vectord_url}{M}",
+                              {**hybrid, "corpus_weights": ones})
+    assert status == 200 and same["hits"] == body["hits"], same
+    status, body = await call(http, "POST", f"{vectord_url}{M}",
+                              {**hybrid, "corpus_weights": {parts[0]: 3.0}})
+    assert status == 200, body
+    for h in body["hits"]:
+        w = 3.0 if h["corpus"] == parts[0] else 1.0
+        assert h["merge_score"] == pytest.approx(h["score"] * w, rel=1e-12)
+    assert [h["merge_score"] for h in body["hits"]] == sorted(
+        (h["merge_score"] for h in body["hits"]), reverse=True)
 
 
 async def test_keyword_interleaves_by_time(vectord_url: str,
