@@ -143,6 +143,19 @@ BEGIN
     END IF;
   END IF;
 
+  -- A row whose lexemes did not change but whose metadata or updated_at did (an upsert
+  -- of new metadata or a new vector) moves the version too, logging the lexeme '' (none
+  -- exists: a cache forgets nothing): vectord's kept hit rows are valid only at the
+  -- version they were read at (lexindex.Rows). Re-embedding's fills touch neither.
+  IF TG_OP = 'UPDATE' AND NOT changed THEN
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.id = n.id '
+         || 'WHERE n.metadata IS DISTINCT FROM o.metadata '
+         || 'OR n.updated_at IS DISTINCT FROM o.updated_at)' INTO changed;
+    IF changed THEN
+      touched := ARRAY[''];
+    END IF;
+  END IF;
+
   -- The corpus's version, bumped in this transaction; writers of a corpus hold its
   -- advisory lock (vectord_lex_lock) until commit, so versions are gapless in commit
   -- order. The change log says which lexemes each version touched: a vectord's cached

@@ -123,6 +123,112 @@ def moved(expected: dict[int, int], current: dict[int, int]) -> bool:
     return any(current.get(cid, v) != v for cid, v in expected.items())
 
 
+# Hit rows kept per vectord (Rows): at most this many bytes of their text fields.
+ROWS_BUDGET_BYTES = 64 * 2**20
+ROW_OVERHEAD = 512  # a row's dict, its id, language, timestamp and tags, roughly
+
+
+class Rows:
+    """Hits' rows as read with their corpus's version (search_reads.read_items), kept so
+    that a search scored at that same version needs no statement for them: a row read at
+    version v is the row while the corpus is at v, since every write that changes a row's
+    text, tags, language, metadata or updated_at moves the version (lexical.py's
+    trigger). Bounded LRU by the size of the rows' text fields."""
+
+    def __init__(self, budget_bytes: int = ROWS_BUDGET_BYTES) -> None:
+        self.budget = budget_bytes
+        self.nbytes = 0
+        self.hits = 0
+        self._data: OrderedDict[tuple[int, str], tuple[int, dict[str, Any], int]] = OrderedDict()
+
+    def get(self, corpus_id: int, version: int, ids: Sequence[str]
+            ) -> list[dict[str, Any]] | None:
+        """Copies of the rows of every id, kept at this version; None when one is not."""
+        out = []
+        for i in ids:
+            got = self._data.get((corpus_id, i))
+            if got is None or got[0] != version:
+                return None
+            out.append(dict(got[1]))
+        for i in ids:
+            self._data.move_to_end((corpus_id, i))
+        self.hits += 1
+        return out
+
+    def put(self, corpus_id: int, version: int, rows: Sequence[dict[str, Any]]) -> None:
+        for row in rows:
+            key = (corpus_id, str(row["id"]))
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.nbytes -= old[2]
+            size = ROW_OVERHEAD + sum(len(str(row.get(f) or "")) for f in
+                                      ("title", "text", "metadata"))
+            self._data[key] = (version, dict(row), size)
+            self.nbytes += size
+        while self.nbytes > self.budget and self._data:
+            _, (_, _, size) = self._data.popitem(last=False)
+            self.nbytes -= size
+
+    def drop(self, corpus_id: int) -> None:
+        for key in [k for k in self._data if k[0] == corpus_id]:
+            self.nbytes -= self._data.pop(key)[2]
+
+
+class Versions:
+    """Corpora's current versions, one statement for the searches that ask meanwhile.
+
+    A search asks after it started, and is answered by a statement that starts after it
+    asked: it joins the batch not sent yet, and a batch is sent when the one before it has
+    answered. So a write acknowledged before the search started is seen, as with a
+    statement of its own; under concurrent searches one round trip answers several."""
+
+    def __init__(self) -> None:
+        self._next: asyncio.Future[dict[int, int]] | None = None
+        self._ids: set[int] = set()
+        self._sender: asyncio.Task[None] | None = None
+        self.statements = 0
+
+    async def current(self, reads: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
+        loop = asyncio.get_running_loop()
+        if self._sender is not None and self._sender.get_loop() is not loop:
+            self._next, self._sender = None, None  # an app moved to another loop (tests)
+        if self._next is None:
+            self._next = loop.create_future()
+            self._ids = set()
+        fut = self._next
+        self._ids.update(corpus_ids)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send(reads))
+        got = await asyncio.shield(fut)
+        return {cid: got[cid] for cid in corpus_ids}
+
+    async def _send(self, reads: Any) -> None:
+        while self._next is not None:
+            fut, ids = self._next, sorted(self._ids)
+            self._next = None
+            try:
+                async with reads.connection() as conn:
+                    cur = await conn.execute(VERSIONS, {"ids": ids})
+                    got = {int(r[0]): int(r[1]) for r in await cur.fetchall()}
+                self.statements += 1
+                fut.set_result(got)
+            except BaseException as exc:  # every search of the batch sees the failure
+                if not fut.done():
+                    fut.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+
+    async def close(self) -> None:
+        task, self._sender = self._sender, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        fut, self._next = self._next, None
+        if fut is not None and not fut.done():
+            fut.cancel()
+
+
 class LexIndex:
     """The cache of one vectord, and the lock that serialises its refreshes."""
 
@@ -141,6 +247,8 @@ class LexIndex:
         self._whole_task: asyncio.Task[None] | None = None
         self._whole_failed: dict[int, float] = {}  # corpus id -> when its load failed
         self.whole_loads = 0
+        self.rows = Rows()
+        self.versions = Versions()
 
     async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
                       fixed: Sequence[str], auto: Sequence[bool],
@@ -209,6 +317,7 @@ class LexIndex:
 
     def forget(self, corpus_id: int) -> None:
         self.cache.drop(corpus_id)
+        self.rows.drop(corpus_id)
 
     def _whole_later(self, reads: Any, idx: Sequence[postings.CorpusIndex]) -> None:
         """Queue the corpora of a search that are small enough to hold whole (and are not
@@ -251,6 +360,7 @@ class LexIndex:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.versions.close()
 
     async def _load_whole(self, reads: Any, corpus_id: int) -> None:
         """Read every lexeme of a corpus in one snapshot into a new index, then put it in
@@ -296,7 +406,8 @@ class LexIndex:
                 "lexemes": sum(len(ix.entries) for ix in c.corpora.values()),
                 "mb": round(c.nbytes / 2**20, 1), "budget_mb": round(c.budget / 2**20),
                 "loads": self.loads, "refreshes": self.refreshes,
-                "from_cache": self.from_cache, "evictions": c.evictions}
+                "from_cache": self.from_cache, "evictions": c.evictions,
+                "rows_mb": round(self.rows.nbytes / 2**20, 1), "rows_hits": self.rows.hits}
 
     def _languages(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
                    auto: Sequence[bool]) -> list[str]:

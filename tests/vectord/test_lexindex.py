@@ -514,3 +514,72 @@ def test_sampled_selection_equals_selecting_among_every_item() -> None:
             s[hit] = 1e-13  # below the slack: the plain selection answers
         for k in (n, 1, 37):
             assert np.array_equal(postings._candidates(s, k), _plain_candidates(s, k)), (size, k)
+
+
+async def test_kept_hit_rows_follow_every_write(apps: dict[str, str],
+                                                http: aiohttp.ClientSession) -> None:
+    """A repeated search takes its hits' rows from those kept at the version it scored at
+    (lexindex.Rows); a write through another app that changes only metadata, or only the
+    vector (updated_at), moves the version, so the next search shows the new row."""
+    name = await make_corpus(http, apps["writer"])
+    await _upsert(http, apps["writer"], name, [
+        {"id": "m1", "vector": unit(8, 1), "text": "quartz lantern", "metadata": {"v": 1}},
+        {"id": "m2", "vector": unit(8, 2), "text": "quartz harbor", "metadata": {"v": 1}}])
+    req = {"mode": "lexical", "query_text": "quartz", "k": 5}
+
+    async def hits() -> dict[str, dict[str, Any]]:
+        status, body = await call(http, "POST", f"{apps['memory']}{C}/{name}/search", req)
+        assert status == 200, body
+        return {h["id"]: h for h in body["hits"]}
+
+    for _ in range(3):  # parsed, then kept, then served from what is kept
+        first = await hits()
+    kept = (await _lexical_index(http, apps["memory"]))["rows_hits"]
+    assert (await hits())["m1"]["metadata"] == {"v": 1}
+    assert (await _lexical_index(http, apps["memory"]))["rows_hits"] > kept
+    await _upsert(http, apps["writer"], name, [
+        {"id": "m1", "vector": unit(8, 1), "text": "quartz lantern", "metadata": {"v": 2}}])
+    assert (await hits())["m1"]["metadata"] == {"v": 2}
+    assert (await hits())["m1"]["metadata"] == {"v": 2}
+    await _upsert(http, apps["writer"], name, [
+        {"id": "m2", "vector": unit(8, 5), "text": "quartz harbor", "metadata": {"v": 1}}])
+    after = await hits()
+    assert after["m2"]["updated_at"] != first["m2"]["updated_at"]
+    assert after["m1"]["metadata"] == {"v": 2}
+    status, _ = await call(http, "POST", f"{apps['writer']}{C}/{name}/items/delete",
+                           {"ids": ["m1"]})
+    assert status == 200
+    assert list(await hits()) == ["m2"]
+
+
+async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) -> None:
+    """lexindex.Versions: searches asking at once share statements, and each answer is
+    read by a statement that started after it asked (a committed write is seen)."""
+    import asyncio
+
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+    from internal.vectord import lexindex, schema
+
+    await schema.migrate(pg_dsn)
+    ids = [9_000_001, 9_000_002]
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute("DELETE FROM vectord_lex_versions WHERE corpus_id = ANY(%s)", (ids,))
+        async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=4, open=False) as pool:
+            gate = lexindex.Versions()
+            try:
+                got = await asyncio.gather(*(gate.current(pool, ids) for _ in range(20)))
+                assert all(g == {ids[0]: 0, ids[1]: 0} for g in got)
+                assert gate.statements < 20
+                for v in range(1, 6):
+                    await conn.execute(
+                        "INSERT INTO vectord_lex_versions (corpus_id, version) VALUES (%s, %s) "
+                        "ON CONFLICT (corpus_id) DO UPDATE SET version = excluded.version",
+                        (ids[0], v))
+                    seen = await asyncio.gather(*(gate.current(pool, ids[:1]) for _ in range(5)))
+                    assert seen == [{ids[0]: v}] * 5
+            finally:
+                await gate.close()
+                await conn.execute("DELETE FROM vectord_lex_versions WHERE corpus_id = ANY(%s)",
+                                   (ids,))
