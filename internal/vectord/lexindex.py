@@ -123,6 +123,13 @@ def moved(expected: dict[int, int], current: dict[int, int]) -> bool:
     return any(current.get(cid, v) != v for cid, v in expected.items())
 
 
+async def read_versions(reads: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
+    """The corpora's versions now, in one statement (corpus id -> version; 0: none yet)."""
+    async with reads.connection() as conn:
+        cur = await conn.execute(VERSIONS, {"ids": list(corpus_ids)})
+        return {int(r[0]): int(r[1]) for r in await cur.fetchall()}
+
+
 # Hit rows kept per vectord (Rows): at most this many bytes of their text fields.
 ROWS_BUDGET_BYTES = 64 * 2**20
 ROW_OVERHEAD = 512  # a row's dict, its id, language, timestamp and tags, roughly
@@ -207,9 +214,7 @@ class Versions:
             fut, ids = self._next, sorted(self._ids)
             self._next = None
             try:
-                async with reads.connection() as conn:
-                    cur = await conn.execute(VERSIONS, {"ids": ids})
-                    got = {int(r[0]): int(r[1]) for r in await cur.fetchall()}
+                got = await read_versions(reads, ids)
                 self.statements += 1
                 fut.set_result(got)
             except BaseException as exc:  # every search of the batch sees the failure
@@ -304,9 +309,7 @@ class LexIndex:
 
     async def current(self, reads: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
         """The corpora's versions now (for a search that scored from the cache unchecked)."""
-        async with reads.connection() as conn:
-            cur = await conn.execute(VERSIONS, {"ids": list(corpus_ids)})
-            return {int(r[0]): int(r[1]) for r in await cur.fetchall()}
+        return await read_versions(reads, corpus_ids)
 
     def _remember(self, langs: Sequence[str], text: str, lexemes: list[str],
                   qtf: list[float]) -> None:

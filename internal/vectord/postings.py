@@ -342,10 +342,6 @@ def accumulate(size: int, terms: Sequence[tuple[npt.NDArray[np.integer], F64]]) 
     (2.5x faster: 0.18 against 0.44 ms for ten lexemes at 100,000 documents)."""
     if not terms:
         return np.zeros(size, dtype=np.float64)
-    if len(terms) == 1:
-        out = np.zeros(size, dtype=np.float64)
-        out[terms[0][0]] += terms[0][1]
-        return out
     ords = np.concatenate([o for o, _ in terms])
     vals = np.concatenate([v for _, v in terms])
     # Weighted, bincount answers float64 already (astype copies nothing; typed for mypy).

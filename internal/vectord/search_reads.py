@@ -117,7 +117,7 @@ def _items_at_version_sql(corpus_id: int) -> bytes:
 async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
                       expect: dict[int, int] | None = None
                       ) -> dict[tuple[int, str], dict[str, Any]]:
-    """The rows of the wanted items, per corpus position, read concurrently.
+    """The rows of the wanted items, per corpus position (several: one statement).
 
     expect: the lexical versions (corpus id -> version) a search scored at without reading
     them; read here with the rows (a corpus with no row read on its own), and Stale raised
@@ -151,9 +151,8 @@ async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int,
 
     out: dict[tuple[int, str], dict[str, Any]] = {}
     try:
-        for part in ([await read(pos) for pos in wanted] if len(wanted) == 1
-                     else await asyncio.gather(*(read(pos) for pos in wanted))):
-            out.update(part)
+        for pos in wanted:  # one at most: several go through _read_items_at_once
+            out.update(await read(pos))
     except psycopg.errors.UndefinedTable:
         if not expect:
             raise
