@@ -146,7 +146,9 @@ async def expanded_stats(store: Store, p: Options, corpora: dict[int, Corpus],
     # widening slice at a time, until `terms` of them pass without_common: the expansion
     # is the same as with every lexeme's df (expand takes the best survivors in this
     # order), and a search reads tens of dfs instead of a thousand (7 ms of 25).
-    order = sorted(model, key=lambda t: (-model[t], t))
+    # Best first, ties by lexeme: sorted by lexeme, then stably by weight (two sorts in C,
+    # not a key tuple a lexeme; the same order).
+    order = sorted(sorted(model), key=model.__getitem__, reverse=True)
     df: dict[str, float] = {}
     # Several corpora at versions the in-memory indexes hold: their sums are remembered.
     views = [(indexes or {}).get(c.id) for c in corpora.values()]

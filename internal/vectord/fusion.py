@@ -143,28 +143,26 @@ def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | Non
         if name not in (VECTOR, LEXICAL):
             raise ValueError(f"unknown branch {name!r}")
     flat, spaces = with_spaces(branches, vector_spaces)
-    order: list[str] = []
-    seen: set[str] = set()
+    first: dict[str, None] = {}  # the union, in first-seen order
     raw: dict[str, dict[str, float]] = {}
     ranks: dict[str, dict[str, int]] = {}
     groups: list[list[str]] = []
     lists: list[tuple[str, Branch]] = [(VECTOR, s) for s in spaces]
     lists += [(name, b) for name, b in flat.items() if name != VECTOR]
     for name, hits in lists:
-        raw.setdefault(name, {})
-        ranks.setdefault(name, {})
+        layer_raw = raw.setdefault(name, {})
+        layer_ranks = ranks.setdefault(name, {})
         group: list[str] = []
         for rank, (cid, score) in enumerate(hits, 1):
-            if cid in raw[name]:
+            if cid in layer_raw:
                 continue  # keep a duplicate's best (first) rank
-            raw[name][cid] = float(score)
-            ranks[name][cid] = rank
+            layer_raw[cid] = float(score)
+            layer_ranks[cid] = rank
             group.append(cid)
-            if cid not in seen:
-                seen.add(cid)
-                order.append(cid)
+        first.update(dict.fromkeys(group))
         if name == VECTOR:
             groups.append(group)
+    order = list(first)
     if symbolic is not None:
         raw[SYMBOLIC] = {cid: float(symbolic.get(cid, 0.0)) for cid in order}
         ranks[SYMBOLIC] = _symbolic_ranks(raw[SYMBOLIC])
@@ -175,12 +173,13 @@ def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapp
             ranks: Mapping[str, Mapping[str, int]]) -> list[Fused]:
     """Best fused score first; ties by the best rank in any layer, then first seen."""
     worst = 1 << 30
-    best: dict[str, int] = {}
+    best: dict[str, int] = dict.fromkeys(order, worst)
     for layer_ranks in ranks.values():
         for cid, rank in layer_ranks.items():
-            if rank < best.get(cid, worst):
+            if rank < best[cid]:
                 best[cid] = rank
-    keyed = sorted((-fused[cid], best.get(cid, worst), i, cid) for i, cid in enumerate(order))
+    keyed = sorted(zip([-fused[cid] for cid in order], [best[cid] for cid in order],
+                       range(len(order)), order, strict=True))
     layers = tuple(layer for layer in LAYERS if layer in raw)
     return [Fused(cid, -neg, raw, ranks, layers) for neg, _, _, cid in keyed]
 
@@ -231,7 +230,13 @@ def _normalised_fusion(branches: Mapping[str, Branch], symbolic: Mapping[str, fl
         for ids in groups if layer == VECTOR else [list(raw[layer])]:
             values = [raw[layer][cid] for cid in ids]
             norm[layer].update(zip(ids, scale(values), strict=True))
-    fused = {cid: sum(w[layer] * norm[layer].get(cid, 0.0) for layer in layers) for cid in order}
+    # Each candidate's sum, layer by layer in this order (as sum() over the layers would
+    # add them; a layer that did not find it adds an exact 0.0, so it is left out).
+    fused: dict[str, float] = dict.fromkeys(order, 0.0)
+    for layer in layers:
+        wl = w[layer]
+        for cid, v in norm[layer].items():
+            fused[cid] += wl * v
     return _finish(order, fused, raw, ranks)
 
 

@@ -101,6 +101,7 @@ def relevance_model(docs: Mapping[str, Mapping[str, float]], doc_weights: Mappin
     """P(t|R) = Σ_d P(d) · tf(t, d) / |d|; P(d) are doc_weights normalised to sum 1."""
     total = sum(max(0.0, doc_weights.get(d, 0.0)) for d in docs)
     out: dict[str, float] = {}
+    get = out.get
     for d in sorted(docs):  # a fixed order: the same sums whichever corpus answered first
         tfs = docs[d]
         length = sum(tfs.values())
@@ -108,7 +109,7 @@ def relevance_model(docs: Mapping[str, Mapping[str, float]], doc_weights: Mappin
             continue
         pd = (max(0.0, doc_weights.get(d, 0.0)) / total) if total > 0 else 1.0 / len(docs)
         for t, tf in tfs.items():
-            out[t] = out.get(t, 0.0) + pd * tf / length
+            out[t] = get(t, 0.0) + pd * tf / length
     return out
 
 
