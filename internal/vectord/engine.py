@@ -47,6 +47,7 @@ from internal.vectord import (
     fusion_sql,
     hits,
     lexical,
+    lexindex,
     merge,
     postings,
     prf,
@@ -551,6 +552,24 @@ async def _prepared(store: Store, p: Options, outcomes: list[Outcome]
             None if prep.checked else prep.versions)
 
 
+async def _lexical_ahead(store: Store, p: Options, outcomes: list[Outcome],
+                         inc: dict[str, list[str]]
+                         ) -> tuple[dict[int, postings.CorpusIndex], lexical.QueryStats | None,
+                                    dict[int, int] | None, dict[int, list[tuple[str, float]]]]:
+    """Hybrid's lexical side, run beside its vector statement: _prepared, then one
+    corpus's BM25 candidates (by position), scored in memory while PostgreSQL walks the
+    graph, as `_corpus_candidates` would score them (unfiltered, no `include`; several
+    corpora are scored as a union once the vector side says which answered,
+    `_union_lexical`). The versions to check are the vector side's to read."""
+    indexes, stats, expect = await _prepared(store, p, outcomes)
+    live = [o for o in outcomes if o.error is None and o.corpus is not None]
+    ahead: dict[int, list[tuple[str, float]]] = {}
+    if (stats is not None and not p.filtered and len(live) == 1 and live[0].corpus is not None
+            and not inc.get(live[0].name) and (ix := indexes.get(live[0].corpus.id)) is not None):
+        ahead[live[0].position] = postings.top(ix, _scores(p, ix, stats), p.n)
+    return indexes, stats, expect, ahead
+
+
 def _scores(p: Options, ix: postings.CorpusIndex, stats: lexical.QueryStats
             ) -> postings.F64:
     return postings.scores(ix, stats.lexemes, stats.weights, stats.avgdl, p.k1, p.b, _fw(p))
@@ -671,13 +690,25 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
     req = p.req
     indexes: dict[int, postings.CorpusIndex] = {}
     expect: dict[int, int] | None = None
+    verified = False  # expect read current already (beside the vector statement)
+    ahead: dict[int, list[tuple[str, float]]] = {}
     if _in_memory(store) and p.text.strip():
         # The lexical index's reads and the vector branch's statements are independent:
         # side by side on two connections, the shorter hides behind the longer (a new
         # query over 16 corpora: postings read ~3 ms, shared scan ~5 ms).
         resolved = {o.position: (o.corpus, o.error) for o in outcomes}
-        (indexes, stats, expect), (live, choices, shared) = await _side_by_side(
-            _prepared(store, p, outcomes), _first_vectors(store, p, outcomes, inc))
+        # The vector side first: it runs to its statement's send, and the BM25 scoring
+        # then runs while PostgreSQL answers it.
+        (live, choices, shared, seen), (indexes, stats, expect, ahead) = await _side_by_side(
+            _first_vectors(store, p, outcomes, inc), _lexical_ahead(store, p, outcomes, inc))
+        if expect:
+            # The versions the cache was trusted at: read by the vector statements, which
+            # started after the search did (the rest read now, in a shared statement).
+            if lexindex.moved(expect, seen):
+                raise search_reads.Stale
+            await search_reads.check_versions(
+                store, {cid: v for cid, v in expect.items() if cid not in seen}, shared=True)
+        verified = True
         if any((o.corpus, o.error) != resolved[o.position] for o in outcomes):
             # _prepared re-read a dropped or recreated corpus: scan the vectors again.
             live, choices, shared = await _vectors_of(store, p, outcomes, inc, p.n)
@@ -693,6 +724,8 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         (o.position, indexes[o.corpus.id]) for o in live
         if o.corpus is not None and o.corpus.id in indexes and not inc.get(o.name)],
         stats) if text.strip() else {}
+    if not union and len(live) == 1 and live[0].position in ahead:
+        union = ahead  # one corpus, scored while its vector statement ran
 
     async def run(corpus: Corpus) -> tuple[Corpus, _Candidates]:
         o = by_name[corpus.name]
@@ -732,6 +765,7 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
     per = [(o, quick[o.position] if o.position in quick else ran[o.position])
            for o in outcomes if o.position in quick or o.position in ran]
     metric = {o.position: c.metric for o, (c, _) in per}
+    metrics = sorted(set(metric.values()))
     parts = [c for _, (_, c) in per]
     vec_lists, lex = _merged_vec_spaces(parts, p.n), _merged_lex(parts, p.n)
     included = {key for c in parts for key in c.included}
@@ -753,8 +787,12 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
             vec_lists = [merge.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
                          for vec in vec_lists]
             lex = merge.top_by_score([(k, s / fac(k)) for k, s in lex], len(lex))
-        similarities = [[(k, hits.similarity(metric[merge.unkey(k)[1]], d)) for k, d in vec]
-                        for vec in vec_lists]
+        if len(metrics) == 1:  # one metric (one corpus, usually): no key to parse
+            similarities = [[(k, hits.similarity(metrics[0], d)) for k, d in vec]
+                            for vec in vec_lists]
+        else:
+            similarities = [[(k, hits.similarity(metric[merge.unkey(k)[1]], d)) for k, d in vec]
+                            for vec in vec_lists]
         return fusion.fuse(p.method, {fusion.LEXICAL: lex}, k=p.rrf_k,
                            weights=p.fusion_weights, symbolic=sym, vector_spaces=similarities)
 
@@ -802,7 +840,8 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         item_id, pos = merge.unkey(f.id)
         wanted.setdefault(pos, []).append(item_id)
     corpora = {o.position: c for o, (c, _) in per}
-    items = await search_reads.read_items(store, {pos: corpora[pos] for pos in wanted}, wanted, expect)
+    items = await search_reads.read_items(store, {pos: corpora[pos] for pos in wanted}, wanted,
+                                          expect, verified=verified)
     out: list[Hit] = []
     for merged, _, f in ranked:
         item_id, pos = merge.unkey(f.id)
@@ -915,6 +954,10 @@ async def _candidate_rows(store: Store, p: Options, stmt: sql.Composed,
         return await cur.fetchall()
 
 
+def _by_distance(row: tuple[str, float, int]) -> tuple[float, str]:
+    return row[1], row[0]
+
+
 def _vec_of(rows: Sequence[dict[str, Any]], position: int) -> list[tuple[str, float]]:
     """The vector branch's candidates of a candidates statement, nearest first."""
     return [(merge.key(r["id"], position), float(r["vec_distance"]))
@@ -925,31 +968,45 @@ def _vec_of(rows: Sequence[dict[str, Any]], position: int) -> list[tuple[str, fl
 async def _first_vectors(store: Store, p: Options, outcomes: list[Outcome],
                          inc: dict[str, list[str]]
                          ) -> tuple[list[Outcome], dict[int, spaces.Choice],
-                                    dict[int, list[tuple[str, float]]]]:
+                                    dict[int, list[tuple[str, float]]], dict[int, int]]:
     """_vectors_of, plus the vector candidates of the corpora searched on their own
-    graphs (hybrid's first pass, read beside the lexical index)."""
+    graphs (hybrid's first pass, read beside the lexical index) and those corpora's
+    lexical versions, read in the same statements (corpus id -> version)."""
     live, choices, shared = await _vectors_of(store, p, outcomes, inc, p.n)
     rest = [(o.position, o.corpus, vector) for o in live
             if o.corpus is not None and o.position not in shared and not inc.get(o.name)
             and (vector := choices[o.position].vector) is not None]
+    versions: dict[int, int] = {}
     if rest and not p.filtered and p.symbolic is None:
         found = await asyncio.gather(*(_own_scan(store, p, *r) for r in rest))
-        shared.update({r[0]: vec for r, vec in zip(rest, found, strict=True) if vec is not None})
-    return live, choices, shared
+        for (pos, corpus, _), got in zip(rest, found, strict=True):
+            if got is not None:
+                shared[pos] = got[0]
+                if got[1] is not None:
+                    versions[corpus.id] = got[1]
+    return live, choices, shared, versions
 
 
 async def _own_scan(store: Store, p: Options, position: int, corpus: Corpus,
-                    vector: list[float]) -> list[tuple[str, float]] | None:
-    """One corpus's vector candidates from its own graph (the candidates statement with
-    no BM25 branch). None when it fails: the corpus's own search (_corpus_candidates)
-    runs the statement again and reports the failure as that corpus's."""
+                    vector: list[float]
+                    ) -> tuple[list[tuple[str, float]], int | None] | None:
+    """One corpus's vector candidates from its own graph, unfiltered (the candidates
+    statement's vector branch alone, fusion_sql.vector_only_sql), and the corpus's lexical
+    version read with them (None: no row to read it from). None when it fails: the
+    corpus's own search (_corpus_candidates) runs the statement again and reports the
+    failure as that corpus's."""
+    if p.filtered:
+        return None  # the candidates statement filters (and scans iteratively)
     try:
         q = validate.vector(vector, corpus.dim, corpus.metric, "query_vector")
-        stmt = fusion_sql.candidates_sql(
-            schema.items_table(corpus.id), corpus.id, None, p.where, p.filtered,
-            schema.OPERATOR[corpus.metric], None, lexical_branch=False)
-        return _vec_of(await _candidate_rows(store, p, stmt, {**p.params, "vec_q": q,
-                                                               "vec_n": p.n}), position)
+        stmt = fusion_sql.vector_only_sql(corpus.id, schema.OPERATOR[corpus.metric])
+        async with store.reads.connection() as conn:
+            cur = conn.cursor()
+            await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
+            await cur.execute(stmt, {"vec_q": q, "vec_n": p.n, "lex_corpus_id": corpus.id})
+            rows = await cur.fetchall()
+        vec = [(merge.key(i, position), float(d)) for i, d, _ in sorted(rows, key=_by_distance)]
+        return vec, (int(rows[0][2]) if rows else None)
     except Exception as exc:
         log.debug("own_scan_failed", corpus=corpus.name, error=str(exc))
         return None
@@ -960,7 +1017,7 @@ def _merged_vec(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
     wherever those rank."""
     vec = merge.top_by_distance([r for c in parts for r in c.vec], n)
     extra = [r for c in parts for r in c.extra_vec]
-    return merge.top_by_distance(vec + extra, len(vec) + len(extra))
+    return merge.top_by_distance(vec + extra, len(vec) + len(extra)) if extra else vec
 
 
 def _merged_vec_spaces(parts: list[_Candidates], n: int) -> list[list[tuple[str, float]]]:
@@ -975,7 +1032,7 @@ def _merged_lex(parts: list[_Candidates], n: int) -> list[tuple[str, float]]:
     """The union's top n by BM25, then the `include` items with their true scores."""
     lex = merge.top_by_score([r for c in parts for r in c.lex], n)
     extra = [r for c in parts for r in c.extra_lex]
-    return merge.top_by_score(lex + extra, len(lex) + len(extra))
+    return merge.top_by_score(lex + extra, len(lex) + len(extra)) if extra else lex
 
 
 async def _rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict[int, list[str]],

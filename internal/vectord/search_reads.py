@@ -115,13 +115,15 @@ def _items_at_version_sql(corpus_id: int) -> bytes:
 
 
 async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
-                      expect: dict[int, int] | None = None
+                      expect: dict[int, int] | None = None, *, verified: bool = False
                       ) -> dict[tuple[int, str], dict[str, Any]]:
     """The rows of the wanted items, per corpus position (several: one statement).
 
     expect: the lexical versions (corpus id -> version) a search scored at without reading
     them; read here with the rows (a corpus with no row read on its own), and Stale raised
-    when one moved."""
+    when one moved. verified: the search read them current after it started already
+    (check_versions): rows kept at them are taken with no statement, rows read now must
+    still be at them."""
     expect = expect or {}
     seen: dict[int, int] = {}
     if len(wanted) > 1:
@@ -133,8 +135,10 @@ async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int,
         kept = store.lex.rows if checked and store.replicas is None else None
         if kept is not None and (rows := kept.get(cid, expect[cid], wanted[pos])) is not None:
             # Rows read before at the version the search scored at: only that version is
-            # checked, in a statement shared with the searches asking meanwhile.
-            seen.update(await store.lex.versions.current(store.reads, [cid]))
+            # checked (unless verified already), in a statement shared with the searches
+            # asking meanwhile.
+            if not verified:
+                seen.update(await store.lex.versions.current(store.reads, [cid]))
             return [((pos, row["id"]), row) for row in rows]
         stmt = _items_at_version_sql(cid) if checked else _items_sql(cid)
         async with store.reads.connection() as conn:
@@ -159,7 +163,8 @@ async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int,
         raise Stale from None  # dropped by another replica: the checked run says so
     if lexindex.moved(expect, seen):
         raise Stale
-    await check_versions(store, {cid: v for cid, v in expect.items() if cid not in seen})
+    if not verified:
+        await check_versions(store, {cid: v for cid, v in expect.items() if cid not in seen})
     return out
 
 
@@ -219,9 +224,16 @@ async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
     return out
 
 
-async def check_versions(store: Store, expect: dict[int, int] | None) -> None:
-    """Raise Stale when a corpus's lexical version is not the one the search scored at."""
-    if expect and lexindex.moved(expect, await store.lex.current(store.reads, list(expect))):
+async def check_versions(store: Store, expect: dict[int, int] | None, *,
+                         shared: bool = False) -> None:
+    """Raise Stale when a corpus's lexical version is not the one the search scored at
+    (shared: read in the statement shared with the searches asking meanwhile)."""
+    if not expect:
+        return
+    ids = list(expect)
+    now = await (store.lex.versions.current(store.reads, ids) if shared
+                 else store.lex.current(store.reads, ids))
+    if lexindex.moved(expect, now):
         raise Stale
 
 

@@ -516,16 +516,20 @@ def test_sampled_selection_equals_selecting_among_every_item() -> None:
             assert np.array_equal(postings._candidates(s, k), _plain_candidates(s, k)), (size, k)
 
 
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 async def test_kept_hit_rows_follow_every_write(apps: dict[str, str],
-                                                http: aiohttp.ClientSession) -> None:
+                                                http: aiohttp.ClientSession, mode: str) -> None:
     """A repeated search takes its hits' rows from those kept at the version it scored at
-    (lexindex.Rows); a write through another app that changes only metadata, or only the
+    (lexindex.Rows; hybrid checks that version beside its vector statement and reads no
+    rows at all); a write through another app that changes only metadata, or only the
     vector (updated_at), moves the version, so the next search shows the new row."""
     name = await make_corpus(http, apps["writer"])
     await _upsert(http, apps["writer"], name, [
         {"id": "m1", "vector": unit(8, 1), "text": "quartz lantern", "metadata": {"v": 1}},
         {"id": "m2", "vector": unit(8, 2), "text": "quartz harbor", "metadata": {"v": 1}}])
-    req = {"mode": "lexical", "query_text": "quartz", "k": 5}
+    req: dict[str, Any] = {"mode": mode, "query_text": "quartz", "k": 5}
+    if mode == "hybrid":
+        req["query_vector"] = unit(8, 1)
 
     async def hits() -> dict[str, dict[str, Any]]:
         status, body = await call(http, "POST", f"{apps['memory']}{C}/{name}/search", req)
