@@ -114,8 +114,8 @@ async def cross_validate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path,
                                cache_dir=cache_dir)
             vectors = await embed_queries(ec, dataset.queries, ing.model)
             for config, hybrid in configs.items():
-                run = await search_all(vc, name, dataset, "hybrid", vectors,
-                                       SearchOptions(hybrid=dict(hybrid)))
+                run = await search_all(vc, name, dataset, "hybrid", vectors, SearchOptions(
+                    hybrid={"k": crossval.DEPTH, **hybrid}))
                 for qid, value in ndcg10_per_query(run, dataset.qrels).items():
                     per_query[config][(dataset.name, qid)] = value
     return crossval.cross_validate(per_query, folds)

@@ -61,6 +61,7 @@ def test_bad_input() -> None:
 
 def test_candidates_cover_fusion_and_feedback() -> None:
     assert crossval.CANDIDATES[crossval.AS_SHIPPED] == {}
-    assert len(crossval.CANDIDATES) == 1 + len(crossval.FUSIONS) * len(crossval.FEEDBACK)
+    assert len(crossval.CANDIDATES) == (1 + len(crossval.FUSIONS) * len(crossval.FEEDBACK)
+                                        + len(crossval.POOLS))
     assert crossval.CANDIDATES["weighted, feedback off"] == {"fusion": "weighted",
                                                              "prf": {"docs": 0}}
