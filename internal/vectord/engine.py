@@ -359,12 +359,14 @@ async def _resolved(corpus: Corpus) -> Corpus:
 async def _vector(store: Store, p: Options, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
     req = p.req
+    started = time.perf_counter()
     by_name = {o.name: o for o in outcomes}
     space: dict[str, int] = {}
     live, by_pos, shared = await _vectors_of(store, p, outcomes, inc, req.k)
     choices = {o.name: by_pos[o.position] for o in live}
     grouped = await _shared_hits(store, {o.position: o.corpus for o in live
                                          if o.corpus is not None and o.position in shared}, shared)
+    shared_ms = _ms(started)  # the time of a corpus its space's shared scan served
 
     async def run(corpus: Corpus) -> list[Hit]:
         o = by_name[corpus.name]
@@ -373,6 +375,7 @@ async def _vector(store: Store, p: Options, outcomes: list[Outcome],
             return []
         space[corpus.name] = choice.space
         if o.position in grouped:
+            o.took_ms += shared_ms
             return grouped[o.position]
         q = validate.vector(choice.vector, corpus.dim, corpus.metric, "query_vector")
         rows = await store.vector_search(corpus, q, req.k, p.ef_search, p.where, p.params)
@@ -688,6 +691,7 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]],
                   factors: dict[tuple[str, str], float] | None = None) -> list[Hit]:
     req = p.req
+    started = time.perf_counter()
     indexes: dict[int, postings.CorpusIndex] = {}
     expect: dict[int, int] | None = None
     verified = False  # expect read current already (beside the vector statement)
@@ -859,6 +863,11 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         h.merge_score = merged
         h.included = f.id in included
         out.append(h)
+    # Each corpus's answer was ready when the union's was: its time is the search's (a
+    # corpus settled from shared reads ran no statement of its own to time).
+    took = _ms(started)
+    for o, _ in per:
+        o.took_ms = max(o.took_ms, took)
     return out
 
 

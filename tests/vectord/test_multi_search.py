@@ -30,7 +30,9 @@ async def test_merged_hits_with_per_corpus_counts(vectord_url: str,
                    {"mode": "keyword", "query_text": "number 2", "k": 4},
                    {"mode": "lexical", "query_text": "document number", "k": 3},
                    {"mode": "hybrid", "query_text": "document", "query_vector": unit(8, 25),
-                    "k": 5, "filter": {"tags_any": ["t"]}}):
+                    "k": 5, "filter": {"tags_any": ["t"]}},
+                   {"mode": "hybrid", "query_text": "document", "query_vector": unit(8, 25),
+                    "k": 5}):
         status, multi = await call(http, "POST", f"{vectord_url}{M}", {**search, "corpora": [b, a]})
         assert status == 200, multi
         assert multi["mode"] == search["mode"] and multi["took_ms"] >= 0
@@ -39,6 +41,13 @@ async def test_merged_hits_with_per_corpus_counts(vectord_url: str,
         for r in multi["results"]:
             assert set(r) == {"corpus", "hits", "took_ms"}
             assert r["hits"] == sum(h["corpus"] == r["corpus"] for h in multi["hits"])
+    # One corpus, its candidates settled from reads shared with no statement of its own:
+    # its time is still the search's, not the registry lookup's.
+    search = {"mode": "hybrid", "query_text": "document", "query_vector": unit(8, 25), "k": 5}
+    for _ in range(2):
+        status, one = await call(http, "POST", f"{vectord_url}{M}", {**search, "corpora": [a]})
+        assert status == 200, one
+        assert one["results"][0]["took_ms"] >= one["took_ms"] / 2
     # Vector distances share one scale: the merge is the per-corpus lists merged by distance.
     search = {"mode": "vector", "query_vector": unit(8, 3), "k": 5}
     _, multi = await call(http, "POST", f"{vectord_url}{M}", {**search, "corpora": [b, a]})
