@@ -711,7 +711,7 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
             if lexindex.moved(expect, seen):
                 raise search_reads.Stale
             await search_reads.check_versions(
-                store, {cid: v for cid, v in expect.items() if cid not in seen}, shared=True)
+                store, {cid: v for cid, v in expect.items() if cid not in seen})
         verified = True
         if any((o.corpus, o.error) != resolved[o.position] for o in outcomes):
             # _prepared re-read a dropped or recreated corpus: scan the vectors again.

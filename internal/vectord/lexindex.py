@@ -307,10 +307,6 @@ class LexIndex:
             self.cache.touch_all(idx, lexemes)
         return [ix.view(lexemes) for ix in idx]
 
-    async def current(self, reads: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
-        """The corpora's versions now (for a search that scored from the cache unchecked)."""
-        return await read_versions(reads, corpus_ids)
-
     def _remember(self, langs: Sequence[str], text: str, lexemes: list[str],
                   qtf: list[float]) -> None:
         self._parsed[(tuple(langs), text)] = (lexemes, qtf)

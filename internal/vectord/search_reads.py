@@ -224,16 +224,11 @@ async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
     return out
 
 
-async def check_versions(store: Store, expect: dict[int, int] | None, *,
-                         shared: bool = False) -> None:
+async def check_versions(store: Store, expect: dict[int, int] | None) -> None:
     """Raise Stale when a corpus's lexical version is not the one the search scored at
-    (shared: read in the statement shared with the searches asking meanwhile)."""
-    if not expect:
-        return
-    ids = list(expect)
-    now = await (store.lex.versions.current(store.reads, ids) if shared
-                 else store.lex.current(store.reads, ids))
-    if lexindex.moved(expect, now):
+    (read in the statement shared with the searches asking meanwhile, lexindex.Versions)."""
+    if expect and lexindex.moved(
+            expect, await store.lex.versions.current(store.reads, list(expect))):
         raise Stale
 
 
