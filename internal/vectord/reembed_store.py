@@ -76,6 +76,8 @@ async def start(conn: Conn, corpus: Corpus, model: str, dim: int) -> bool:
     await conn.execute(sql.SQL("ALTER TABLE {t} DROP COLUMN IF EXISTS embedding_next").format(t=t))
     await conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN embedding_next vector({dim})").format(
         t=t, dim=sql.Literal(int(dim))))
+    for stmt in schema.layout_sql(corpus.id, "embedding_next"):  # renamed `embedding` at the switch
+        await conn.execute(stmt)
     await conn.execute(sql.SQL(
         "CREATE OR REPLACE TRIGGER vectord_reembed_stale BEFORE UPDATE ON {t} "
         "FOR EACH ROW EXECUTE FUNCTION vectord_reembed_stale()").format(t=t))

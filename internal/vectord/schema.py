@@ -89,6 +89,24 @@ CREATE TABLE IF NOT EXISTS vectord_space_pending (
     PRIMARY KEY (space_id, corpus_id, id)
 );
 """),
+    # Every corpus's items table gets the row layout of `layout_sql` (DECISIONS.md, "Row
+    # layout"): a catalog change; rows written before keep theirs until rewritten.
+    (6, """
+DO $$
+DECLARE t regclass;
+BEGIN
+    FOR t IN SELECT c.oid::regclass FROM pg_class c
+             WHERE c.relkind = 'r' AND c.relname ~ '^vectord_items_[0-9]+$'
+               AND pg_table_is_visible(c.oid) LOOP
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN embedding SET STORAGE MAIN, '
+                       'SET (toast_tuple_target = 4000)', t);
+        IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = t AND attname = 'lex'
+                   AND NOT attisdropped) THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN lex SET STORAGE EXTERNAL', t);
+        END IF;
+    END LOOP;
+END $$;
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}
@@ -192,6 +210,7 @@ def create_items_sql(corpus_id: int, dim: int, keyword_index: str) -> list[sql.C
             created_at   timestamptz NOT NULL DEFAULT now(),
             updated_at   timestamptz NOT NULL DEFAULT now())""").format(
             table=table, dim=sql.Literal(int(dim))),
+        *layout_sql(corpus_id, "embedding"),
         sql.SQL("CREATE INDEX {name} ON {table} USING gin (metadata jsonb_path_ops)").format(
             name=sql.Identifier(f"vectord_items_{corpus_id}_metadata"), table=table),
         sql.SQL("CREATE INDEX {name} ON {table} (updated_at DESC, id)").format(
@@ -200,6 +219,30 @@ def create_items_sql(corpus_id: int, dim: int, keyword_index: str) -> list[sql.C
     if keyword_index == "trgm":
         stmts.append(sql.SQL("CREATE INDEX {name} ON {table} USING gin (({expr}) gin_trgm_ops)").format(
             name=sql.Identifier(f"vectord_items_{corpus_id}_trgm"), table=table, expr=KEYWORD_EXPR))
+    return stmts
+
+
+# Rows up to this many bytes stay whole in the heap (PostgreSQL's default: about 2 kB).
+TOAST_TARGET = 4000
+
+
+def layout_sql(corpus_id: int, column: str) -> list[sql.Composed]:
+    """The row layout of a corpus's items table, for a column just made: the embedding
+    (`embedding`, or a re-embedding's `embedding_next`) kept in the row, the lexemes
+    (`lex`) out of it, and rows up to TOAST_TARGET bytes whole.
+
+    A search reads every candidate's distance from its row: an embedding moved out of
+    line to TOAST (the default for a 384-d vector beside a paragraph of text) costs a
+    TOAST lookup a candidate (hybrid's 100-row scan 0.89 against 0.72 ms; DECISIONS.md,
+    "Row layout"). The lexemes are read only to build the lexical index."""
+    table = items_table(corpus_id)
+    if column == "lex":
+        return [sql.SQL("ALTER TABLE {t} ALTER COLUMN lex SET STORAGE EXTERNAL").format(t=table)]
+    stmts = [sql.SQL("ALTER TABLE {t} ALTER COLUMN {c} SET STORAGE MAIN").format(
+        t=table, c=sql.Identifier(column))]
+    if column == "embedding":
+        stmts.append(sql.SQL("ALTER TABLE {t} SET (toast_tuple_target = {n})").format(
+            t=table, n=sql.Literal(TOAST_TARGET)))
     return stmts
 
 

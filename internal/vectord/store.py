@@ -286,6 +286,8 @@ class Store:
                 await conn.execute(schema.create_hnsw_sql(
                     corpus.id, metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
             await lexical.install_corpus(conn, schema.items_table(corpus.id), corpus.id)
+            for stmt in schema.layout_sql(corpus.id, "lex"):
+                await conn.execute(stmt)
             if not defer_index:  # a deferred corpus joins its space when its index is built
                 corpus = msgspec.structs.replace(corpus, space_id=await self._attach(conn, corpus))
         self._cache[name] = (time.monotonic(), corpus)
