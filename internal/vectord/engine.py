@@ -819,7 +819,9 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         if lex_parts is not None:
             lex = _merged_lex(lex_parts, p.n)
         fused = fuse(vec_lists, lex)
-    distance = {k: d for vec in vec_lists for k, d in vec}  # true values, shown on the hits
+    # True values, shown on the hits (one space: the list as it is, built in C).
+    distance = (dict(vec_lists[0]) if len(vec_lists) == 1
+                else {k: d for vec in vec_lists for k, d in vec})
     lexical_score = dict(lex)
     by_pos = {o.position: o for o, _ in per}
     if all(_weight(o, weights) == 1.0 for o in by_pos.values()):
@@ -904,7 +906,7 @@ async def _corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str
             scored = []
         if query is None and p.symbolic is None and not include:
             # Nothing for PostgreSQL to add (feedback's lexical pass).
-            return _Candidates([], [(merge.key(i, position), sc) for i, sc in scored], {})
+            return _Candidates([], merge.keyed(scored, position), {})
     table = schema.items_table(corpus.id)
     # BM25 scored in memory goes into the statement only when the symbolic layer must
     # score its candidates too; else the statement is the vector branch alone.
@@ -924,7 +926,7 @@ async def _corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str
     rows = await _candidate_rows(store, p, stmt, args)
     vec = _vec_of(rows, position)
     if scored is not None and not lex_in_sql:
-        lex = [(merge.key(i, position), sc) for i, sc in scored]
+        lex = merge.keyed(scored, position)
         in_lex = {i for i, _ in scored}
     else:
         lex = [(merge.key(r["id"], position), float(r["lex_score"]))
@@ -1015,7 +1017,7 @@ async def _own_scan(store: Store, p: Options, position: int, corpus: Corpus,
             await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
             await cur.execute(stmt, {"vec_q": q, "vec_n": p.n, "lex_corpus_id": corpus.id})
             rows = await cur.fetchall()
-        vec = [(merge.key(i, position), float(d)) for i, d, _ in sorted(rows, key=_by_distance)]
+        vec = merge.keyed([(i, float(d)) for i, d, _ in sorted(rows, key=_by_distance)], position)
         return vec, (int(rows[0][2]) if rows else None)
     except Exception as exc:
         log.debug("own_scan_failed", corpus=corpus.name, error=str(exc))
@@ -1095,6 +1097,6 @@ def _settled(p: Options, position: int, vec: list[tuple[str, float]] | None,
     cost about half a millisecond."""
     if lex is None or p.symbolic is not None:
         return None
-    return _Candidates(vec or [], [(merge.key(i, position), sc) for i, sc in lex], {})
+    return _Candidates(vec or [], merge.keyed(lex, position), {})
 
 
