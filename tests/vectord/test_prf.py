@@ -47,6 +47,21 @@ def test_relevance_model_and_expansion_by_hand() -> None:
     assert prf.expand({"q": 1.0}, model, terms=0, weight=1.0) == {"q": 0.5}
 
 
+def test_best_first_is_the_prefix_of_the_whole_order() -> None:
+    # Ties at the k-th weight, all equal, fewer lexemes than k: the prefix of sorting all.
+    rng = np.random.default_rng(3)
+    for size in (0, 1, 5, 40, 300, 1200):
+        words = [f"w{int(x)}" for x in rng.integers(0, 10 * size + 1, size)]
+        weights = rng.choice([0.5, 0.25, 0.125, 0.01], size) if size % 2 else rng.random(size)
+        model = {w: float(x) for w, x in zip(words, weights, strict=True)}
+        whole = sorted(model, key=lambda t: (-model[t], t))
+        for k in (1, 2, 7, 40, 120, len(model), len(model) + 5):
+            got = prf.best_first(model, k)
+            assert len(got) >= min(k, len(model))
+            assert got == whole[:len(got)]
+            assert len(got) == len(model) or model[got[-1]] > model[whole[len(got)]]
+
+
 def test_settings_checked() -> None:
     from internal.api.vectord import Prf
     from internal.common.errors import InvalidArgument
