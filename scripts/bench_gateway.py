@@ -233,17 +233,20 @@ async def beir_against_baseline(args: argparse.Namespace, this: str, base: str) 
         seq: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
         wall = dict.fromkeys(pairs, 0.0)
         done = dict.fromkeys(pairs, 0)
+        order_rng = random.Random(7)
         for rnd in range(args.rounds):
             # One at a time, the latency a user sees: each text through every search on
             # every side in turn, so that the machine's swings fall on all four alike (the
-            # p50 ratio compares two of them). The turn rotates by one a text: each of the
-            # four goes first, and follows its own side's search, equally often (a daemon
-            # answering twice in a row answers faster: a reversed order every other text
-            # gave this side's default that edge and the baseline's vector search, and
-            # moved each side's ratio by 0.1, whichever checkout ran as "this").
-            for j, text in enumerate(texts[:100]):
-                turn = (j + rnd * 100) % len(pairs)
-                for label, side in pairs[turn:] + pairs[:turn]:
+            # p50 ratio compares two of them). The turn is shuffled a text (seeded): each of
+            # the four goes first, and follows each other one, equally often on average.
+            # (A fixed order favours some: a daemon answering twice in a row answers
+            # faster, and a search right after the previous main's 30 ms default search
+            # answers slower. A reversed order every other text moved each side's ratio by
+            # 0.1 whichever checkout ran as "this"; a rotating one put this side's vector
+            # search after the baseline's default three times in four.)
+            for text in texts[:100]:
+                turn = order_rng.sample(pairs, len(pairs))
+                for label, side in turn:
                     got, _ = await run_texts(session, sides[side], bodies[label], [text])
                     seq[(label, side)] += got
             for label, body in bodies.items():
