@@ -104,6 +104,10 @@ BEGIN
                    AND NOT attisdropped) THEN
             EXECUTE format('ALTER TABLE %s ALTER COLUMN lex SET STORAGE EXTERNAL', t);
         END IF;
+        IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = t
+                   AND attname = 'embedding_next' AND NOT attisdropped) THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN embedding_next SET STORAGE MAIN', t);
+        END IF;
     END LOOP;
 END $$;
 """),

@@ -21,7 +21,8 @@ FROM pg_class c JOIN vectord_corpora v ON c.relname = 'vectord_items_' || v.id
 WHERE v.name = %s"""
 
 
-async def _layout(pg_dsn: str, name: str) -> tuple[str, str, list[str] | None]:
+async def layout_of(pg_dsn: str, name: str) -> tuple[str, str, list[str] | None]:
+    """(embedding's attstorage, lex's, the table's reloptions) of a corpus's items table."""
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         cur = await conn.execute(LAYOUT, (name,))
         row = await cur.fetchone()
@@ -42,7 +43,7 @@ async def test_new_corpus_keeps_embeddings_in_the_row_and_old_ones_are_migrated(
         await server.close()
     # MAIN: in the row; EXTERNAL: out of it, uncompressed.
     target = f"toast_tuple_target={schema.TOAST_TARGET}"
-    assert await _layout(pg_dsn, name) == ("m", "e", [target])
+    assert await layout_of(pg_dsn, name) == ("m", "e", [target])
     # A table of the layout before (PostgreSQL's defaults) is migrated on start.
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         cur = await conn.execute("SELECT id FROM vectord_corpora WHERE name = %s", (name,))
@@ -53,7 +54,7 @@ async def test_new_corpus_keeps_embeddings_in_the_row_and_old_ones_are_migrated(
                            f"ALTER COLUMN lex SET STORAGE EXTENDED, RESET (toast_tuple_target)")
         await conn.execute("DELETE FROM schema_migrations WHERE component = 'vectord' "
                            "AND version >= 6")
-    assert await _layout(pg_dsn, name) == ("e", "x", None)
+    assert await layout_of(pg_dsn, name) == ("e", "x", None)
     server = await serve(make_app(base_cfg))
     try:
         status, body = await call(http, "POST", f"{url_of(server)}{C}/{name}/search",
@@ -62,4 +63,4 @@ async def test_new_corpus_keeps_embeddings_in_the_row_and_old_ones_are_migrated(
         assert status == 200 and len(body["hits"]) == 5
     finally:
         await server.close()
-    assert await _layout(pg_dsn, name) == ("m", "e", [target])
+    assert await layout_of(pg_dsn, name) == ("m", "e", [target])

@@ -23,6 +23,7 @@ from internal.embedd.server import make_app as make_embedd
 from internal.vectord.server import make_app as make_vectord
 from tests.embedd.test_remote import Fake, fake_vector
 from tests.helpers import serve, url_of, with_section
+from tests.vectord.test_layout import layout_of
 from tests.vectord.vdata import call, unique, unit
 
 C = "/v1/vectors/corpora"
@@ -95,7 +96,7 @@ async def test_bad_requests_are_4xx(http: aiohttp.ClientSession, env: Env) -> No
 
 
 async def test_reembed_under_writers_and_searches(http: aiohttp.ClientSession,
-                                                  env: Env) -> None:
+                                                  env: Env, pg_dsn: str) -> None:
     name, _ = await local_corpus(http, env, 300)
     texts: dict[str, str] = {f"d{i}": f"note {i} about ferries, lagoons and kelp number {i}"
                              for i in range(300)}
@@ -184,6 +185,8 @@ async def test_reembed_under_writers_and_searches(http: aiohttp.ClientSession,
                              {"mode": "vector", "query_vector": expected(texts["d7"]).tolist(),
                               "k": 1})
     assert status == 200 and out["hits"][0]["id"] == "d7", out
+    # The new vectors are kept in the row as the old ones were (schema.layout_sql).
+    assert (await layout_of(pg_dsn, name))[:2] == ("m", "e")
 
 
 async def test_deleting_a_corpus_mid_reembed_cancels_it(http: aiohttp.ClientSession,
