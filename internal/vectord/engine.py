@@ -785,8 +785,8 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
         item_id, pos = merge.unkey(k)
         return (factors or {}).get((name_of[pos], item_id), 1.0)
 
-    def fuse(vec_lists: list[list[tuple[str, float]]], lex: list[tuple[str, float]]
-             ) -> list[fusion.Fused]:
+    def fuse(vec_lists: list[list[tuple[str, float]]], lex: list[tuple[str, float]],
+             limit: int | None) -> list[fusion.Fused]:
         if factors:  # the playbook's factor inside the fusion (true values stay shown)
             vec_lists = [merge.top_by_distance([(k, d * fac(k)) for k, d in vec], len(vec))
                          for vec in vec_lists]
@@ -798,9 +798,15 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
             similarities = [[(k, hits.similarity(metric[merge.unkey(k)[1]], d)) for k, d in vec]
                             for vec in vec_lists]
         return fusion.fuse(p.method, {fusion.LEXICAL: lex}, k=p.rrf_k,
-                           weights=p.fusion_weights, symbolic=sym, vector_spaces=similarities)
+                           weights=p.fusion_weights, symbolic=sym, vector_spaces=similarities,
+                           limit=limit)
 
-    fused = fuse(vec_lists, lex)
+    # A fused list is built only as far as it is read: feedback reads the first pass's
+    # top `docs`, and the hits are the top k, unless an `include` item (kept wherever it
+    # ranks) or a corpus weight (which reorders) reaches past them.
+    final = (None if included or asked or any(_weight(o, weights) != 1.0 for o, _ in per)
+             else req.k)
+    fused = fuse(vec_lists, lex, p.prf.docs if p.prf.on else final)
     if p.prf.on and fused:
         corpora_at = {o.position: c for o, (c, _) in per}
         inc_at = {o.position: inc.get(o.name, []) for o, _ in per}
@@ -818,7 +824,7 @@ async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
             vec_lists = _merged_vec_spaces(vec_parts, p.n)
         if lex_parts is not None:
             lex = _merged_lex(lex_parts, p.n)
-        fused = fuse(vec_lists, lex)
+        fused = fuse(vec_lists, lex, final)
     # True values, shown on the hits (one space: the list as it is, built in C).
     distance = (dict(vec_lists[0]) if len(vec_lists) == 1
                 else {k: d for vec in vec_lists for k, d in vec})

@@ -23,6 +23,7 @@ With one space this is the plain vector branch.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 
@@ -170,16 +171,20 @@ def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | Non
 
 
 def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapping[str, float]],
-            ranks: Mapping[str, Mapping[str, int]]) -> list[Fused]:
-    """Best fused score first; ties by the best rank in any layer, then first seen."""
+            ranks: Mapping[str, Mapping[str, int]], limit: int | None = None) -> list[Fused]:
+    """Best fused score first; ties by the best rank in any layer, then first seen. limit:
+    only the first `limit` of that list (a search that reads ten of two hundred)."""
     worst = 1 << 30
     best: dict[str, int] = dict.fromkeys(order, worst)
     for layer_ranks in ranks.values():
         for cid, rank in layer_ranks.items():
             if rank < best[cid]:
                 best[cid] = rank
-    keyed = sorted(zip([-fused[cid] for cid in order], [best[cid] for cid in order],
-                       range(len(order)), order, strict=True))
+    rows = zip([-fused[cid] for cid in order], [best[cid] for cid in order],
+               range(len(order)), order, strict=True)
+    # nsmallest(n, rows) is sorted(rows)[:n] (no two rows are equal: the position differs).
+    keyed = (sorted(rows) if limit is None or limit >= len(order)
+             else heapq.nsmallest(max(limit, 0), rows))
     layers = tuple(layer for layer in LAYERS if layer in raw)
     return [Fused(cid, -neg, raw, ranks, layers) for neg, _, _, cid in keyed]
 
@@ -195,7 +200,7 @@ def _active(raw: Mapping[str, Mapping[str, float]], symbolic: Mapping[str, float
 def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
         symbolic: Mapping[str, float] | None = None,
         weights: Mapping[str, float] | None = None,
-        vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
+        vector_spaces: Sequence[Branch] | None = None, limit: int | None = None) -> list[Fused]:
     """Reciprocal Rank Fusion; symbolic ranks count candidates matching a preference.
 
     Without weights every layer counts alike (the classic formula); with weights each
@@ -210,12 +215,13 @@ def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
         cid: sum(w[layer] / (k + ranks[layer][cid]) for layer in layers if cid in ranks[layer])
         for cid in order
     }
-    return _finish(order, fused, raw, ranks)
+    return _finish(order, fused, raw, ranks, limit)
 
 
 def _normalised_fusion(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None,
                        weights: Mapping[str, float], method: str,
-                       vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
+                       vector_spaces: Sequence[Branch] | None = None,
+                       limit: int | None = None) -> list[Fused]:
     order, raw, ranks, groups = _collect(branches, symbolic, vector_spaces)
     layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers)
@@ -237,35 +243,38 @@ def _normalised_fusion(branches: Mapping[str, Branch], symbolic: Mapping[str, fl
         wl = w[layer]
         for cid, v in norm[layer].items():
             fused[cid] += wl * v
-    return _finish(order, fused, raw, ranks)
+    return _finish(order, fused, raw, ranks, limit)
 
 
 def weighted(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
              symbolic: Mapping[str, float] | None = None,
-             vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
+             vector_spaces: Sequence[Branch] | None = None,
+             limit: int | None = None) -> list[Fused]:
     """Convex combination of min-max normalised layer scores."""
-    return _normalised_fusion(branches, symbolic, weights, "weighted", vector_spaces)
+    return _normalised_fusion(branches, symbolic, weights, "weighted", vector_spaces, limit)
 
 
 def dbsf(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
          symbolic: Mapping[str, float] | None = None,
-         vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
+         vector_spaces: Sequence[Branch] | None = None,
+         limit: int | None = None) -> list[Fused]:
     """Distribution-based score fusion: mean ± 3σ normalisation, then weighted sum."""
-    return _normalised_fusion(branches, symbolic, weights, "dbsf", vector_spaces)
+    return _normalised_fusion(branches, symbolic, weights, "dbsf", vector_spaces, limit)
 
 
 def fuse(method: str, branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
          weights: Mapping[str, float] | None = None,
          symbolic: Mapping[str, float] | None = None,
-         vector_spaces: Sequence[Branch] | None = None) -> list[Fused]:
-    """Dispatch on the method name (rrf | weighted | dbsf)."""
+         vector_spaces: Sequence[Branch] | None = None,
+         limit: int | None = None) -> list[Fused]:
+    """Dispatch on the method name (rrf | weighted | dbsf); limit: the best `limit` only."""
     if method == "rrf":
         return rrf(branches, k=k, symbolic=symbolic, weights=weights,
-                   vector_spaces=vector_spaces)
+                   vector_spaces=vector_spaces, limit=limit)
     if method == "weighted":
         return weighted(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic,
-                        vector_spaces=vector_spaces)
+                        vector_spaces=vector_spaces, limit=limit)
     if method == "dbsf":
         return dbsf(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic,
-                    vector_spaces=vector_spaces)
+                    vector_spaces=vector_spaces, limit=limit)
     raise ValueError(f"fusion: unknown method {method!r}; expected one of {', '.join(METHODS)}")

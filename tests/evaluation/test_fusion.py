@@ -156,3 +156,19 @@ def test_vector_spaces_rank_and_normalise_within_each_space() -> None:
     assert fused["a2"].score == fused["b2"].score == pytest.approx(0.0)
     with pytest.raises(ValueError, match="not both"):
         fusion.fuse("rrf", {"vector": a}, vector_spaces=[b])
+
+
+@pytest.mark.parametrize("method", fusion.METHODS)
+def test_a_limit_gives_the_prefix_of_the_whole_list(method: str) -> None:
+    # Ties in score (equal ranks in both lists) and candidates of one layer only.
+    vec = [(f"v{i}", 1.0 - (i // 2) / 50) for i in range(60)]
+    lex = [(f"v{i}" if i % 3 == 0 else f"l{i}", 20.0 - (i // 3) * 0.5) for i in range(60)]
+    sym = {f"v{i}": (i % 4) / 4 for i in range(0, 60, 5)}
+    for symbolic in (None, sym):
+        whole = fusion.fuse(method, {fusion.LEXICAL: lex}, vector_spaces=[vec],
+                            symbolic=symbolic)
+        for limit in (0, 1, 10, 97, len(whole), len(whole) + 3):
+            got = fusion.fuse(method, {fusion.LEXICAL: lex}, vector_spaces=[vec],
+                              symbolic=symbolic, limit=limit)
+            assert [(f.id, f.score, f.ranks, f.scores) for f in got] == \
+                [(f.id, f.score, f.ranks, f.scores) for f in whole[:limit]]
