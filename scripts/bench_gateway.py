@@ -17,7 +17,8 @@ overhead any aiohttp hop adds on this machine, measured in the same rounds.
                            # (text embedded by the stack's model, vectors cached in
                            # var/eval-cache), SciFact's queries as text: the default search
                            # (hybrid, feedback as shipped) and a vector-only search of the
-                           # same text, through each gateway
+                           # same text, through each gateway (p50s: one text at a
+                           # time through all four, in a turn shuffled a text)
 
     flock /tmp/lakehouse-bench.lock .venv/bin/python scripts/bench_gateway.py \
         --baseline ../main-before --beir ../shared/data
