@@ -1023,7 +1023,7 @@ async def _own_scan(store: Store, p: Options, position: int, corpus: Corpus,
             await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
             await cur.execute(stmt, {"vec_q": q, "vec_n": p.n, "lex_corpus_id": corpus.id})
             rows = await cur.fetchall()
-        vec = merge.keyed([(i, float(d)) for i, d, _ in sorted(rows, key=_by_distance)], position)
+        vec = merge.keyed(((i, float(d)) for i, d, _ in sorted(rows, key=_by_distance)), position)
         return vec, (int(rows[0][2]) if rows else None)
     except Exception as exc:
         log.debug("own_scan_failed", corpus=corpus.name, error=str(exc))

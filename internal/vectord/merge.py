@@ -28,15 +28,19 @@ from collections.abc import Iterable, Sequence
 _SEP = "\x00"
 
 
+def _suffix(position: int) -> str:
+    return f"{_SEP}{position:06d}"
+
+
 def key(item_id: str, position: int) -> str:
     """The cross-corpus candidate key of item_id in the corpus at `position`."""
-    return f"{item_id}{_SEP}{position:06d}"
+    return item_id + _suffix(position)
 
 
 def keyed(rows: Iterable[tuple[str, float]], position: int) -> list[tuple[str, float]]:
     """(key, value) of each (item id, value) of the corpus at `position`: `key` with its
     suffix formatted once (a hundred keys: 8 instead of 33 us, four lists a search)."""
-    suffix = f"{_SEP}{position:06d}"
+    suffix = _suffix(position)
     return [(item_id + suffix, v) for item_id, v in rows]
 
 
