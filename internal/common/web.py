@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
+import os
 import re
 import time
 import uuid
@@ -35,6 +37,23 @@ REQUEST_ID_HEADER = "X-Request-ID"
 REQUEST_ID_KEY = web.RequestKey("request_id", str)  # request[...] slot holding the id
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _encoder = msgspec.json.Encoder()
+# Request ids made here: 64 random bits per process, then a counter (32 hex digits, as a
+# uuid4's; a uuid4 a request was 2% of vectord's CPU per BM25 search at 5,000 documents).
+_RID_PREFIX = uuid.uuid4().hex[:16]
+_rid_numbers = itertools.count(1)
+
+
+def _new_rid_prefix() -> None:
+    global _RID_PREFIX, _rid_numbers
+    _RID_PREFIX, _rid_numbers = uuid.uuid4().hex[:16], itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_new_rid_prefix)  # a forked child numbers afresh
+
+
+def new_request_id() -> str:
+    """An id unique to this request: a random prefix per process and a counter."""
+    return f"{_RID_PREFIX}{next(_rid_numbers):016x}"
 
 
 def error_body(code: str, message: str, request_id: str, field: str | None = None) -> dict[str, Any]:
@@ -126,7 +145,7 @@ async def _render_errors(request: web.Request, handler: Handler, rid: str) -> we
 async def context_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Bind a request id, map exceptions to the error body, log one access line."""
     incoming = request.headers.get(REQUEST_ID_HEADER, "")
-    rid = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+    rid = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
     request[REQUEST_ID_KEY] = rid
     started = time.perf_counter()
     # bind/reset rather than the bound_contextvars context manager: same effect, less CPU.
@@ -268,8 +287,11 @@ async def read_json(request: web.Request, type_: type[T]) -> T:
     """Read the whole body (bounded by client_max_size and BODY_TIMEOUT_SECONDS) and
     decode it as type_."""
     try:
-        async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+        if request.content.is_eof():  # the whole body is here: nothing to wait for
             raw = await request.read()
+        else:
+            async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+                raw = await request.read()
     except TimeoutError:
         raise RequestTimeout(
             f"request body not received within {BODY_TIMEOUT_SECONDS:g}s") from None
@@ -322,7 +344,7 @@ class JsonErrorRequestHandler(web_protocol.RequestHandler):
         else:
             code = _HTTP_CODES.get(status, "bad_request")
             text = f"malformed HTTP request: {message or exc or 'bad request'}"[:300]
-        resp = error_response(status, code, text, uuid.uuid4().hex, field)
+        resp = error_response(status, code, text, new_request_id(), field)
         resp.headers["Server"] = SERVER_NAME
         resp.force_close()
         return resp

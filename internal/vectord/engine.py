@@ -665,8 +665,7 @@ async def _lexical_memory(store: Store, p: Options, outcomes: list[Outcome],
         if row is None:
             continue  # deleted since the index was read
         rank += 0 if asked else 1  # ranks in the union's list, as one corpus would say
-        h = hits.hit(corpora[pos], row, score=score, scores={"lexical": score},
-                     ranks={} if asked else {"lexical": rank})
+        h = hits.from_lexical_row(corpora[pos], row, score, None if asked else rank)
         h.merge_score = -neg
         h.included = asked
         out.append(h)

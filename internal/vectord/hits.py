@@ -50,6 +50,20 @@ def from_vector_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
     return out
 
 
+def from_lexical_row(corpus: Corpus, row: dict[str, Any], score: float,
+                     rank: int | None) -> Hit:
+    """A BM25 hit (rank None: an `include` item, matched in no layer): hit() spelled out
+    for the in-memory lexical search, as from_vector_rows for the vector branch."""
+    tags = row["tags"]
+    return Hit(
+        id=row["id"], corpus=corpus.name, distance=None, score=score,
+        ranks={"vector": None, "lexical": rank},
+        scores={"vector": None, "lexical": score},
+        text=row["text"], title=row["title"], tags=list(tags) if tags else [],
+        metadata=row["metadata"] or {}, language=row["language"],
+        updated_at=row["updated_at"], matched_layers=[] if rank is None else ["lexical"])
+
+
 def from_keyword_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
     """Keyword rows, newest first: no distance, no score."""
     return [hit(corpus, row) for row in rows]

@@ -286,10 +286,11 @@ class Cache:
 
 def avgdl(stats: Sequence[Stats], weights: tuple[float, float, float]) -> tuple[float, float]:
     """(N, average weighted length) of the union of corpora, as lexical._STATS_STATIC."""
-    n = float(sum(s.n for s in stats))
-    sa = float(sum(s.sums[0] for s in stats))
-    sb = float(sum(s.sums[1] for s in stats))
-    sc = float(sum(s.sums[2] for s in stats))
+    count = ta = tb = tc = 0  # integers: their sums are exact, whatever the order
+    for s in stats:
+        a, b, c = s.sums
+        count, ta, tb, tc = count + s.n, ta + a, tb + b, tc + c
+    n, sa, sb, sc = float(count), float(ta), float(tb), float(tc)
     return n, (weights[0] * sa + weights[1] * sb + weights[2] * sc) / max(n, 1.0)
 
 

@@ -587,3 +587,80 @@ async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) ->
                 await gate.close()
                 await conn.execute("DELETE FROM vectord_lex_versions WHERE corpus_id = ANY(%s)",
                                    (ids,))
+
+
+async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: str) -> None:
+    """lexindex.Versions: a batch asked while the one before is in flight is read on the
+    same connection, taken once; a batch whose connection cannot be taken fails alone
+    (its searches see the error) and the next one takes a connection again."""
+    import asyncio
+    import contextlib
+
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+    from internal.vectord import lexindex, schema
+
+    class Held:  # a connection whose statements wait for `go`
+        def __init__(self, conn: Any, started: asyncio.Event, go: asyncio.Event) -> None:
+            self.conn, self.started, self.go = conn, started, go
+
+        async def execute(self, *args: Any) -> Any:
+            self.started.set()
+            await self.go.wait()
+            return await self.conn.execute(*args)
+
+    class Counted:
+        def __init__(self, pool: AsyncConnectionPool) -> None:
+            self.pool, self.taken, self.fail_next = pool, 0, False
+            self.started, self.go = asyncio.Event(), asyncio.Event()
+
+        @contextlib.asynccontextmanager
+        async def connection(self) -> AsyncIterator[Any]:
+            self.taken += 1
+            if self.fail_next:
+                self.fail_next = False
+                raise psycopg.OperationalError("no connection (test)")
+            async with self.pool.connection() as conn:
+                yield Held(conn, self.started, self.go)
+
+    await schema.migrate(pg_dsn)
+    cid = 9_000_011
+    async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=2, open=False,
+                                   kwargs={"autocommit": True}) as pool:
+        reads = Counted(pool)
+        gate = lexindex.Versions()
+        try:
+            first = asyncio.create_task(gate.current(reads, [cid]))
+            await reads.started.wait()  # the first batch's statement is in flight
+            second = asyncio.create_task(gate.current(reads, [cid]))
+            await asyncio.sleep(0)
+            reads.go.set()
+            assert await first == await second == {cid: 0}
+            assert (gate.statements, reads.taken) == (2, 1)
+            reads.fail_next = True
+            with pytest.raises(psycopg.OperationalError):
+                await gate.current(reads, [cid])
+            assert await gate.current(reads, [cid]) == {cid: 0}
+            assert (gate.statements, reads.taken) == (3, 3)
+        finally:
+            await gate.close()
+
+
+@pytest.mark.parametrize("rank", [3, None])
+def test_lexical_hit_spelled_out_equals_hit(rank: int | None) -> None:
+    """hits.from_lexical_row (the in-memory BM25's hits) is hits.hit spelled out."""
+    from datetime import UTC, datetime
+
+    from internal.api.vectord import Corpus
+    from internal.vectord import hits
+
+    corpus = Corpus(id=7, name="c", dim=8, metric="cosine", language="english", model=None,
+                    keyword_index="scan", created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    for row in ({"id": "a", "text": "t", "title": None, "tags": None, "metadata": None,
+                 "language": "english", "updated_at": datetime(2026, 1, 2, tzinfo=UTC)},
+                {"id": "b", "text": "t", "title": "T", "tags": ["x"], "metadata": {"k": 1},
+                 "language": "german", "updated_at": datetime(2026, 1, 2, tzinfo=UTC)}):
+        want = hits.hit(corpus, row, score=1.5, scores={"lexical": 1.5},
+                        ranks={} if rank is None else {"lexical": rank})
+        assert hits.from_lexical_row(corpus, row, 1.5, rank) == want
