@@ -130,14 +130,9 @@ def moved(expected: dict[int, int], current: dict[int, int]) -> bool:
     return any(current.get(cid, v) != v for cid, v in expected.items())
 
 
-async def read_versions(reads: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
-    """The corpora's versions now, in one statement (corpus id -> version; 0: none yet)."""
-    async with reads.connection() as conn:
-        return await versions_on(conn, corpus_ids)
-
-
 async def versions_on(conn: Any, corpus_ids: Sequence[int]) -> dict[int, int]:
-    """read_versions on a connection the caller holds."""
+    """The corpora's versions now, in one statement on the caller's connection (corpus
+    id -> version; 0: none yet)."""
     cur = await conn.execute(VERSIONS, {"ids": id_array(corpus_ids)})
     return {int(r[0]): int(r[1]) for r in await cur.fetchall()}
 
@@ -236,7 +231,8 @@ class Versions:
                         fut.set_result(got)
                         fut = None
             except BaseException as exc:  # every search of the batch sees the failure
-                if fut is None:  # taking the connection failed: the batch not taken yet
+                if fut is None:  # no batch in flight (taking the connection failed): the
+                    # waiting one fails, else a server down would be retried in a loop
                     fut, self._next = self._next, None
                 if fut is not None and not fut.done():
                     fut.set_exception(exc)
@@ -598,7 +594,7 @@ def query_stats(idx: Sequence[postings.CorpusIndex], lexemes: Sequence[str],
         for entries in held:
             e = entries.get(t)
             if e is not None:
-                count += len(e.ords)  # Entry.df
+                count += e.df
         if count > 0:
             df = float(count)
             rows.append((df, t, postings.idf_weight(n, df, q)))
