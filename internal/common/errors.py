@@ -58,6 +58,20 @@ class PayloadTooLarge(LakehouseError):
     code = "payload_too_large"
 
 
+class RateLimited(LakehouseError):
+    """The client is past its share of the gateway; `retry_after`: seconds to wait (the
+    answer's Retry-After header), None when the answer had none."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: float | None = None,
+                 field: str | None = None, code: str | None = None,
+                 request_id: str | None = None) -> None:
+        super().__init__(message, field=field, code=code, request_id=request_id)
+        self.retry_after = retry_after
+
+
 class UpstreamError(LakehouseError):
     """A daemon or server we called failed; message carries its words."""
 
@@ -90,7 +104,8 @@ class ServiceError(LakehouseError):
 # Status -> class, the reverse of each class's `status` (ServiceError keeps any status).
 _BY_STATUS: dict[int, type[LakehouseError]] = {
     cls.status: cls for cls in (InvalidArgument, Unauthorized, NotFound, RequestTimeout, Conflict,
-                                PayloadTooLarge, UpstreamError, Unavailable, UpstreamTimeout)
+                                PayloadTooLarge, RateLimited, UpstreamError, Unavailable,
+                                UpstreamTimeout)
 }
 
 
