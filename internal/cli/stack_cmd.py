@@ -50,8 +50,9 @@ def _status(args: argparse.Namespace) -> int:
     if answer is not None:
         for name, comp in sorted(answer.components.items()):
             rows.append((name, comp.status, comp.address or ""))
-    else:
-        # No gateway: ask each daemon where the config says it is.
+    elif not (getattr(args, "url", None) or os.environ.get("LAKEHOUSE_URL")):
+        # No gateway at the configured address: ask each daemon where the config says it
+        # is. A URL given (--url, $LAKEHOUSE_URL) names another stack: only it is reported.
         for name, section in (("embedd", cfg.embedd), ("vectord", cfg.vectord),
                               ("matrixd", cfg.matrixd), ("syncd", cfg.sync)):
             url = f"http://{section.host}:{section.port}"
