@@ -268,11 +268,16 @@ def _ingest(args: argparse.Namespace) -> int:
 
     async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
-        await _ensure_corpus(client, args)
+        # Each step waits out a 429 (past this client's share), as the batches do.
+        await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
         if args.normalize:
             docs = await normalized(client, docs, args.context, args.thread)
-        stored = {row.id: row.content_hash
-                  async for row in client.iter_ids(args.corpus, page_size=10000)}
+
+        async def listing() -> dict[str, str]:
+            return {row.id: row.content_hash
+                    async for row in client.iter_ids(args.corpus, page_size=10000)}
+
+        stored = await retrying(listing, "listing", 3, _notice)
         plan = plan_ingest(docs, stored)
         if plan.empty:
             print(f"skipped {len(plan.empty)} documents with no title and no text: "
@@ -280,9 +285,15 @@ def _ingest(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(docs), initial=plan.unchanged + len(plan.empty), unit="doc",
                    desc=args.corpus, disable=args.quiet)
         store = GatewayStore(client)
+        bar.set_postfix_str(f"batch {args.batch}", refresh=False)
+
+        def progress(done: int) -> None:  # the batch size shrinks after a 429
+            bar.set_postfix_str(f"batch {pipe.size}", refresh=False)
+            bar.update(done)
+
         pipe = Pipeline(store, store, args.corpus, batch=args.batch,
                         concurrency=max(1, args.concurrency), retries=3, notice=_notice,
-                        progress=bar.update)
+                        progress=progress)
         stopped: StackFailure | None = None
         try:
             await pipe.write(plan.todo)
@@ -297,7 +308,8 @@ def _ingest(args: argparse.Namespace) -> int:
             print(f"{args.corpus}: {report.upserted} upserted before stopping, "
                   f"{len(report.failed)} failed; run again to resume", file=sys.stderr)
             return 1
-        total = (await client.get_corpus(args.corpus)).count
+        total = (await retrying(partial(client.get_corpus, args.corpus), "count", 3,
+                                _notice)).count
         print(f"{args.corpus}: {len(docs)} documents: {report.upserted} upserted, "
               f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
               f"{len(report.failed)} failed; {total} items in corpus")

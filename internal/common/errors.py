@@ -58,18 +58,12 @@ class PayloadTooLarge(LakehouseError):
     code = "payload_too_large"
 
 
-class RateLimited(LakehouseError):
-    """The client is past its share of the gateway; `retry_after`: seconds to wait (the
-    answer's Retry-After header), None when the answer had none."""
+class TooManyRequests(LakehouseError):
+    """Past the caller's share: try again after `retry_after` seconds (its Retry-After)."""
 
     status = 429
-    code = "rate_limited"
-
-    def __init__(self, message: str, *, retry_after: float | None = None,
-                 field: str | None = None, code: str | None = None,
-                 request_id: str | None = None) -> None:
-        super().__init__(message, field=field, code=code, request_id=request_id)
-        self.retry_after = retry_after
+    code = "too_many_requests"
+    retry_after: float | None = None
 
 
 class UpstreamError(LakehouseError):
@@ -104,7 +98,7 @@ class ServiceError(LakehouseError):
 # Status -> class, the reverse of each class's `status` (ServiceError keeps any status).
 _BY_STATUS: dict[int, type[LakehouseError]] = {
     cls.status: cls for cls in (InvalidArgument, Unauthorized, NotFound, RequestTimeout, Conflict,
-                                PayloadTooLarge, RateLimited, UpstreamError, Unavailable,
+                                PayloadTooLarge, TooManyRequests, UpstreamError, Unavailable,
                                 UpstreamTimeout)
 }
 

@@ -25,8 +25,8 @@ from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
     PayloadTooLarge,
-    RateLimited,
     RequestTimeout,
+    TooManyRequests,
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, WRITTEN, format_lsn, parse_lsn
 
@@ -121,7 +121,7 @@ async def _render_errors(request: web.Request, handler: Handler, rid: str) -> we
             log.error("request_failed", error=exc.message, path=request.path)
             return error_response(500, "internal", "internal error", rid)
         resp = error_response(exc.status, exc.code, exc.message, rid, exc.field)
-        if isinstance(exc, RateLimited) and exc.retry_after is not None:
+        if isinstance(exc, TooManyRequests) and exc.retry_after is not None:
             resp.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
         return resp
     except web.HTTPException as exc:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from internal.common.errors import RateLimited
+from internal.common.errors import TooManyRequests
 from internal.common.web import Handler
 from internal.gateway.fairness import FairShares, Shares
 from internal.gateway.metrics import Metrics
@@ -38,6 +38,13 @@ def client_of(request: web.Request, auth_on: bool) -> str:
     return f"a:{request.remote or 'unknown'}"
 
 
+def _refusal(message: str, retry_after: int) -> TooManyRequests:
+    """The 429 `rate_limited` answer, with its Retry-After."""
+    exc = TooManyRequests(message, code="rate_limited")
+    exc.retry_after = retry_after
+    return exc
+
+
 class Admission:
     """Runs, queues or refuses each request by its client's share (FairShares)."""
 
@@ -49,16 +56,17 @@ class Admission:
 
     @contextlib.asynccontextmanager
     async def place(self, client: str) -> AsyncIterator[None]:
-        """Hold one of `client`'s places while the body runs; RateLimited when refused."""
+        """Hold one of `client`'s places while the body runs; TooManyRequests
+        (`rate_limited`) when refused."""
         arrived = time.perf_counter()
         decision = self.policy.arrive(client)
         if decision.action == "reject":
             self.metrics.observe_rejected(client)
             self._observe_load(client)
-            raise RateLimited(f"too many requests from this client (more than "
-                              f"{self.policy.shares.per_client} in flight and "
-                              f"{self.policy.shares.queue} waiting); retry after "
-                              f"{decision.retry_after} s", retry_after=decision.retry_after)
+            raise _refusal(f"too many requests from this client (more than "
+                           f"{self.policy.shares.per_client} in flight and "
+                           f"{self.policy.shares.queue} waiting); retry after "
+                           f"{decision.retry_after} s", decision.retry_after)
         if decision.action == "wait":
             await self._wait(client, decision.ticket)
         self.metrics.observe_wait(client, time.perf_counter() - arrived)
@@ -81,9 +89,8 @@ class Admission:
                 self.metrics.observe_rejected(client)
                 self._observe_load(client)
                 retry = self.policy.retry_after(client)
-                raise RateLimited(f"waited {self.queue_timeout:g} s for a place among this "
-                                  f"client's requests; retry after {retry} s",
-                                  retry_after=retry) from None
+                raise _refusal(f"waited {self.queue_timeout:g} s for a place among this "
+                               f"client's requests; retry after {retry} s", retry) from None
             # Started just as the wait ran out: the place is taken, so it runs.
         except asyncio.CancelledError:  # the client went away
             if not self.policy.cancel(ticket):
