@@ -2,12 +2,12 @@
 settings (max_wal_size 1 GB, min_wal_size 80 MB) against the embedded server's own
 (internal.pg.embedded: 256 MB, 64 MB), alternating, each on a new data directory.
 
-A load is `--items` items of random 384-dimension vectors and short texts upserted
+A load is `--items` items of random `--dim`-dimension vectors and short texts upserted
 through vectord (in-process, over HTTP) in batches of 64, two at a time: the writes
 of a `lakehouse ingest` without the embedding. Printed: pg_wal's size after the load,
 the data directory's, and the load's items/s.
 
-    python scripts/bench_wal.py [--items 12000] [--rounds 1]
+    python scripts/bench_wal.py [--items 12000] [--dim 384] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from internal.pg import embedded
 from internal.vectord.server import make_app
 from tests.helpers import serve, url_of, with_section
 
-DIM = 384
 BATCH = 64
 # PostgreSQL's own defaults for the settings the embedded server changes.
 DEFAULTS = {"max_wal_size": "1GB", "min_wal_size": "80MB"}
@@ -47,8 +46,8 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _items(start: int, n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+def _items(start: int, n: int, dim: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
     out = []
     for i in range(n):
         words = random.choices(WORDS, k=120)
@@ -57,7 +56,7 @@ def _items(start: int, n: int, rng: np.random.Generator) -> list[dict[str, Any]]
     return out
 
 
-async def _load(dsn: str, items: int) -> float:
+async def _load(dsn: str, items: int, dim: int) -> float:
     cfg = with_section(Config(), "vectord", dsn=dsn, pool_min=1, pool_max=4)
     server = await serve(make_app(cfg))
     rng = np.random.default_rng(7)
@@ -65,14 +64,14 @@ async def _load(dsn: str, items: int) -> float:
     try:
         async with aiohttp.ClientSession() as http:
             vc = VectordClient(http, url_of(server), timeout=600)
-            await vc.create_corpus("walload", DIM)
+            await vc.create_corpus("walload", dim)
             starts = list(range(0, items, BATCH))
             started = time.perf_counter()
 
             async def worker() -> None:
                 while starts:
                     s = starts.pop(0)
-                    batch = _items(s, min(BATCH, items - s), rng)
+                    batch = _items(s, min(BATCH, items - s), dim, rng)
                     await vc.call("POST", "/v1/vectors/corpora/walload/items", {"items": batch})
 
             await asyncio.gather(worker(), worker())
@@ -81,7 +80,7 @@ async def _load(dsn: str, items: int) -> float:
         await server.close()
 
 
-def run(settings: str, items: int) -> tuple[int, int, float]:
+def run(settings: str, items: int, dim: int) -> tuple[int, int, float]:
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-wal-"))
     server = embedded.start(tmp / "pg")
     try:
@@ -91,7 +90,7 @@ def run(settings: str, items: int) -> tuple[int, int, float]:
                     conn.execute(psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
                         psycopg.sql.Identifier(name), psycopg.sql.Literal(value)))
                 conn.execute("SELECT pg_reload_conf()")
-        rate = asyncio.run(_load(server.dsn, items))
+        rate = asyncio.run(_load(server.dsn, items, dim))
         return _size(server.data_dir / "pg_wal"), _size(server.data_dir), rate
     finally:
         server.stop()
@@ -101,15 +100,16 @@ def run(settings: str, items: int) -> tuple[int, int, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=12000)
+    ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     logs.configure("warning", "console", service="bench-wal")
     rows: dict[str, list[tuple[int, int, float]]] = {"defaults": [], "embedded": []}
     for _ in range(args.rounds):
         for settings in ("defaults", "embedded"):
-            rows[settings].append(run(settings, args.items))
+            rows[settings].append(run(settings, args.items, args.dim))
     mb = 1024 * 1024
-    print(f"{args.items} items of {DIM} dimensions, batches of {BATCH}, 2 in flight; "
+    print(f"{args.items} items of {args.dim} dimensions, batches of {BATCH}, 2 in flight; "
           f"{args.rounds} round(s), alternating")
     print(f"{'settings':<34} {'pg_wal MB':>10} {'data dir MB':>12} {'items/s':>9}")
     for settings, label in (("defaults", "PostgreSQL defaults (1GB, 80MB)"),
