@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import re
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -14,8 +13,11 @@ from urllib.parse import quote
 import aiohttp
 import msgspec
 
-from internal.api.matrixd import ObservationIn
-from internal.api.responses import (
+from lakehouse._connect import resolve_token, resolve_url
+from lakehouse._transport import Transport, body_of, plain
+from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
+from lakehouse.types import DowngradeOption, Filter, Item, Prf
+from lakehouse.wire.responses import (
     AnalyzeResponse,
     Corpus,
     CorpusDeleted,
@@ -39,12 +41,7 @@ from internal.api.responses import (
     SyncStatus,
     Upserted,
 )
-from internal.api.vectord import MAX_IDS_PAGE, Mode, embed_text
-from internal.cli.connect import resolve_token, resolve_url
-from internal.common.errors import Conflict, InvalidArgument, LakehouseError, NotFound
-from internal.config import load
-from lakehouse._transport import Transport, body_of, plain
-from lakehouse.types import DowngradeOption, Filter, Item, Prf
+from lakehouse.wire.shapes import MAX_IDS_PAGE, Mode, ObservationIn, embed_text
 
 Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
 Fusion = Literal["rrf", "weighted", "dbsf"]
@@ -109,9 +106,8 @@ class AsyncClient:
                  timeout: float = 60.0, retries: int = 3, backoff: float = 0.25,
                  headers: Mapping[str, str] | None = None,
                  session: aiohttp.ClientSession | None = None) -> None:
-        config = functools.cache(load)  # lakehouse.toml is read only when a default needs it
-        self.url = resolve_url(url, config)
-        self._http = Transport(self.url, resolve_token(token, config), timeout=timeout,
+        self.url = resolve_url(url)
+        self._http = Transport(self.url, resolve_token(token), timeout=timeout,
                                retries=retries, backoff=backoff, session=session,
                                headers=headers)
 

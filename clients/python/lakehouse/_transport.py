@@ -11,16 +11,19 @@ from typing import Any, TypeVar
 import aiohttp
 import msgspec
 
-from internal.api.responses import ErrorAnswer
-from internal.common.errors import (
+from lakehouse.errors import (
+    CONNECTION_LOST,
+    INVALID_RESPONSE,
+    TIMEOUT,
+    UNREACHABLE,
     LakehouseError,
     Unavailable,
     UpstreamError,
     UpstreamTimeout,
     from_status,
 )
-from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written, parse_lsn
-from lakehouse.errors import CONNECTION_LOST, INVALID_RESPONSE, TIMEOUT, UNREACHABLE
+from lakehouse.lsn import LSN_HEADER, REQUEST_LSN, note_written, parse_lsn
+from lakehouse.wire.responses import ErrorAnswer
 
 T = TypeVar("T")
 
