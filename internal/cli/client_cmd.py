@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from internal.cli import session as session_state
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url
-from internal.common.errors import LakehouseError, describe
-from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
+from internal.common.errors import describe
 from internal.understanding import context
-from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE
+from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE, LakehouseError
+from lakehouse.lsn import REQUEST_LSN, WRITTEN, format_lsn
 
 if TYPE_CHECKING:  # loaded by the commands that use them
     from internal.ingest import Doc, StackFailure

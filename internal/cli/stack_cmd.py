@@ -8,7 +8,7 @@ from pathlib import Path
 
 import lakehouse
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
-from internal.common.errors import LakehouseError
+from lakehouse.errors import LakehouseError
 
 
 def _up(args: argparse.Namespace) -> int:
