@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -27,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench_gateway import start_stack  # noqa: E402
+from bench_client_install import stack_url  # noqa: E402
 
 TARGET_S = 0.3
 
@@ -49,13 +47,10 @@ def main() -> int:
     ap.add_argument("--token", default="")
     ap.add_argument("--baseline", type=Path, help="another checkout with its own .venv")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="lakehouse-cli-start-"))
-    proc = None
-    try:
-        url, token = args.url, args.token
-        if url is None:
-            proc, urls = start_stack(tmp / "stack")
-            url = urls["gateway"]
+    with tempfile.TemporaryDirectory(prefix="lakehouse-cli-start-",
+                                     ignore_cleanup_errors=True) as folder, \
+            stack_url(args.url, Path(folder)) as url:
+        tmp, token = Path(folder), args.token
         env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
         env.update(LAKEHOUSE_URL=url, LAKEHOUSE_TOKEN=token,
                    LAKEHOUSE_STATE_DIR=str(tmp / "state"))
@@ -89,11 +84,6 @@ def main() -> int:
                     mark += f"  ({statistics.median(base) / med:.1f}x faster than baseline)"
             print(f"{name:<30} median {med:6.3f} s  max {max(got):6.3f} s  {ratio}{mark}")
         return 0
-    finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=60)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

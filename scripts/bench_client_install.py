@@ -16,6 +16,7 @@ quoting the time).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +37,20 @@ from tests.client.test_docs_examples import blocks  # noqa: E402
 TARGETS = {"packages": 15, "MB": 40.0, "seconds": 20.0}
 EXAMPLES = ("handbook", "tickets")
 FRAMEWORKS = ("lakehouse.integrations.langchain", "lakehouse.integrations.llamaindex")
+
+
+@contextlib.contextmanager
+def stack_url(url: str | None, tmp: Path) -> Iterator[str]:
+    """`url`, else the gateway of a stack of this checkout, started for the block."""
+    if url is not None:
+        yield url
+        return
+    proc, urls = start_stack(tmp / "stack")
+    try:
+        yield urls["gateway"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
 
 
 def installed(python: Path) -> set[str]:
@@ -100,9 +116,9 @@ def main() -> int:
     ap.add_argument("--url", help="a running stack holding the README's corpora")
     ap.add_argument("--token", default="")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="lakehouse-client-install-"))
-    proc = None
-    try:
+    with tempfile.TemporaryDirectory(prefix="lakehouse-client-install-",
+                                     ignore_cleanup_errors=True) as name:
+        tmp = Path(name)
         source = tmp / "python"
         shutil.copytree(ROOT / "clients" / "python", source,
                         ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
@@ -119,18 +135,11 @@ def main() -> int:
         print(f"  added: {', '.join(sorted(added))}")
         took, extra, size = install(python, venv, f"{source}[langchain,llamaindex]")
         report("  then the extras [langchain,llamaindex]", took, extra, size)
-        url, token = args.url, args.token
-        if url is None:
-            proc, urls = start_stack(tmp / "stack")
-            url, token = urls["gateway"], ""
-            load_examples(url, token)
-        ok = run_examples(python, url, token, tmp)
+        with stack_url(args.url, tmp) as url:
+            if args.url is None:
+                load_examples(url, args.token)
+            ok = run_examples(python, url, args.token, tmp)
         return 0 if ok and met else 1
-    finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=60)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

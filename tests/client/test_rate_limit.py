@@ -6,8 +6,11 @@ the client's bound, raises TooManyRequests with the server's Retry-After."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from email.utils import formatdate
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -63,17 +66,23 @@ class HalfLimited:
     async def record(self, request: web.Request) -> web.Response:
         return web.json_response({"playbook_id": "p1"})
 
+    @contextlib.asynccontextmanager
+    async def client(self, **options: Any) -> AsyncIterator[lakehouse.AsyncClient]:
+        """An AsyncClient of this stack, served for the block."""
+        server = await serve(self.app())
+        try:
+            async with lakehouse.AsyncClient(url_of(server), **options) as client:
+                yield client
+        finally:
+            await server.close()
+
 
 async def test_async_searches_reads_and_upserts_are_retried_after_429() -> None:
     stack = HalfLimited()
-    server = await serve(stack.app())
-    try:
-        async with lakehouse.AsyncClient(url_of(server), "tok", retries=0) as client:
-            corpora = await client.list_corpora()
-            found = await client.search("printer", corpora="docs", k=3)
-            stored = await client.upsert("docs", ITEMS)
-    finally:
-        await server.close()
+    async with stack.client(retries=0) as client:
+        corpora = await client.list_corpora()
+        found = await client.search("printer", corpora="docs", k=3)
+        stored = await client.upsert("docs", ITEMS)
     assert [c.name for c in corpora] == ["docs"] and found.mode == "hybrid"
     assert stored == 600 and sorted(stack.upserted) == sorted(it["id"] for it in ITEMS)
     assert len(stack.requests) == 2 * (1 + 1 + 3)  # each call refused once, then served
@@ -94,13 +103,9 @@ async def test_the_blocking_client_obeys_429_too() -> None:
 
 async def test_a_call_not_safe_to_repeat_raises_with_retry_after() -> None:
     stack = HalfLimited(retry_after="2")
-    server = await serve(stack.app())
-    try:
-        async with lakehouse.AsyncClient(url_of(server)) as client:
-            with pytest.raises(lakehouse.TooManyRequests) as raised:
-                await client.record("printer", "d1", "docs")
-    finally:
-        await server.close()
+    async with stack.client() as client:
+        with pytest.raises(lakehouse.TooManyRequests) as raised:
+            await client.record("printer", "d1", "docs")
     err = raised.value
     assert (err.status, err.code, err.retry_after) == (429, "too_many_requests", 2.0)
     assert stack.requests == ["POST /v1/matrix/playbooks/record"]
@@ -108,27 +113,19 @@ async def test_a_call_not_safe_to_repeat_raises_with_retry_after() -> None:
 
 async def test_a_wait_past_max_wait_raises_at_once() -> None:
     stack = HalfLimited(retry_after="120")
-    server = await serve(stack.app())
     started = time.monotonic()
-    try:
-        async with lakehouse.AsyncClient(url_of(server), max_wait=5) as client:
-            with pytest.raises(lakehouse.TooManyRequests) as raised:
-                await client.list_corpora()
-    finally:
-        await server.close()
+    async with stack.client(max_wait=5) as client:
+        with pytest.raises(lakehouse.TooManyRequests) as raised:
+            await client.list_corpora()
     assert raised.value.retry_after == 120.0 and len(stack.requests) == 1
     assert time.monotonic() - started < 5  # did not sleep towards the 120 s
 
 
 async def test_the_wait_is_the_servers_retry_after() -> None:
     stack = HalfLimited(retry_after="1")
-    server = await serve(stack.app())
     started = time.monotonic()
-    try:
-        async with lakehouse.AsyncClient(url_of(server), backoff=0) as client:
-            await client.list_corpora()
-    finally:
-        await server.close()
+    async with stack.client(backoff=0) as client:
+        await client.list_corpora()
     assert time.monotonic() - started >= 0.95 and len(stack.requests) == 2
 
 
