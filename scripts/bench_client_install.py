@@ -68,9 +68,15 @@ def install(python: Path, venv: Path, target: str) -> tuple[float, set[str], int
     """pip install `target`: seconds, the packages it added, the bytes it added."""
     before, size = installed(python), site_bytes(venv)
     started = time.perf_counter()
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    target], check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q",
+                           "--disable-pip-version-check", target],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - started
+    # pip's notes about this machine's extra package folders are noise; errors still show.
+    noise = "WARNING: Location"
+    print("".join(line for line in done.stderr.splitlines(keepends=True)
+                  if not line.startswith(noise)), end="", file=sys.stderr)
+    done.check_returncode()
     return took, installed(python) - before, site_bytes(venv) - size
 
 
