@@ -1,9 +1,9 @@
 """The client's typed values: the stack's own wire structs, re-exported, plus `Item`.
 
 Responses decode into the structs of lakehouse.wire (the shapes /openapi.json documents,
-which the server uses too);
-options such as `Filter`, `Prf` and `DowngradeOption` are the request structs the daemons
-validate with. Plain dicts work wherever an option struct does.
+which the server builds its answers and requests from too); options such as `Filter`,
+`Prf` and `DowngradeOption` are the structs the daemons validate with. Plain dicts work
+wherever an option struct does.
 """
 
 from __future__ import annotations
