@@ -1,9 +1,7 @@
 """Commands for people, through the gateway: corpora, ingest, search, record.
 
-Every command talks to the stack through the public Python client (`lakehouse.AsyncClient`).
-The modules a command needs (the client's HTTP stack, the ingest pipeline, the progress
-bar) are imported when it runs: `lakehouse --help` and `lakehouse corpora` load only what
-they use (tests/cli/test_startup.py).
+Every command talks to the stack through the public Python client (`lakehouse.AsyncClient`);
+what a command needs is imported when it runs, so `--help` loads none of it.
 """
 
 from __future__ import annotations
