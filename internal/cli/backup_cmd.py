@@ -7,8 +7,6 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from internal.config import load_or_exit
-
 BACKUP_HELP = """\
 Take an online, consistent backup of Lakehouse's PostgreSQL while writes go on
 (pg_basebackup, WAL included), into DIR (new or empty). The embedded server of
@@ -36,6 +34,7 @@ def _backup(args: argparse.Namespace) -> int:
     from internal.backup import pgbackup
     from internal.backup.manifest import NotABackup
     from internal.common import logs
+    from internal.config import load_or_exit
     from internal.stack import postgres
 
     cfg = load_or_exit(Path(args.config) if args.config else None)
@@ -75,6 +74,7 @@ def _backup(args: argparse.Namespace) -> int:
 def _restore(args: argparse.Namespace) -> int:
     from internal.backup import pgbackup
     from internal.backup.manifest import NotABackup
+    from internal.config import load_or_exit
 
     cfg = load_or_exit(Path(args.config) if args.config else None)
     if cfg.vectord.dsn:

@@ -7,15 +7,13 @@ import os
 import sys
 from pathlib import Path
 
-import msgspec
-
 import lakehouse
-from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.common import logs
-from internal.common.errors import LakehouseError
+from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
+from lakehouse.errors import LakehouseError
 
 
 def _up(args: argparse.Namespace) -> int:
+    from internal.common import logs
     from internal.stack.run import up
 
     cfg = load_config(args)
@@ -44,9 +42,9 @@ def _daemon_state(url: str) -> str:
 
 def _status(args: argparse.Namespace) -> int:
     cfg = load_config(args)
-    base = gateway_url(args, cfg)
+    base = gateway_url(args)
     try:
-        with lakehouse.Client(base, resolve_token(None, lambda: cfg), timeout=5, retries=0) as client:
+        with lakehouse.Client(base, gateway_token(args), timeout=5, retries=0) as client:
             answer: lakehouse.types.Ready | None = client.ready()
     except LakehouseError:
         answer = None
@@ -63,6 +61,8 @@ def _status(args: argparse.Namespace) -> int:
             url = f"http://{section.host}:{section.port}"
             rows.append((name, _daemon_state(url), url))
     if answer is not None:
+        import msgspec
+
         from internal.gateway.readiness import replicas_of
 
         components = {k: msgspec.to_builtins(v) for k, v in answer.components.items()}

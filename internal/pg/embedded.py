@@ -47,6 +47,16 @@ _SERVER_SETTINGS = {
 }
 
 
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The running postmaster's pid from postmaster.pid, if it is alive."""
+    try:
+        first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+        pid = int(first)
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if psutil.pid_exists(pid) else None
+
+
 @dataclass
 class EmbeddedPostgres:
     """A handle on a running embedded server."""
