@@ -113,6 +113,13 @@ class EmbeddConfig:
     timeout_seconds: float = 60.0  # ollama / openai calls
     threads: int = 1  # onnxruntime intra-op threads per model call; 0: its choice
     workers: int = 2  # model calls run at once (worker threads)
+    # Lanes (DECISIONS.md, "Embedding: lanes"): threads that embed questions only, beside
+    # `workers`; how much lower the OS priority of the shared (bulk) threads is; and,
+    # for ollama/openai, the calls each lane may have in flight at once.
+    interactive_workers: int = 1
+    bulk_nice: int = 10
+    remote_interactive_concurrency: int = 4
+    remote_bulk_concurrency: int = 4
 
     def enabled(self) -> tuple[str, ...]:
         """The default backend first, then the others configured."""
@@ -121,6 +128,14 @@ class EmbeddConfig:
     def validate(self) -> None:
         if self.backend not in ("local", "ollama", "openai"):
             raise ValueError("backend: expected one of local, ollama, openai")
+        if self.interactive_workers < 0:
+            raise ValueError("interactive_workers: must be 0 or more")
+        if not 0 <= self.bulk_nice <= 19:
+            raise ValueError("bulk_nice: must be between 0 and 19")
+        if self.remote_interactive_concurrency < 1:
+            raise ValueError("remote_interactive_concurrency: must be 1 or more")
+        if self.remote_bulk_concurrency < 1:
+            raise ValueError("remote_bulk_concurrency: must be 1 or more")
         if any(b not in ("local", "ollama", "openai") for b in self.backends):
             raise ValueError("backends: expected a list of local, ollama, openai")
         if "openai" in self.enabled() and not (self.openai_base_url and self.openai_model):

@@ -11,3 +11,4 @@ class EmbedRequest(msgspec.Struct, forbid_unknown_fields=True):
     texts: list[str]
     model: str | None = None
     input_type: Literal["query", "document"] | None = None  # None: "document"
+

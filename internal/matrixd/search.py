@@ -22,6 +22,7 @@ from internal.clients.embed import Embedding
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
+    NotFound,
     ServiceError,
     Unavailable,
     UpstreamError,
@@ -212,7 +213,14 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     vector = body.query_vector
     default: Embedding | None = None
     embed_ms: float | None = None
-    if vector is None and (mode in ("vector", "hybrid") or body.use_playbook or rules.disputed):
+    # Only a vector branch embeds: keyword and lexical searches (and their playbook
+    # lookup, by the question's words) never wait for embedd.
+    if vector is None and mode in ("vector", "hybrid"):
+        # A corpus that does not exist is refused before its question costs an embedding.
+        missing = [] if body.allow_partial else await spaces.unknown_corpora(deps, body.corpora or [])
+        if missing:
+            raise NotFound(f"corpus {missing[0]!r} not found", code="corpus_not_found",
+                           field="corpora")
         t0 = time.perf_counter()
         try:
             default = await embed_query(deps, text)
@@ -254,15 +262,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
 
     # The playbook: looked up before the fan-out, so that the answers its
     # entries raise ride along as `include` and are scored even when retrieval misses them.
-    use_playbook = body.use_playbook and vector is not None
-    if (body.use_playbook or rules.disputed) and vector is None:
-        degraded.append("playbook_unavailable")
+    use_playbook = body.use_playbook
     lookup = playbook.Lookup(playbook_name)
     playbook_ms: float | None = None
-    if vector is not None and (body.use_playbook or rules.disputed):
+    if body.use_playbook or rules.disputed:
         t0 = time.perf_counter()
         lookup = await playbook.lookup(
-            deps, playbook_name, vector, body.playbook_top_k or cfg.playbook_top_k,
+            deps, playbook_name, vector, text, body.playbook_top_k or cfg.playbook_top_k,
             body.playbook_max_distance if body.playbook_max_distance is not None
             else cfg.playbook_max_distance, body.allow_partial)
         playbook_ms = _ms(t0)
@@ -329,7 +335,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             "corpus": playbook_name, "entries": len(lookup.matches), "boosted": boosted,
             "demoted": sum(1 for h in hits if h.get("boost_factor", 1.0) > 1.0),
             "included": len(include), "recalled": sum(1 for h in hits if h.get("from_playbook")),
-            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms}
+            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms,
+            "match": "lexical" if lookup.lexical else "vector"}
     if rules.active:
         out["downgrade"] = {**rules.to_json(), "downgraded": downgraded}
     if relevance_info is not None:
