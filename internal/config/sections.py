@@ -165,6 +165,10 @@ class VectordConfig:
     pool_max: int = 10
     # Longest wait for a free database connection before answering 503.
     pool_timeout: float = 5.0
+    # Connections writes (upserts, deletes, the space applier, reembed) may hold at once;
+    # the rest of the pool is left to searches, so a bulk load never takes them all.
+    # 0: half of pool_max (at least 1).
+    write_connections: int = 0
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -197,6 +201,8 @@ class VectordConfig:
             raise ValueError("replica_wait: must not be negative")
         if self.pool_min < 1 or self.pool_max < self.pool_min:
             raise ValueError("pool_max: must be >= pool_min >= 1")
+        if not 0 <= self.write_connections <= self.pool_max:
+            raise ValueError("write_connections: must be in 0..pool_max")
         if self.pool_timeout <= 0:
             raise ValueError("pool_timeout: must be positive")
         if not 1 <= self.max_batch <= 10000:
