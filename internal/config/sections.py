@@ -128,14 +128,12 @@ class EmbeddConfig:
     def validate(self) -> None:
         if self.backend not in ("local", "ollama", "openai"):
             raise ValueError("backend: expected one of local, ollama, openai")
-        if self.interactive_workers < 0:
-            raise ValueError("interactive_workers: must be 0 or more")
+        for key, low in (("interactive_workers", 0), ("remote_interactive_concurrency", 1),
+                         ("remote_bulk_concurrency", 1)):
+            if getattr(self, key) < low:
+                raise ValueError(f"{key}: must be {low} or more")
         if not 0 <= self.bulk_nice <= 19:
             raise ValueError("bulk_nice: must be between 0 and 19")
-        if self.remote_interactive_concurrency < 1:
-            raise ValueError("remote_interactive_concurrency: must be 1 or more")
-        if self.remote_bulk_concurrency < 1:
-            raise ValueError("remote_bulk_concurrency: must be 1 or more")
         if any(b not in ("local", "ollama", "openai") for b in self.backends):
             raise ValueError("backends: expected a list of local, ollama, openai")
         if "openai" in self.enabled() and not (self.openai_base_url and self.openai_model):

@@ -8,13 +8,13 @@ wait header and GET /v1/embed/lanes) says how long it waited for its model call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 
 from internal.api.embed import INTERACTIVE_PATH, LANE_HEADER, WAIT_HEADER
 from internal.config import Config
@@ -66,26 +66,22 @@ async def question_during_bulk(http: aiohttp.ClientSession, url: str
     return wait_ms, before, after
 
 
-@pytest.fixture
-async def start() -> AsyncIterator[Any]:
-    servers: list[TestServer] = []
-
-    async def run(**changes: Any) -> str:
-        cfg = with_section(Config(), "embedd", max_texts=BULK, cache_size=0, **changes)
-        server = await serve(make_app(cfg))
-        servers.append(server)
-        return url_of(server)
-
-    yield run
-    for server in servers:
+@contextlib.asynccontextmanager
+async def embedd(**changes: Any) -> AsyncIterator[str]:
+    """An embedd taking 2,000 texts a request, no cache (every text goes to the model)."""
+    server = await serve(make_app(with_section(Config(), "embedd", max_texts=BULK,
+                                               cache_size=0, **changes)))
+    try:
+        yield url_of(server)
+    finally:
         await server.close()
 
 
 @pytest.mark.parametrize("reserved", [1, 0])
-async def test_question_waits_at_most_one_bulk_slice(http: aiohttp.ClientSession, start: Any,
+async def test_question_waits_at_most_one_bulk_slice(http: aiohttp.ClientSession,
                                                      reserved: int) -> None:
-    url = await start(interactive_workers=reserved)
-    wait_ms, before, after = await question_during_bulk(http, url)
+    async with embedd(interactive_workers=reserved) as url:
+        wait_ms, before, after = await question_during_bulk(http, url)
     slice_ms = after["bulk"]["call_max_ms"]
     assert before["bulk"]["pending"] > 100  # it was asked behind a queue of documents
     assert after["interactive"]["calls"] == 1 and after["interactive"]["texts"] == 1
@@ -96,12 +92,12 @@ async def test_question_waits_at_most_one_bulk_slice(http: aiohttp.ClientSession
 
 
 async def test_documents_sent_by_clients_stay_in_the_bulk_lane(
-        http: aiohttp.ClientSession, start: Any) -> None:
-    url = await start()
-    async with http.post(f"{url}/v1/embed", json={"texts": ["a question", "or so it says"],
-                                                  "input_type": "query"}) as resp:
-        assert resp.status == 200 and resp.headers[LANE_HEADER] == "bulk"
-    out = await lanes(http, url)
+        http: aiohttp.ClientSession) -> None:
+    async with embedd() as url:
+        async with http.post(f"{url}/v1/embed", json={"texts": ["a question", "or so it says"],
+                                                      "input_type": "query"}) as resp:
+            assert resp.status == 200 and resp.headers[LANE_HEADER] == "bulk"
+        out = await lanes(http, url)
     assert out["interactive"]["calls"] == 0 and out["bulk"]["texts"] == 2
 
 
