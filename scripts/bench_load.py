@@ -12,9 +12,11 @@ the next (questions from the BEIR sets' queries, never twice the same text):
   vectors and no model, then embedded by the local model);
 - during `lakehouse sync` of a folder of 500 generated markdown pages.
 
-Each bulk job runs once alone and once under the searches (alone first for ingest and
-sync, searched first for reembed), on texts of its own (a run tag in every text, so
-embedd's cache serves neither run from the other): documents/s alone and under searches.
+Each bulk job runs `--rounds` times alone and as often under the searches, alternating
+which comes first (ingest and sync alone first in even rounds, reembed searched first),
+each run on texts of its own (a run tag in every text, so embedd's cache serves no run
+from another): documents/s alone and under searches, from the total times. Idle is
+measured before and after the bulk jobs.
 Then fairness: client A runs the default search at concurrency 32, client B (another
 loopback address, 127.0.0.2) asks one question a second; B's p95 against B alone.
 
@@ -239,15 +241,16 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         for name in CORPORA:
             await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
                       "--corpus", name, "--quiet")
-        for name in ("re_searched", "re_alone"):
-            docs = tagged_docs(data, ("cranfield",), name)[:n_reembed]
-            await load_unembedded(http, gateway, name, docs)
-        ingest_docs = {tag: write_jsonl(tmp / f"{tag}.jsonl",
-                                        tagged_docs(data, ("cranfield", "cisi"), tag)[:cut])
-                       for tag in ("in_alone", "in_searched")}
+        runs = [(mode, r) for r in range(args.rounds) for mode in ("alone", "searched")]
+        for mode, r in runs:
+            docs = tagged_docs(data, ("cranfield",), f"re_{mode}_{r}")[:n_reembed]
+            await load_unembedded(http, gateway, f"re_{mode}_{r}", docs)
+        ingest_docs = {f"in_{mode}_{r}": write_jsonl(
+            tmp / f"in_{mode}_{r}.jsonl",
+            tagged_docs(data, ("cranfield", "cisi"), f"in_{mode}_{r}")[:cut]) for mode, r in runs}
         n_ingest = len(tagged_docs(data, ("cranfield", "cisi"), "x")[:cut])
-        wikis = {tag: write_wiki(tmp / tag, data, tag, n_pages)
-                 for tag in ("wk_alone", "wk_searched")}
+        wikis = {f"wk_{mode}_{r}": write_wiki(tmp / f"wk_{mode}_{r}", data, f"wk_{mode}_{r}",
+                                              n_pages) for mode, r in runs}
         # Warm-up: every part has answered a few searches.
         warm = Searches()
         for _ in range(20):
@@ -256,9 +259,6 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         async def idle_job() -> float:
             await asyncio.sleep(args.idle_seconds)
             return 0.0
-
-        _, idle = await while_searching(http, gateway, questions, think, idle_job)
-        idle_p95 = pct(idle.ms, 95)
 
         def ingest(tag: str) -> Callable[[], Awaitable[float]]:
             return lambda: cli(gateway, "ingest", str(ingest_docs[tag]), "--corpus", tag,
@@ -270,27 +270,42 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         def sync(tag: str) -> Callable[[], Awaitable[float]]:
             return lambda: cli(gateway, "sync", str(wikis[tag]), "--corpus", tag)
 
-        speeds: dict[str, tuple[float, float]] = {}
-        during: dict[str, Searches] = {}
-        t_alone = await ingest("in_alone")()
-        t_searched, during["ingest"] = await while_searching(http, gateway, questions, think,
-                                                             ingest("in_searched"))
-        speeds["ingest"] = (n_ingest / t_alone, n_ingest / t_searched)
-        t_searched, during["reembed"] = await while_searching(http, gateway, questions, think,
-                                                              reembed("re_searched"))
-        t_alone = await reembed("re_alone")()
-        speeds["reembed"] = (n_reembed / t_alone, n_reembed / t_searched)
-        t_alone = await sync("wk_alone")()
-        t_searched, during["sync"] = await while_searching(http, gateway, questions, think,
-                                                           sync("wk_searched"))
-        speeds["sync"] = (n_pages / t_alone, n_pages / t_searched)
+        jobs: dict[str, tuple[str, Callable[[str], Callable[[], Awaitable[float]]], int, bool]] = {
+            # job -> (tag prefix, runner, documents, alone first in even rounds)
+            "ingest": ("in", ingest, n_ingest, True),
+            "reembed": ("re", reembed, n_reembed, False),
+            "sync": ("wk", sync, n_pages, True)}
+        _, idle = await while_searching(http, gateway, questions, think, idle_job)
+        seconds: dict[tuple[str, str], list[float]] = {}
+        during: dict[str, Searches] = {job: Searches() for job in jobs}
+        for r in range(args.rounds):
+            for job, (prefix, runner, _, alone_first) in jobs.items():
+                modes = ("alone", "searched") if alone_first == (r % 2 == 0) else (
+                    "searched", "alone")
+                for mode in modes:
+                    run = runner(f"{prefix}_{mode}_{r}")
+                    if mode == "alone":
+                        took = await run()
+                    else:
+                        took, got = await while_searching(http, gateway, questions, think, run)
+                        during[job].ms += got.ms
+                        during[job].statuses.update(got.statuses)
+                    seconds.setdefault((job, mode), []).append(took)
+        _, idle_after = await while_searching(http, gateway, questions, think, idle_job)
+        idle.ms += idle_after.ms
+        idle.statuses.update(idle_after.statuses)
+        idle_p95 = pct(idle.ms, 95)
+        speeds = {job: (n / (sum(seconds[(job, "alone")]) / args.rounds),
+                        n / (sum(seconds[(job, "searched")]) / args.rounds))
+                  for job, (_, _, n, _) in jobs.items()}
         lane_stats = await lanes(http, gateway)
 
     b_alone, b_beside, a = await fairness(gateway, questions, args.fair_seconds)
 
     print(f"# bench_load: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{os.cpu_count()} cores; default search over {', '.join(CORPORA)}; "
-          f"2 searching clients, {think:g} s between a client's searches")
+          f"2 searching clients, {think:g} s between a client's searches; each bulk job "
+          f"{args.rounds}x alone and {args.rounds}x searched, alternating; idle before and after")
     print(f"{'searches':<34} {'n':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/idle':>9}")
     print(row("idle", idle, idle_p95))
     print(row(f"during ingest ({n_ingest} docs)", during["ingest"], idle_p95))
@@ -319,7 +334,9 @@ def main() -> int:
         "LAKEHOUSE_DATA", str(ROOT.parent / "shared")) + "/data")
     parser.add_argument("--think", type=float, default=0.1,
                         help="seconds a searching client waits between its searches")
-    parser.add_argument("--idle-seconds", type=float, default=40.0)
+    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="runs of each bulk job alone and under searches (alternating)")
     parser.add_argument("--fair-seconds", type=float, default=40.0)
     parser.add_argument("--limit", type=int, default=0,
                         help="at most this many documents per bulk job (0: all; a quick check)")
