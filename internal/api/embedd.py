@@ -1,4 +1,5 @@
-"""embedd's request shape (I/O-free, in internal.api so the gateway's /openapi.json uses it too)."""
+"""embedd's wire: the request shape (the gateway's /openapi.json uses it too), the lanes' route
+and timing headers (I/O-free)."""
 
 from __future__ import annotations
 
@@ -11,3 +12,12 @@ class EmbedRequest(msgspec.Struct, forbid_unknown_fields=True):
     texts: list[str]
     model: str | None = None
     input_type: Literal["query", "document"] | None = None  # None: "document"
+
+
+# The interactive lane's route: search paths of matrixd (and any daemon embedding a
+# question) post here; documents go to /v1/embed, the bulk lane. The gateway forwards
+# nothing under /internal/, and with auth on embedd takes only the service token here,
+# so no outside client can put its texts before everyone's questions.
+INTERACTIVE_PATH = "/internal/v1/embed"
+LANE_HEADER = "Lakehouse-Embed-Lane"
+WAIT_HEADER = "Lakehouse-Embed-Wait-Ms"  # how long the texts waited in their lane

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from internal.api.embedd import INTERACTIVE_PATH
 from internal.clients.base import ServiceClient
 from internal.common.upstream import Upstream, addresses_of
 
@@ -25,12 +26,14 @@ class EmbedClient(ServiceClient):
         super().__init__(session, base_url, "embedd", timeout)
 
     async def embed(self, texts: list[str], input_type: str = "document",
-                    model: str | None = None) -> Embedding:
-        """Vectors for texts, in order, L2-normalised."""
+                    model: str | None = None, *, interactive: bool = False) -> Embedding:
+        """Vectors for texts, in order, L2-normalised. interactive: a search path's
+        question, served before every document (embedd's interactive lane)."""
         body: dict[str, object] = {"texts": texts, "input_type": input_type}
         if model:
             body["model"] = model
-        out = await self.call("POST", "/v1/embed", body, idempotent=True)
+        path = INTERACTIVE_PATH if interactive else "/v1/embed"
+        out = await self.call("POST", path, body, idempotent=True)
         return Embedding(model=out["model"], dim=int(out["dim"]), vectors=out["vectors"],
                          truncated=list(out.get("truncated", [])))
 

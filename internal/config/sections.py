@@ -126,6 +126,13 @@ class EmbeddConfig:
     timeout_seconds: float = 60.0  # ollama / openai calls
     threads: int = 1  # onnxruntime intra-op threads per model call; 0: its choice
     workers: int = 2  # model calls run at once (worker threads)
+    # Lanes (DECISIONS.md, "Embedding: lanes"): threads that embed questions only, beside
+    # `workers`; how much lower the OS priority of the shared (bulk) threads is; and,
+    # for ollama/openai, the calls each lane may have in flight at once.
+    interactive_workers: int = 1
+    bulk_nice: int = 10
+    remote_interactive_concurrency: int = 4
+    remote_bulk_concurrency: int = 4
 
     def enabled(self) -> tuple[str, ...]:
         """The default backend first, then the others configured."""
@@ -134,6 +141,12 @@ class EmbeddConfig:
     def validate(self) -> None:
         if self.backend not in ("local", "ollama", "openai"):
             raise ValueError("backend: expected one of local, ollama, openai")
+        for key, low in (("interactive_workers", 0), ("remote_interactive_concurrency", 1),
+                         ("remote_bulk_concurrency", 1)):
+            if getattr(self, key) < low:
+                raise ValueError(f"{key}: must be {low} or more")
+        if not 0 <= self.bulk_nice <= 19:
+            raise ValueError("bulk_nice: must be between 0 and 19")
         if any(b not in ("local", "ollama", "openai") for b in self.backends):
             raise ValueError("backends: expected a list of local, ollama, openai")
         if "openai" in self.enabled() and not (self.openai_base_url and self.openai_model):
@@ -163,6 +176,10 @@ class VectordConfig:
     pool_max: int = 10
     # Longest wait for a free database connection before answering 503.
     pool_timeout: float = 5.0
+    # Connections writes (upserts, deletes, the space applier, reembed) may hold at once;
+    # the rest of the pool is left to searches, so a bulk load never takes them all.
+    # 0: half of pool_max (at least 1).
+    write_connections: int = 0
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -195,6 +212,8 @@ class VectordConfig:
             raise ValueError("replica_wait: must not be negative")
         if self.pool_min < 1 or self.pool_max < self.pool_min:
             raise ValueError("pool_max: must be >= pool_min >= 1")
+        if not 0 <= self.write_connections <= self.pool_max:
+            raise ValueError("write_connections: must be in 0..pool_max")
         if self.pool_timeout <= 0:
             raise ValueError("pool_timeout: must be positive")
         if not 1 <= self.max_batch <= 10000:

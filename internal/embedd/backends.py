@@ -8,7 +8,12 @@ or UpstreamTimeout (504).
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import threading
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +26,7 @@ import ollama
 
 from internal.common.errors import UpstreamError, UpstreamTimeout
 from internal.config import EmbeddConfig
-from internal.embedd.coalesce import Coalescer
+from internal.embedd.coalesce import Coalescer, Embedded, Lane, LaneStats
 from internal.embedd.local import Encoded, LocalModel
 
 
@@ -35,7 +40,11 @@ class Backend(ABC):
         return ""
 
     @abstractmethod
-    async def embed(self, texts: list[str]) -> Encoded: ...
+    async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded: ...
+
+    def lanes(self) -> dict[str, dict[str, object]]:
+        """Per lane: texts waiting, calls made, the longest wait and model call."""
+        return {}
 
     async def close(self) -> None:
         return None
@@ -62,34 +71,96 @@ class Backend(ABC):
         return Encoded((arr / norms).astype(np.float32), [])
 
 
+def nice_thread(increment: int) -> Callable[[], None]:
+    """A thread initializer lowering the thread's own OS priority by increment (Linux
+    schedules threads one by one; elsewhere a no-op). Never raised back: an unprivileged
+    process cannot, so the lower-priority threads are an executor of their own."""
+
+    def init() -> None:
+        if increment > 0 and hasattr(os, "setpriority") and sys.platform == "linux":
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + increment)
+
+    return init
+
+
 class LocalBackend(Backend):
-    """all-MiniLM-L6-v2 int8 ONNX, calls coalesced across requests, run in threads."""
+    """all-MiniLM-L6-v2 int8 ONNX, calls coalesced across requests, run in threads:
+    `workers` shared threads (bulk at a lower OS priority) and `interactive_workers`
+    threads that serve questions only."""
 
     kind = "local"
 
-    def __init__(self, model: LocalModel, executor: ThreadPoolExecutor, coalescer: Coalescer) -> None:
+    def __init__(self, model: LocalModel, executors: list[ThreadPoolExecutor],
+                 coalescer: Coalescer) -> None:
         self.local = model
         self.model = model.id
         self.dim = model.dim
-        self._executor = executor
+        self._executors = executors
         self.coalescer = coalescer
 
     @classmethod
     async def open(cls, cfg: EmbeddConfig) -> LocalBackend:
         """Load the model in a thread so the event loop keeps serving."""
-        executor = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="embed")
+        shared = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="embed",
+                                    initializer=nice_thread(cfg.bulk_nice))
+        executors = [shared]
+        reserved = None
+        if cfg.interactive_workers:
+            reserved = ThreadPoolExecutor(max_workers=cfg.interactive_workers,
+                                          thread_name_prefix="embed-interactive")
+            executors.append(reserved)
         loop = asyncio.get_running_loop()
-        model = await loop.run_in_executor(executor, LocalModel, cfg.threads)
-        coalescer = Coalescer(model.embed, executor, batch_size=cfg.batch_size,
-                              max_wait=cfg.max_wait_ms / 1000.0, workers=cfg.workers)
-        return cls(model, executor, coalescer)
+        model = await loop.run_in_executor(reserved or shared, LocalModel, cfg.threads)
+        coalescer = Coalescer(model.embed, shared, batch_size=cfg.batch_size,
+                              max_wait=cfg.max_wait_ms / 1000.0, workers=cfg.workers,
+                              reserved=cfg.interactive_workers, reserved_executor=reserved)
+        return cls(model, executors, coalescer)
 
-    async def embed(self, texts: list[str]) -> Encoded:
-        return await self.coalescer.embed(texts)
+    async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded:
+        return await self.coalescer.embed(texts, lane)
+
+    def lanes(self) -> dict[str, dict[str, object]]:
+        co = self.coalescer
+        return {lane.value: co.stats[lane].as_dict(co.pending(lane)) for lane in Lane}
 
     async def close(self) -> None:
         await self.coalescer.close()
-        self._executor.shutdown(wait=True)
+        for ex in self._executors:
+            ex.shutdown(wait=True)
+
+
+class RemoteLanes:
+    """Per-lane concurrency towards a remote backend: questions have slots of their own,
+    so a bulk request holding every bulk slot never holds a question."""
+
+    def __init__(self, cfg: EmbeddConfig) -> None:
+        self._slots = {Lane.INTERACTIVE: asyncio.Semaphore(cfg.remote_interactive_concurrency),
+                       Lane.BULK: asyncio.Semaphore(cfg.remote_bulk_concurrency)}
+        self._waiting = dict.fromkeys(Lane, 0)
+        self.stats = {lane: LaneStats() for lane in Lane}
+
+    async def run(self, lane: Lane, call: Callable[[], Awaitable[Encoded]], n: int) -> Embedded:
+        """call() once a slot of lane is free; n is its number of texts."""
+        stats = self.stats[lane]
+        enqueued = time.monotonic()
+        self._waiting[lane] += n
+        try:
+            await self._slots[lane].acquire()
+        finally:
+            self._waiting[lane] -= n
+        start = time.monotonic()
+        stats.calls += 1
+        stats.texts += n
+        stats.wait_max_s = max(stats.wait_max_s, start - enqueued)
+        try:
+            return Embedded(await call(), start - enqueued)
+        finally:
+            stats.call_max_s = max(stats.call_max_s, time.monotonic() - start)
+            self._slots[lane].release()
+
+    def as_dict(self) -> dict[str, dict[str, object]]:
+        return {lane.value: self.stats[lane].as_dict(self._waiting[lane]) for lane in Lane}
 
 
 class OllamaBackend(Backend):
@@ -104,11 +175,18 @@ class OllamaBackend(Backend):
                           "document": cfg.ollama_document_prefix}
         self._client = ollama.AsyncClient(host=cfg.ollama_host, timeout=cfg.timeout_seconds)
         self.host = cfg.ollama_host
+        self._lanes = RemoteLanes(cfg)
 
     def prefix(self, input_type: str) -> str:
         return self._prefixes.get(input_type, "")
 
-    async def embed(self, texts: list[str]) -> Encoded:
+    async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded:
+        return await self._lanes.run(lane, lambda: self._embed(texts), len(texts))
+
+    def lanes(self) -> dict[str, dict[str, object]]:
+        return self._lanes.as_dict()
+
+    async def _embed(self, texts: list[str]) -> Encoded:
         try:
             resp = await self._client.embed(model=self.model, input=texts)
         except ollama.ResponseError as exc:
@@ -146,8 +224,15 @@ class OpenAIBackend(Backend):
             self._headers["Authorization"] = f"Bearer {cfg.openai_api_key}"
         self._session = session
         self._timeout = aiohttp.ClientTimeout(total=cfg.timeout_seconds)
+        self._lanes = RemoteLanes(cfg)
 
-    async def embed(self, texts: list[str]) -> Encoded:
+    async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded:
+        return await self._lanes.run(lane, lambda: self._embed(texts), len(texts))
+
+    def lanes(self) -> dict[str, dict[str, object]]:
+        return self._lanes.as_dict()
+
+    async def _embed(self, texts: list[str]) -> Encoded:
         body = msgspec.json.encode({"model": self.model, "input": texts,
                                     "encoding_format": "float"})
         try:

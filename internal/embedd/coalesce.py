@@ -1,18 +1,26 @@
-"""Coalesce texts from concurrent requests into small model calls of similar length.
+"""Coalesce texts from concurrent requests into small model calls, interactive before bulk.
 
-Measured on the 2-core target (see DECISIONS.md): small batches of similar length are
-fastest, so a worker takes the oldest `window` pending texts, sorts them by length,
-and runs the batch of `batch_size` that holds the oldest text. The oldest text is
-always in the next call, so no text waits behind more than `window` others, and a
-lone text waits at most `max_wait` for company.
+Two lanes (DECISIONS.md, "Embedding: lanes"): texts of questions go to the interactive
+lane, documents to the bulk lane. A worker always takes the interactive lane first, so a
+question waits at most for the model calls already running (one bulk slice of
+`batch_size` texts each), never behind queued documents. `reserved` more workers serve
+the interactive lane only, on threads of their own, and the bulk threads run at a lower
+OS priority (`bulk_nice`), so a question's model call gets a core at once even while
+every shared worker is busy with documents.
+
+Within a lane, measured on the 2-core target: small batches of similar length are
+fastest, so a worker takes the oldest `window` pending texts, sorts them by length, and
+runs the batch of `batch_size` that holds the oldest text. The oldest text is always in
+the next call of its lane, and a lone text waits at most `max_wait` for company.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
@@ -21,44 +29,84 @@ import numpy as np
 from internal.embedd.local import Encoded
 
 
+class Lane(enum.Enum):
+    INTERACTIVE = "interactive"
+    BULK = "bulk"
+
+
 @dataclass
 class _Item:
     text: str
-    future: asyncio.Future[tuple[Encoded, int]]
+    future: asyncio.Future[tuple[Encoded, int, float]]  # (call, row, call start)
     enqueued: float = field(default_factory=time.monotonic)
 
 
+@dataclass
+class LaneStats:
+    """What a lane has done since start-up (GET /v1/embed/lanes)."""
+
+    calls: int = 0
+    texts: int = 0
+    wait_max_s: float = 0.0  # longest any text waited for its model call to start
+    call_max_s: float = 0.0  # longest model call (for the bulk lane: one slice)
+
+    def as_dict(self, pending: int) -> dict[str, object]:
+        return {"pending": pending, "calls": self.calls, "texts": self.texts,
+                "wait_max_ms": round(self.wait_max_s * 1000, 3),
+                "call_max_ms": round(self.call_max_s * 1000, 3)}
+
+
+@dataclass(frozen=True)
+class Embedded:
+    encoded: Encoded
+    wait_s: float  # the longest any of the request's texts waited for its model call
+
+
 class Coalescer:
-    """Runs `run(texts)` (a blocking model call) in `executor` on batches of texts."""
+    """Runs `run(texts)` (a blocking model call) on batches of texts, lane by lane.
+
+    `executor` runs the shared workers (both lanes, interactive first);
+    `reserved_executor` the `reserved` interactive-only workers.
+    """
 
     def __init__(self, run: Callable[[list[str]], Encoded], executor: Executor, *,
-                 batch_size: int, max_wait: float, workers: int, window: int = 0) -> None:
+                 batch_size: int, max_wait: float, workers: int, window: int = 0,
+                 reserved: int = 0, reserved_executor: Executor | None = None) -> None:
         self._run = run
-        self._executor = executor
         self.batch_size = batch_size
         self.max_wait = max_wait
         self.window = window or batch_size * 8
-        self._pending: deque[_Item] = deque()
+        self._pending: dict[Lane, deque[_Item]] = {lane: deque() for lane in Lane}
+        self.stats: dict[Lane, LaneStats] = {lane: LaneStats() for lane in Lane}
         self._wakeup = asyncio.Event()
-        self._tasks = [asyncio.create_task(self._worker()) for _ in range(workers)]
+        both = (Lane.INTERACTIVE, Lane.BULK)
+        self._tasks = [asyncio.create_task(self._worker(executor, both)) for _ in range(workers)]
+        if reserved:
+            assert reserved_executor is not None
+            self._tasks += [asyncio.create_task(self._worker(reserved_executor, (Lane.INTERACTIVE,)))
+                            for _ in range(reserved)]
         self.calls = 0
 
-    async def embed(self, texts: list[str]) -> Encoded:
+    def pending(self, lane: Lane) -> int:
+        return len(self._pending[lane])
+
+    async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded:
         """Vectors for texts in order; truncated lists indices into texts."""
         loop = asyncio.get_running_loop()
         items = [_Item(t, loop.create_future()) for t in texts]
-        self._pending.extend(items)
+        self._pending[lane].extend(items)
         self._wakeup.set()
         results = await asyncio.gather(*(it.future for it in items))
         if not results:
-            return Encoded(np.zeros((0, 0), dtype=np.float32), [])
-        vectors = np.stack([enc.vectors[row] for enc, row in results])
-        truncated = [i for i, (enc, row) in enumerate(results) if row in enc.truncated]
-        return Encoded(vectors, truncated)
+            return Embedded(Encoded(np.zeros((0, 0), dtype=np.float32), []), 0.0)
+        vectors = np.stack([enc.vectors[row] for enc, row, _ in results])
+        truncated = [i for i, (enc, row, _) in enumerate(results) if row in enc.truncated]
+        wait = max(start - it.enqueued for it, (_, _, start) in zip(items, results, strict=True))
+        return Embedded(Encoded(vectors, truncated), max(0.0, wait))
 
-    def _take(self) -> list[_Item]:
-        n = min(len(self._pending), self.window)
-        window = [self._pending.popleft() for _ in range(n)]
+    def _take(self, pending: deque[_Item]) -> list[_Item]:
+        n = min(len(pending), self.window)
+        window = [pending.popleft() for _ in range(n)]
         oldest = window[0]
         window.sort(key=lambda it: len(it.text))
         at = next(i for i, it in enumerate(window) if it is oldest)
@@ -66,42 +114,56 @@ class Coalescer:
         batch = window[start:start + self.batch_size]
         rest = window[:start] + window[start + self.batch_size:]
         rest.sort(key=lambda it: it.enqueued)
-        self._pending.extendleft(reversed(rest))
+        pending.extendleft(reversed(rest))
         return batch
 
-    async def _worker(self) -> None:
+    def _ready(self, lanes: Sequence[Lane]) -> Lane | None:
+        return next((lane for lane in lanes if self._pending[lane]), None)
+
+    async def _worker(self, executor: Executor, lanes: Sequence[Lane]) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            while not self._pending:
+            lane = self._ready(lanes)
+            while lane is None:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            if len(self._pending) < self.batch_size:
-                delay = self._pending[0].enqueued + self.max_wait - time.monotonic()
+                lane = self._ready(lanes)
+            pending = self._pending[lane]
+            if len(pending) < self.batch_size and self.max_wait > 0:
+                delay = pending[0].enqueued + self.max_wait - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                if not self._pending:
-                    continue
-            batch = [it for it in self._take() if not it.future.cancelled()]
+                    continue  # a question may have come meanwhile: choose the lane again
+            batch = [it for it in self._take(pending) if not it.future.cancelled()]
             if not batch:
                 continue
-            loop = asyncio.get_running_loop()
+            if self._ready(lanes) is not None:
+                self._wakeup.set()  # more work: let another idle worker look
             self.calls += 1
+            stats = self.stats[lane]
+            start = time.monotonic()
+            stats.calls += 1
+            stats.texts += len(batch)
+            stats.wait_max_s = max(stats.wait_max_s, start - min(it.enqueued for it in batch))
             try:
-                enc = await loop.run_in_executor(self._executor, self._run,
-                                                 [it.text for it in batch])
+                enc = await loop.run_in_executor(executor, self._run, [it.text for it in batch])
             except Exception as exc:  # the worker must outlive one failed call; waiters get why
                 for it in batch:
                     if not it.future.done():
                         it.future.set_exception(exc)
                 continue
+            finally:
+                stats.call_max_s = max(stats.call_max_s, time.monotonic() - start)
             for row, it in enumerate(batch):
                 if not it.future.done():
-                    it.future.set_result((enc, row))
+                    it.future.set_result((enc, row, start))
 
     async def close(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        while self._pending:
-            it = self._pending.popleft()
-            if not it.future.done():
-                it.future.cancel()
+        for pending in self._pending.values():
+            while pending:
+                it = pending.popleft()
+                if not it.future.done():
+                    it.future.cancel()

@@ -8,12 +8,14 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.api.embedd import EmbedRequest
-from internal.common.auth import protect
+from internal.api.embedd import INTERACTIVE_PATH, LANE_HEADER, WAIT_HEADER, EmbedRequest
+from internal.common.auth import protect, service_token, token_ok
 from internal.common.daemon import serve
+from internal.common.errors import Unauthorized
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.embedd.backends import Backend, LocalBackend, OllamaBackend, OpenAIBackend
+from internal.embedd.coalesce import Lane
 from internal.embedd.service import EmbedService
 
 log = structlog.get_logger()
@@ -21,11 +23,45 @@ log = structlog.get_logger()
 SERVICE = web.AppKey("embedd_service", EmbedService)
 
 
-async def embed_handler(request: web.Request) -> web.Response:
+class ServiceOnly:
+    """Whether an Authorization header carries the service token (always, auth off)."""
+
+    def __init__(self, cfg: Config) -> None:
+        token = service_token(cfg)
+        self._tokens = [token.encode()] if token else []
+
+    def __call__(self, header: str) -> bool:
+        return not self._tokens or token_ok(header, self._tokens)
+
+
+SERVICE_ONLY = web.AppKey("embedd_service_only", ServiceOnly)
+
+
+async def _embed(request: web.Request, lane: Lane) -> web.Response:
     req = await read_json(request, EmbedRequest)
-    out = await request.app[SERVICE].embed(req.texts, req.model, req.input_type or "document")
-    return json_response({"model": out.model, "dim": out.dim,
+    out = await request.app[SERVICE].embed(req.texts, req.model, req.input_type or "document",
+                                           lane)
+    resp = json_response({"model": out.model, "dim": out.dim,
                           "vectors": out.vectors.tolist(), "truncated": out.truncated})
+    resp.headers[LANE_HEADER] = lane.value
+    resp.headers[WAIT_HEADER] = f"{out.wait_s * 1000:.3f}"
+    return resp
+
+
+async def embed_handler(request: web.Request) -> web.Response:
+    """Documents, and every text an outside client sends: the bulk lane."""
+    return await _embed(request, Lane.BULK)
+
+
+async def interactive_handler(request: web.Request) -> web.Response:
+    """Questions of the daemons' search paths: the interactive lane."""
+    if not request.app[SERVICE_ONLY](request.headers.get("Authorization", "")):
+        raise Unauthorized(f"{INTERACTIVE_PATH} takes the service token only")
+    return await _embed(request, Lane.INTERACTIVE)
+
+
+async def lanes_handler(request: web.Request) -> web.Response:
+    return json_response(request.app[SERVICE].lanes())
 
 
 async def models_handler(request: web.Request) -> web.Response:
@@ -45,6 +81,7 @@ def make_app(cfg: Config) -> web.Application:
     ecfg = cfg.embedd
     app = make_base_app()
     protect(app, cfg)
+    app[SERVICE_ONLY] = ServiceOnly(cfg)
 
     async def backends_ctx(app: web.Application) -> AsyncIterator[None]:
         session = aiohttp.ClientSession()
@@ -68,7 +105,9 @@ def make_app(cfg: Config) -> web.Application:
 
     app.cleanup_ctx.append(backends_ctx)
     app.router.add_post("/v1/embed", embed_handler)
+    app.router.add_post(INTERACTIVE_PATH, interactive_handler)
     app.router.add_get("/v1/embed/models", models_handler)
+    app.router.add_get("/v1/embed/lanes", lanes_handler)
     app.router.add_get("/readyz", readyz)
     return app
 

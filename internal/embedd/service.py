@@ -8,17 +8,20 @@ from internal.common.errors import InvalidArgument, PayloadTooLarge
 from internal.embedd import cache as cache_mod
 from internal.embedd.backends import Backend
 from internal.embedd.cache import LRUCache
+from internal.embedd.coalesce import Lane
 from internal.embedd.local import Vectors
 
 
 class EmbedResult:
-    __slots__ = ("dim", "model", "truncated", "vectors")
+    __slots__ = ("dim", "model", "truncated", "vectors", "wait_s")
 
-    def __init__(self, model: str, dim: int, vectors: Vectors, truncated: list[int]) -> None:
+    def __init__(self, model: str, dim: int, vectors: Vectors, truncated: list[int],
+                 wait_s: float = 0.0) -> None:
         self.model = model
         self.dim = dim
         self.vectors = vectors
         self.truncated = truncated
+        self.wait_s = wait_s  # how long its texts waited in their lane for a model call
 
 
 class EmbedService:
@@ -50,7 +53,7 @@ class EmbedService:
                                       field=f"texts[{i}]")
 
     async def embed(self, texts: list[str], model: str | None = None,
-                    input_type: str = "document") -> EmbedResult:
+                    input_type: str = "document", lane: Lane = Lane.BULK) -> EmbedResult:
         """Vectors for texts in request order, L2-normalised; truncated lists indices."""
         self.check(texts)
         backend = self.pick(model)
@@ -63,9 +66,11 @@ class EmbedService:
         for i, entry in enumerate(found):
             if entry is None and keys[i] not in missing:
                 missing[keys[i]] = i
+        wait_s = 0.0
         if missing:
             order = list(missing.values())
-            enc = await backend.embed([sent[i] for i in order])
+            got = await backend.embed([sent[i] for i in order], lane)
+            enc, wait_s = got.encoded, got.wait_s
             cut = set(enc.truncated)
             fresh: dict[cache_mod.Key, cache_mod.Entry] = {}
             for row, i in enumerate(order):
@@ -77,7 +82,12 @@ class EmbedService:
         vectors = (np.stack([e.vector for e in entries]) if entries
                    else np.zeros((0, dim), dtype=np.float32))
         truncated = [i for i, e in enumerate(entries) if e.truncated]
-        return EmbedResult(backend.model, dim, vectors, truncated)
+        return EmbedResult(backend.model, dim, vectors, truncated, wait_s)
+
+    def lanes(self) -> dict[str, object]:
+        """Each backend's lanes: texts waiting, calls, the longest wait and model call."""
+        return {"models": [{"id": b.model, "backend": b.kind, "lanes": b.lanes()}
+                           for b in self.backends]}
 
     def models(self) -> dict[str, object]:
         return {

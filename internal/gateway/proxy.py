@@ -134,8 +134,12 @@ class Proxy:
     """
 
     def __init__(self, session: aiohttp.ClientSession, metrics: Metrics,
-                 max_body_bytes: int | Limits, service_token: str = "") -> None:
+                 max_body_bytes: int | Limits, service_token: str = "",
+                 write_session: aiohttp.ClientSession | None = None) -> None:
         self.session = session
+        # Writes (upserts, deletes, uploads) on connections of their own: a bulk load
+        # holding every connection it may have never leaves a search waiting for one.
+        self.write_session = write_session or session
         self.metrics = metrics
         self.limits = max_body_bytes if isinstance(max_body_bytes, Limits) else Limits(max_body_bytes)
         self.max_body_bytes = self.limits.max_body_bytes
@@ -163,10 +167,12 @@ class Proxy:
             slots.release()
 
     async def forward(self, request: web.Request, upstream: Upstream, timeout: float,
-                      idempotent: bool = False, keep_auth: bool = False) -> web.StreamResponse:
+                      idempotent: bool = False, keep_auth: bool = False, *,
+                      write: bool = False) -> web.StreamResponse:
         """Proxy one request. `idempotent`: a connection lost mid-call may be retried on
         the next address (only when the whole body is in memory). `keep_auth`: pass the
-        caller's Authorization on (mcpd calls the gateway back on the caller's behalf)."""
+        caller's Authorization on (mcpd calls the gateway back on the caller's behalf).
+        `write`: sent on the write connections."""
         limits = self.limits
         declared = request.content_length
         if declared is not None and declared > self.max_body_bytes:
@@ -185,13 +191,14 @@ class Proxy:
         if request.body_exists:
             await body.read_head(limits.buffer_bytes)
         streamed = not body.complete
+        session = self.write_session if write else self.session
         async with self._stream_slot(upstream, streamed):
             return await self._send(request, upstream, timeout, headers, body,
-                                    idempotent and not streamed)
+                                    idempotent and not streamed, session)
 
     async def _send(self, request: web.Request, upstream: Upstream, timeout: float,
-                    headers: CIMultiDict[str], body: _Body, retry_lost: bool
-                    ) -> web.StreamResponse:
+                    headers: CIMultiDict[str], body: _Body, retry_lost: bool,
+                    session: aiohttp.ClientSession) -> web.StreamResponse:
         wait = self.limits.upstream_wait
         started = time.perf_counter()
 
@@ -204,7 +211,7 @@ class Proxy:
                 data = body.head
             started = time.perf_counter()
             try:
-                return await self.session.request(
+                return await session.request(
                     request.method, f"{address}{request.rel_url.raw_path_qs}", headers=headers,
                     data=data, timeout=_client_timeout(timeout, wait), allow_redirects=False)
             except aiohttp.ConnectionTimeoutError:

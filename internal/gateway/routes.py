@@ -90,3 +90,11 @@ RETRY_SAFE_POSTS = frozenset({
     "/v1/embed", f"{_C}/search", "/v1/vectors/search", "/v1/matrix/search",
     "/v1/matrix/relevance",
 })
+
+# POST routes that only read but are not retried (their answer depends on more than the
+# request, or they are long): with the retry-safe ones and the safe methods, they use the
+# gateway's read connections; every other call is a write (gateway/server.py).
+READ_POSTS = RETRY_SAFE_POSTS | frozenset({
+    "/v1/matrix/analyze", "/v1/matrix/normalize", "/v1/matrix/smart_search",
+    "/v1/matrix/search_auto", "/mcp",
+})

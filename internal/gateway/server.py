@@ -19,7 +19,7 @@ from internal.gateway.auth import make_auth_middleware
 from internal.gateway.fairness import Shares
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Limits, Proxy
-from internal.gateway.routes import RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
+from internal.gateway.routes import READ_POSTS, RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
 
 log = structlog.get_logger()
 
@@ -42,12 +42,14 @@ def _proxy_handler(cfg: Config, route: Route) -> Handler:
     timeout = float(getattr(cfg.gateway, TIMEOUT_FIELDS[route.upstream]))
     keep_auth = route.forward_auth
     retry_post = route.method == "POST" and route.path in RETRY_SAFE_POSTS
+    read_post = route.path in READ_POSTS
 
     async def handler(request: web.Request) -> web.StreamResponse:
         app = request.app
         idempotent = retry_post or request.method in _SAFE_METHODS
+        write = not (read_post or request.method in _SAFE_METHODS)
         return await app[PROXY].forward(request, app[UPSTREAMS][route.upstream], timeout,
-                                        idempotent, keep_auth)
+                                        idempotent, keep_auth, write=write)
 
     return handler
 
@@ -72,17 +74,22 @@ def make_app(cfg: Config) -> web.Application:
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:
         # auto_decompress off: bodies are relayed byte for byte, Content-Encoding intact.
         # limit_per_host: each daemon address has its own budget, so one daemon's slow
-        # answers cannot take the connections another daemon's requests need.
+        # answers cannot take the connections another daemon's requests need; and reads
+        # and writes have a budget each, so a bulk load cannot take a search's.
         g = cfg.gateway
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=g.upstream_connections,
-                                         keepalive_timeout=30)
-        async with aiohttp.ClientSession(connector=connector, auto_decompress=False,
-                                         cookie_jar=aiohttp.DummyCookieJar()) as session:
-            app[SESSION] = session
-            app[PROXY] = Proxy(session, metrics, Limits(
+
+        def session() -> aiohttp.ClientSession:
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=g.upstream_connections,
+                                             keepalive_timeout=30)
+            return aiohttp.ClientSession(connector=connector, auto_decompress=False,
+                                         cookie_jar=aiohttp.DummyCookieJar())
+
+        async with session() as reads, session() as writes:
+            app[SESSION] = reads
+            app[PROXY] = Proxy(reads, metrics, Limits(
                 max_body_bytes=g.max_body_bytes, body_timeout=g.body_timeout,
                 buffer_bytes=g.buffer_bytes, upstream_wait=g.upstream_wait,
-                stream_slots=g.stream_slots), service_token(cfg))
+                stream_slots=g.stream_slots), service_token(cfg), write_session=writes)
             yield
 
     app.cleanup_ctx.append(session_ctx)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable, MutableSequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -194,3 +195,18 @@ def sort_hits(hits: MutableSequence[dict[str, Any]], ranking: Ranking) -> None:
             return (bool(h.get("downgraded")), s is None, -float(s) if s is not None else 0.0)
     ordered = sorted(hits, key=key)
     hits[:] = ordered
+
+
+_WORD = re.compile(r"\w+")
+
+
+def word_distance(query: str, recorded: str) -> float:
+    """1 - the Jaccard similarity of the two questions' lower-cased word sets: 0 for the
+    same words, 1 for none shared. The playbook's stand-in for the vector distance when
+    the query is not embedded; on the same [0, 1] side of `playbook_max_distance` as a
+    cosine distance for the questions that matter (the same question reworded a little)."""
+    a = set(_WORD.findall(query.lower()))
+    b = set(_WORD.findall(recorded.lower()))
+    if not a or not b:
+        return 1.0
+    return 1.0 - len(a & b) / len(a | b)

@@ -26,4 +26,4 @@ async def embed_query(deps: Deps, text: str) -> Embedding:
     if deps.embed is None:
         raise Unavailable("embedd is not configured ([matrixd] embedd_url is empty)",
                           code="embedd_unavailable")
-    return await deps.embed.embed([text], input_type="query")
+    return await deps.embed.embed([text], input_type="query", interactive=True)

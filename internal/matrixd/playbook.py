@@ -48,6 +48,7 @@ class Lookup:
     corpus: str
     matches: list[Match] = field(default_factory=list)
     unavailable: bool = False
+    lexical: bool = False  # matched by the question's words, not its embedding
 
     def include(self, corpora: Sequence[str] | None, with_factors: bool = False
                 ) -> list[dict[str, Any]]:
@@ -79,25 +80,32 @@ class Lookup:
         return out
 
 
-async def lookup(deps: Deps, corpus: str, vector: list[float], top_k: int,
+async def lookup(deps: Deps, corpus: str, vector: list[float] | None, text: str, top_k: int,
                  max_distance: float, allow_partial: bool) -> Lookup:
     """Entries whose recorded question is within max_distance of the query, nearest first.
 
-    A playbook corpus that does not exist yet has none. Any other failure is a 502, or
-    with allow_partial an empty lookup marked unavailable.
+    With the query's vector: the vector distance. Without one (keyword and lexical
+    searches never wait for an embedding; a hybrid one whose embedder is down): the
+    entries BM25 finds for the text, at their word distance (boost.word_distance), so
+    the same recorded question still applies. A playbook corpus that does not exist yet
+    has none. Any other failure is a 502, or with allow_partial an empty lookup marked
+    unavailable.
     """
+    body: dict[str, Any] = ({"mode": "vector", "query_vector": vector, "k": top_k}
+                            if vector is not None else
+                            {"mode": "lexical", "query_text": text, "k": top_k})
     try:
-        out = await deps.vectord.search(corpus, {"mode": "vector", "query_vector": vector,
-                                                 "k": top_k})
+        out = await deps.vectord.search(corpus, body)
     except NotFound:
-        return Lookup(corpus)
+        return Lookup(corpus, lexical=vector is None)
     except LakehouseError as exc:
         if not allow_partial:
             raise UpstreamError(f"playbook corpus {corpus!r}: {describe(exc)}") from None
-        return Lookup(corpus, unavailable=True)
+        return Lookup(corpus, unavailable=True, lexical=vector is None)
     matches = []
     for h in out.get("hits") or []:
-        d = h.get("distance")
+        d = (h.get("distance") if vector is not None
+             else boost.word_distance(text, str(h.get("text") or "")))
         if d is None or d > max_distance:
             continue
         entry = boost.entry_from_metadata(h.get("metadata"))
@@ -105,7 +113,8 @@ async def lookup(deps: Deps, corpus: str, vector: list[float], top_k: int,
             log.warning("playbook_entry_invalid", corpus=corpus, id=h.get("id"))
             continue
         matches.append(Match(entry, float(d)))
-    return Lookup(corpus, matches)
+    matches.sort(key=lambda m: m.distance)  # nearest first, as the vector lookup gives them
+    return Lookup(corpus, matches, lexical=vector is None)
 
 
 def mark_recalled(hits: list[dict[str, Any]]) -> int:

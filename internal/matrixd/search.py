@@ -201,13 +201,22 @@ async def _raise_not_found(deps: Deps, failed: list[CorpusResult], total: int,
     missing = [r.corpus for r in failed if isinstance(r.error, NotFound)]
     if not missing or (body.allow_partial and len(failed) < total):
         return
+    raise corpus_not_found(missing[0], await _visible_names(deps))
+
+
+async def _visible_names(deps: Deps) -> list[str]:
+    """The corpora a suggestion may name: vectord's list, which it limits to the caller's
+    scope (never the spaces cache, which holds every corpus)."""
     try:
-        names = [str(c["name"]) for c in await deps.vectord.list_corpora()]
+        return [str(c["name"]) for c in await deps.vectord.list_corpora()]
     except LakehouseError:
-        names = []  # the refusal stands without a suggestion
-    name = missing[0]
-    raise NotFound(f"corpora: corpus {name!r} not found{did_you_mean(name, names)}",
-                   field="corpora", code="corpus_not_found")
+        return []  # the refusal stands without a suggestion
+
+
+def corpus_not_found(name: str, names: list[str]) -> NotFound:
+    """The 404 for a named corpus that does not exist, with the nearest existing name."""
+    return NotFound(f"corpora: corpus {name!r} not found{did_you_mean(name, names)}",
+                    field="corpora", code="corpus_not_found")
 
 
 def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
@@ -231,7 +240,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     vector = body.query_vector
     default: Embedding | None = None
     embed_ms: float | None = None
-    if vector is None and (mode in ("vector", "hybrid") or body.use_playbook or rules.disputed):
+    # Only a vector branch embeds: keyword and lexical searches (and their playbook
+    # lookup, by the question's words) never wait for embedd.
+    if vector is None and mode in ("vector", "hybrid"):
+        # A corpus that does not exist is refused before its question costs an embedding.
+        missing = [] if body.allow_partial else await spaces.unknown_corpora(deps, body.corpora or [])
+        if missing:
+            raise corpus_not_found(missing[0], await _visible_names(deps))
         t0 = time.perf_counter()
         try:
             default = await embed_query(deps, text)
@@ -273,15 +288,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
 
     # The playbook: looked up before the fan-out, so that the answers its
     # entries raise ride along as `include` and are scored even when retrieval misses them.
-    use_playbook = body.use_playbook and vector is not None
-    if (body.use_playbook or rules.disputed) and vector is None:
-        degraded.append("playbook_unavailable")
+    use_playbook = body.use_playbook
     lookup = playbook.Lookup(playbook_name)
     playbook_ms: float | None = None
-    if vector is not None and (body.use_playbook or rules.disputed):
+    if body.use_playbook or rules.disputed:
         t0 = time.perf_counter()
         lookup = await playbook.lookup(
-            deps, playbook_name, vector, body.playbook_top_k or cfg.playbook_top_k,
+            deps, playbook_name, vector, text, body.playbook_top_k or cfg.playbook_top_k,
             body.playbook_max_distance if body.playbook_max_distance is not None
             else cfg.playbook_max_distance, body.allow_partial)
         playbook_ms = _ms(t0)
@@ -349,7 +362,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             "corpus": playbook_name, "entries": len(lookup.matches), "boosted": boosted,
             "demoted": sum(1 for h in hits if h.get("boost_factor", 1.0) > 1.0),
             "included": len(include), "recalled": sum(1 for h in hits if h.get("from_playbook")),
-            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms}
+            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms,
+            "match": "lexical" if lookup.lexical else "vector"}
     if rules.active:
         out["downgrade"] = {**rules.to_json(), "downgraded": downgraded}
     if relevance_info is not None:

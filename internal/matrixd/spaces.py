@@ -33,6 +33,21 @@ async def spaces(deps: Deps) -> list[Space]:
     return deps.spaces
 
 
+async def unknown_corpora(deps: Deps, corpora: Sequence[str]) -> list[str]:
+    """The named corpora vectord does not hold (read once more when the cached list
+    misses one: it may have been created since)."""
+    if not corpora:
+        return []
+    for fresh in (False, True):
+        if fresh:
+            deps.spaces_at = float("-inf")
+        known = {c for space in await spaces(deps) for c in space.corpora}
+        missing = [c for c in corpora if c not in known]
+        if not missing:
+            break
+    return missing
+
+
 def other_models(known: Sequence[Space], corpora: Sequence[str] | None,
                  excluded: Sequence[str], default: str) -> dict[str, list[str]]:
     """The models other than the default one that the searched corpora record, each with
@@ -69,7 +84,7 @@ async def embed_all(deps: Deps, text: str, default: Embedding, corpora: Sequence
 
     async def one(model: str) -> Embedding | LakehouseError:
         try:
-            return await embed.embed([text], input_type="query", model=model)
+            return await embed.embed([text], input_type="query", model=model, interactive=True)
         except LakehouseError as exc:
             return exc
 

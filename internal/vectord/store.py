@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -204,6 +205,15 @@ class Store:
         self.spaces_changed = asyncio.Event()
         self._sizes: dict[int, dict[int, float]] = {}
         self._sizes_at = float("-inf")
+        self.write_slots = cfg.write_connections or max(1, cfg.pool_max // 2)
+        self._writes = asyncio.Semaphore(self.write_slots)
+
+    @contextlib.asynccontextmanager
+    async def write_connection(self) -> AsyncIterator[Conn]:
+        """A connection for a bulk write: at most write_slots at once, so searches always
+        find the rest of the pool free (writes queue here, not in front of searches)."""
+        async with self._writes, self.pool.connection() as conn:
+            yield conn
 
     async def wal_position(self) -> str:
         """The primary's WAL position now (after every write committed before the call)."""
@@ -331,7 +341,7 @@ class Store:
         """step in a transaction of its own until it says nothing is left (None); the sum."""
         total = 0
         while True:
-            async with self.pool.connection() as conn, conn.transaction():
+            async with self.write_connection() as conn, conn.transaction():
                 done = await step(conn)
             if done is None:
                 return total
@@ -396,7 +406,7 @@ class Store:
 
     async def reembed_fill(self, corpus_id: int, rows: list[dict[str, Any]],
                            vectors: list[list[float]]) -> None:
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.write_connection() as conn, conn.transaction():
             await reembed_store.fill(conn, corpus_id, rows, vectors)
 
     async def reembed_fail(self, corpus_id: int, error: str) -> None:
@@ -508,7 +518,7 @@ class Store:
 
     async def _upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None
                       ) -> Written:
-        async with self.pool.connection() as conn:
+        async with self.write_connection() as conn:
             async with conn.transaction():
                 await self._upsert_in(conn, corpus, items, model)
             lsn = await _wal_position(conn)
@@ -591,7 +601,7 @@ class Store:
         return row
 
     async def delete_items(self, corpus: Corpus, ids: list[str]) -> Written:
-        async with self.pool.connection() as conn:
+        async with self.write_connection() as conn:
             cur = await conn.execute(
                 sql.SQL(DELETE_ITEMS).format(table=schema.items_table(corpus.id)), {"ids": ids})
             done = Written(cur.rowcount, await _wal_position(conn))

@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from internal.api.embedd import INTERACTIVE_PATH, LANE_HEADER
 from internal.config import Config
 from internal.embedd.backends import openai_embeddings_url
 from internal.embedd.server import make_app
@@ -253,3 +254,48 @@ def test_openai_url_from_base_url() -> None:
     assert openai_embeddings_url("http://h:8080/") == "http://h:8080/v1/embeddings"
     assert openai_embeddings_url("https://api.openai.com/v1") == "https://api.openai.com/v1/embeddings"
     assert openai_embeddings_url("http://h/openai/v1/") == "http://h/openai/v1/embeddings"
+
+
+class HoldingDocuments(Fake):
+    """Holds every request holding a document until released; answers questions at once."""
+
+    async def _record(self, request: web.Request) -> dict[str, Any]:
+        body: dict[str, Any] = await request.json()
+        self.requests.append(body)
+        if any("doc" in t for t in body["input"]):
+            await asyncio.wait_for(self.release.wait(), 5)
+        return body
+
+
+@pytest.mark.parametrize("backend", ["ollama", "openai"])
+async def test_remote_question_has_slots_of_its_own(backend: str,
+                                                    http: aiohttp.ClientSession) -> None:
+    fake = HoldingDocuments(768)
+    upstream = await serve(fake.app())
+    where = ({"ollama_host": url_of(upstream)} if backend == "ollama" else
+             {"openai_base_url": f"{url_of(upstream)}/v1", "openai_model": "m"})
+    cfg = with_section(Config(), "embedd", backend=backend, timeout_seconds=5.0,
+                       remote_bulk_concurrency=1, remote_interactive_concurrency=1, **where)
+    srv = await serve(make_app(cfg))
+    url = url_of(srv)
+    bulk = [asyncio.create_task(post(http, url, {"texts": [f"doc {i}"]})) for i in range(3)]
+    try:
+        for _ in range(100):  # one bulk call at the upstream, two waiting for its slot
+            if len(fake.requests) == 1:
+                break
+            await asyncio.sleep(0.02)
+        async with http.post(f"{url}{INTERACTIVE_PATH}",
+                             json={"texts": ["a question"], "input_type": "query"}) as resp:
+            assert resp.status == 200, await resp.text()
+            assert resp.headers[LANE_HEADER] == "interactive"
+        async with http.get(f"{url}/v1/embed/lanes") as resp:
+            lanes = (await resp.json())["models"][0]["lanes"]
+        assert lanes["bulk"]["pending"] == 2 and lanes["interactive"]["calls"] == 1
+        assert not any(t.done() for t in bulk)  # the documents are still held
+        fake.release.set()
+        assert [status for status, _ in await asyncio.gather(*bulk)] == [200, 200, 200]
+    finally:
+        fake.release.set()
+        await asyncio.gather(*bulk, return_exceptions=True)
+        await srv.close()
+        await upstream.close()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from internal.embedd.cache import LRUCache, key
-from internal.embedd.coalesce import Coalescer
+from internal.embedd.coalesce import Coalescer, Lane
 from internal.embedd.local import Encoded
 
 
@@ -54,9 +56,9 @@ async def test_coalescer_batches_sorted_and_keeps_order() -> None:
         texts = ["x" * n for n in (12, 1, 7, 3, 9, 2, 11, 5, 4)]
         results = await asyncio.gather(co.embed(texts[:5]), co.embed(texts[5:]))
         await co.close()
-    got = [float(v[0]) for r in results for v in r.vectors]
+    got = [float(v[0]) for r in results for v in r.encoded.vectors]
     assert got == [float(len(t)) for t in texts]
-    assert results[0].truncated == [0] and results[1].truncated == [1]
+    assert results[0].encoded.truncated == [0] and results[1].encoded.truncated == [1]
     assert all(len(b) <= 4 for b in seen) and len(seen) < len(texts)
     assert all(b == sorted(b, key=len) for b in seen)
 
@@ -70,3 +72,47 @@ async def test_coalescer_failure_reaches_every_waiter() -> None:
         results = await asyncio.gather(co.embed(["a"]), co.embed(["b"]), return_exceptions=True)
         await co.close()
     assert all(isinstance(r, RuntimeError) for r in results)
+
+
+async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
+    order: list[str] = []
+
+    def run(texts: list[str]) -> Encoded:
+        time.sleep(0.01)
+        order.extend(texts)
+        return fake_model(texts)
+
+    with ThreadPoolExecutor(1) as ex:
+        co = Coalescer(run, ex, batch_size=1, max_wait=0.0, workers=1)
+        bulk = asyncio.create_task(co.embed([f"doc{i}" for i in range(20)], Lane.BULK))
+        await asyncio.sleep(0.03)  # a few documents are through, the rest are queued
+        asked = await co.embed(["question"], Lane.INTERACTIVE)
+        await bulk
+        await co.close()
+    at = order.index("question")
+    assert 0 < at < 10, order  # it jumped the queued documents
+    assert co.stats[Lane.INTERACTIVE].calls == 1 and co.stats[Lane.BULK].texts == 20
+    # it waited for the one call in flight at most, not for the queue
+    assert asked.wait_s <= co.stats[Lane.BULK].call_max_s + 0.01
+
+
+async def test_reserved_worker_serves_questions_only() -> None:
+    threads: dict[str, set[str]] = {"bulk": set(), "question": set()}
+
+    def run(texts: list[str]) -> Encoded:
+        time.sleep(0.005)
+        kind = "question" if texts[0].startswith("q") else "bulk"
+        threads[kind].add(threading.current_thread().name)
+        return fake_model(texts)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="shared") as shared, \
+            ThreadPoolExecutor(1, thread_name_prefix="reserved") as reserved:
+        co = Coalescer(run, shared, batch_size=1, max_wait=0.0, workers=1,
+                       reserved=1, reserved_executor=reserved)
+        bulk = asyncio.create_task(co.embed([f"doc{i}" for i in range(30)], Lane.BULK))
+        for i in range(5):
+            await co.embed([f"q{i}"], Lane.INTERACTIVE)
+        await bulk
+        await co.close()
+    assert all(name.startswith("shared") for name in threads["bulk"])
+    assert any(name.startswith("reserved") for name in threads["question"])

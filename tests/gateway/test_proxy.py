@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp.test_utils import TestServer
 
+from internal.api.embedd import INTERACTIVE_PATH
 from tests.gateway.conftest import GatewayFactory
 from tests.gateway.stubs import stub_app
 from tests.helpers import serve
@@ -163,3 +164,11 @@ def test_forward_headers_drops_hop_by_hop_and_connection_named() -> None:
     assert list(out.items()) == [("X-Custom", "a"), ("X-Custom", "b"),
                                  ("Content-Type", "application/json")]
     assert "Authorization" in _forward_headers(given)  # only the request side drops it
+
+
+async def test_gateway_does_not_forward_the_interactive_route(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    base = await gateway()
+    async with http.post(f"{base}{INTERACTIVE_PATH}", json={"texts": ["jump the queue"]}) as resp:
+        assert resp.status == 404
+        assert "X-Served-By" not in resp.headers

@@ -101,3 +101,16 @@ async def test_search_lost_mid_call_is_answered_by_another_replica(
     finally:
         await bad.close()
         await good.close()
+
+
+async def test_a_slow_write_does_not_hold_a_search_connection(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    base = await gateway(upstream_connections=1, upstream_wait=0.3, vectors_timeout=10.0)
+    write = asyncio.ensure_future(http.post(f"{base}/v1/vectors/slow", json={}))
+    await asyncio.sleep(0.3)  # the one write connection to vectord is busy for 3 s
+    async with http.post(f"{base}/v1/vectors/search", json={"k": 1}) as resp:
+        assert resp.status == 200  # a search has connections of its own
+        assert resp.headers["X-Served-By"] == "vectord"
+    async with http.post(f"{base}/v1/vectors/slow", json={}) as resp:
+        assert resp.status == 503  # another write waits for the write connection, bounded
+    (await write).close()

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from internal.api.embedd import INTERACTIVE_PATH
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
@@ -44,13 +45,15 @@ class Counter:
     def __init__(self, target: str) -> None:
         self.target = target
         self.calls = 0
+        self.paths: list[str] = []
         self.url = ""
 
     def app(self) -> web.Application:
         async def embed(request: web.Request) -> web.Response:
             self.calls += 1
+            self.paths.append(request.path)
             async with aiohttp.ClientSession() as s, s.post(
-                    f"{self.target}/v1/embed", data=await request.read(),
+                    f"{self.target}{request.path}", data=await request.read(),
                     headers={"Content-Type": "application/json"}) as r:
                 return web.Response(status=r.status, body=await r.read(),
                                     content_type="application/json")
@@ -62,6 +65,7 @@ class Counter:
 
         app = web.Application()
         app.router.add_post("/v1/embed", embed)
+        app.router.add_post(INTERACTIVE_PATH, embed)
         app.router.add_get("/readyz", passthrough)
         return app
 
@@ -199,7 +203,7 @@ async def test_missing_corpus_is_a_404_naming_it(http: aiohttp.ClientSession, ma
     missing = unique("nope")
     status, body = await post(http, f"{matrix}/v1/matrix/search",
                               {"query_text": "cats", "mode": "vector", "corpora": [a, missing]})
-    assert status == 404, body
+    assert status == 404, body  # refused before the question is embedded
     assert body["error"]["code"] == "corpus_not_found"
     assert body["error"]["field"] == "corpora"
     assert missing in body["error"]["message"]
@@ -491,7 +495,9 @@ async def test_hybrid_degrades_to_lexical_when_embedd_down(
         await server.close()
     assert status == 200, out
     assert out["requested_mode"] == "hybrid" and out["mode"] == "lexical"
-    assert out["degraded"] == ["embedding_unavailable", "playbook_unavailable"]
+    # the playbook is looked up by the question's words instead
+    assert out["degraded"] == ["embedding_unavailable"]
+    assert out["playbook"]["match"] == "lexical"
     assert {(h["corpus"], h["id"]) for h in out["hits"]} == {(a, "d2"), (b, "d1")}
 
 
@@ -560,3 +566,62 @@ async def test_corpus_weights_through_matrixd(http: aiohttp.ClientSession, matri
         top = out["hits"][0]
         assert top["merge_score"] == pytest.approx(top["score"] * 100.0)
     assert len(plain["hits"]) == 2
+
+
+async def test_questions_go_to_the_interactive_lane(http: aiohttp.ClientSession, matrix: str,
+                                                    counter: Counter,
+                                                    two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    before = len(counter.paths)
+    await _search(http, matrix, {"query_text": "largest animal", "corpora": [a, b]})
+    assert counter.paths[before:] == [INTERACTIVE_PATH]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "lexical"])
+async def test_word_searches_never_embed(http: aiohttp.ClientSession, matrix: str,
+                                         counter: Counter, two_corpora: tuple[str, str],
+                                         mode: str) -> None:
+    a, b = two_corpora
+    before = counter.calls
+    out = await _search(http, matrix, {"query_text": "largest", "mode": mode,
+                                       "corpora": [a, b], "use_playbook": True})
+    assert out["hits"] and out["playbook"]["match"] == "lexical"
+    assert counter.calls == before
+
+
+async def test_word_searches_with_feedback_while_embedd_is_stopped(
+        http: aiohttp.ClientSession, base_cfg: Config, vectord_url: str, matrix: str,
+        two_corpora: tuple[str, str]) -> None:
+    a, b = two_corpora
+    pb = unique("pb")
+    q = {"query_text": "largest", "mode": "lexical", "corpora": [a, b], "playbook_corpus": pb}
+    last = (await _search(http, matrix, q))["hits"][-1]
+    status, _ = await post(http, f"{matrix}/v1/matrix/playbooks/record",
+                           {"query_text": "the largest", "answer_id": last["id"],
+                            "answer_corpus": last["corpus"], "score": 1.0, "playbook_corpus": pb})
+    assert status == 200
+    server = await start_matrix(base_cfg, vectord_url, "http://127.0.0.1:1")  # no embedd
+    try:
+        for mode in ("keyword", "lexical"):
+            status, out = await post(http, f"{url_of(server)}/v1/matrix/search",
+                                     {**q, "mode": mode, "use_playbook": True,
+                                      "playbook_max_distance": 0.5})
+            assert status == 200, out
+            assert out["degraded"] == [] and out["playbook"]["match"] == "lexical"
+            # the recorded answer ("the largest" is near "largest" by its words) leads
+            assert out["playbook"]["entries"] == 1
+            assert (out["hits"][0]["corpus"], out["hits"][0]["id"]) == (last["corpus"], last["id"])
+    finally:
+        await server.close()
+
+
+async def test_unknown_corpus_refused_before_embedding(http: aiohttp.ClientSession, matrix: str,
+                                                       counter: Counter,
+                                                       two_corpora: tuple[str, str]) -> None:
+    a, _ = two_corpora
+    before = counter.calls
+    status, out = await post(http, f"{matrix}/v1/matrix/search",
+                             {"query_text": "largest", "corpora": [a, unique("nosuch")]})
+    assert status == 404 and out["error"]["code"] == "corpus_not_found", out
+    assert out["error"]["field"] == "corpora"
+    assert counter.calls == before

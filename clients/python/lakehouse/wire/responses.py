@@ -208,6 +208,9 @@ class PlaybookSummary(msgspec.Struct):
     recalled: int = 0
     missing: int = 0
     ms: float | None = None
+    # "lexical": the query was not embedded (keyword, lexical, or embedd down) and the
+    # entries were matched by the words of their recorded question.
+    match: str = "vector"
 
 
 class MatrixSearchResponse(msgspec.Struct):

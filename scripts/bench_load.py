@@ -1,0 +1,358 @@
+"""Searches while bulk work runs: the stack of the README, shared by searchers and loaders.
+
+Starts the whole stack with `lakehouse up` (scripts/bench_gateway.py's start_stack: free
+loopback ports, a temporary data directory), ingests docs/examples' two corpora, then
+measures the default search over them (hybrid, as shipped; `corpora: [handbook, tickets]`)
+from two searching clients, each asking a question, waiting `--think` seconds and asking
+the next (questions from the BEIR sets' queries, never twice the same text):
+
+- idle;
+- during a bulk `lakehouse ingest` of Cranfield + CISI (2,858 documents, embedded);
+- during `lakehouse reembed` of a 1,400-document corpus (Cranfield, loaded with random
+  vectors and no model, then embedded by the local model);
+- during `lakehouse sync` of a folder of 500 generated markdown pages.
+
+Each bulk job runs `--rounds` times alone and as often under the searches, alternating
+which comes first (ingest and sync alone first in even rounds, reembed searched first),
+each run on texts of its own (a run tag in every text, so embedd's cache serves no run
+from another): documents/s alone and under searches, from the total times. Idle is
+measured before and after the bulk jobs.
+Then fairness: client A runs the default search at concurrency 32, client B (another
+loopback address, 127.0.0.2) asks one question a second; B's p95 against B alone.
+
+Targets (DECISIONS.md, "Embedding: lanes"): p95 during each bulk job <= 2x idle p95; bulk
+documents/s under searches >= 0.85x alone; B's p95 <= 2x B alone.
+
+    flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
+        .venv/bin/python scripts/bench_load.py [--data ../shared/data] [--think 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_gateway import start_stack  # noqa: E402
+
+CORPORA = ["handbook", "tickets"]
+MODEL = "all-MiniLM-L6-v2"
+REEMBED_DOCS = 1400
+WIKI_PAGES = 500
+
+
+@dataclass
+class Searches:
+    """Latencies (ms) and statuses of one client's searches."""
+
+    ms: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+
+
+class Questions:
+    """BEIR queries, each text used once (a counter after a round)."""
+
+    def __init__(self, data: Path) -> None:
+        self.texts: list[str] = []
+        for name in ("cranfield", "cisi", "scifact"):
+            with (data / name / "queries.jsonl").open() as f:
+                self.texts += [json.loads(line)["text"] for line in f]
+        random.Random(38).shuffle(self.texts)
+        self.n = 0
+
+    def next(self) -> str:
+        text = self.texts[self.n % len(self.texts)]
+        rnd = self.n // len(self.texts)
+        self.n += 1
+        return text if rnd == 0 else f"{text} ({rnd})"
+
+
+async def search(session: aiohttp.ClientSession, gateway: str, text: str, out: Searches) -> None:
+    t0 = time.perf_counter()
+    async with session.post(f"{gateway}/v1/matrix/search",
+                            json={"query_text": text, "corpora": CORPORA}) as resp:
+        await resp.read()
+        out.statuses[resp.status] += 1
+    if resp.status == 200:
+        out.ms.append((time.perf_counter() - t0) * 1000)
+
+
+async def searching(session: aiohttp.ClientSession, gateway: str, questions: Questions,
+                    think: float, stop: asyncio.Event, out: Searches) -> None:
+    """One client: a question, `think` seconds, the next, until stop."""
+    while not stop.is_set():
+        await search(session, gateway, questions.next(), out)
+        if think:
+            await asyncio.sleep(think)
+
+
+async def while_searching(session: aiohttp.ClientSession, gateway: str, questions: Questions,
+                          think: float, job: Callable[[], Awaitable[float]]
+                          ) -> tuple[float, Searches]:
+    """job() with two searching clients around it: (what job returns, the searches)."""
+    stop = asyncio.Event()
+    out = Searches()
+    clients = [asyncio.create_task(searching(session, gateway, questions, think, stop, out))
+               for _ in range(2)]
+    await asyncio.sleep(1.0)  # the searches are running before the job starts
+    try:
+        result = await job()
+    finally:
+        stop.set()
+        await asyncio.gather(*clients)
+    return result, out
+
+
+async def cli(gateway: str, *args: str) -> float:
+    """Run `lakehouse ARGS` against the stack; its wall time in seconds."""
+    env = {**os.environ, "LAKEHOUSE_URL": gateway}
+    t0 = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "internal.cli.main", *args, cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await proc.communicate()
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"lakehouse {' '.join(args)} failed ({proc.returncode}):\n"
+                         f"{out.decode()[-2000:]}")
+    return took
+
+
+def tagged_docs(data: Path, sets: tuple[str, ...], tag: str) -> list[dict[str, Any]]:
+    """The sets' documents, ids prefixed by set, a run tag at the end of every text."""
+    docs = []
+    for name in sets:
+        with (data / name / "corpus.jsonl").open() as f:
+            for line in f:
+                d = json.loads(line)
+                docs.append({"_id": f"{name[:2]}-{d['_id']}", "title": d.get("title") or "",
+                             "text": f"{d['text']} [{tag}]"})
+    return docs
+
+
+def write_jsonl(path: Path, docs: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def write_wiki(folder: Path, data: Path, tag: str, pages: int) -> Path:
+    """pages markdown pages, two sections each, from SciFact's abstracts."""
+    docs = tagged_docs(data, ("scifact",), tag)
+    folder.mkdir(parents=True)
+    for i in range(pages):
+        a, b = docs[i], docs[i + pages]
+        (folder / f"page-{i:03d}.md").write_text(
+            f"# {a['title'] or a['_id']}\n\n{a['text']}\n\n"
+            f"## {b['title'] or b['_id']}\n\n{b['text']}\n")
+    return folder
+
+
+async def load_unembedded(session: aiohttp.ClientSession, gateway: str, corpus: str,
+                          docs: list[dict[str, Any]]) -> None:
+    """A corpus of random vectors and no model: what `reembed` then embeds."""
+    async with session.post(f"{gateway}/v1/vectors/corpora",
+                            json={"name": corpus, "dim": 384}) as r:
+        assert r.status == 201, await r.text()
+    rng = np.random.default_rng(38)
+    for s in range(0, len(docs), 500):
+        part = docs[s:s + 500]
+        vecs = rng.standard_normal((len(part), 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        items = [{"id": d["_id"], "title": d["title"], "text": d["text"], "vector": v.tolist()}
+                 for d, v in zip(part, vecs, strict=True)]
+        async with session.post(f"{gateway}/v1/vectors/corpora/{corpus}/items",
+                                json={"items": items}) as r:
+            assert r.status == 200, await r.text()
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))] if xs else float("nan")
+
+
+def row(label: str, s: Searches, idle_p95: float) -> str:
+    bad = sum(n for st, n in s.statuses.items() if st != 200)
+    return (f"{label:<34} {len(s.ms):>8} {pct(s.ms, 50):>8.1f} {pct(s.ms, 95):>8.1f} "
+            f"{max(s.ms, default=float('nan')):>8.1f} {pct(s.ms, 95) / idle_p95:>8.2f}x"
+            f"{f'  ({bad} not 200: {dict(s.statuses)})' if bad else ''}")
+
+
+async def fairness(gateway: str, questions: Questions, seconds: float
+                   ) -> tuple[Searches, Searches, Searches]:
+    """(B alone, B beside A, A): A at concurrency 32, B one search a second from 127.0.0.2."""
+    b_conn = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))
+    a_conn = aiohttp.TCPConnector(limit=64)
+    async with aiohttp.ClientSession(connector=b_conn) as b_http, \
+            aiohttp.ClientSession(connector=a_conn) as a_http:
+
+        async def b_client(out: Searches) -> None:
+            t_end = time.perf_counter() + seconds
+            while time.perf_counter() < t_end:
+                t0 = time.perf_counter()
+                await search(b_http, gateway, questions.next(), out)
+                await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - t0)))
+
+        alone = Searches()
+        await b_client(alone)
+        beside, a = Searches(), Searches()
+        stop = asyncio.Event()
+        a_tasks = [asyncio.create_task(searching(a_http, gateway, questions, 0.0, stop, a))
+                   for _ in range(32)]
+        await asyncio.sleep(2.0)
+        await b_client(beside)
+        stop.set()
+        await asyncio.gather(*a_tasks)
+    return alone, beside, a
+
+
+async def lanes(session: aiohttp.ClientSession, gateway: str) -> dict[str, Any]:
+    async with session.get(f"{gateway}/v1/embed/lanes") as r:
+        out: dict[str, Any] = (await r.json())["models"][0]["lanes"]
+        return out
+
+
+async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
+    data = Path(args.data)
+    questions = Questions(data)
+    think = args.think
+    cut = args.limit or None  # a quick check of the script: a few documents per job
+    n_reembed = min(REEMBED_DOCS, args.limit or REEMBED_DOCS)
+    n_pages = min(WIKI_PAGES, args.limit or WIKI_PAGES)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16)) as http:
+        for name in CORPORA:
+            await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
+                      "--corpus", name, "--quiet")
+        runs = [(mode, r) for r in range(args.rounds) for mode in ("alone", "searched")]
+        for mode, r in runs:
+            docs = tagged_docs(data, ("cranfield",), f"re_{mode}_{r}")[:n_reembed]
+            await load_unembedded(http, gateway, f"re_{mode}_{r}", docs)
+        ingest_docs = {f"in_{mode}_{r}": write_jsonl(
+            tmp / f"in_{mode}_{r}.jsonl",
+            tagged_docs(data, ("cranfield", "cisi"), f"in_{mode}_{r}")[:cut]) for mode, r in runs}
+        n_ingest = len(tagged_docs(data, ("cranfield", "cisi"), "x")[:cut])
+        wikis = {f"wk_{mode}_{r}": write_wiki(tmp / f"wk_{mode}_{r}", data, f"wk_{mode}_{r}",
+                                              n_pages) for mode, r in runs}
+        # Warm-up: every part has answered a few searches.
+        warm = Searches()
+        for _ in range(20):
+            await search(http, gateway, questions.next(), warm)
+
+        async def idle_job() -> float:
+            await asyncio.sleep(args.idle_seconds)
+            return 0.0
+
+        def ingest(tag: str) -> Callable[[], Awaitable[float]]:
+            return lambda: cli(gateway, "ingest", str(ingest_docs[tag]), "--corpus", tag,
+                               "--quiet")
+
+        def reembed(tag: str) -> Callable[[], Awaitable[float]]:
+            return lambda: cli(gateway, "reembed", tag, "--model", MODEL, "--wait")
+
+        def sync(tag: str) -> Callable[[], Awaitable[float]]:
+            return lambda: cli(gateway, "sync", str(wikis[tag]), "--corpus", tag)
+
+        jobs: dict[str, tuple[str, Callable[[str], Callable[[], Awaitable[float]]], int, bool]] = {
+            # job -> (tag prefix, runner, documents, alone first in even rounds)
+            "ingest": ("in", ingest, n_ingest, True),
+            "reembed": ("re", reembed, n_reembed, False),
+            "sync": ("wk", sync, n_pages, True)}
+        _, idle = await while_searching(http, gateway, questions, think, idle_job)
+        seconds: dict[tuple[str, str], list[float]] = {}
+        during: dict[str, Searches] = {job: Searches() for job in jobs}
+        for r in range(args.rounds):
+            for job, (prefix, runner, _, alone_first) in jobs.items():
+                modes = ("alone", "searched") if alone_first == (r % 2 == 0) else (
+                    "searched", "alone")
+                for mode in modes:
+                    run = runner(f"{prefix}_{mode}_{r}")
+                    if mode == "alone":
+                        took = await run()
+                    else:
+                        took, got = await while_searching(http, gateway, questions, think, run)
+                        during[job].ms += got.ms
+                        during[job].statuses.update(got.statuses)
+                    seconds.setdefault((job, mode), []).append(took)
+        _, idle_after = await while_searching(http, gateway, questions, think, idle_job)
+        idle.ms += idle_after.ms
+        idle.statuses.update(idle_after.statuses)
+        idle_p95 = pct(idle.ms, 95)
+        speeds = {job: (n / (sum(seconds[(job, "alone")]) / args.rounds),
+                        n / (sum(seconds[(job, "searched")]) / args.rounds))
+                  for job, (_, _, n, _) in jobs.items()}
+        lane_stats = await lanes(http, gateway)
+
+    b_alone, b_beside, a = await fairness(gateway, questions, args.fair_seconds)
+
+    print(f"# bench_load: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"{os.cpu_count()} cores; default search over {', '.join(CORPORA)}; "
+          f"2 searching clients, {think:g} s between a client's searches; each bulk job "
+          f"{args.rounds}x alone and {args.rounds}x searched, alternating; idle before and after")
+    print(f"{'searches':<34} {'n':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/idle':>9}")
+    print(row("idle", idle, idle_p95))
+    print(row(f"during ingest ({n_ingest} docs)", during["ingest"], idle_p95))
+    print(row(f"during reembed ({n_reembed} docs)", during["reembed"], idle_p95))
+    print(row(f"during wiki sync ({n_pages} pages)", during["sync"], idle_p95))
+    print(f"{'bulk job':<34} {'alone/s':>8} {'searched/s':>11} {'ratio':>8}")
+    for job, unit in (("ingest", "docs"), ("reembed", "docs"), ("sync", "pages")):
+        alone_s, searched_s = speeds[job]
+        print(f"{job + ' (' + unit + ')':<34} {alone_s:>8.2f} {searched_s:>11.2f} "
+              f"{searched_s / alone_s:>7.2f}x")
+    b95 = pct(b_alone.ms, 95)
+    print(f"fairness ({args.fair_seconds:g} s each): B alone p50 {pct(b_alone.ms, 50):.1f} / "
+          f"p95 {b95:.1f} ms; B beside A p50 {pct(b_beside.ms, 50):.1f} / "
+          f"p95 {pct(b_beside.ms, 95):.1f} / max {max(b_beside.ms, default=float('nan')):.1f} ms "
+          f"({pct(b_beside.ms, 95) / b95:.2f}x alone; B statuses {dict(b_beside.statuses)}); "
+          f"A: {len(a.ms)} searches answered, statuses {dict(a.statuses)}")
+    inter, bulk = lane_stats["interactive"], lane_stats["bulk"]
+    print(f"embedd lanes: interactive {inter['texts']} texts, longest wait "
+          f"{inter['wait_max_ms']:.1f} ms; bulk {bulk['texts']} texts, longest slice "
+          f"{bulk['call_max_ms']:.1f} ms, longest wait {bulk['wait_max_ms']:.1f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=os.environ.get(
+        "LAKEHOUSE_DATA", str(ROOT.parent / "shared")) + "/data")
+    parser.add_argument("--think", type=float, default=0.1,
+                        help="seconds a searching client waits between its searches")
+    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="runs of each bulk job alone and under searches (alternating)")
+    parser.add_argument("--fair-seconds", type=float, default=40.0)
+    parser.add_argument("--limit", type=int, default=0,
+                        help="at most this many documents per bulk job (0: all; a quick check)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-load-"))
+    proc, urls = start_stack(tmp / "stack")
+    try:
+        asyncio.run(main_async(args, urls["gateway"], tmp))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

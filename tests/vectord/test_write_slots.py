@@ -1,0 +1,49 @@
+"""Writes take at most their share of vectord's pool: searches never queue behind them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiohttp
+
+from internal.config import Config
+from internal.vectord.server import STORE, make_app
+from tests.helpers import serve, url_of, with_section
+from tests.vectord.vdata import call, item, unique, unit
+
+C = "/v1/vectors/corpora"
+
+
+async def test_search_answers_while_every_write_slot_is_held(base_cfg: Config,
+                                                             http: aiohttp.ClientSession) -> None:
+    # A pool of 4, 2 of them for writes; a long bulk write holds both (entered here).
+    app = make_app(with_section(base_cfg, "vectord", pool_min=1, pool_max=4,
+                                write_connections=2, pool_timeout=1.0))
+    server = await serve(app)
+    base = url_of(server)
+    try:
+        name = unique("slots")
+        assert (await call(http, "POST", f"{base}{C}", {"name": name, "dim": 8,
+                                                         "language": "english"}))[0] == 201
+        items = [item(i, 8) for i in range(20)]
+        assert (await call(http, "POST", f"{base}{C}/{name}/items", {"items": items}))[0] == 200
+        store = app[STORE]
+        assert store.write_slots == 2
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(store.write_slots):
+                await held.enter_async_context(store.write_connection())
+            upsert = asyncio.create_task(call(http, "POST", f"{base}{C}/{name}/items",
+                                              {"items": [item(99, 8)]}))
+            for body in ({"mode": "vector", "query_vector": unit(8, 3), "k": 5},
+                         {"mode": "lexical", "query_text": "document", "k": 5},
+                         {"mode": "hybrid", "query_text": "document",
+                          "query_vector": unit(8, 3), "k": 5}):
+                status, out = await call(http, "POST", f"{base}{C}/{name}/search", body)
+                assert status == 200 and out["hits"], out
+            await asyncio.sleep(0.2)
+            assert not upsert.done()  # the write waits for a write slot, not a search
+        status, _ = await upsert  # and goes through once one is free
+        assert status == 200
+    finally:
+        await server.close()
