@@ -83,6 +83,11 @@ class GatewayConfig:
             raise ValueError("tokens: a token may not be empty")
 
 
+# The embedding backends' names: internal.embedd.registry opens one of each (its table's
+# keys are these, checked where it is built).
+EMBEDDING_BACKENDS = ("local", "ollama", "openai")
+
+
 @dataclass(frozen=True)
 class EmbeddConfig:
     host: str = "127.0.0.1"
@@ -119,10 +124,11 @@ class EmbeddConfig:
         return (self.backend, *dict.fromkeys(b for b in self.backends if b != self.backend))
 
     def validate(self) -> None:
-        if self.backend not in ("local", "ollama", "openai"):
-            raise ValueError("backend: expected one of local, ollama, openai")
-        if any(b not in ("local", "ollama", "openai") for b in self.backends):
-            raise ValueError("backends: expected a list of local, ollama, openai")
+        choices = ", ".join(EMBEDDING_BACKENDS)
+        if self.backend not in EMBEDDING_BACKENDS:
+            raise ValueError(f"backend: {self.backend!r} is not a backend; expected one of {choices}")
+        if any(b not in EMBEDDING_BACKENDS for b in self.backends):
+            raise ValueError(f"backends: expected a list of {choices}")
         if "openai" in self.enabled() and not (self.openai_base_url and self.openai_model):
             raise ValueError("openai_base_url: backend 'openai' needs openai_base_url and openai_model")
         if "ollama" in self.enabled() and not (self.ollama_host and self.ollama_model):
