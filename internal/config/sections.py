@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lakehouse.wire.shapes import MAX_RRF_K
+
 # Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
 GATEWAY_PORT = 3210
 EMBEDD_PORT = 3211
@@ -196,8 +198,8 @@ class VectordConfig:
             raise ValueError("ef_search: must be in 1..1000")
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
-        if self.rrf_k < 1:
-            raise ValueError("rrf_k: must be >= 1")
+        if not 1 <= self.rrf_k <= MAX_RRF_K:
+            raise ValueError(f"rrf_k: must be in 1..{MAX_RRF_K} (a request's range)")
         if self.lexical_engine not in ("memory", "sql"):
             raise ValueError('lexical_engine: must be "memory" or "sql"')
         if self.lexical_cache_mb < 1:

@@ -43,9 +43,8 @@ def check(store: Store, req: SearchRequest) -> Options:
     elif req.query_vector is None and not req.query_vectors:
         raise InvalidArgument("query_vector: required for mode 'vector'", field="query_vector")
     k1, b, fw = bm25_options(store, req)
+    # Its range is the wire type's (SearchRequest.rrf_k) and the config's: checked there.
     rrf_k = store.cfg.rrf_k if req.rrf_k is None else req.rrf_k
-    if not 1 <= rrf_k <= 10_000:
-        raise InvalidArgument(f"rrf_k: must be in 1..10000, got {rrf_k}", field="rrf_k")
     n = req.candidates if req.candidates is not None else max(DEFAULT_CANDIDATES, req.k)
     if not req.k <= n <= MAX_K:
         raise InvalidArgument(f"candidates: must be in k..{MAX_K} (k={req.k}), got {n}",
