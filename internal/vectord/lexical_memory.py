@@ -13,6 +13,7 @@ from internal.vectord import (
     lexical,
     merge,
     postings,
+    postings_union,
     search_reads,
 )
 from internal.vectord.lexical_options import (
@@ -107,16 +108,16 @@ async def filtered_top(store: Store, p: Options, corpus: Corpus, ix: postings.Co
 
 def union_lexical(store: Store, p: Options, members: Sequence[tuple[int, postings.CorpusIndex]],
                    stats: lexical.QueryStats | None) -> dict[int, list[tuple[str, float]]]:
-    """The BM25 candidates of several corpora scored as one (postings.union_scores): per
+    """The BM25 candidates of several corpora scored as one (postings_union.union_scores): per
     position, its share of the union's top n. Empty: each corpus scores alone (one corpus,
     a hard filter checked in PostgreSQL, field weights other than 1/1/1)."""
     if stats is None or len(members) < 2 or p.filtered or fw(p) != (1.0, 1.0, 1.0):
         return {}
     idx = [ix for _, ix in members]
-    s = postings.union_scores(idx, stats.lexemes, stats.weights, stats.avgdl, p.k1, p.b,
+    s = postings_union.union_scores(idx, stats.lexemes, stats.weights, stats.avgdl, p.k1, p.b,
                               store.lex.unions)
     out: dict[int, list[tuple[str, float]]] = {pos: [] for pos, _ in members}
-    for wi, item_id, score in postings.union_top(idx, s, p.n):
+    for wi, item_id, score in postings_union.union_top(idx, s, p.n):
         out[members[wi][0]].append((item_id, score))
     return out
 

@@ -11,7 +11,7 @@ from internal.vectord import (
     feedback,
     fusion,
     hits,
-    lexindex,
+    lexversions,
     merge,
     postings,
     search_reads,
@@ -65,7 +65,7 @@ async def hybrid_search(store: Store, p: Options, outcomes: list[Outcome],
         if expect:
             # The versions the cache was trusted at: read by the vector statements, which
             # started after the search did (the rest read now, in a shared statement).
-            if lexindex.moved(expect, seen):
+            if lexversions.moved(expect, seen):
                 raise search_reads.Stale
             await search_reads.check_versions(
                 store, {cid: v for cid, v in expect.items() if cid not in seen})
