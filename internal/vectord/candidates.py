@@ -14,24 +14,9 @@ from psycopg.rows import dict_row
 
 from internal.api import validate
 from internal.api.vectord import Corpus
-from internal.vectord import (
-    fusion_sql,
-    lexical,
-    merge,
-    postings,
-    schema,
-    search_reads,
-    spaces,
-)
-from internal.vectord.lexical_memory import (
-    bm25_scores,
-    filtered_top,
-    score_of,
-    union_lexical,
-)
-from internal.vectord.lexical_options import (
-    query_languages,
-)
+from internal.vectord import fusion_sql, lexical, merge, postings, schema, search_reads, spaces
+from internal.vectord.lexical_memory import bm25_scores, filtered_top, score_of, union_lexical
+from internal.vectord.lexical_options import query_languages
 from internal.vectord.options import Options, _Candidates
 from internal.vectord.store import Store
 from internal.vectord.vector_scan import shared_scans

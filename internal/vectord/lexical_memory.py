@@ -8,24 +8,10 @@ from collections.abc import Sequence
 import psycopg
 
 from internal.api.vectord import Corpus, Hit
-from internal.vectord import (
-    hits,
-    lexical,
-    merge,
-    postings,
-    postings_union,
-    search_reads,
-)
-from internal.vectord.lexical_options import (
-    union_languages,
-)
+from internal.vectord import hits, lexical, merge, postings, postings_union, search_reads
+from internal.vectord.lexical_options import union_languages
 from internal.vectord.options import Options
-from internal.vectord.outcome import (
-    Outcome,
-    each,
-    keep,
-    weight,
-)
+from internal.vectord.outcome import Outcome, each, keep, weight
 from internal.vectord.store import Store
 
 

@@ -14,17 +14,13 @@ import psycopg
 
 from internal.api.vectord import Corpus, Hit
 from internal.pg.replicas import ReplicaFailed
-from internal.vectord import (
-    spaces,
-)
+from internal.vectord import spaces
 from internal.vectord.options import Options
 from internal.vectord.store import Store, registry_moved
 
+T = TypeVar("T")
 U = TypeVar("U")
 R = TypeVar("R")
-
-
-T = TypeVar("T")
 
 
 @dataclass

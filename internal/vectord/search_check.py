@@ -5,17 +5,9 @@ from __future__ import annotations
 from internal.api import validate
 from internal.api.vectord import MAX_K, MODES, SearchRequest
 from internal.common.errors import InvalidArgument
-from internal.vectord import (
-    fusion,
-    fusion_sql,
-    prf,
-)
+from internal.vectord import fusion, fusion_sql, prf
 from internal.vectord.filters import build_where, is_filtered
-from internal.vectord.lexical_options import (
-    DEFAULT_CANDIDATES,
-    bm25_options,
-    query_text,
-)
+from internal.vectord.lexical_options import DEFAULT_CANDIDATES, bm25_options, query_text
 from internal.vectord.options import Options
 from internal.vectord.store import Store
 

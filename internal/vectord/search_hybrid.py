@@ -7,15 +7,7 @@ from __future__ import annotations
 import time
 
 from internal.api.vectord import Corpus, Hit
-from internal.vectord import (
-    feedback,
-    fusion,
-    hits,
-    lexversions,
-    merge,
-    postings,
-    search_reads,
-)
+from internal.vectord import feedback, fusion, hits, lexversions, merge, postings, search_reads
 from internal.vectord.candidates import (
     corpus_candidates,
     merged_lex,
@@ -23,21 +15,9 @@ from internal.vectord.candidates import (
     rerun,
     settled_candidates,
 )
-from internal.vectord.lexical_memory import (
-    in_memory,
-    lexical_ahead,
-    union_lexical,
-)
+from internal.vectord.lexical_memory import in_memory, lexical_ahead, union_lexical
 from internal.vectord.options import Options, _Candidates
-from internal.vectord.outcome import (
-    Outcome,
-    choose,
-    each,
-    keep,
-    ms,
-    side_by_side,
-    weight,
-)
+from internal.vectord.outcome import Outcome, choose, each, keep, ms, side_by_side, weight
 from internal.vectord.search_lexical import federated_stats
 from internal.vectord.store import Store
 from internal.vectord.vector_scan import first_vectors, vectors_of

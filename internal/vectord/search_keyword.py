@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 from internal.api.vectord import Corpus, Hit
-from internal.vectord import (
-    hits,
-)
+from internal.vectord import hits
 from internal.vectord.options import Options
-from internal.vectord.outcome import (
-    Outcome,
-    each,
-)
+from internal.vectord.outcome import Outcome, each
 from internal.vectord.store import Store
 
 

@@ -12,26 +12,11 @@ from typing import Any
 from psycopg.rows import dict_row
 
 from internal.api.vectord import Corpus, Hit
-from internal.vectord import (
-    hits,
-    lexical,
-    merge,
-    schema,
-    search_reads,
-)
-from internal.vectord.lexical_memory import (
-    memory_lexical,
-)
-from internal.vectord.lexical_options import (
-    query_languages,
-)
+from internal.vectord import hits, lexical, merge, schema, search_reads
+from internal.vectord.lexical_memory import memory_lexical
+from internal.vectord.lexical_options import query_languages
 from internal.vectord.options import Options
-from internal.vectord.outcome import (
-    Outcome,
-    each,
-    keep_hits,
-    weight,
-)
+from internal.vectord.outcome import Outcome, each, keep_hits, weight
 from internal.vectord.store import Store
 
 

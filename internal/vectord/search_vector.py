@@ -7,20 +7,9 @@ import time
 
 from internal.api import validate
 from internal.api.vectord import Corpus, Hit
-from internal.vectord import (
-    hits,
-    merge,
-    search_reads,
-)
+from internal.vectord import hits, merge, search_reads
 from internal.vectord.options import Options
-from internal.vectord.outcome import (
-    Outcome,
-    choose,
-    each,
-    keep_hits,
-    ms,
-    weight,
-)
+from internal.vectord.outcome import Outcome, choose, each, keep_hits, ms, weight
 from internal.vectord.store import Store
 from internal.vectord.vector_scan import shared_hits, vectors_of
 

@@ -12,20 +12,9 @@ import structlog
 from internal.api import validate
 from internal.api.vectord import Corpus, Hit
 from internal.pg.replicas import ReplicaFailed
-from internal.vectord import (
-    fusion_sql,
-    hits,
-    merge,
-    schema,
-    search_reads,
-    spaces,
-)
+from internal.vectord import fusion_sql, hits, merge, schema, search_reads, spaces
 from internal.vectord.options import Options
-from internal.vectord.outcome import (
-    Member,
-    Outcome,
-    choose,
-)
+from internal.vectord.outcome import Member, Outcome, choose
 from internal.vectord.store import Store
 
 log = structlog.get_logger()
