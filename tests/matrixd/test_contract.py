@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import msgspec.inspect as mi
 import pytest
 
 from internal.api.responses import ErrorBody, Passthrough
@@ -23,6 +24,7 @@ from internal.gateway.routes import ROUTES, Route
 from internal.matrixd.server import make_app
 from internal.vectord.server import make_app as vectord_app
 from tests.helpers import serve, url_of, with_section
+from tests.wire_drift import unknown_fields
 
 DAEMONS = ("embedd", "vectord", "matrixd")
 TEXTS = [
@@ -33,25 +35,6 @@ TEXTS = [
 ]
 
 
-def unknown_fields(raw: Any, decoded: Any, path: str = "") -> list[str]:
-    """The keys of the raw answer that decoding dropped (the struct does not declare them),
-    by path: the decoded value turned back into JSON types must hold every raw key."""
-    if isinstance(raw, dict):
-        if not isinstance(decoded, dict):
-            return [path or "."]
-        out = []
-        for key, value in raw.items():
-            if key not in decoded:
-                out.append(f"{path}.{key}")
-            else:
-                out.extend(unknown_fields(value, decoded[key], f"{path}.{key}"))
-        return out
-    if isinstance(raw, list) and isinstance(decoded, list):
-        return [f for i, (r, d) in enumerate(zip(raw, decoded, strict=False))
-                for f in unknown_fields(r, d, f"{path}[{i}]")]
-    return []
-
-
 def strictly(tp: Any, body: bytes) -> Any:
     """The answer decoded into tp (msgspec's strict mode: no type coercion), with no field
     left over."""
@@ -59,7 +42,7 @@ def strictly(tp: Any, body: bytes) -> Any:
     if tp is Passthrough:  # declared as any JSON object: the daemon's own answer
         assert isinstance(json.loads(body), dict)
         return value
-    left = unknown_fields(json.loads(body), msgspec.to_builtins(value))
+    left = unknown_fields(json.loads(body), mi.type_info(tp))
     assert not left, f"{tp.__name__}: fields the struct does not declare: {left}"
     return value
 
