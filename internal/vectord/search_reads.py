@@ -3,7 +3,8 @@ statistics, the `include` items' rows with their branch scores, the hits' rows r
 (one UNION ALL over several corpora, with the lexical versions a search scored at
 checked on the same rows), and what feedback reads (documents' vectors and lexemes,
 document frequencies). Storage: every statement here; the search's plan and merge are
-in engine.py and the search_*.py modules, fusion.py and merge.py, feedback's pass in feedback.py."""
+in engine.py and the search_*.py modules, fusion.py and merge.py, feedback's pass in
+feedback.py."""
 
 from __future__ import annotations
 
