@@ -40,6 +40,14 @@ def _backup(args: argparse.Namespace) -> int:
     cfg = load_or_exit(Path(args.config) if args.config else None)
     logs.configure("warning", cfg.log.format)
     dsn = args.dsn or cfg.vectord.dsn
+    data_dir = Path(cfg.vectord.data_dir).expanduser().resolve()
+    if not dsn and not (data_dir / "PG_VERSION").is_file():
+        # Starting the embedded server here would make a new, empty cluster: a backup
+        # that holds nothing, reported as a success. Nothing is created.
+        print(f"backup: no PostgreSQL data directory at {data_dir} ([vectord] data_dir): "
+              "nothing to back up; point data_dir (or --dsn) at the stack's data",
+              file=sys.stderr)
+        return 2
     server = None
     try:
         if dsn:

@@ -35,9 +35,10 @@ CALL_TIMEOUT = 30.0  # seconds per request of a command (ingest: its --timeout)
 
 
 def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]], *,
-         timeout: float = CALL_TIMEOUT, retries: int = 3) -> int:
+         timeout: float = CALL_TIMEOUT, retries: int = 3, max_wait: float = 60.0) -> int:
     """Run one command against the gateway through the client; errors become one line and
-    exit code 1. `retries`: attempts after a 503 or a refused connection (the client's)."""
+    exit code 1. `retries`: attempts after a 503 or a refused connection, `max_wait`:
+    seconds of 429s waited out per call (the client's)."""
     from lakehouse import AsyncClient
 
     base, token = gateway_url(args), gateway_token(args)
@@ -49,8 +50,8 @@ def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]]
         written: list[int] = []
         WRITTEN.set(written)
         try:
-            async with AsyncClient(base, token, timeout=timeout,
-                                   retries=retries) as client:
+            async with AsyncClient(base, token, timeout=timeout, retries=retries,
+                                   max_wait=max_wait) as client:
                 return await work(client)
         finally:
             if written:
@@ -277,15 +278,20 @@ def _ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from internal.cli.gateway_store import GatewayStore
-    from internal.ingest import Pipeline, StackFailure
+    from internal.ingest import Pipeline, StackFailure, retrying
 
     async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
-        await _ensure_corpus(client, args)
+        # Each step waits out a 429 (past this client's share), as the batches do.
+        await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
         if args.normalize:
             docs = await normalized(client, docs, args.context, args.thread)
-        stored = {row.id: row.content_hash
-                  async for row in client.iter_ids(args.corpus, page_size=10000)}
+
+        async def listing() -> dict[str, str]:
+            return {row.id: row.content_hash
+                    async for row in client.iter_ids(args.corpus, page_size=10000)}
+
+        stored = await retrying(listing, "listing", 3, _notice)
         plan = plan_ingest(docs, stored)
         if plan.empty:
             print(f"skipped {len(plan.empty)} documents with no title and no text: "
@@ -293,9 +299,15 @@ def _ingest(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(docs), initial=plan.unchanged + len(plan.empty), unit="doc",
                    desc=args.corpus, disable=args.quiet)
         store = GatewayStore(client)
+        bar.set_postfix_str(f"batch {args.batch}", refresh=False)
+
+        def progress(done: int) -> None:  # the batch size shrinks after a 429
+            bar.set_postfix_str(f"batch {pipe.size}", refresh=False)
+            bar.update(done)
+
         pipe = Pipeline(store, store, args.corpus, batch=args.batch,
                         concurrency=max(1, args.concurrency), retries=3, notice=_notice,
-                        progress=bar.update)
+                        progress=progress)
         stopped: StackFailure | None = None
         try:
             await pipe.write(plan.todo)
@@ -310,7 +322,8 @@ def _ingest(args: argparse.Namespace) -> int:
             print(f"{args.corpus}: {report.upserted} upserted before stopping, "
                   f"{len(report.failed)} failed; run again to resume", file=sys.stderr)
             return 1
-        total = (await client.get_corpus(args.corpus)).count
+        total = (await retrying(partial(client.get_corpus, args.corpus), "count", 3,
+                                _notice)).count
         print(f"{args.corpus}: {len(docs)} documents: {report.upserted} upserted, "
               f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
               f"{len(report.failed)} failed; {total} items in corpus")
@@ -321,8 +334,9 @@ def _ingest(args: argparse.Namespace) -> int:
             return 1
         return 0
 
-    # The client does not retry: the ingest retries 503s and 504s itself, saying so.
-    return _run(args, work, timeout=args.timeout, retries=0)
+    # The client does not retry: the ingest retries 503s and 504s itself, saying so, and
+    # waits out 429s itself, so that its batches shrink after one.
+    return _run(args, work, timeout=args.timeout, retries=0, max_wait=0.0)
 
 
 # --- search and record -------------------------------------------------------
