@@ -3,15 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import aiohttp
+import msgspec
 
-from internal.api.vectord import Item, MultiSearchResult, SpacesResponse, UpsertRequest
+from internal.api.vectord import (
+    Item,
+    MultiSearchRequest,
+    MultiSearchResult,
+    SearchRequest,
+    SpacesResponse,
+    UpsertRequest,
+)
 from internal.clients.base import ServiceClient
-from internal.common.errors import ServiceError
+from internal.common.errors import ServiceError, from_service
 from internal.common.upstream import Upstream
+from internal.common.web import validation_field
+
+R = TypeVar("R", SearchRequest, MultiSearchRequest)
+
+
+def typed(request: type[R], body: Mapping[str, Any]) -> R:
+    """A search body as the struct vectord decodes it with, checked here (its ranges and
+    field names, as vectord would): the search travels typed, and a body vectord would
+    refuse is refused at the sender with the error vectord's 400 would have raised."""
+    try:
+        return msgspec.convert(body, request)
+    except msgspec.ValidationError as exc:
+        field = validation_field(str(exc))
+        raise from_service(400, "invalid_argument", f"{field or 'body'}: {exc}",
+                           service="vectord", field=field) from None
 
 
 class VectordClient(ServiceClient):
@@ -108,8 +131,8 @@ class VectordClient(ServiceClient):
                 return
 
     async def search(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search", body,
-                                              idempotent=True)
+        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search",
+                                              typed(SearchRequest, body), idempotent=True)
         return out
 
     async def search_many(self, names: list[str] | None, body: dict[str, Any]
@@ -126,7 +149,7 @@ class VectordClient(ServiceClient):
         if names is not None:
             payload["corpora"] = names
         return await self.call_as(MultiSearchResult[dict[str, Any]], "POST", "/v1/vectors/search",
-                                  payload, idempotent=True)
+                                  typed(MultiSearchRequest, payload), idempotent=True)
 
     async def spaces(self) -> SpacesResponse:
         """Every corpus by embedding space (model label, dimension), no counts."""

@@ -243,22 +243,29 @@ def decode(raw: bytes, type_: type[T]) -> T:
     return obj
 
 
+def validation_field(message: str) -> str | None:
+    """The field a msgspec validation error names: its path, and for a missing or an
+    unknown field that field under it ('items[0].id', 'kk')."""
+    field = _field_from_msgspec(message)
+    if field is None and "missing required field" in message:
+        m = re.search(r"field `([^`]+)`", message)
+        field = m.group(1) if m else None
+    elif field is not None and "missing required field" in message:
+        m = re.search(r"field `([^`]+)`", message)
+        field = f"{field}.{m.group(1)}" if m else field
+    elif field is not None and "unknown field" in message:
+        m = re.search(r"field `([^`]+)`", message)
+        field = f"{field}.{m.group(1)}" if m else field
+    elif field is None and "unknown field" in message:
+        m = re.search(r"field `([^`]+)`", message)
+        field = m.group(1) if m else None
+    return field
+
+
 def _raise_validation(exc: msgspec.ValidationError, raw: bytes, type_: Any) -> NoReturn:
     """A msgspec validation error as a 400 naming the field."""
     msg = str(exc)
-    field = _field_from_msgspec(msg)
-    if field is None and "missing required field" in msg:
-        m = re.search(r"field `([^`]+)`", msg)
-        field = m.group(1) if m else None
-    elif field is not None and "missing required field" in msg:
-        m = re.search(r"field `([^`]+)`", msg)
-        field = f"{field}.{m.group(1)}" if m else field
-    elif field is not None and "unknown field" in msg:
-        m = re.search(r"field `([^`]+)`", msg)
-        field = f"{field}.{m.group(1)}" if m else field
-    elif field is None and "unknown field" in msg:
-        m = re.search(r"field `([^`]+)`", msg)
-        field = m.group(1) if m else None
+    field = validation_field(msg)
     if field is not None and "[...]" in field:
         # msgspec does not say which key of a dict held the bad value: find it (else
         # name the dict).

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lakehouse.wire.shapes import MAX_RRF_K
+
 # Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
 GATEWAY_PORT = 3210
 EMBEDD_PORT = 3211
@@ -96,6 +98,11 @@ class GatewayConfig:
             raise ValueError("tokens: a token may not be empty")
 
 
+# The embedding backends' names: internal.embedd.registry opens one of each (its table's
+# keys are these, checked where it is built).
+EMBEDDING_BACKENDS = ("local", "ollama", "openai")
+
+
 @dataclass(frozen=True)
 class EmbeddConfig:
     host: str = "127.0.0.1"
@@ -139,16 +146,17 @@ class EmbeddConfig:
         return (self.backend, *dict.fromkeys(b for b in self.backends if b != self.backend))
 
     def validate(self) -> None:
-        if self.backend not in ("local", "ollama", "openai"):
-            raise ValueError("backend: expected one of local, ollama, openai")
+        choices = ", ".join(EMBEDDING_BACKENDS)
+        if self.backend not in EMBEDDING_BACKENDS:
+            raise ValueError(f"backend: {self.backend!r} is not a backend; expected one of {choices}")
+        if any(b not in EMBEDDING_BACKENDS for b in self.backends):
+            raise ValueError(f"backends: expected a list of {choices}")
         for key, low in (("interactive_workers", 0), ("remote_interactive_concurrency", 1),
                          ("remote_bulk_concurrency", 1)):
             if getattr(self, key) < low:
                 raise ValueError(f"{key}: must be {low} or more")
         if not 0 <= self.bulk_nice <= 19:
             raise ValueError("bulk_nice: must be between 0 and 19")
-        if any(b not in ("local", "ollama", "openai") for b in self.backends):
-            raise ValueError("backends: expected a list of local, ollama, openai")
         if "openai" in self.enabled() and not (self.openai_base_url and self.openai_model):
             raise ValueError("openai_base_url: backend 'openai' needs openai_base_url and openai_model")
         if "ollama" in self.enabled() and not (self.ollama_host and self.ollama_model):
@@ -222,8 +230,8 @@ class VectordConfig:
             raise ValueError("ef_search: must be in 1..1000")
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
-        if self.rrf_k < 1:
-            raise ValueError("rrf_k: must be >= 1")
+        if not 1 <= self.rrf_k <= MAX_RRF_K:
+            raise ValueError(f"rrf_k: must be in 1..{MAX_RRF_K} (a request's range)")
         if self.lexical_engine not in ("memory", "sql"):
             raise ValueError('lexical_engine: must be "memory" or "sql"')
         if self.lexical_cache_mb < 1:

@@ -14,8 +14,9 @@ from internal.common.daemon import serve
 from internal.common.errors import Unauthorized
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
-from internal.embedd.backends import Backend, LocalBackend, OllamaBackend, OpenAIBackend
+from internal.embedd.backends import Backend
 from internal.embedd.coalesce import Lane
+from internal.embedd.registry import open_backend
 from internal.embedd.service import EmbedService
 
 log = structlog.get_logger()
@@ -88,12 +89,7 @@ def make_app(cfg: Config) -> web.Application:
         backends: list[Backend] = []
         try:
             for kind in ecfg.enabled():
-                if kind == "local":
-                    backends.append(await LocalBackend.open(ecfg))
-                elif kind == "ollama":
-                    backends.append(OllamaBackend(ecfg))
-                else:
-                    backends.append(OpenAIBackend(ecfg, session))
+                backends.append(await open_backend(kind, ecfg, session))
             service = EmbedService(backends, ecfg.cache_size, ecfg.max_texts)
             app[SERVICE] = service
             log.info("embedd_ready", models=service.models()["models"])

@@ -1,7 +1,7 @@
 """Pseudo-relevance feedback's pass (the math in prf.py): the branches run again from
 the query moved toward the first pass's top fused hits, the vector query of each
 embedding space by Rocchio and the lexical query expanded by RM3 with the union's
-statistics. The branches themselves are engine.py's (`rerun`), the statements
+statistics. The branches themselves are candidates.py's (`rerun`), the statements
 search_reads.py's."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from internal.vectord import fusion, lexical, lexindex, merge, postings, prf, se
 from internal.vectord.options import Options, _Candidates
 from internal.vectord.store import Store
 
-# The branch again over the given corpora (engine._rerun): corpora, include, text, given
+# The branch again over the given corpora (candidates.rerun): corpora, include, text, given
 # statistics?, statistics, moved query vector, in-memory indexes, its space.
 Rerun = Callable[..., Awaitable[list["_Candidates"]]]
 

@@ -15,7 +15,7 @@ from psycopg import sql
 
 from internal.api.vectord import Filter, SearchRequest
 from internal.common.errors import InvalidArgument
-from internal.vectord import fusion, lexical, lexindex, schema
+from internal.vectord import fusion, lexical, lexversions, schema
 from internal.vectord.filters import build_clauses
 
 _CANDIDATES = """
@@ -25,7 +25,7 @@ SELECT coalesce(vec.id, lex.id) AS id, vec.distance AS vec_distance, vec.rank AS
 FROM vec FULL JOIN lex ON lex.id = vec.id"""
 
 ITEMS = "SELECT {columns} FROM {table} i WHERE i.id = ANY(%(ids)s)"
-# The same, with the corpus's lexical version (lexindex.VERSION_OF) on every row: the
+# The same, with the corpus's lexical version (lexversions.VERSION_OF) on every row: the
 # check of a search that scored from the in-memory index without reading it first.
 ITEMS_AT_VERSION = "SELECT {columns}, {version} FROM {table} i WHERE i.id = ANY(%(ids)s)"
 
@@ -88,7 +88,7 @@ _VEC_ONLY = ("SELECT id, embedding {op} %(vec_q)s AS distance, {version} FROM {t
 def vector_only_sql(corpus_id: int, operator: str) -> bytes:
     """_VEC_ONLY for one corpus's table, rendered once (parameters vec_q, vec_n and
     lex_corpus_id)."""
-    return sql.SQL(_VEC_ONLY).format(op=sql.SQL(operator), version=sql.SQL(lexindex.VERSION_OF),
+    return sql.SQL(_VEC_ONLY).format(op=sql.SQL(operator), version=sql.SQL(lexversions.VERSION_OF),
                                      table=schema.items_table(corpus_id)).as_bytes(None)
 
 

@@ -1,7 +1,7 @@
-"""The request-wide options of a search (`Options`, checked once by engine.check) and one
-corpus's hybrid candidates (`_Candidates`, private to the search paths: engine and
-feedback). Their own module so that engine, feedback and search_reads import them
-without importing each other."""
+"""The request-wide options of a search (`Options`, checked once by search_check.check)
+and one corpus's hybrid candidates (`_Candidates`, private to the search paths: the
+search_*.py modules, candidates.py and feedback). Their own module so that those and
+search_reads import them without importing each other."""
 
 from __future__ import annotations
 

@@ -313,7 +313,7 @@ def scores(idx: CorpusIndex, lexemes: Sequence[str], w: Sequence[float], avg: fl
             if e is None or e.df == 0:
                 continue
             if e.key != key or e.part is None:
-                e.part = _factors(e.tf, idx.dl[e.ords], avg, k1, b)
+                e.part = term_factors(e.tf, idx.dl[e.ords], avg, k1, b)
                 e.key = key
             terms.append((e.ords, wt * e.part))
         return accumulate(len(idx.ids), terms)
@@ -349,7 +349,7 @@ def accumulate(size: int, terms: Sequence[tuple[npt.NDArray[np.integer], F64]]) 
     return np.bincount(ords, weights=vals, minlength=size).astype(np.float64, copy=False)
 
 
-def _factors(tf: npt.NDArray[np.uint16], dl: npt.NDArray[np.int32], avg: float, k1: float,
+def term_factors(tf: npt.NDArray[np.uint16], dl: npt.NDArray[np.int32], avg: float, k1: float,
              b: float) -> F64:
     """Each posting's tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), fields weighted
     1/1/1 (rows: postings; columns: title, text, tags). Element by element, so the
@@ -378,11 +378,11 @@ _SAMPLE_STEP = 8
 
 
 def _above_sample(s: F64, n: int) -> npt.NDArray[np.intp] | None:
-    """`_candidates` (no `allowed`) of a large array, or None when the sample cannot bound it.
+    """`top_candidates` (no `allowed`) of a large array, or None when the sample cannot bound it.
 
     The n-th best of every 8th score is at most the n-th best of all, so every item scored
     at least that (less the rounding slack) holds the n best and every item tying the n-th
-    once rounded: the exact cut is then made among those few, as `_candidates` makes it."""
+    once rounded: the exact cut is then made among those few, as `top_candidates` makes it."""
     sample = s[::_SAMPLE_STEP]
     scored = sample[sample > 0]
     if scored.size <= n:
@@ -404,7 +404,7 @@ def _cut(s: F64, cand: npt.NDArray[np.intp], n: int) -> npt.NDArray[np.intp]:
     return cand
 
 
-def _candidates(s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
+def top_candidates(s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
                 ) -> npt.NDArray[np.intp]:
     """The ordinals that may be among the n best once rounded (scored, allowed)."""
     if n <= 0:
@@ -420,7 +420,7 @@ def _candidates(s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
 def top(idx: CorpusIndex, s: F64, n: int, allowed: npt.NDArray[np.bool_] | None = None
         ) -> list[tuple[str, float]]:
     """The n best (id, score) by score, ties by id in byte order, as the SQL's ORDER BY."""
-    cand = _candidates(s, n, allowed)
+    cand = top_candidates(s, n, allowed)
     if cand.size == 0:
         return []
     vals = (np.round(s[cand] * 1e12) / 1e12).tolist()
@@ -431,101 +431,4 @@ def top(idx: CorpusIndex, s: F64, n: int, allowed: npt.NDArray[np.bool_] | None 
 
 # ---- several corpora scored as one ----------------------------------------------------
 
-Parts = tuple[npt.NDArray[np.int64], F64]  # global ordinals, per-posting BM25 factors
 
-
-class UnionCache:
-    """Per set of corpora (at their versions) and lexeme, the corpora's postings laid end
-    to end in one ordinal space: a search over many corpora then scores each lexeme in
-    one numpy pass instead of one a corpus (the per-corpus passes were most of a 16-corpus
-    search's Python time). Bounded LRU; an entry is only valid for the versions and the
-    (avgdl, k1, b) in its key. Within max_bytes (16 bytes a posting), least recently
-    used out first."""
-
-    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
-        self.max_bytes = max_bytes
-        self.nbytes = 0
-        self._data: OrderedDict[tuple[object, ...], Parts] = OrderedDict()
-        # Per set of corpora at their versions: each lexeme's document frequency summed
-        # over them (feedback's expansion asks for hundreds a search).
-        self._dfs: OrderedDict[tuple[object, ...], dict[str, float]] = OrderedDict()
-
-    def dfs(self, key: tuple[object, ...]) -> dict[str, float]:
-        """The summed document frequencies known for this set of corpora (filled by the
-        caller); the 64 most recently used sets are kept, 20,000 lexemes each at most."""
-        got = self._dfs.get(key)
-        if got is None or len(got) > 20_000:
-            got = self._dfs[key] = {}
-            while len(self._dfs) > 64:
-                self._dfs.popitem(last=False)
-        self._dfs.move_to_end(key)
-        return got
-
-    def get(self, key: tuple[object, ...]) -> Parts | None:
-        got = self._data.get(key)
-        if got is not None:
-            self._data.move_to_end(key)
-        return got
-
-    def put(self, key: tuple[object, ...], parts: Parts) -> None:
-        size = int(parts[0].nbytes + parts[1].nbytes)
-        if size > self.max_bytes:
-            return  # larger than the whole budget: scored without keeping it
-        old = self._data.pop(key, None)
-        if old is not None:
-            self.nbytes -= int(old[0].nbytes + old[1].nbytes)
-        self._data[key] = parts
-        self.nbytes += size
-        while self.nbytes > self.max_bytes and self._data:
-            _, gone = self._data.popitem(last=False)
-            self.nbytes -= int(gone[0].nbytes + gone[1].nbytes)
-
-
-def offsets(indexes: Sequence[CorpusIndex]) -> npt.NDArray[np.int64]:
-    """Where each corpus's ordinals start in the union's ordinal space (one past the end
-    last)."""
-    return np.cumsum([0, *(len(ix.ids) for ix in indexes)], dtype=np.int64)
-
-
-def union_scores(indexes: Sequence[CorpusIndex], lexemes: Sequence[str], w: Sequence[float],
-                 avg: float, k1: float, b: float, cache: UnionCache) -> F64:
-    """`scores` of every corpus laid end to end (field weights 1/1/1 only): the same
-    additions in the same order per item, so the very same floats."""
-    start = offsets(indexes)
-    terms: list[tuple[npt.NDArray[np.integer], F64]] = []
-    versions = tuple((ix.corpus_id, ix.version, ix.numbering, len(ix.ids)) for ix in indexes)
-    for t, wt in zip(lexemes, w, strict=True):
-        key = (versions, t, avg, k1, b)
-        parts = cache.get(key)
-        if parts is None:
-            # The corpora's postings end to end, their factors computed in one pass (one
-            # a corpus was most of a new lexeme's time over 16 small corpora).
-            ords, tfs, dls = [], [], []
-            for ix, off in zip(indexes, start.tolist(), strict=False):
-                e = ix.entries.get(t)
-                if e is None or e.df == 0:
-                    continue
-                ords.append(e.ords.astype(np.int64) + off)
-                tfs.append(e.tf)
-                dls.append(ix.dl[e.ords])
-            parts = ((np.concatenate(ords), _factors(np.concatenate(tfs), np.concatenate(dls),
-                                                     avg, k1, b)) if ords else
-                     (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)))
-            cache.put(key, parts)
-        if parts[0].size:
-            terms.append((parts[0], wt * parts[1]))
-    return accumulate(int(start[-1]), terms)
-
-
-def union_top(indexes: Sequence[CorpusIndex], s: F64, n: int) -> list[tuple[int, str, float]]:
-    """The n best (index position, id, score) of the union, ties by id in byte order,
-    then by position: the corpora's `top` lists merged (merge.top_by_score)."""
-    cand = _candidates(s, n)
-    if cand.size == 0:
-        return []
-    start = offsets(indexes)
-    which = (np.searchsorted(start, cand, side="right") - 1).tolist()
-    vals = (np.round(s[cand] * 1e12) / 1e12).tolist()
-    rows = sorted((-v, indexes[wi].ids[o - int(start[wi])], wi)
-                  for v, o, wi in zip(vals, cand.tolist(), which, strict=True))
-    return [(wi, i, -neg) for neg, i, wi in rows[:n]]

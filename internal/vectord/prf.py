@@ -12,7 +12,7 @@ the query is moved toward them, then the branches run again and are fused once m
   weight is idf · that probability (the original lexemes' qtf is its |Q|-scaled form).
 
 `w` is the feedback's weight against the original query's 1 in both. The SQL that reads
-the feedback documents' vectors and lexemes lives in internal.vectord.engine.
+the feedback documents' vectors and lexemes lives in internal.vectord.search_reads.
 """
 
 from __future__ import annotations

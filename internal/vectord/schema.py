@@ -13,7 +13,7 @@ import psycopg
 import structlog
 from psycopg import sql
 
-from internal.vectord import lexical
+from internal.vectord import lexical, sqlfiles
 
 log = structlog.get_logger()
 
@@ -139,41 +139,10 @@ def hnsw_index(corpus_id: int) -> sql.Identifier:
 
 # The shared vector index's upkeep (internal.vectord.space_index), kept here with the rest
 # of the DDL that migrate() installs.
-SPACE_FUNCTIONS_SQL = """
-CREATE OR REPLACE FUNCTION vectord_space_sync() RETURNS trigger LANGUAGE plpgsql AS $f$
--- TG_ARGV: [space id, corpus id]. Notes the ids whose vector the space must take
--- (inserted, deleted, or updated with another vector) for the applier (apply_some);
--- a search sees them pending and reads the corpus's own graph until they are applied.
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    INSERT INTO vectord_space_pending (space_id, corpus_id, id)
-    SELECT TG_ARGV[0]::bigint, TG_ARGV[1]::bigint, o.id FROM old_rows o ON CONFLICT DO NOTHING;
-  ELSIF TG_OP = 'INSERT' THEN
-    INSERT INTO vectord_space_pending (space_id, corpus_id, id)
-    SELECT TG_ARGV[0]::bigint, TG_ARGV[1]::bigint, n.id FROM new_rows n ON CONFLICT DO NOTHING;
-  ELSE
-    INSERT INTO vectord_space_pending (space_id, corpus_id, id)
-    SELECT TG_ARGV[0]::bigint, TG_ARGV[1]::bigint, n.id FROM new_rows n
-    JOIN old_rows o ON o.id = n.id WHERE n.embedding IS DISTINCT FROM o.embedding
-    ON CONFLICT DO NOTHING;
-  END IF;
-  RETURN NULL;
-END
-$f$;
-"""
+SPACE_FUNCTIONS_SQL = sqlfiles.read("space_functions.sql")
 
 # Re-embedding's functions (internal.vectord.reembed_store), installed by migrate() too.
-REEMBED_FUNCTIONS_SQL = """
-CREATE OR REPLACE FUNCTION vectord_reembed_stale() RETURNS trigger LANGUAGE plpgsql AS $f$
--- A write changing an item's content clears the vector of the model it moves to.
-BEGIN
-  IF NEW.content_hash IS DISTINCT FROM OLD.content_hash THEN
-    NEW.embedding_next := NULL;
-  END IF;
-  RETURN NEW;
-END
-$f$;
-"""
+REEMBED_FUNCTIONS_SQL = sqlfiles.read("reembed_functions.sql")
 
 
 async def migrate(dsn: str) -> DbInfo:

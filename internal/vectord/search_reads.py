@@ -3,7 +3,8 @@ statistics, the `include` items' rows with their branch scores, the hits' rows r
 (one UNION ALL over several corpora, with the lexical versions a search scored at
 checked on the same rows), and what feedback reads (documents' vectors and lexemes,
 document frequencies). Storage: every statement here; the search's plan and merge are
-in engine.py, fusion.py and merge.py, feedback's pass in feedback.py."""
+in engine.py and the search_*.py modules, fusion.py and merge.py, feedback's pass in
+feedback.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from psycopg.rows import dict_row
 
 from internal.api.vectord import Corpus
 from internal.pg import union
-from internal.vectord import fusion_sql, lexical, lexindex, merge, schema
+from internal.vectord import fusion_sql, lexical, lexversions, merge, schema
 from internal.vectord.lexical_options import query_languages, union_languages
 from internal.vectord.options import Options
 from internal.vectord.store import Store
@@ -108,7 +109,7 @@ def _items_sql(corpus_id: int) -> bytes:
 @functools.lru_cache(maxsize=4096)
 def _items_at_version_sql(corpus_id: int) -> bytes:
     return sql.SQL(fusion_sql.ITEMS_AT_VERSION).format(
-        columns=sql.SQL(lexical.ITEM_COLUMNS), version=sql.SQL(lexindex.VERSION_OF),
+        columns=sql.SQL(lexical.ITEM_COLUMNS), version=sql.SQL(lexversions.VERSION_OF),
         table=schema.items_table(corpus_id)).as_bytes(None)
 
 
@@ -159,7 +160,7 @@ async def read_items(store: Store, corpora: dict[int, Corpus], wanted: dict[int,
         if not expect:
             raise
         raise Stale from None  # dropped by another replica: the checked run says so
-    if lexindex.moved(expect, seen):
+    if lexversions.moved(expect, seen):
         raise Stale
     if not verified:
         await check_versions(store, {cid: v for cid, v in expect.items() if cid not in seen})
@@ -216,7 +217,7 @@ async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
     if expect:
         if not rows:
             await check_versions(store, expect)
-        elif lexindex.moved(expect, {cid: int((versions or {}).get(str(cid), 0))
+        elif lexversions.moved(expect, {cid: int((versions or {}).get(str(cid), 0))
                                      for cid in expect}):
             raise Stale
     return out
@@ -224,8 +225,8 @@ async def _read_items_at_once(store: Store, corpora: dict[int, Corpus],
 
 async def check_versions(store: Store, expect: dict[int, int] | None) -> None:
     """Raise Stale when a corpus's lexical version is not the one the search scored at
-    (read in the statement shared with the searches asking meanwhile, lexindex.Versions)."""
-    if expect and lexindex.moved(
+    (read in the statement shared with the searches asking meanwhile, lexversions.Versions)."""
+    if expect and lexversions.moved(
             expect, await store.lex.versions.current(store.reads, list(expect))):
         raise Stale
 

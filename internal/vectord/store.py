@@ -1,186 +1,60 @@
-"""vectord's data access: the corpus registry and each corpus's items table."""
+"""vectord's data access: the corpus registry and each corpus's items table.
+
+`Store` is one object over one pool, assembled from parts a module each: the registry
+and the corpora here; items (store_items.py), search statements (store_search.py),
+re-embedding (store_reembed.py) and the shared index of each space (store_spaces.py),
+over the state they share (store_parts.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 import psycopg
 import structlog
-from psycopg import AsyncConnection, sql
+from psycopg import sql
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
-from internal.api.vectord import Corpus, Item
-from internal.common.errors import Conflict, InvalidArgument, NotFound
-from internal.common.hashing import content_hash
+from internal.api.vectord import Corpus
+from internal.common.errors import Conflict, NotFound
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import lexical, reembed_store, schema, space_index
-from internal.vectord.filters import TRUE, escape_like, is_filtered, like_prefix
 from internal.vectord.lexindex import LexIndex
+from internal.vectord.store_items import ItemsPart, wal_position_on
+from internal.vectord.store_items import PreparedItem as PreparedItem
+from internal.vectord.store_items import Written as Written
+from internal.vectord.store_parts import CORPUS_COLUMNS as CORPUS_COLUMNS
+from internal.vectord.store_parts import LIST_CORPORA, SELECT_CORPUS, Conn
+from internal.vectord.store_parts import ReadPool as ReadPool
+from internal.vectord.store_reembed import ReembedPart
+from internal.vectord.store_search import SET_SEARCH as SET_SEARCH
+from internal.vectord.store_search import SearchPart
+from internal.vectord.store_search import vector_search_sql as vector_search_sql
 
 T = TypeVar("T")
+
 log = structlog.get_logger()
-Conn = AsyncConnection[Any]
 
 # How long a registry row read by this replica is trusted; another replica may have
 # set the model label or dropped the corpus meanwhile (a dropped table is noticed at
 # once: UndefinedTable makes us re-read the registry and retry).
 CORPUS_TTL_SECONDS = 5.0
 
-CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at, space_id"
-SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
-SELECT_CORPUS_ID = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE id = %(id)s"
-LIST_CORPORA = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora ORDER BY name"
 INSERT_CORPUS = f"""
 INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index)
 VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s)
 RETURNING {CORPUS_COLUMNS}"""
+
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
-# KEY SHARE: a concurrent delete waits for this upsert, a concurrent label update does not.
-LOCK_CORPUS = "SELECT model FROM vectord_corpora WHERE id = %(id)s FOR KEY SHARE"
-LABEL_CORPUS = """
-UPDATE vectord_corpora SET model = %(model)s WHERE id = %(id)s AND model IS NULL"""
-
-# A batch is COPYed into a temporary table, then written by one INSERT ... SELECT: the
-# items table's statement-level triggers (lexical statistics) fire once per batch, not
-# once per row, and the batch costs two round trips whatever its size. DISTINCT ON
-# keeps the last of repeated ids (ON CONFLICT may touch a row only once a statement).
-UPSERT_STAGE = """
-CREATE TEMP TABLE vectord_upsert (
-    seq integer, id text, embedding vector, title text, text text, tags text[],
-    metadata jsonb, language text, content_hash text) ON COMMIT DROP"""
-UPSERT_COPY = """
-COPY vectord_upsert (seq, id, embedding, title, text, tags, metadata, language, content_hash)
-FROM STDIN (FORMAT BINARY)"""
-UPSERT_TYPES = ["integer", "text", "vector", "text", "text", "text[]", "jsonb", "text", "text"]
-UPSERT = """
-INSERT INTO {table} AS t (id, embedding, title, text, tags, metadata, language, content_hash)
-SELECT DISTINCT ON (id) id, embedding, title, text, tags, metadata, language::regconfig,
-       content_hash
-FROM vectord_upsert ORDER BY id, seq DESC
-ON CONFLICT (id) DO UPDATE SET
-    embedding = EXCLUDED.embedding, title = EXCLUDED.title, text = EXCLUDED.text,
-    tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, language = EXCLUDED.language,
-    content_hash = EXCLUDED.content_hash, updated_at = now()
-WHERE t.content_hash IS DISTINCT FROM EXCLUDED.content_hash
-   OR t.embedding IS DISTINCT FROM EXCLUDED.embedding"""
-
-# One item's lexical vector, as the generated column computes it (to find an oversized one).
-LEX_PROBE = """
-SELECT length(vectord_lex_v1(%(language)s::regconfig, %(title)s, %(text)s, %(tags)s))"""
-
-ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, updated_at"
-GET_ITEM = f"""
-SELECT {ITEM_COLUMNS}, embedding, content_hash, created_at FROM {{table}} WHERE id = %(id)s"""
-DELETE_ITEMS = "DELETE FROM {table} WHERE id = ANY(%(ids)s)"
-# Read on the writer's connection after its commit: at or past the commit record (the
-# commit flushed it), so a backup or replica that holds this position holds the write
-# (the Lakehouse-LSN header). The flush position, not the insert one: at a WAL page
-# boundary the insert position points past the next page's header, which a standby's
-# replay position (the end of the last record) never reaches until something else is
-# written, so a search carrying it waited out `replica_wait` and went to the primary.
-WAL_POSITION = "SELECT pg_current_wal_flush_lsn()::text"
-LIST_IDS = """
-SELECT id, content_hash, updated_at FROM {table}
-WHERE id LIKE %(prefix)s AND id > %(after)s ORDER BY id LIMIT %(limit)s"""
-
-VECTOR_SEARCH = f"""
-SELECT {ITEM_COLUMNS}, embedding {{op}} %(q)s AS distance FROM {{table}}
-WHERE {{where}} ORDER BY distance LIMIT %(k)s"""
-# relaxed_order may return rows slightly out of order: sort them again.
-VECTOR_SEARCH_RELAXED = f"""
-WITH relaxed AS MATERIALIZED ({VECTOR_SEARCH})
-SELECT * FROM relaxed ORDER BY distance"""
-SET_SEARCH = """
-SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
-MATCHING_IDS = "SELECT id FROM {table} WHERE id = ANY(%(match_ids)s::text[]) AND {where}"
-# The shared index of an embedding space, over some of its corpora (space_index.py).
-# A corpus with ids pending (not in the shared graph yet) makes the statement answer one
-# marker row instead of scanning: the search reads the corpora's own graphs.
-SPACE_PENDING = """EXISTS (SELECT 1 FROM vectord_space_pending
-                           WHERE space_id = %(sid)s AND corpus_id = ANY(%(cids)s))"""
-SPACE_SEARCH = f"""
-SELECT NULL::bigint AS corpus_id, NULL::text AS id, NULL::float8 AS distance
-WHERE {SPACE_PENDING}
-UNION ALL
-(SELECT corpus_id, id, embedding {{op}} %(q)s AS distance FROM {{table}}
- WHERE corpus_id = ANY(%(cids)s) AND NOT {SPACE_PENDING}
- ORDER BY distance LIMIT %(n)s)"""
-# Items per corpus as the planner's statistics say (reltuples; -1 before the first
-# ANALYZE): the policy choosing a space's shared index over its corpora's own tables.
-CORPUS_SIZES = """
-SELECT c.id, c.space_id, coalesce(t.reltuples, -1) FROM vectord_corpora c
-LEFT JOIN pg_class t ON t.relname = 'vectord_items_' || c.id
-WHERE c.space_id IS NOT NULL"""
-SIZES_TTL_SECONDS = 10.0
-KEYWORD_SEARCH = f"""
-SELECT {ITEM_COLUMNS} FROM {{table}}
-WHERE {{expr}} LIKE %(pattern)s AND {{where}}
-ORDER BY updated_at DESC, id LIMIT %(k)s"""
 
 
-@dataclass(frozen=True)
-class Written:
-    """A committed write: how many items it touched, and the WAL position after it."""
-
-    count: int
-    lsn: str
-
-
-async def _wal_position(conn: Conn) -> str:
-    cur = await conn.execute(WAL_POSITION)
-    row = await cur.fetchone()
-    return str(row[0]) if row else ""
-
-
-@dataclass
-class PreparedItem:
-    """One validated item, ready to be written."""
-
-    id: str
-    embedding: npt.NDArray[np.float32]
-    title: str | None
-    text: str
-    tags: list[str]
-    metadata: dict[str, Any]
-    language: str
-    content_hash: str
-
-    @staticmethod
-    def of(it: Item, embedding: npt.NDArray[np.float32], language: str) -> PreparedItem:
-        return PreparedItem(
-            id=it.id, embedding=embedding, title=it.title, text=it.text, tags=it.tags,
-            metadata=it.metadata, language=language,
-            # The hash covers what the caller sent (its language as given, not the one
-            # resolved here), so a client can tell unchanged content without detecting.
-            content_hash=content_hash(it.title, it.text, it.tags, it.metadata, it.language))
-
-    def row(self, seq: int) -> tuple[Any, ...]:
-        """The row COPYed into the staging table (UPSERT_TYPES order)."""
-        return (seq, self.id, self.embedding, self.title, self.text, self.tags,
-                Jsonb(self.metadata), self.language, self.content_hash)
-
-
-class ReadPool(Protocol):
-    """What searches read through: `ResilientPool` or a replica router."""
-
-    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Conn]: ...
-
-
-class Store:
+class Store(ItemsPart, SearchPart, ReembedPart):
     """The registry and the items tables, over one pool.
 
     Every query takes its connection from `pool.connection()`, which turns PostgreSQL
@@ -208,17 +82,10 @@ class Store:
         self.write_slots = cfg.write_connections or max(1, cfg.pool_max // 2)
         self._writes = asyncio.Semaphore(self.write_slots)
 
-    @contextlib.asynccontextmanager
-    async def write_connection(self) -> AsyncIterator[Conn]:
-        """A connection for a bulk write: at most write_slots at once, so searches always
-        find the rest of the pool free (writes queue here, not in front of searches)."""
-        async with self._writes, self.pool.connection() as conn:
-            yield conn
-
     async def wal_position(self) -> str:
         """The primary's WAL position now (after every write committed before the call)."""
         async with self.pool.connection() as conn:
-            return await _wal_position(conn)
+            return await wal_position_on(conn)
 
     async def read_search(self, search: Callable[[], Awaitable[T]], min_lsn: int | None = None
                           ) -> T:
@@ -227,8 +94,6 @@ class Store:
         if self.replicas is None:
             return await search()
         return await self.replicas.run(search, min_lsn)
-
-    # --- corpora -------------------------------------------------------------
 
     async def _fetch_corpus(self, conn: Conn, name: str) -> Corpus | None:
         cur = conn.cursor(row_factory=dict_row)
@@ -303,50 +168,6 @@ class Store:
         self._cache[name] = (time.monotonic(), corpus)
         return corpus
 
-    async def _attach(self, conn: Conn, corpus: Corpus) -> int:
-        return await space_index.attach(conn, corpus, self.cfg.hnsw_m,
-                                        self.cfg.hnsw_ef_construction)
-
-    async def attach_pending(self) -> int:
-        """Attach every corpus with a built index and no space (corpora from before
-        spaces; an interrupted attach): one transaction each, so a restart resumes."""
-        done = 0
-        async with self.pool.connection() as conn:
-            pending = await space_index.unattached(conn)
-        for cid, name in pending:
-            started = time.perf_counter()
-            async with self.pool.connection() as conn, conn.transaction():
-                cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(SELECT_CORPUS_ID + " FOR UPDATE", {"id": cid})
-                row = await cur.fetchone()
-                if row is None or row["space_id"] is not None:
-                    continue  # deleted, or attached by another replica meanwhile
-                sid = await self._attach(conn, Corpus(**row))
-            self._cache.pop(name, None)
-            done += 1
-            log.info("corpus_attached_to_space", corpus=name, space=sid,
-                     seconds=round(time.perf_counter() - started, 3), left=len(pending) - done)
-        return done
-
-    async def apply_pending(self) -> int:
-        """Move pending ids' vectors into their spaces' shared graphs, a batch per
-        transaction, until none is left; how many."""
-        return await self._in_batches(space_index.apply_some)
-
-    async def reclaim(self) -> int:
-        """Delete what deleted corpora left in their spaces, a batch per transaction."""
-        return await self._in_batches(space_index.reclaim_some)
-
-    async def _in_batches(self, step: Callable[[Conn], Awaitable[int | None]]) -> int:
-        """step in a transaction of its own until it says nothing is left (None); the sum."""
-        total = 0
-        while True:
-            async with self.write_connection() as conn, conn.transaction():
-                done = await step(conn)
-            if done is None:
-                return total
-            total += done
-
     async def count(self, conn: Conn, corpus: Corpus) -> int:
         cur = await conn.execute(
             sql.SQL("SELECT count(*) FROM {}").format(schema.items_table(corpus.id)))
@@ -365,84 +186,6 @@ class Store:
                 out["reembed"] = state
             return out
         return await self.with_corpus(name, run)
-
-    # --- re-embedding (reembed.py runs the job) -------------------------------
-
-    async def corpus_by_id(self, corpus_id: int) -> Corpus | None:
-        async with self.pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(SELECT_CORPUS_ID, {"id": corpus_id})
-            row = await cur.fetchone()
-        return None if row is None else Corpus(**row)
-
-    async def start_reembed(self, corpus: Corpus, model: str, dim: int) -> bool:
-        async with self.pool.connection() as conn, conn.transaction():
-            return await reembed_store.start(conn, corpus, model, dim)
-
-    async def reembed_progress(self, corpus: Corpus) -> dict[str, Any] | None:
-        """The running re-embedding of the corpus: model, dim, done of total, last error."""
-        async with self.pool.connection() as conn:
-            job = await reembed_store.job(conn, corpus.id)
-            if job is None:
-                return None
-            try:
-                total, done = await reembed_store.progress(conn, corpus.id)
-            except psycopg.errors.UndefinedColumn:  # switched meanwhile
-                return None
-        return {"model": job.model, "dim": job.dim, "done": done, "total": total,
-                "state": "running", "error": job.error}
-
-    async def reembed_jobs(self) -> list[int]:
-        async with self.pool.connection() as conn:
-            return await reembed_store.jobs(conn)
-
-    async def reembed_job(self, corpus_id: int) -> reembed_store.Job | None:
-        async with self.pool.connection() as conn:
-            return await reembed_store.job(conn, corpus_id)
-
-    async def reembed_pending(self, corpus_id: int, n: int) -> list[dict[str, Any]]:
-        async with self.pool.connection() as conn:
-            return await reembed_store.pending(conn, corpus_id, n)
-
-    async def reembed_fill(self, corpus_id: int, rows: list[dict[str, Any]],
-                           vectors: list[list[float]]) -> None:
-        async with self.write_connection() as conn, conn.transaction():
-            await reembed_store.fill(conn, corpus_id, rows, vectors)
-
-    async def reembed_fail(self, corpus_id: int, error: str) -> None:
-        async with self.pool.connection() as conn:
-            await reembed_store.fail(conn, corpus_id, error)
-
-    async def reembed_build_index(self, corpus: Corpus, dim: int) -> None:
-        async with self.pool.connection() as conn:
-            await reembed_store.build_next_index(conn, corpus, dim, self.cfg.hnsw_m,
-                                                 self.cfg.hnsw_ef_construction)
-
-    async def reembed_switch(
-            self, corpus: Corpus, model: str, dim: int, most: int,
-            embed: Callable[[list[dict[str, Any]]], Awaitable[list[list[float]]]]) -> bool:
-        """Under the corpus's write lock (writers wait): embed the last items without a
-        new vector (at most `most`, else False: go on filling outside the lock), then
-        switch. Writers never outrun a switch this way."""
-        async with self.pool.connection() as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(SELECT_CORPUS_ID + " FOR UPDATE", {"id": corpus.id})
-            row = await cur.fetchone()
-            if row is None:
-                return True  # deleted meanwhile: nothing to switch
-            await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
-                               (lexical.LOCK_CLASS, corpus.id))
-            last = await reembed_store.pending(conn, corpus.id, most + 1)
-            if len(last) > most:
-                return False
-            if last:
-                await reembed_store.fill(conn, corpus.id, last, await embed(last))
-            done = await reembed_store.switch(conn, Corpus(**row), model, dim)
-        if done:
-            self._cache.pop(corpus.name, None)
-            self.lex.forget(corpus.id)
-            self.spaces_changed.set()  # the maintainer attaches it to its new space
-        return done
 
     async def list_corpora(self) -> list[dict[str, Any]]:
         out = []
@@ -506,194 +249,6 @@ class Store:
         self._cache.pop(name, None)
         return {"corpus": name, "index": "hnsw", "seconds": round(time.perf_counter() - started, 3)}
 
-    # --- items ---------------------------------------------------------------
-
-    async def upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None
-                     ) -> Written:
-        """Write the whole batch in one transaction, or nothing."""
-        try:
-            return await self._upsert(corpus, items, model)
-        except psycopg.errors.ProgramLimitExceeded as exc:  # rolled back: nothing written
-            raise await self._over_limit(items, exc) from None
-
-    async def _upsert(self, corpus: Corpus, items: list[PreparedItem], model: str | None
-                      ) -> Written:
-        async with self.write_connection() as conn:
-            async with conn.transaction():
-                await self._upsert_in(conn, corpus, items, model)
-            lsn = await _wal_position(conn)
-        self.spaces_changed.set()  # the applier takes the new vectors into the shared graph
-        if model is not None and corpus.model is None:
-            self._cache.pop(corpus.name, None)
-        return Written(len(items), lsn)
-
-    async def _upsert_in(self, conn: Conn, corpus: Corpus, items: list[PreparedItem],
-                         model: str | None) -> None:
-        cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
-        row = await cur.fetchone()
-        if row is None:
-            raise psycopg.errors.UndefinedTable("corpus dropped")  # with_corpus re-reads
-        stored = row[0]
-        if model is not None and stored is None:
-            await conn.execute(LABEL_CORPUS, {"id": corpus.id, "model": model})
-            cur = await conn.execute(LOCK_CORPUS, {"id": corpus.id})
-            row = await cur.fetchone()
-            stored = row[0] if row else None
-            await self._move_space(conn, corpus.id)
-        if model is not None and stored != model:
-            raise Conflict(
-                f"model: corpus {corpus.name!r} holds vectors of model {stored!r}, "
-                f"not {model!r}", field="model", code="model_mismatch")
-        await conn.execute(UPSERT_STAGE)
-        async with conn.cursor() as wcur:
-            async with wcur.copy(UPSERT_COPY) as copy:
-                copy.set_types(UPSERT_TYPES)
-                for seq, it in enumerate(items):
-                    await copy.write_row(it.row(seq))
-            await wcur.execute(sql.SQL(UPSERT).format(table=schema.items_table(corpus.id)))
-
-    async def _move_space(self, conn: Conn, corpus_id: int) -> None:
-        """A corpus given its model label changes space: out of the old, into the new."""
-        cur = conn.cursor(row_factory=dict_row)
-        await cur.execute(SELECT_CORPUS_ID, {"id": corpus_id})
-        row = await cur.fetchone()
-        if row is None or row["space_id"] is None:
-            return
-        corpus = Corpus(**row)
-        await space_index.detach(conn, corpus)
-        await self._attach(conn, msgspec.structs.replace(corpus, space_id=None))
-
-    async def _over_limit(self, items: list[PreparedItem],
-                          exc: psycopg.errors.ProgramLimitExceeded) -> InvalidArgument:
-        """A 400 naming the item whose text-search vector is over PostgreSQL's 1 MB.
-
-        Only runs after the batch failed: each item's tsvector is computed alone, largest
-        first, until one fails (measured in DECISIONS.md).
-        """
-        order = sorted(range(len(items)), key=lambda i: -_text_size(items[i]))
-        async with self.pool.connection() as conn:
-            for i in order:
-                it = items[i]
-                try:
-                    async with conn.transaction():
-                        await conn.execute(LEX_PROBE, {"language": it.language, "title": it.title,
-                                                       "text": it.text, "tags": it.tags})
-                except psycopg.errors.ProgramLimitExceeded:
-                    parts = {"text": len(it.text), "title": len(it.title or ""),
-                             "tags": sum(len(t) for t in it.tags)}
-                    field = f"items[{i}].{max(parts, key=lambda k: parts[k])}"
-                    return InvalidArgument(
-                        f"{field}: too many distinct words to index (PostgreSQL limits an "
-                        "item's text-search vector to 1 MB); split the text", field=field)
-        diag = exc.diag.message_primary or "a size limit"
-        return InvalidArgument(f"items: an item exceeds PostgreSQL's {diag}", field="items")
-
-    async def get_item(self, corpus: Corpus, item_id: str) -> dict[str, Any]:
-        async with self.pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql.SQL(GET_ITEM).format(table=schema.items_table(corpus.id)),
-                              {"id": item_id})
-            row = await cur.fetchone()
-        if row is None:
-            raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}")
-        row["vector"] = [float(x) for x in row.pop("embedding").to_numpy()]
-        row["corpus"] = corpus.name
-        return row
-
-    async def delete_items(self, corpus: Corpus, ids: list[str]) -> Written:
-        async with self.write_connection() as conn:
-            cur = await conn.execute(
-                sql.SQL(DELETE_ITEMS).format(table=schema.items_table(corpus.id)), {"ids": ids})
-            done = Written(cur.rowcount, await _wal_position(conn))
-        self.spaces_changed.set()
-        return done
-
-    async def list_ids(self, corpus: Corpus, prefix: str, after: str, limit: int
-                       ) -> list[dict[str, Any]]:
-        async with self.pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql.SQL(LIST_IDS).format(table=schema.items_table(corpus.id)),
-                              {"prefix": like_prefix(prefix), "after": after, "limit": limit})
-            return await cur.fetchall()
-
-    # --- search --------------------------------------------------------------
-
-    async def vector_search(self, corpus: Corpus, query: npt.NDArray[np.float32], k: int,
-                            ef_search: int, where: sql.Composable, params: dict[str, Any]
-                            ) -> list[dict[str, Any]]:
-        filtered = is_filtered(where)
-        stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
-            corpus.id, corpus.metric)
-        # hnsw returns at most ef_search rows, so it must be at least k.
-        async with self.reads.connection() as conn:
-            await self.search_settings(conn, max(ef_search, k), filtered)
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {**params, "q": query, "k": k})
-            return await cur.fetchall()
-
-    async def space_search(self, space_id: int, metric: str, corpus_ids: list[int],
-                           query: npt.NDArray[np.float32], n: int, ef_search: int
-                           ) -> list[tuple[int, str, float]] | None:
-        """The n nearest of the named corpora in their space's shared index, nearest
-        first: (corpus id, item id, distance). One HNSW scan whatever their number.
-        None: one of them has changes the shared index has not taken yet."""
-        async with self.reads.connection() as conn:
-            await self.search_settings(conn, max(ef_search, n), True)
-            cur = await conn.execute(_space_search_sql(space_id, metric),
-                                     {"q": query, "cids": corpus_ids, "n": n, "sid": space_id})
-            raw = await cur.fetchall()
-        if any(r[1] is None for r in raw):
-            return None
-        rows = [(int(r[0]), str(r[1]), float(r[2])) for r in raw]
-        rows.sort(key=lambda r: (r[2], r[1], r[0]))  # relaxed_order: sort again
-        return rows
-
-    async def space_sizes(self) -> dict[int, dict[int, float]]:
-        """space id -> corpus id -> items as PostgreSQL estimates them (-1: not known
-        yet), for the corpora attached to a space; cached briefly."""
-        now = time.monotonic()
-        if now - self._sizes_at < SIZES_TTL_SECONDS:
-            return self._sizes
-        sizes: dict[int, dict[int, float]] = {}
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(CORPUS_SIZES)
-            for cid, sid, n in await cur.fetchall():
-                sizes.setdefault(int(sid), {})[int(cid)] = float(n)
-        self._sizes, self._sizes_at = sizes, now
-        return sizes
-
-    async def search_settings(self, conn: Conn, ef_search: int, filtered: bool) -> None:
-        """Set hnsw.ef_search / hnsw.iterative_scan on a pooled connection for one search.
-
-        Session-level settings, sent only when this connection's differ: most searches are
-        then one statement and one round trip. (psycopg's async pipeline mode, the other
-        way to save the round trip, burns ~3 ms of CPU.) Every search that reads the HNSW
-        index must come through here, or the cache would vouch for stale settings.
-        """
-        want = (str(ef_search), "relaxed_order" if filtered else "off")
-        if self._search_settings.get(conn) != want:
-            self._search_settings.pop(conn, None)
-            await conn.execute(SET_SEARCH, want)
-            self._search_settings[conn] = want
-
-    async def matching_ids(self, corpus: Corpus, ids: list[str], where: sql.Composable,
-                           params: dict[str, Any]) -> set[str]:
-        """Which of these items meet the filter (the in-memory BM25's filtered search)."""
-        stmt = sql.SQL(MATCHING_IDS).format(table=schema.items_table(corpus.id), where=where)
-        async with self.reads.connection() as conn:
-            cur = await conn.execute(stmt, {**params, "match_ids": ids})
-            return {str(r[0]) for r in await cur.fetchall()}
-
-    async def keyword_search(self, corpus: Corpus, text: str, k: int, where: sql.Composable,
-                             params: dict[str, Any]) -> list[dict[str, Any]]:
-        stmt = sql.SQL(KEYWORD_SEARCH).format(
-            table=schema.items_table(corpus.id), expr=schema.KEYWORD_EXPR, where=where)
-        pattern = "%" + escape_like(text.lower()) + "%"
-        async with self.reads.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {**params, "pattern": pattern, "k": k})
-            return await cur.fetchall()
-
     async def ping(self) -> dict[str, Any]:
         async with self.pool.connection(timeout=5.0) as conn:
             cur = await conn.execute("SELECT current_setting('server_version')")
@@ -711,30 +266,3 @@ def registry_moved(exc: Exception) -> bool:
     if isinstance(exc, psycopg.errors.UndefinedTable):
         return True
     return isinstance(exc, psycopg.errors.DataException) and "dimensions" in str(exc)
-
-
-@functools.lru_cache(maxsize=1024)
-def _space_search_sql(space_id: int, metric: str) -> bytes:
-    return sql.SQL(SPACE_SEARCH).format(
-        op=sql.SQL(schema.OPERATOR[metric]),
-        table=space_index.space_table(space_id)).as_bytes(None)
-
-
-def _text_size(it: PreparedItem) -> int:
-    return len(it.text) + len(it.title or "") + sum(len(t) for t in it.tags)
-
-
-@functools.lru_cache(maxsize=4096)
-def _unfiltered_vector_sql(corpus_id: int, metric: str) -> bytes:
-    """The unfiltered vector query of a corpus, rendered once (composing costs ~50 us)."""
-    return sql.SQL(VECTOR_SEARCH).format(
-        op=sql.SQL(schema.OPERATOR[metric]), table=schema.items_table(corpus_id),
-        where=TRUE).as_bytes(None)
-
-
-def vector_search_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:
-    """The vector branch's query; a filtered one reads the HNSW index iteratively."""
-    template = VECTOR_SEARCH_RELAXED if is_filtered(where) else VECTOR_SEARCH
-    return sql.SQL(template).format(
-        op=sql.SQL(schema.OPERATOR[corpus.metric]), table=schema.items_table(corpus.id),
-        where=where)

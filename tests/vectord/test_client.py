@@ -6,7 +6,7 @@ import aiohttp
 import pytest
 
 from internal.clients.vectord import VectordClient
-from internal.common.errors import ServiceError
+from internal.common.errors import InvalidArgument, ServiceError
 from tests.vectord.vdata import item, unique, unit
 
 
@@ -35,3 +35,19 @@ async def test_client_round_trip(vectord_url: str, http: aiohttp.ClientSession) 
     with pytest.raises(ServiceError) as info:
         await client.get_corpus(name)
     assert info.value.status == 404 and info.value.code == "not_found"
+
+
+async def test_search_travels_typed(http: aiohttp.ClientSession) -> None:
+    """The body is converted to vectord's request struct before it is sent: a field vectord
+    does not take, or a value out of its range, is refused at the sender (no vectord at
+    this address: nothing was sent) with the error vectord's 400 would have raised."""
+    client = VectordClient(http, "http://127.0.0.1:9")
+    for body, field in (({"mode": "vector", "query_vector": [1.0], "kk": 3}, "kk"),
+                        ({"mode": "vector", "query_vector": [1.0], "rrf_k": 100_001}, "rrf_k")):
+        with pytest.raises(InvalidArgument) as info:
+            await client.search_many(["a"], body)
+        assert info.value.status == 400 and isinstance(info.value, ServiceError)
+        assert info.value.field == field and info.value.service == "vectord"
+    with pytest.raises(InvalidArgument) as one:
+        await client.search("a", {"mode": "nearest"})
+    assert one.value.field == "mode"

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from internal.api.vectord import MAX_RRF_K
 from internal.vectord import lexical
 from tests.vectord.vdata import call, make_corpus, unit
 
@@ -235,6 +236,12 @@ async def test_hybrid_both_branches_outrank_single(vectord_url: str,
                          query_text="quarterly revenue", k=5, rrf_k=1, fusion="rrf")
     assert hits[0]["score"] == pytest.approx(
         1 / (1 + hits[0]["ranks"]["vector"]) + 1 / (1 + hits[0]["ranks"]["lexical"]))
+    # Its range is the wire type's alone (1..MAX_RRF_K), the same at every daemon.
+    hits = await _search(http, vectord_url, name, mode="hybrid", query_vector=q,
+                         query_text="quarterly revenue", k=5, rrf_k=MAX_RRF_K, fusion="rrf")
+    assert hits[0]["score"] == pytest.approx(
+        1 / (MAX_RRF_K + hits[0]["ranks"]["vector"])
+        + 1 / (MAX_RRF_K + hits[0]["ranks"]["lexical"]))
 
 
 async def test_hybrid_with_one_empty_branch(vectord_url: str, http: aiohttp.ClientSession) -> None:

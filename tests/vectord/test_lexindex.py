@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from internal.config import Config
-from internal.vectord import postings
+from internal.vectord import lexversions, postings, postings_union
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
@@ -460,17 +460,17 @@ def test_union_scores_are_the_corpora_scores_laid_end_to_end() -> None:
             ix.put(t, ids, tf, dl)
         corpora.append(ix)
     lex, w, avg = ["alpha", "beta", "gamma"], [1.3, 0.7, 2.1], 21.5
-    cache = postings.UnionCache()
+    cache = postings_union.UnionCache()
     for _ in range(2):  # the second time from the cache
-        s = postings.union_scores(corpora, lex, w, avg, 1.2, 0.75, cache)
-        start = postings.offsets(corpora)
+        s = postings_union.union_scores(corpora, lex, w, avg, 1.2, 0.75, cache)
+        start = postings_union.offsets(corpora)
         for i, ix in enumerate(corpora):
             alone = postings.scores(ix, lex, w, avg, 1.2, 0.75, (1.0, 1.0, 1.0))
             assert np.array_equal(s[start[i]:start[i + 1]], alone)
         merged = sorted(((-sc, item, i) for i, ix in enumerate(corpora)
                          for item, sc in postings.top(ix, postings.scores(
                              ix, lex, w, avg, 1.2, 0.75, (1.0, 1.0, 1.0)), 25)))[:25]
-        assert postings.union_top(corpora, s, 25) == [(i, item, -neg) for neg, item, i in merged]
+        assert postings_union.union_top(corpora, s, 25) == [(i, item, -neg) for neg, item, i in merged]
 
 
 def test_accumulate_gives_the_floats_of_adding_term_by_term() -> None:
@@ -492,7 +492,7 @@ def test_accumulate_gives_the_floats_of_adding_term_by_term() -> None:
 
 
 def _plain_candidates(s: np.ndarray, n: int) -> np.ndarray:
-    """The selection among every scored item, as `_candidates` made it before sampling."""
+    """The selection among every scored item, as `top_candidates` made it before sampling."""
     cand = np.flatnonzero(s > 0)
     if cand.size > n:
         kth = s[cand[np.argpartition(-s[cand], n - 1)[:n]]].min()
@@ -513,14 +513,14 @@ def test_sampled_selection_equals_selecting_among_every_item() -> None:
         if size == 10_000:
             s[hit] = 1e-13  # below the slack: the plain selection answers
         for k in (n, 1, 37):
-            assert np.array_equal(postings._candidates(s, k), _plain_candidates(s, k)), (size, k)
+            assert np.array_equal(postings.top_candidates(s, k), _plain_candidates(s, k)), (size, k)
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 async def test_kept_hit_rows_follow_every_write(apps: dict[str, str],
                                                 http: aiohttp.ClientSession, mode: str) -> None:
     """A repeated search takes its hits' rows from those kept at the version it scored at
-    (lexindex.Rows; hybrid checks that version beside its vector statement and reads no
+    (lexversions.Rows; hybrid checks that version beside its vector statement and reads no
     rows at all); a write through another app that changes only metadata, or only the
     vector (updated_at), moves the version, so the next search shows the new row."""
     name = await make_corpus(http, apps["writer"])
@@ -557,21 +557,21 @@ async def test_kept_hit_rows_follow_every_write(apps: dict[str, str],
 
 
 async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) -> None:
-    """lexindex.Versions: searches asking at once share statements, and each answer is
+    """lexversions.Versions: searches asking at once share statements, and each answer is
     read by a statement that started after it asked (a committed write is seen)."""
     import asyncio
 
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-    from internal.vectord import lexindex, schema
+    from internal.vectord import schema
 
     await schema.migrate(pg_dsn)
     ids = [9_000_001, 9_000_002]
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         await conn.execute("DELETE FROM vectord_lex_versions WHERE corpus_id = ANY(%s)", (ids,))
         async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=4, open=False) as pool:
-            gate = lexindex.Versions()
+            gate = lexversions.Versions()
             try:
                 got = await asyncio.gather(*(gate.current(pool, ids) for _ in range(20)))
                 assert all(g == {ids[0]: 0, ids[1]: 0} for g in got)
@@ -590,7 +590,7 @@ async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) ->
 
 
 async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: str) -> None:
-    """lexindex.Versions: a batch asked while the one before is in flight is read on the
+    """lexversions.Versions: a batch asked while the one before is in flight is read on the
     same connection, taken once; a batch whose connection cannot be taken fails alone
     (its searches see the error) and the next one takes a connection again."""
     import asyncio
@@ -599,7 +599,7 @@ async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: st
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-    from internal.vectord import lexindex, schema
+    from internal.vectord import schema
 
     class Held:  # a connection whose statements wait for `go`
         def __init__(self, conn: Any, started: asyncio.Event, go: asyncio.Event) -> None:
@@ -629,7 +629,7 @@ async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: st
     async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=2, open=False,
                                    kwargs={"autocommit": True}) as pool:
         reads = Counted(pool)
-        gate = lexindex.Versions()
+        gate = lexversions.Versions()
         try:
             first = asyncio.create_task(gate.current(reads, [cid]))
             await reads.started.wait()  # the first batch's statement is in flight

@@ -325,6 +325,7 @@ class PlaybookDeleted(msgspec.Struct):
 
 
 class ScoredChunk(msgspec.Struct):
+    index: int  # the chunk's position in the request
     text: str
     score: float
     signals: dict[str, float] = {}
@@ -332,9 +333,20 @@ class ScoredChunk(msgspec.Struct):
     doc_id: str | None = None
 
 
+class RelevanceFocus(msgspec.Struct):
+    """The focus file as scored: its language and the symbols read from it."""
+
+    path: str
+    language: str | None
+    defined_symbols: list[str]
+    imported_symbols: list[str]
+
+
 class RelevanceResponse(msgspec.Struct):
+    threshold: float
     kept: list[ScoredChunk]
     dropped: list[ScoredChunk]
+    focus: RelevanceFocus
 
 
 # ---- syncd -----------------------------------------------------------------------------------

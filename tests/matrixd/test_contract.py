@@ -1,0 +1,174 @@
+"""The wire contract, from real answers: every route the gateway's table gives a
+response struct (internal.gateway.routes.ROUTES) for embedd, vectord and matrixd is
+called on the real daemons (embedded PostgreSQL, the local model, in-process), every
+search mode included, and each answer is decoded strictly into that struct: a field the
+struct lacks, a missing one or a wrong type fails. Error answers decode into ErrorBody.
+syncd (a wiki folder) and mcpd (JSON-RPC) are covered by their own tests."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import msgspec
+import msgspec.inspect as mi
+import pytest
+
+from internal.api.responses import ErrorBody, Passthrough
+from internal.api.vectord import MODES
+from internal.config import Config
+from internal.gateway.routes import ROUTES, Route
+from internal.matrixd.server import make_app
+from internal.vectord.server import make_app as vectord_app
+from tests.helpers import serve, url_of, with_section
+from tests.wire_drift import unknown_fields
+
+DAEMONS = ("embedd", "vectord", "matrixd")
+TEXTS = [
+    "Cats are small domesticated felines that people keep as pets.",
+    "Dogs are loyal companions and were domesticated from wolves.",
+    "The Moon orbits the Earth roughly every twenty-seven days.",
+    "Jupiter is the largest planet in the Solar System.",
+]
+
+
+def strictly(tp: Any, body: bytes) -> Any:
+    """The answer decoded into tp (msgspec's strict mode: no type coercion), with no field
+    left over."""
+    value = msgspec.json.decode(body, type=tp, strict=True)
+    if tp is Passthrough:  # declared as any JSON object: the daemon's own answer
+        assert isinstance(json.loads(body), dict)
+        return value
+    left = unknown_fields(json.loads(body), mi.type_info(tp))
+    assert not left, f"{tp.__name__}: fields the struct does not declare: {left}"
+    return value
+
+
+class Contract:
+    """Calls routes of the table on the daemons, decoding each answer strictly."""
+
+    def __init__(self, http: aiohttp.ClientSession, urls: dict[str, str]) -> None:
+        self.http = http
+        self.urls = urls
+        self.checked: set[tuple[str, str]] = set()
+
+    def route(self, method: str, template: str) -> Route:
+        return next(r for r in ROUTES if r.method == method and r.path == template)
+
+    async def call(self, method: str, template: str, body: Any = None,
+                   **params: str) -> Any:
+        """The route's answer as its struct; the route counted as checked."""
+        r = self.route(method, template)
+        path = template.format(**params)
+        async with self.http.request(method, f"{self.urls[r.upstream]}{path}",
+                                     json=body) as resp:
+            raw = await resp.read()
+            assert resp.status == r.status, (method, path, resp.status, raw[:300])
+        assert r.response is not None
+        self.checked.add((method, template))
+        return strictly(r.response, raw)
+
+    async def error(self, method: str, path: str, upstream: str, body: Any, status: int
+                    ) -> ErrorBody:
+        async with self.http.request(method, f"{self.urls[upstream]}{path}", json=body) as resp:
+            raw = await resp.read()
+            assert resp.status == status, (path, resp.status, raw[:300])
+        got: ErrorBody = strictly(ErrorBody, raw)
+        return got
+
+
+@pytest.fixture
+async def contract(base_cfg: Config, embedd_url: str,
+                   http: aiohttp.ClientSession) -> AsyncIterator[Contract]:
+    # A vectord of its own that reaches this embedd (re-embedding calls it).
+    vectord = await serve(vectord_app(with_section(base_cfg, "vectord",
+                                                   embedd_url=(embedd_url,))))
+    cfg = with_section(base_cfg, "matrixd", vectord_url=url_of(vectord), embedd_url=embedd_url,
+                       playbook_corpus=f"pb_{uuid.uuid4().hex[:10]}")
+    matrix = await serve(make_app(cfg))
+    yield Contract(http, {"embedd": embedd_url, "vectord": url_of(vectord),
+                          "matrixd": url_of(matrix)})
+    await matrix.close()
+    await vectord.close()
+
+
+async def test_every_route_answers_its_struct(contract: Contract) -> None:
+    c = contract
+    emb = await c.call("POST", "/v1/embed", {"texts": TEXTS})
+    models = await c.call("GET", "/v1/embed/models")
+    model = models.models[0].id
+    name = f"contract_{uuid.uuid4().hex[:10]}"
+    C = "/v1/vectors/corpora/{name}"
+    await c.call("POST", "/v1/vectors/corpora", {"name": name, "dim": emb.dim, "model": emb.model,
+                                                  "defer_index": True})
+    items = [{"id": f"d{i}", "vector": v, "text": t, "title": f"doc {i}", "tags": ["t"],
+              "metadata": {"n": i, "nested": {"list": [1, "x"]}}}
+             for i, (t, v) in enumerate(zip(TEXTS, emb.vectors, strict=True))]
+    await c.call("POST", f"{C}/items", {"items": items, "model": emb.model}, name=name)
+    await c.call("POST", f"{C}/index", name=name)
+    await c.call("GET", C, name=name)
+    await c.call("GET", "/v1/vectors/corpora")
+    await c.call("GET", f"{C}/items/{{id}}", name=name, id="d0")
+    await c.call("GET", f"{C}/ids", name=name)
+    await c.call("GET", "/v1/vectors/spaces")
+    for mode in MODES:
+        body: dict[str, Any] = {"mode": mode, "k": 3}
+        if mode in ("vector", "hybrid"):
+            body["query_vector"] = emb.vectors[0]
+        if mode != "vector":
+            body["query_text"] = "cats" if mode == "keyword" else "domesticated pets"
+        one = await c.call("POST", f"{C}/search", body, name=name)
+        assert one.hits, mode
+        many = await c.call("POST", "/v1/vectors/search", {**body, "corpora": [name]})
+        assert many.hits, mode
+        text = {"query_text": body.get("query_text", "domesticated pets")}
+        matrix = await c.call("POST", "/v1/matrix/search",
+                              {**text, "mode": mode, "corpora": [name], "k": 3})
+        assert matrix.hits, mode
+    await c.call("GET", "/v1/matrix/corpora")
+    recorded = await c.call("POST", "/v1/matrix/playbooks/record",
+                            {"query_text": "pets", "answer_id": "d0", "answer_corpus": name,
+                             "score": 1.0})
+    await c.call("GET", "/v1/matrix/playbooks")
+    await c.call("DELETE", "/v1/matrix/playbooks/{playbook_id}",
+                 playbook_id=str(recorded.playbook_id))
+    await c.call("POST", "/v1/matrix/relevance",
+                 {"focus": {"path": "src/pets.py", "text": "class Cat: pass",
+                            "defined_symbols": ["Cat"]},
+                  "chunks": [{"text": "Cat is a class", "source": "src/cat.py"}]})
+    await c.call("POST", "/v1/matrix/analyze", {"query_text": "what did Alice say yesterday"})
+    await c.call("POST", "/v1/matrix/normalize",
+                 {"observations": [{"text": "Alice met Bob yesterday.",
+                                    "reference_time": "2026-01-02T10:00:00Z"}]})
+    await c.call("POST", "/v1/matrix/smart_search",
+                 {"query_text": "domesticated pets", "corpora": [name], "k": 3})
+    await c.call("POST", "/v1/matrix/search_auto",
+                 {"query_text": "domesticated pets", "corpora": [name], "k": 3})
+    # Re-embedding: a corpus whose vectors are labelled with another model, moved to embedd's.
+    legacy = f"{name}_old"
+    await c.call("POST", "/v1/vectors/corpora", {"name": legacy, "dim": emb.dim,
+                                                  "model": "legacy-model"})
+    await c.call("POST", f"{C}/items", {"items": items, "model": "legacy-model"}, name=legacy)
+    await c.call("POST", f"{C}/reembed", {"model": model}, name=legacy)
+    await c.call("DELETE", C, name=legacy)
+    await c.call("POST", f"{C}/items/delete", {"ids": ["d3"]}, name=name)
+
+    # Errors: one body for every daemon, the field named.
+    bad = await c.error("POST", f"/v1/vectors/corpora/{name}/search", "vectord",
+                        {"mode": "vector", "k": 0, "query_vector": emb.vectors[0]}, 400)
+    assert bad.error.field == "k"
+    missing = await c.error("POST", "/v1/vectors/corpora/no_such_corpus/search", "vectord",
+                            {"mode": "lexical", "query_text": "x"}, 404)
+    assert missing.error.code
+    bad = await c.error("POST", "/v1/matrix/search", "matrixd", {"query_text": "x", "k": 0}, 400)
+    assert bad.error.field == "k"
+    bad = await c.error("POST", "/v1/embed", "embedd", {"texts": "not a list"}, 400)
+    assert bad.error.field == "texts"
+
+    await c.call("DELETE", C, name=name)
+    wanted = {(r.method, r.path) for r in ROUTES
+              if r.upstream in DAEMONS and r.response is not None}
+    assert wanted - c.checked == set(), "routes of the table no answer was checked for"
