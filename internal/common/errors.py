@@ -36,6 +36,13 @@ class Unauthorized(LakehouseError):
     code = "unauthorized"
 
 
+class Forbidden(LakehouseError):
+    """The credential is valid but its key may not do this (internal.api.access)."""
+
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(LakehouseError):
     status = 404
     code = "not_found"
@@ -89,8 +96,8 @@ class ServiceError(LakehouseError):
 
 # Status -> class, the reverse of each class's `status` (ServiceError keeps any status).
 _BY_STATUS: dict[int, type[LakehouseError]] = {
-    cls.status: cls for cls in (InvalidArgument, Unauthorized, NotFound, RequestTimeout, Conflict,
-                                PayloadTooLarge, UpstreamError, Unavailable, UpstreamTimeout)
+    cls.status: cls for cls in (InvalidArgument, Unauthorized, Forbidden, NotFound, RequestTimeout,
+                                Conflict, PayloadTooLarge, UpstreamError, Unavailable, UpstreamTimeout)
 }
 
 

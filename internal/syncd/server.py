@@ -16,12 +16,14 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.api import access
+from internal.api.access import decide
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.common import language
-from internal.common.auth import protect, service_headers
+from internal.common.auth import as_service, caller, protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
 from internal.common.web import json_response, make_base_app
@@ -81,12 +83,24 @@ def _iso(ts: float) -> str:
 
 async def run_handler(request: web.Request) -> web.Response:
     state = _state(request)
-    result = await state.syncer.request_run()
+    _allowed(state, "write")
+    with as_service():  # the caller may write the wiki corpus; the run is the stack's
+        result = await state.syncer.request_run()
     return json_response(result)
+
+
+def _allowed(state: SyncState, action: str) -> None:
+    """The caller's scope must hold the synced corpus (else the route answers as if sync
+    were off: the corpus's name is not told to a key that cannot see it)."""
+    scope = caller()
+    if scope is not None and not scope.sees(state.syncer.settings.corpus):
+        raise Unavailable("sync is off: [sync] wiki_dir is not set", code="sync_not_configured")
+    decide(scope or access.SERVICE, action)
 
 
 async def status_handler(request: web.Request) -> web.Response:
     state = _state(request)
+    _allowed(state, "read")
     s = state.syncer
     last = s.last
     body: dict[str, Any] = {

@@ -71,6 +71,10 @@ def build_clauses(flt: Filter | None, field: str = "filter", prefix: str = "f_"
     if before is not None:
         clauses.append(sql.SQL("updated_at < {}").format(param("updated_before", before)))
     clauses.extend(_symbolic_clauses(flt, field, param))
+    for i, part in enumerate(flt.all_of or ()):
+        more, more_params = build_clauses(part, f"{field}.all_of[{i}]", f"{prefix}{i}_")
+        clauses.extend(more)
+        params.update(more_params)
     return clauses, params
 
 

@@ -20,7 +20,9 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from internal.api import access
 from internal.api.vectord import Corpus, Item
+from internal.common.auth import caller
 from internal.common.errors import Conflict, InvalidArgument, NotFound
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
@@ -241,6 +243,9 @@ class Store:
 
     async def corpus(self, name: str, *, fresh: bool = False) -> Corpus:
         """The registry row of name (cached briefly), or NotFound."""
+        scope = caller()
+        if scope is not None and not scope.sees(name):
+            raise access.not_found(name)  # exactly as a corpus that does not exist
         hit = self._cache.get(name)
         if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
             return hit[1]
