@@ -124,7 +124,9 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     has: list[str] | None = None  # metadata fields that must be present
     # Every one of these holds too: a tenant token's filter is ANDed with the caller's
     # this way (internal.api.access.forced_filter). Not in `prefer`.
-    all_of: Annotated[list[Filter], Meta(max_length=8)] | None = None
+    # (Filters as objects, each decoded by internal.vectord.filters: a recursive struct
+    # would defeat the decoder's depth limits.)
+    all_of: Annotated[list[dict[str, Any]], Meta(max_length=8)] | None = None
 
 
 class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):

@@ -24,8 +24,8 @@ def request(req: R) -> R:
     scope = caller()
     if scope is None or scope.filter is None:
         return req
-    forced = msgspec.convert(scope.filter, Filter)
-    flt = forced if req.filter is None else Filter(all_of=[req.filter, forced])
+    flt = (msgspec.convert(scope.filter, Filter) if req.filter is None
+           else Filter(all_of=[msgspec.to_builtins(req.filter), scope.filter]))
     if isinstance(req, MultiSearchRequest):
         return msgspec.structs.replace(req, filter=flt, include=[])
     return msgspec.structs.replace(req, filter=flt)
