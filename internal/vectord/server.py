@@ -42,7 +42,7 @@ from internal.config import Config
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import engine, schema, scoped
+from internal.vectord import engine, keys_routes, schema, scoped
 from internal.vectord.reembed import Reembedder
 from internal.vectord.store import PreparedItem, Store, Written
 
@@ -427,6 +427,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_post(PREFIX + "/{name}/search", search)
     r.add_post(MULTI_SEARCH, multi_search)
     r.add_get(SPACES, spaces)
+    keys_routes.add_routes(app, lambda a: a[STORE].pool)
     return app
 
 
