@@ -27,6 +27,7 @@ from lakehouse.errors import (
     UpstreamError,
     UpstreamTimeout,
 )
+from lakehouse.tenant import tenant_token
 from lakehouse.types import DowngradeOption, Filter, Item, ObservationIn, Prf
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "UpstreamError",
     "UpstreamTimeout",
     "errors",
+    "tenant_token",
     "types",
 ]

@@ -167,8 +167,9 @@ RULES: tuple[Rule, ...] = (
     Rule("POST", "/v1/embed", _S),
     Rule("GET", "/v1/embed/models", ("search", "read")),
     Rule("POST", "/v1/vectors/corpora", _A),
-    Rule("GET", "/v1/vectors/corpora", _R, "list"),
-    Rule("GET", _C, _R, "path"),
+    # matrixd's searches list and describe corpora as the caller: search keys may too.
+    Rule("GET", "/v1/vectors/corpora", ("read", "search"), "list"),
+    Rule("GET", _C, ("read", "search"), "path"),
     Rule("DELETE", _C, _A, "path"),
     Rule("POST", f"{_C}/index", _A, "path"),
     Rule("POST", f"{_C}/reembed", _A, "path"),

@@ -25,7 +25,7 @@ from internal.clients.vectord import VectordClient
 from internal.common import language
 from internal.common.auth import as_service, caller, protect, service_headers
 from internal.common.daemon import serve
-from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
+from internal.common.errors import Forbidden, InvalidArgument, LakehouseError, Unavailable
 from internal.common.web import json_response, make_base_app
 from internal.config import Config, ConfigError, SyncConfig
 from internal.syncd.runner import Syncer, SyncSettings
@@ -90,11 +90,10 @@ async def run_handler(request: web.Request) -> web.Response:
 
 
 def _allowed(state: SyncState, action: str) -> None:
-    """The caller's scope must hold the synced corpus (else the route answers as if sync
-    were off: the corpus's name is not told to a key that cannot see it)."""
+    """The caller's scope must hold the synced corpus (a 403 that does not name it)."""
     scope = caller()
     if scope is not None and not scope.sees(state.syncer.settings.corpus):
-        raise Unavailable("sync is off: [sync] wiki_dir is not set", code="sync_not_configured")
+        raise Forbidden("this key may not use the synced corpus")
     decide(scope or access.SERVICE, action)
 
 
