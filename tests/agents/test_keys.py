@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 import lakehouse
 from internal.api import access
 from tests.agents.conftest import GUIDES, NOTES, Live, call
+from tests.helpers import ROOT
 
 A, B = "keys_a", "keys_b"
 TENANTS = "keys_t"
@@ -57,7 +62,7 @@ def _key(live: Live, name: str, actions: list[str], corpora: list[str],
         body["expires_at"] = expires_at
     status, out = call(f"{live.url}/v1/keys", body, live.auth)
     assert status == 201, out
-    return out
+    return dict(out)
 
 
 @pytest.fixture(scope="module")
@@ -331,3 +336,73 @@ async def test_mcp_with_a_scoped_key_sees_only_its_corpora(live: Live, keys: Key
         assert not listed.is_error
         names = json.dumps(listed.structured_content)
         assert A in names and B not in names and GUIDES not in names
+
+
+def test_cli_keys_and_revocation_within_a_second(live: Live) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
+    env.update(LAKEHOUSE_URL=live.url, LAKEHOUSE_TOKEN=live.token,
+               LAKEHOUSE_CONFIG=str(ROOT / "lakehouse.toml"))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "internal.cli.main", "keys", *args],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    created = json.loads(cli("create", "cli key", "--actions", "read", "--corpora", A, "--json"))
+    assert created["key"].startswith("lhk_") and created["id"] in cli("list")
+    assert created["key"] not in cli("list")
+    auth = {"Authorization": f"Bearer {created['key']}"}
+    assert call(f"{live.url}/v1/vectors/corpora", None, auth)[0] == 200
+    cli("revoke", created["id"])
+    time.sleep(1.0)  # the gateway re-reads a key at most 0.5 s after it last did
+    assert call(f"{live.url}/v1/vectors/corpora", None, auth)[0] == 401
+
+
+DAEMONS = {"vectord": ("/v1/vectors/", "/v1/keys", "/internal/"), "matrixd": ("/v1/matrix/",),
+           "embedd": ("/v1/embed",), "syncd": ("/v1/sync/",)}
+
+
+def _port(live: Live, daemon: str) -> int:
+    """The daemon's port, from the effective config its log starts with."""
+    section = "sync" if daemon == "syncd" else daemon
+    for line in (live.tmp / "logs" / f"{daemon}.log").read_text().splitlines():
+        if line.startswith("{") and '"config"' in line:
+            row = json.loads(line)
+            if row.get("event") == "config":
+                return int(row["config"][section]["port"])
+    raise AssertionError(f"no config line in {daemon}.log")
+
+
+def test_matrix_through_each_daemons_own_port(live: Live, keys: Keys) -> None:
+    """A key's secret is the gateway's to check: on a daemon's port only the admin tokens
+    (and the stack's service token) open anything; a scope header a caller writes itself
+    opens nothing either."""
+    unexpected_allow, errors5xx, cells = [], [], 0
+    forged = access.encode(access.Scope(key_id="x", actions=("admin",), corpora=("*",)))
+    for daemon, prefixes in DAEMONS.items():
+        base = f"http://127.0.0.1:{_port(live, daemon)}"
+        rules = [r for r in access.RULES if r.path.startswith(prefixes) and r.method != "*"]
+        for rule in rules:
+            method = rule.method.lower()
+            if (method, rule.path) in DESTRUCTIVE:
+                continue
+            for cred, header in keys.secrets.items():
+                for corpus in (A, B):
+                    path, body = _requests(rule.path, method, corpus)
+                    headers = {"Authorization": header} if header else {}
+                    if cred != "admin":
+                        headers[access.SCOPE_HEADER] = forged
+                    status, text = raw_call(f"{base}{path}", rule.method, body, headers)
+                    cells += 1
+                    where = f"{daemon} {rule.method} {path} as {cred}: {status} {text[:160]}"
+                    if status >= 500 and not _missing(status, text, corpus):
+                        errors5xx.append(where)
+                    allowed = not _denied(status, text, corpus)
+                    expected = cred == "admin" and access.INTERNAL not in rule.actions
+                    if allowed and not expected:
+                        unexpected_allow.append(where)
+    print(f"\ndaemon ports matrix: {cells} cells, {len(unexpected_allow)} unexpected allows, "
+          f"{len(errors5xx)} 5xx")
+    assert not unexpected_allow, unexpected_allow
+    assert not errors5xx, errors5xx
