@@ -27,10 +27,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
 
 import lakehouse
 from internal.api import access
 from tests.agents.conftest import GUIDES, NOTES, Live, call
+from tests.agents.test_console import browser, search, wait  # noqa: F401 (browser: a fixture)
 from tests.helpers import ROOT
 
 A, B = "keys_a", "keys_b"
@@ -406,3 +410,21 @@ def test_matrix_through_each_daemons_own_port(live: Live, keys: Keys) -> None:
           f"{len(errors5xx)} 5xx")
     assert not unexpected_allow, unexpected_allow
     assert not errors5xx, errors5xx
+
+
+def test_console_with_a_scoped_key(live: Live, keys: Keys, browser: WebDriver) -> None:  # noqa: F811
+    """Only the key's corpora in the picker and the hits; no feedback buttons and no sync
+    page for a key that may only search."""
+    browser.get(f"{live.url}/")
+    dialog = wait(browser).until(ec.visibility_of_element_located((By.ID, "token-dialog")))
+    dialog.find_element(By.ID, "token").send_keys(keys.secrets["search"].removeprefix("Bearer "))
+    dialog.find_element(By.ID, "token-ok").click()
+    wait(browser).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    offered = {e.get_attribute("value") for e in browser.find_elements(
+        By.CSS_SELECTOR, '#corpus-list input[name="corpus"]')}
+    assert offered == {A}
+    hits = search(browser, "tea", k=5)
+    assert hits and {h.get_attribute("data-corpus") for h in hits} == {A}
+    assert not browser.find_elements(By.CSS_SELECTOR, "#hits button.right")
+    assert not browser.find_element(By.ID, "nav-sync").is_displayed()
