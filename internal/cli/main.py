@@ -16,6 +16,7 @@ SUBCOMMAND_MODULES = (
     "internal.cli.backup_cmd",   # backup, restore
     "internal.cli.client_cmd",   # corpora, ingest, search, record
     "internal.cli.smart_cmd",    # analyze, ask
+    "internal.cli.keys_cmd",     # keys create|list|revoke
     "internal.cli.sync_cmd",     # sync
     "internal.cli.eval_cmd",     # eval
     "internal.cli.mcp_cmd",      # mcp (stdio)
@@ -36,6 +37,10 @@ EXAMPLES = {
     "playbooks": "lakehouse playbooks list",
     "playbooks list": "lakehouse playbooks list --answer-corpus handbook --limit 20",
     "playbooks delete": "lakehouse playbooks delete PLAYBOOK_ID",
+    "keys": "lakehouse keys create agent --actions search --corpora 'team-a-*'",
+    "keys create": "lakehouse keys create agent --actions search,read --corpora handbook,tickets",
+    "keys list": "lakehouse keys list",
+    "keys revoke": "lakehouse keys revoke KEY_ID",
     "analyze": 'lakehouse analyze "Who fixed the printer and why does the VPN drop?"',
     "ask": 'lakehouse ask "Who fixed the printer and why does the VPN drop?" --k 4',
     "sync": "lakehouse sync docs/examples/wiki --corpus wiki",
@@ -46,7 +51,6 @@ EXAMPLES = {
 MAIN_EPILOG = """\
 example (`lakehouse COMMAND --help` for each command's options):
   lakehouse up                     # in one terminal: the whole stack
-  lakehouse ingest docs/examples/handbook.jsonl --corpus handbook
   lakehouse search "printer jams after new toner" --k 3"""
 
 

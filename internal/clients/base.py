@@ -11,6 +11,7 @@ import msgspec
 import structlog
 
 from internal.api.responses import ErrorAnswer
+from internal.common.auth import outgoing_scope
 from internal.common.errors import (
     ServiceError,
     TooManyRequests,
@@ -71,6 +72,9 @@ class ServiceClient:
         self.base_url = self.upstream.addresses[0]
         # Sent with every call, e.g. the bearer token of the caller mcpd acts for.
         self.headers = dict(headers or {})
+        # vectord holds every corpus to the caller's scope: the served request's scope goes
+        # with each call (internal.common.auth). Other daemons are called as the stack.
+        self.forward_scope = service == "vectord"
 
     async def _send(self, method: str, path: str, data: bytes | None, headers: dict[str, str],
                     timeout: float, idempotent: bool) -> tuple[int, bytes, str | None]:
@@ -120,6 +124,8 @@ class ServiceClient:
                       idempotent: bool | None) -> bytes:
         """The body of a successful answer; an error answer raised as its class."""
         headers = {**self.headers, "Content-Type": "application/json"}
+        if self.forward_scope:
+            headers.update(outgoing_scope())
         rid = current_request_id()
         if rid:
             headers[REQUEST_ID_HEADER] = rid

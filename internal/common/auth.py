@@ -6,19 +6,30 @@ else the first client token (`lakehouse up` generates a random service token for
 children when tokens are configured and none is set). A daemon accepts the service
 token or any client token, so a local process without one cannot reach vectord's port
 directly. `/healthz` and `/readyz` stay open (supervisors and load balancers poll them).
+
+Scoped keys (internal.common.access): the gateway authenticates a key and sends its scope
+in the `Lakehouse-Scope` header with the service token; a daemon takes that header from
+the service token only, asks `access.check_request` for every request as the gateway
+did, and keeps the scope in `CALLER` for the handler and for its calls to vectord.
+A client token presented to a daemon directly is an admin key; a key's secret is known
+to the gateway only, so a scoped key reaches a daemon through the gateway.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextvars import ContextVar
 
+import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from internal.common import access
 from internal.common.errors import Unauthorized
-from internal.common.web import Handler, error_response, request_id
+from internal.common.web import KEY_ID_KEY, Handler, error_response, request_id
 from internal.config import Config, ConfigError
 
 DAEMON_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -73,11 +84,78 @@ def service_headers(cfg: Config) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+# The scope of the request being served (None: auth is off, nothing is restricted).
+CALLER: ContextVar[access.Scope | None] = ContextVar("lakehouse_caller", default=None)
+
+
+def caller() -> access.Scope | None:
+    return CALLER.get()
+
+
+@contextlib.contextmanager
+def as_service() -> Iterator[None]:
+    """Calls made inside run as the stack itself (the playbook's own reads and writes,
+    after the caller's right to ask for them was decided)."""
+    token = CALLER.set(access.SERVICE if CALLER.get() is not None else None)
+    try:
+        yield
+    finally:
+        CALLER.reset(token)
+
+
+def outgoing_scope() -> dict[str, str]:
+    """The header carrying the caller's scope to vectord (none for the stack's own calls)."""
+    scope = CALLER.get()
+    if scope is None or scope.internal:
+        return {}
+    return {access.SCOPE_HEADER: access.encode(scope)}
+
+
+def unauthorized(request: web.Request, message: str = "missing or invalid bearer token"
+                 ) -> web.Response:
+    err = Unauthorized(message)
+    resp = error_response(err.status, err.code, err.message, request_id(request))
+    resp.headers["WWW-Authenticate"] = 'Bearer realm="lakehouse"'
+    return resp
+
+
+def make_scope_middleware(cfg: Config) -> Middleware:
+    """Every request but /healthz and /readyz: a credential, then the routes table's
+    decision; the scope is kept in CALLER (and its key id in the log context)."""
+    service = [service_token(cfg).encode()]
+    admins = [t.encode() for t in cfg.gateway.tokens]
+
+    @web.middleware
+    async def scope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in DAEMON_OPEN_PATHS:
+            return await handler(request)
+        header = request.headers.get("Authorization", "")
+        scope: access.Scope
+        if token_ok(header, service):
+            raw = request.headers.get(access.SCOPE_HEADER)
+            scope = access.decode(raw) if raw else access.SERVICE
+        elif token_ok(header, admins):
+            scope = access.ADMIN
+        else:
+            return unauthorized(request)
+        access.check_request(scope, request.method, request.path)
+        request[KEY_ID_KEY] = scope.key_id
+        token = CALLER.set(scope)
+        bound = structlog.contextvars.bind_contextvars(key_id=scope.key_id)
+        try:
+            return await handler(request)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
+            CALLER.reset(token)
+
+    return scope_middleware
+
+
 def protect(app: web.Application, cfg: Config) -> None:
-    """Require a token on every route but /healthz and /readyz when tokens are configured."""
-    tokens = daemon_tokens(cfg)
-    if tokens:
-        app.middlewares.append(make_auth_middleware(tokens, DAEMON_OPEN_PATHS))
+    """Require a token on every route but /healthz and /readyz when tokens are configured,
+    and hold each request to its caller's scope."""
+    if daemon_tokens(cfg):
+        app.middlewares.append(make_scope_middleware(cfg))
 
 
 def is_loopback(host: str) -> bool:

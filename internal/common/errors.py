@@ -15,6 +15,9 @@ from lakehouse.errors import (
     Conflict as Conflict,
 )
 from lakehouse.errors import (
+    Forbidden as Forbidden,
+)
+from lakehouse.errors import (
     InvalidArgument as InvalidArgument,
 )
 from lakehouse.errors import (

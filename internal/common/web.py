@@ -145,6 +145,9 @@ async def _render_errors(request: web.Request, handler: Handler, rid: str) -> we
         return error_response(500, "internal", "internal error", rid)
 
 
+KEY_ID_KEY = "lakehouse_key_id"
+
+
 @web.middleware
 async def context_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Bind a request id, map exceptions to the error body, log one access line."""
@@ -168,6 +171,7 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
             path=request.path,
             status=resp.status,
             ms=round((time.perf_counter() - started) * 1000, 2),
+            key_id=request.get(KEY_ID_KEY),  # set by the auth middleware; never a secret
         )
         return resp
     finally:

@@ -21,6 +21,8 @@ OWN_ROUTES: tuple[tuple[str, str, str, type | None, str], ...] = (
     ("GET", "/readyz", "Every daemon and PostgreSQL ready, per component", s.Ready, "application/json"),
     ("GET", "/metrics", "Prometheus metrics", None, "text/plain"),
     ("GET", "/openapi.json", "This document", None, "application/json"),
+    ("GET", "/v1/keys/self", "The caller's own scope: key id, actions, corpora, filter", None,
+     "application/json"),
     ("GET", "/", "The web console", None, "text/html"),
     ("GET", "/console/{name}", "The console's files (app.js, style.css, settings.json)", None,
      "application/octet-stream"),

@@ -14,9 +14,12 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from internal.common.access import SCOPE_HEADER
+from internal.common.access import encode as encode_scope
 from internal.common.errors import PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout
 from internal.common.upstream import Upstream, failover
 from internal.common.web import REQUEST_ID_HEADER, request_id
+from internal.gateway.keyauth import SCOPE_KEY
 from internal.gateway.metrics import Metrics
 
 log = structlog.get_logger()
@@ -29,7 +32,8 @@ HOP_BY_HOP = frozenset({
 # The client's token is not the daemon's business (the gateway presents its service
 # token instead); forwarding headers a client wrote itself would let it pose as any
 # address, so they are dropped and X-Forwarded-For is set from the connection.
-_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization", "x-forwarded-for", "forwarded",
+_DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization", "lakehouse-scope", "x-forwarded-for",
+                                   "forwarded",
                                    "x-real-ip", "x-forwarded-host", "x-forwarded-proto"}
 _DROP_KEEP_AUTH = _DROP_FROM_REQUEST - {"authorization"}
 _CHUNK = 64 * 1024
@@ -187,6 +191,9 @@ class Proxy:
             headers["X-Forwarded-For"] = request.remote
         if self.authorization and not keep_auth:
             headers["Authorization"] = self.authorization
+            scope = request.get(SCOPE_KEY)
+            if scope is not None:  # the daemon holds the request to the caller's scope
+                headers[SCOPE_HEADER] = encode_scope(scope)
         body = _Body(request, self.max_body_bytes, limits.body_timeout)
         if request.body_exists:
             await body.read_head(limits.buffer_bytes)

@@ -74,6 +74,11 @@ ROUTES: tuple[Route, ...] = (
           s.SearchAutoRequest, s.SearchAutoResponse),
     Route("POST", "/v1/sync/run", "syncd", "Run one wiki sync now", None, s.SyncRun),
     Route("GET", "/v1/sync/status", "syncd", "Wiki sync status", None, s.SyncStatus),
+    Route("POST", "/v1/keys", "vectord", "Create an API key (admin; the secret is shown once)",
+          s.CreateKey, s.CreatedKey, 201),
+    Route("GET", "/v1/keys", "vectord", "List API keys (admin; never a secret)", None, s.KeyList),
+    Route("DELETE", "/v1/keys/{key_id}", "vectord", "Revoke an API key (admin)", None,
+          s.KeyRevoked),
     Route("*", "/mcp", "mcpd", "MCP over streamable HTTP (JSON-RPC): Lakehouse's tools for AI agents",
           forward_auth=True),
     # Anything else under a daemon's prefix is passed through unchanged.

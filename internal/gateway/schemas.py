@@ -9,6 +9,7 @@ accepted. The responses are internal.api.responses, the shapes the Python client
 from __future__ import annotations
 
 from internal.api.embedd import EmbedRequest
+from internal.api.keys import CreatedKey, CreateKey, KeyList, KeyRevoked
 from internal.api.matrixd import (
     AnalyzeRequest,
     MatrixSearchRequest,
@@ -65,6 +66,8 @@ __all__ = [
     "CorpusDeleted",
     "CorpusList",
     "CreateCorpus",
+    "CreateKey",
+    "CreatedKey",
     "DeleteItems",
     "EmbedRequest",
     "EmbedResponse",
@@ -72,6 +75,8 @@ __all__ = [
     "Health",
     "IdsPage",
     "ItemsDeleted",
+    "KeyList",
+    "KeyRevoked",
     "MatrixCorpora",
     "MatrixSearchRequest",
     "MatrixSearchResponse",

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.common.auth import service_token
+from internal.clients.base import ServiceClient
+from internal.common.auth import service_headers, service_token
 from internal.common.daemon import serve
 from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
 from internal.gateway import console, openapi, readiness
 from internal.gateway.admission import Admission
-from internal.gateway.auth import make_auth_middleware
+from internal.gateway.auth import OPEN_PATHS
 from internal.gateway.fairness import Shares
+from internal.gateway.keyauth import Keyring, make_keys_middleware, whoami
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Limits, Proxy
 from internal.gateway.routes import READ_POSTS, RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
@@ -62,8 +65,9 @@ def make_app(cfg: Config) -> web.Application:
     app[UPSTREAMS] = make_upstreams(cfg)
     # Metrics see the final status, so they wrap the error-rendering middleware.
     app.middlewares.insert(0, metrics.middleware())
+    keyring = Keyring(cfg.gateway.tokens, None)
     if cfg.gateway.tokens:
-        app.middlewares.append(make_auth_middleware(cfg.gateway.tokens, console.OPEN_PATHS))
+        app.middlewares.append(make_keys_middleware(keyring, OPEN_PATHS | console.OPEN_PATHS))
     # After auth: a client is counted by a token that was checked.
     g = cfg.gateway
     admission = Admission(Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
@@ -84,8 +88,14 @@ def make_app(cfg: Config) -> web.Application:
             return aiohttp.ClientSession(connector=connector, auto_decompress=False,
                                          cookie_jar=aiohttp.DummyCookieJar())
 
-        async with session() as reads, session() as writes:
+        async with contextlib.AsyncExitStack() as stack, session() as reads, session() as writes:
             app[SESSION] = reads
+            # Key lookups: JSON from vectord as the stack (its own session: the proxy's
+            # relays compressed bodies untouched).
+            keys_session = await stack.enter_async_context(
+                aiohttp.ClientSession(headers=service_headers(cfg)))
+            keyring.vectord = ServiceClient(keys_session, app[UPSTREAMS]["vectord"], "vectord",
+                                            timeout=g.vectors_timeout)
             app[PROXY] = Proxy(reads, metrics, Limits(
                 max_body_bytes=g.max_body_bytes, body_timeout=g.body_timeout,
                 buffer_bytes=g.buffer_bytes, upstream_wait=g.upstream_wait,
@@ -112,6 +122,7 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_handler)
     app.router.add_get("/openapi.json", openapi_json)
+    app.router.add_get("/v1/keys/self", whoami)
     for route in ROUTES:
         app.router.add_route(route.method, route.path, _proxy_handler(cfg, route))
     console.add_routes(app, cfg)

@@ -18,6 +18,7 @@ import structlog
 from internal.api.matrixd import RecordRequest
 from internal.api.validate import corpus_name
 from internal.api.vectord import Item
+from internal.common.access import Scope
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -181,9 +182,16 @@ def check_playbook_id(playbook_id: str) -> str:
     return playbook_id
 
 
-async def delete_entry(deps: Deps, corpus: str, playbook_id: str) -> None:
-    """Remove one entry; 404 naming playbook_id when there is no such entry (or playbook)."""
+async def delete_entry(deps: Deps, corpus: str, playbook_id: str,
+                       scope: Scope | None = None) -> None:
+    """Remove one entry; 404 naming playbook_id when there is no such entry (or playbook),
+    or when its answer's corpus is outside the caller's scope (the same answer)."""
     try:
+        if scope is not None and not scope.all_corpora:
+            item = await deps.vectord.get_item(corpus, playbook_id)
+            entry = boost.entry_from_metadata(item.get("metadata"))
+            if entry is None or not scope.sees(entry.answer_corpus):
+                raise NotFound(playbook_id)
         deleted = await deps.vectord.delete_items(corpus, [playbook_id])
     except NotFound:
         deleted = 0

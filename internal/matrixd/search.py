@@ -19,6 +19,7 @@ from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode, SearchError
 from internal.clients.embed import Embedding
+from internal.common.auth import as_service
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -293,10 +294,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     playbook_ms: float | None = None
     if body.use_playbook or rules.disputed:
         t0 = time.perf_counter()
-        lookup = await playbook.lookup(
-            deps, playbook_name, vector, text, body.playbook_top_k or cfg.playbook_top_k,
-            body.playbook_max_distance if body.playbook_max_distance is not None
-            else cfg.playbook_max_distance, body.allow_partial)
+        # The playbook is the stack's: read as such. What its entries raise is fetched by
+        # vectord under the caller's scope (`include`, dropped under a tenant filter).
+        with as_service():
+            lookup = await playbook.lookup(
+                deps, playbook_name, vector, text, body.playbook_top_k or cfg.playbook_top_k,
+                body.playbook_max_distance if body.playbook_max_distance is not None
+                else cfg.playbook_max_distance, body.allow_partial)
         playbook_ms = _ms(t0)
         if lookup.unavailable:
             degraded.append("playbook_unavailable")

@@ -32,11 +32,12 @@ from internal.api.matrixd import (
 from internal.api.validate import corpus_name
 from internal.clients.embed import EmbedClient, make_client
 from internal.clients.vectord import VectordClient
-from internal.common.auth import protect, service_headers
+from internal.common.auth import as_service, caller, protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
+    NotFound,
     ServiceError,
     UpstreamError,
     describe,
@@ -106,7 +107,13 @@ async def search_auto_handler(request: web.Request) -> web.Response:
 
 async def record_handler(request: web.Request) -> web.Response:
     body = await read_json(request, RecordRequest)
-    return json_response(await playbook.record(request.app[DEPS], body))
+    scope = caller()
+    if scope is not None and not scope.sees(body.answer_corpus):
+        # As check_answer answers a corpus that does not exist.
+        raise NotFound(f"answer_corpus: corpus {body.answer_corpus!r} not found",
+                       field="answer_corpus")
+    with as_service():  # the playbook is the stack's; the caller's right was decided above
+        return json_response(await playbook.record(request.app[DEPS], body))
 
 
 def _playbook_name(request: web.Request) -> str:
@@ -130,7 +137,10 @@ async def list_playbooks_handler(request: web.Request) -> web.Response:
         raise InvalidArgument(f"limit: expected an integer, got {raw_limit!r}", field="limit") from None
     if not 1 <= limit <= playbook.MAX_LIST:
         raise InvalidArgument(f"limit: must be in 1..{playbook.MAX_LIST}, got {limit}", field="limit")
-    entries = await playbook.list_entries(deps, name, answer_id, answer_corpus, limit)
+    with as_service():
+        entries = await playbook.list_entries(deps, name, answer_id, answer_corpus, limit)
+    scope = caller()
+    entries = [e for e in entries if scope is None or scope.sees(e["answer_corpus"])]
     return json_response({"playbook_corpus": name, "entries": entries})
 
 
@@ -141,7 +151,8 @@ async def delete_playbook_handler(request: web.Request) -> web.Response:
         pid = playbook.check_playbook_id(request.match_info["playbook_id"])
     except ValueError as exc:
         raise InvalidArgument(f"playbook_id: {exc}", field="playbook_id") from None
-    await playbook.delete_entry(deps, name, pid)
+    with as_service():
+        await playbook.delete_entry(deps, name, pid, caller())
     log.info("playbook_deleted", corpus=name, playbook_id=pid)
     return json_response({"deleted": pid, "playbook_corpus": name})
 

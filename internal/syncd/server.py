@@ -20,10 +20,11 @@ from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
-from internal.common import language
-from internal.common.auth import protect, service_headers
+from internal.common import access, language
+from internal.common.access import decide
+from internal.common.auth import as_service, caller, protect, service_headers
 from internal.common.daemon import serve
-from internal.common.errors import InvalidArgument, LakehouseError, Unavailable
+from internal.common.errors import Forbidden, InvalidArgument, LakehouseError, Unavailable
 from internal.common.web import json_response, make_base_app
 from internal.config import Config, ConfigError, SyncConfig
 from internal.syncd.runner import Syncer, SyncSettings
@@ -81,12 +82,23 @@ def _iso(ts: float) -> str:
 
 async def run_handler(request: web.Request) -> web.Response:
     state = _state(request)
-    result = await state.syncer.request_run()
+    _allowed(state, "write")
+    with as_service():  # the caller may write the wiki corpus; the run is the stack's
+        result = await state.syncer.request_run()
     return json_response(result)
+
+
+def _allowed(state: SyncState, action: str) -> None:
+    """The caller's scope must hold the synced corpus (a 403 that does not name it)."""
+    scope = caller()
+    if scope is not None and not scope.sees(state.syncer.settings.corpus):
+        raise Forbidden("this key may not use the synced corpus")
+    decide(scope or access.SERVICE, action)
 
 
 async def status_handler(request: web.Request) -> web.Response:
     state = _state(request)
+    _allowed(state, "read")
     s = state.syncer
     last = s.last
     body: dict[str, Any] = {

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+import msgspec
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
@@ -71,6 +72,15 @@ def build_clauses(flt: Filter | None, field: str = "filter", prefix: str = "f_"
     if before is not None:
         clauses.append(sql.SQL("updated_at < {}").format(param("updated_before", before)))
     clauses.extend(_symbolic_clauses(flt, field, param))
+    for i, raw in enumerate(flt.all_of or ()):
+        where = f"{field}.all_of[{i}]"
+        try:
+            part = msgspec.convert(raw, Filter)
+        except msgspec.ValidationError as exc:
+            raise InvalidArgument(f"{where}: {exc}", field=where) from None
+        more, more_params = build_clauses(part, where, f"{prefix}{i}_")
+        clauses.extend(more)
+        params.update(more_params)
     return clauses, params
 
 

@@ -111,6 +111,21 @@ BEGIN
     END LOOP;
 END $$;
 """),
+    # API keys (internal.vectord.keys_store): only the SHA-256 of a secret and the key
+    # tenant tokens are signed with (derived from the secret); a revoked key's row is gone.
+    (7, """
+CREATE TABLE IF NOT EXISTS lakehouse_keys (
+    id           text PRIMARY KEY,
+    name         text NOT NULL,
+    secret_hash  bytea NOT NULL,
+    signing_key  bytea NOT NULL,
+    actions      text[] NOT NULL,
+    corpora      text[] NOT NULL,
+    expires_at   timestamptz,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    last_used_at timestamptz
+);
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

@@ -32,8 +32,8 @@ from internal.api.vectord import (
     UpsertRequest,
 )
 from internal.clients.embed import make_client
-from internal.common import language
-from internal.common.auth import protect, service_headers
+from internal.common import access, language
+from internal.common.auth import caller, protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
@@ -42,7 +42,7 @@ from internal.config import Config
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import engine, schema
+from internal.vectord import engine, keys_routes, schema, scoped
 from internal.vectord.reembed import Reembedder
 from internal.vectord.store import PreparedItem, Store, Written
 
@@ -145,7 +145,9 @@ async def create_corpus(request: web.Request) -> web.Response:
 
 
 async def list_corpora(request: web.Request) -> web.Response:
-    return json_response({"corpora": await request.app[STORE].list_corpora()})
+    scope = caller()
+    rows = await request.app[STORE].list_corpora()
+    return json_response({"corpora": [r for r in rows if scope is None or scope.sees(r["name"])]})
 
 
 async def get_corpus(request: web.Request) -> web.Response:
@@ -304,7 +306,7 @@ async def search(request: web.Request) -> web.Response:
     started = time.perf_counter()
     store = request.app[STORE]
     name = _name(request)
-    req = await read_json(request, SearchRequest)
+    req = scoped.request(await read_json(request, SearchRequest))
     lsn = _request_lsn(request)
     result = await store.read_search(lambda: engine.search(store, [name], req), lsn)
     if result.outcomes[0].error is not None:
@@ -338,7 +340,10 @@ async def spaces(request: web.Request) -> web.Response:
     """Every corpus by embedding space (model label, dimension): what a caller embeds a
     query with before a search over them (matrixd does)."""
     groups: dict[tuple[str | None, int], list[str]] = {}
+    scope = caller()
     for name, dim, model in await request.app[STORE].registry():
+        if scope is not None and not scope.sees(name):
+            continue
         groups.setdefault((model, dim), []).append(name)
     return json_response(SpacesResponse(spaces=[
         Space(model=model, dim=dim, corpora=names)
@@ -349,7 +354,8 @@ async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
     """The corpora a multi-search covers: those named, else every corpus but the excluded."""
     if req.corpora is None:
         excluded = set(req.exclude_corpora)
-        return [n for n in await store.corpus_names() if n not in excluded]
+        return access.visible(caller(), (n for n in await store.corpus_names()
+                                         if n not in excluded))
     return list(req.corpora)
 
 
@@ -357,7 +363,7 @@ async def multi_search(request: web.Request) -> web.Response:
     """One search over several corpora, ranked as their union (internal.vectord.engine)."""
     started = time.perf_counter()
     store = request.app[STORE]
-    req = await read_json(request, MultiSearchRequest)
+    req = scoped.request(await read_json(request, MultiSearchRequest))
     validate.corpora(req.corpora, MAX_SEARCH_CORPORA)
     if req.corpora is not None:
         validate.corpus_weights(req.corpus_weights or {}, req.corpora)
@@ -421,6 +427,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_post(PREFIX + "/{name}/search", search)
     r.add_post(MULTI_SEARCH, multi_search)
     r.add_get(SPACES, spaces)
+    keys_routes.add_routes(app, lambda a: a[STORE].pool)
     return app
 
 

@@ -20,6 +20,8 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from internal.api.vectord import Corpus
+from internal.common import access
+from internal.common.auth import caller
 from internal.common.errors import Conflict, NotFound
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
@@ -116,6 +118,9 @@ class Store(ItemsPart, SearchPart, ReembedPart):
 
     async def corpus(self, name: str, *, fresh: bool = False) -> Corpus:
         """The registry row of name (cached briefly), or NotFound."""
+        scope = caller()
+        if scope is not None and not scope.sees(name):
+            raise access.not_found(name)  # exactly as a corpus that does not exist
         hit = self._cache.get(name)
         if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
             return hit[1]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.errors import (
     Conflict,
+    Forbidden,
     InvalidArgument,
     LakehouseError,
     NotFound,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from lakehouse import errors, types
     from lakehouse.aio import AsyncClient
     from lakehouse.client import Client
+    from lakehouse.tenant import tenant_token
     from lakehouse.types import DowngradeOption, Filter, Item, ObservationIn, Prf
 
 # Loaded on first use (PEP 562), so that `import lakehouse.errors` or a command that
@@ -40,7 +42,7 @@ _LAZY = {
     "AsyncClient": "lakehouse.aio", "Client": "lakehouse.client",
     "DowngradeOption": "lakehouse.types", "Filter": "lakehouse.types", "Item": "lakehouse.types",
     "ObservationIn": "lakehouse.types", "Prf": "lakehouse.types",
-    "errors": "lakehouse.errors", "types": "lakehouse.types",
+    "errors": "lakehouse.errors", "types": "lakehouse.types", "tenant_token": "lakehouse.tenant",
 }
 
 
@@ -62,6 +64,7 @@ __all__ = [
     "Conflict",
     "DowngradeOption",
     "Filter",
+    "Forbidden",
     "InvalidArgument",
     "Item",
     "LakehouseError",
@@ -75,5 +78,6 @@ __all__ = [
     "UpstreamError",
     "UpstreamTimeout",
     "errors",
+    "tenant_token",
     "types",
 ]

@@ -43,6 +43,13 @@ class Unauthorized(LakehouseError):
     code = "unauthorized"
 
 
+class Forbidden(LakehouseError):
+    """The credential is valid but its key may not do this (the action is not its own)."""
+
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(LakehouseError):
     status = 404
     code = "not_found"
@@ -92,7 +99,7 @@ class TooManyRequests(LakehouseError):
 
 # Status -> class, the reverse of each class's `status` (ServiceError keeps any status).
 BY_STATUS: dict[int, type[LakehouseError]] = {
-    cls.status: cls for cls in (InvalidArgument, Unauthorized, NotFound, RequestTimeout, Conflict,
+    cls.status: cls for cls in (InvalidArgument, Unauthorized, Forbidden, NotFound, RequestTimeout, Conflict,
                                 PayloadTooLarge, TooManyRequests, UpstreamError, Unavailable,
                                 UpstreamTimeout)
 }
@@ -130,6 +137,7 @@ __all__ = [
     "TIMEOUT",
     "UNREACHABLE",
     "Conflict",
+    "Forbidden",
     "InvalidArgument",
     "LakehouseError",
     "NotFound",

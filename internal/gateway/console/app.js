@@ -134,9 +134,14 @@ const state = {
   settings: { playbook_corpus: "playbook_memory" },
   corpora: [],        // names offered in the picker
   smartSearch: false, // POST /v1/matrix/smart_search exists: the "ask" mode
+  actions: null,      // the key's actions (GET /v1/keys/self); null: every action
   last: null,         // {key, ranks: Map("corpus\u0000id" -> rank)} of the previous search
   results: null,
 };
+
+function may(action) {
+  return state.actions === null || state.actions.includes(action);
+}
 
 async function loadSurface() {
   try {
@@ -148,6 +153,15 @@ async function loadSurface() {
   } catch (_) {
     state.smartSearch = false;
   }
+  try {
+    const self = await api("GET", "/v1/keys/self");
+    state.actions = self.actions && !self.actions.includes("admin") ? self.actions : null;
+  } catch (_) {
+    state.actions = null;  // an older gateway: show everything, the API still decides
+  }
+  // What the key may not do is not offered: feedback buttons, the sync page and button.
+  $("nav-sync").hidden = !may("read");
+  $("sync-now").hidden = !may("write");
   if (state.smartSearch && !$("mode").querySelector('option[value="ask"]')) {
     $("mode").append(el("option", { value: "ask" }, "ask (plan + reflect)"));
   }
@@ -290,7 +304,7 @@ function renderHits(out, query, previous) {
       el("p", { className: "snippet" }, short(hit.text, SNIPPET)),
       el("div", { className: "hit-scores" }, ...scoreChips(hit),
         layers.length ? el("span", { className: "layers" }, "matched: ", ...layers) : null),
-      el("div", { className: "hit-actions" }, right, wrong, feedback));
+      may("feedback") ? el("div", { className: "hit-actions" }, right, wrong, feedback) : null);
   }));
 }
 

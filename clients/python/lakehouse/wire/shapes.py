@@ -88,6 +88,11 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     range: NumberRange | None = None
     parent_id: str | None = None  # metadata.parent_id
     has: list[str] | None = None  # metadata fields that must be present
+    # Every one of these holds too: a tenant token's filter is ANDed with the caller's
+    # this way (internal.common.access.forced_filter). Not in `prefer`.
+    # (Filters as objects, each decoded by internal.vectord.filters: a recursive struct
+    # would defeat the decoder's depth limits.)
+    all_of: Annotated[list[dict[str, Any]], Meta(max_length=8)] | None = None
 
 
 class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):

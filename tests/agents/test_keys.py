@@ -1,0 +1,430 @@
+"""Scoped API keys and tenant tokens on the shared stack (tests/agents/conftest.py).
+
+The matrix: every route of /openapi.json x every kind of credential x corpus A, corpus B
+and "all corpora", expected allow/deny read from the routes table (internal.common.access);
+0 unexpected allows, 0 5xx, and no answer to a key of A ever names B. Tenant tokens:
+random tokens and queries in every mode (hypothesis); no hit outside the token's filter
+or corpora. MCP with a scoped key sees only its corpora.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
+
+import lakehouse
+from internal.common import access
+from tests.agents.conftest import GUIDES, NOTES, Live, call
+from tests.agents.test_console import browser, search, wait  # noqa: F401 (browser: a fixture)
+from tests.helpers import ROOT
+
+A, B = "keys_a", "keys_b"
+TENANTS = "keys_t"
+SECRET_WORD = "zanzibarquux"  # only in tenant b's rows
+
+
+def raw_call(url: str, method: str, body: Any, headers: dict[str, str]) -> tuple[int, str]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=300) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@dataclass
+class Keys:
+    secrets: dict[str, str]  # credential name -> Authorization header value ("" none)
+    scopes: dict[str, access.Scope | None]
+
+
+def _key(live: Live, name: str, actions: list[str], corpora: list[str],
+         expires_at: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": name, "actions": actions, "corpora": corpora}
+    if expires_at:
+        body["expires_at"] = expires_at
+    status, out = call(f"{live.url}/v1/keys", body, live.auth)
+    assert status == 201, out
+    return dict(out)
+
+
+@pytest.fixture(scope="module")
+def keys(live: Live) -> Iterator[Keys]:
+    status, emb = call(f"{live.url}/v1/embed", {"texts": ["tea"]}, live.auth)
+    assert status == 200, emb
+    dim, model = emb["dim"], emb["model"]
+    for name in (A, B):
+        status, out = call(f"{live.url}/v1/vectors/corpora", {"name": name, "dim": dim,
+                                                              "model": model}, live.auth)
+        assert status in (201, 409), out
+        call(f"{live.url}/v1/vectors/corpora/{name}/items", {"model": model, "items": [
+            {"id": f"{name}_1", "vector": emb["vectors"][0], "title": f"{name} tea",
+             "text": f"tea notes of {name}"}]}, live.auth)
+    secrets: dict[str, str] = {"none": "", "wrong": "Bearer lhk_k0000000000000000_" + "x" * 43,
+                               "admin": f"Bearer {live.token}"}
+    scopes: dict[str, access.Scope | None] = {"none": None, "wrong": None, "admin": access.ADMIN}
+    for action in ("search", "read", "write", "feedback"):
+        out = _key(live, f"{action} A", [action], [A])
+        secrets[action] = f"Bearer {out['key']}"
+        scopes[action] = access.Scope(key_id=out["id"], actions=(action,), corpora=(A,))
+    expired = _key(live, "expired", ["search", "read"], [A], "2020-01-01T00:00:00Z")
+    secrets["expired"], scopes["expired"] = f"Bearer {expired['key']}", None
+    revoked = _key(live, "revoked", ["search", "read"], [A])
+    status, out = call(f"{live.url}/v1/keys/{revoked['id']}", None, live.auth, method="DELETE")
+    assert status == 200, out
+    secrets["revoked"], scopes["revoked"] = f"Bearer {revoked['key']}", None
+    yield Keys(secrets, scopes)
+
+
+def _requests(path: str, method: str, corpus: str | None) -> tuple[str, Any]:
+    """A concrete path and a body for one route; corpus None: "all corpora"."""
+    c = corpus or A
+    concrete = (path.replace("{name}", c).replace("{id}", f"{c}_1")
+                .replace("{playbook_id}", "0" * 64).replace("{key_id}", "k" + "0" * 16))
+    body: Any = None
+    if method in ("post", "put", "patch"):
+        body = {}
+        if path.endswith("/search") or path.endswith("search_auto") or path.endswith("smart_search"):
+            body = {"query_text": "tea", "mode": "lexical"} if "smart" not in path and \
+                "auto" not in path else {"query_text": "tea"}
+            if corpus is not None and "/corpora/" not in path:
+                body["corpora"] = [corpus]
+        if path.endswith("playbooks/record"):
+            body = {"query_text": "tea?", "answer_id": "no-such-item", "answer_corpus": c,
+                    "score": 1}
+    return concrete, body
+
+
+SKIP = {"/mcp", "/", "/console/{name}", "/v1/vectors/{tail}", "/v1/matrix/{tail}",
+        "/v1/embed/{tail}", "/v1/sync/{tail}"}
+DESTRUCTIVE = {("delete", "/v1/vectors/corpora/{name}")}
+
+
+def _expected(scope: access.Scope | None, method: str, path: str, corpus: str | None) -> bool:
+    rule, _ = access.rule_for(method.upper(), _requests(path, method, corpus)[0])
+    if scope is None:
+        return False
+    if not any(scope.may(a) for a in rule.actions):
+        return False
+    if path.startswith("/v1/sync/"):
+        return scope.sees("wiki")  # the stack's synced corpus
+    if corpus is not None and rule.corpora in ("path", "body") and "playbooks/{" not in path:
+        return scope.sees(corpus)
+    return True
+
+
+def _missing(status: int, text: str, corpus: str) -> bool:
+    """The answer for a corpus that does not exist: 404, or matrixd's 502 naming it (the
+    answer a missing corpus gets there today)."""
+    return status in (404, 502) and f"corpus {corpus!r} not found" in text
+
+
+def _denied(status: int, text: str, corpus: str | None) -> bool:
+    if status in (401, 403):
+        return True
+    if status == 200 and corpus is not None and text.startswith("{"):
+        results = json.loads(text).get("results")  # a multi-search: errors per corpus
+        if isinstance(results, list) and results and all(
+                r.get("status") == 404 for r in results if r.get("corpus") == corpus):
+            return any(r.get("corpus") == corpus for r in results)
+    return corpus is not None and _missing(status, text, corpus)
+
+
+def test_matrix_every_route_every_credential(live: Live, keys: Keys) -> None:
+    status, doc = call(f"{live.url}/openapi.json")
+    assert status == 200
+    routes = [(m, p) for p, ops in doc["paths"].items() for m in ops
+              if p not in SKIP and m in ("get", "post", "delete") and p.startswith("/v1/")]
+    unexpected_allow, unexpected_deny, errors5xx, leaks, cells = [], [], [], [], 0
+    for method, path in routes:
+        for cred, header in keys.secrets.items():
+            scope = keys.scopes[cred]
+            corpora: tuple[str | None, ...] = (A, B, None) if "{name}" in path or method == "post" \
+                else (None,)
+            for corpus in corpora:
+                if (method, path) in DESTRUCTIVE and cred == "admin":
+                    continue  # would drop the matrix's own corpus; the admin's right is tested below
+                url_path, body = _requests(path, method, corpus)
+                status, text = raw_call(f"{live.url}{url_path}", method.upper(), body,
+                                        {"Authorization": header} if header else {})
+                cells += 1
+                where = f"{method.upper()} {url_path} as {cred}: {status} {text[:200]}"
+                if status >= 500 and not (corpus is not None and _missing(status, text, corpus)):
+                    errors5xx.append(where)
+                allowed = not _denied(status, text, corpus)
+                expected = _expected(scope, method, path, corpus)
+                if allowed and not expected:
+                    unexpected_allow.append(where)
+                if expected and not allowed:
+                    unexpected_deny.append(where)
+                if scope is not None and not scope.admin and corpus != B and B in text:
+                    leaks.append(where)
+    print(f"\nkeys matrix: {len(routes)} routes, {cells} cells, {len(unexpected_allow)} "
+          f"unexpected allows, {len(unexpected_deny)} unexpected denies, {len(errors5xx)} 5xx, "
+          f"{len(leaks)} leaks")
+    for name, found in (("allow", unexpected_allow), ("deny", unexpected_deny),
+                        ("5xx", errors5xx), ("leak", leaks)):
+        for where in found:
+            print(f"unexpected {name}: {where}")
+    assert not unexpected_allow, unexpected_allow
+    assert not errors5xx, errors5xx
+    assert not leaks, leaks
+    assert not unexpected_deny, unexpected_deny
+
+
+def test_scoped_lists_and_searches_see_only_their_corpora(live: Live, keys: Keys) -> None:
+    auth = {"Authorization": keys.secrets["read"]}
+    status, out = call(f"{live.url}/v1/vectors/corpora", None, auth)
+    assert status == 200 and [c["name"] for c in out["corpora"]] == [A]
+    status, out = call(f"{live.url}/v1/matrix/corpora", None, auth)
+    assert status == 200 and [c["name"] for c in out["corpora"]] == [A]
+    auth = {"Authorization": keys.secrets["search"]}
+    status, out = call(f"{live.url}/v1/matrix/search", {"query_text": "tea", "k": 20}, auth)
+    assert status == 200, out
+    assert out["hits"] and {h["corpus"] for h in out["hits"]} == {A}
+    status, out = call(f"{live.url}/v1/vectors/search",
+                       {"query_text": "tea", "mode": "lexical", "corpora": [A, B]}, auth)
+    assert status == 200, out
+    assert [r.get("status") for r in out["results"] if r["corpus"] == B] == [404]
+    # The same answer as a corpus that does not exist.
+    _, missing = call(f"{live.url}/v1/vectors/corpora/nope_zz/search",
+                      {"query_text": "tea", "mode": "lexical"}, {"Authorization": f"Bearer {live.token}"})
+    _, hidden = call(f"{live.url}/v1/vectors/corpora/{B}/search",
+                     {"query_text": "tea", "mode": "lexical"}, auth)
+    assert hidden["error"]["message"] == missing["error"]["message"].replace("nope_zz", B)
+
+
+def test_admin_may_delete_and_keys_list_never_shows_a_secret(live: Live, keys: Keys) -> None:
+    status, out = call(f"{live.url}/v1/keys", None, live.auth)
+    assert status == 200 and out["keys"]
+    text = json.dumps(out)
+    for header in keys.secrets.values():
+        secret = header.removeprefix("Bearer ")
+        assert not secret.startswith("lhk_") or secret not in text
+    assert all("key" not in k for k in out["keys"])
+    status, _ = call(f"{live.url}/v1/vectors/corpora", {"name": "keys_gone", "dim": 4}, live.auth)
+    assert status == 201
+    status, out = call(f"{live.url}/v1/vectors/corpora/keys_gone", None, live.auth, method="DELETE")
+    assert status == 200, out
+
+
+def test_no_secret_in_any_log(live: Live, keys: Keys) -> None:
+    logs = "".join(p.read_text(errors="replace") for p in (live.tmp / "logs").glob("*.log"))
+    assert '"key_id"' in logs
+    for header in keys.secrets.values():
+        secret = header.removeprefix("Bearer ")
+        if secret.startswith("lhk_") and not secret.startswith("lhk_k0000"):
+            assert secret not in logs
+
+
+# ---- tenant tokens -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tenant_key(live: Live) -> str:
+    rows = []
+    for tenant in ("a", "b", "c"):
+        for i, text in enumerate(["green tea brewing at 80 degrees", "espresso pressure nine bars",
+                                  "cold brew coffee twelve hours"]):
+            extra = f" {SECRET_WORD}" if tenant == "b" else ""
+            rows.append({"id": f"{tenant}{i}", "title": f"{tenant} {text[:12]}",
+                         "text": text + extra, "metadata": {"tenant": tenant}})
+    status, emb = call(f"{live.url}/v1/embed", {"texts": [r["text"] for r in rows]}, live.auth)
+    assert status == 200, emb
+    status, out = call(f"{live.url}/v1/vectors/corpora", {"name": TENANTS, "dim": emb["dim"],
+                                                          "model": emb["model"]}, live.auth)
+    assert status in (201, 409), out
+    items = [{**r, "vector": v} for r, v in zip(rows, emb["vectors"], strict=True)]
+    status, out = call(f"{live.url}/v1/vectors/corpora/{TENANTS}/items",
+                       {"items": items, "model": emb["model"]}, live.auth)
+    assert status == 200, out
+    # Answers recorded from tenant b: a tenant a token's playbook never brings them in.
+    for q in ("green tea", "espresso", "cold brew"):
+        status, out = call(f"{live.url}/v1/matrix/playbooks/record",
+                           {"query_text": q, "answer_id": "b0", "answer_corpus": TENANTS,
+                            "score": 1}, live.auth)
+        assert status == 200, out
+    return str(_key(live, "tenant search", ["search"], [TENANTS, GUIDES])["key"])
+
+
+def _search(live: Live, token: str, kind: str, query: str) -> tuple[int, Any]:
+    auth = {"Authorization": f"Bearer {token}"}
+    if kind == "smart":
+        return call(f"{live.url}/v1/matrix/smart_search", {"query_text": query, "k": 20}, auth)
+    if kind == "auto":
+        return call(f"{live.url}/v1/matrix/search_auto", {"query_text": query, "k": 20}, auth)
+    body: dict[str, Any] = {"query_text": query, "k": 20, "mode": kind}
+    if kind == "prf":
+        body.update(mode="hybrid", prf={"docs": 5, "terms": 10})
+    if kind == "playbook":
+        body.update(mode="hybrid", use_playbook=True)
+    return call(f"{live.url}/v1/matrix/search", body, auth)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tenant=st.sampled_from(["a", "b", "c"]),
+       corpora=st.sampled_from([None, [TENANTS], [TENANTS, GUIDES]]),
+       kind=st.sampled_from(["vector", "lexical", "hybrid", "keyword", "prf", "playbook",
+                             "smart", "auto"]),
+       query=st.sampled_from(["green tea", "espresso", "coffee", "brew", SECRET_WORD]))
+def test_tenant_token_hits_never_leave_its_filter(live: Live, tenant_key: str, tenant: str,
+                                                  corpora: list[str] | None, kind: str,
+                                                  query: str) -> None:
+    token = lakehouse.tenant_token(tenant_key, corpora=corpora,
+                                   filter={"metadata": {"tenant": tenant}}, expires_in=600)
+    status, out = _search(live, token, kind, query)
+    assert status == 200, out
+    for hit in out.get("hits") or []:
+        assert hit["corpus"] in (corpora or [TENANTS, GUIDES]), hit
+        assert (hit.get("metadata") or {}).get("tenant") == tenant, hit
+    if tenant != "b":  # (smart search repeats the question itself in its plan)
+        assert SECRET_WORD not in json.dumps(out.get("hits") or [])
+
+
+def test_tenant_token_refusals(live: Live, tenant_key: str) -> None:
+    def status_of(token: str) -> int:
+        return _search(live, token, "lexical", "tea")[0]
+    ok = lakehouse.tenant_token(tenant_key, filter={"metadata": {"tenant": "a"}})
+    assert status_of(ok) == 200
+    assert status_of(lakehouse.tenant_token(tenant_key, expires_in=0.001)[:-2] + "xx") == 401
+    assert status_of(lakehouse.tenant_token(tenant_key, corpora=[NOTES])) == 401  # past its key
+    assert status_of(lakehouse.tenant_token(tenant_key, filter={"nope": 1})) == 401
+    other = lakehouse.tenant_token("lhk_k1111111111111111_" + "y" * 43, "k1111111111111111")
+    assert status_of(other) == 401
+    auth = {"Authorization": f"Bearer {ok}"}
+    status, _ = call(f"{live.url}/v1/vectors/corpora/{TENANTS}/items/a0", None, auth)
+    assert status == 403  # a tenant token searches only
+
+
+# ---- MCP -----------------------------------------------------------------------------------
+
+@contextlib.asynccontextmanager
+async def mcp_session(live: Live, header: str) -> AsyncIterator[ClientSession]:
+    async with httpx2.AsyncClient(headers={"Authorization": header},
+                                  timeout=httpx2.Timeout(30, read=300)) as client, \
+            streamable_http_client(f"{live.url}/mcp", http_client=client) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_mcp_with_a_scoped_key_sees_only_its_corpora(live: Live, keys: Keys) -> None:
+    async with mcp_session(live, keys.secrets["search"]) as session:
+        found = await session.call_tool("search", {"query": "tea", "k": 20})
+        assert not found.is_error
+        text = json.dumps(found.structured_content)
+        assert A in text and B not in text and GUIDES not in text and NOTES not in text
+    header = _key(live, "read+search A", ["read", "search"], [A])["key"]
+    async with mcp_session(live, f"Bearer {header}") as session:
+        listed = await session.call_tool("list_corpora", {})
+        assert not listed.is_error
+        names = json.dumps(listed.structured_content)
+        assert A in names and B not in names and GUIDES not in names
+
+
+def test_cli_keys_and_revocation_within_a_second(live: Live) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
+    env.update(LAKEHOUSE_URL=live.url, LAKEHOUSE_TOKEN=live.token,
+               LAKEHOUSE_CONFIG=str(ROOT / "lakehouse.toml"))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "internal.cli.main", "keys", *args],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    created = json.loads(cli("create", "cli key", "--actions", "read", "--corpora", A, "--json"))
+    assert created["key"].startswith("lhk_") and created["id"] in cli("list")
+    assert created["key"] not in cli("list")
+    auth = {"Authorization": f"Bearer {created['key']}"}
+    assert call(f"{live.url}/v1/vectors/corpora", None, auth)[0] == 200
+    cli("revoke", created["id"])
+    time.sleep(1.0)  # the gateway re-reads a key at most 0.5 s after it last did
+    assert call(f"{live.url}/v1/vectors/corpora", None, auth)[0] == 401
+
+
+DAEMONS = {"vectord": ("/v1/vectors/", "/v1/keys", "/internal/"), "matrixd": ("/v1/matrix/",),
+           "embedd": ("/v1/embed",), "syncd": ("/v1/sync/",)}
+
+
+def _port(live: Live, daemon: str) -> int:
+    """The daemon's port, from the effective config its log starts with."""
+    section = "sync" if daemon == "syncd" else daemon
+    for line in (live.tmp / "logs" / f"{daemon}.log").read_text().splitlines():
+        if line.startswith("{") and '"config"' in line:
+            row = json.loads(line)
+            if row.get("event") == "config":
+                return int(row["config"][section]["port"])
+    raise AssertionError(f"no config line in {daemon}.log")
+
+
+def test_matrix_through_each_daemons_own_port(live: Live, keys: Keys) -> None:
+    """A key's secret is the gateway's to check: on a daemon's port only the admin tokens
+    (and the stack's service token) open anything; a scope header a caller writes itself
+    opens nothing either."""
+    unexpected_allow, errors5xx, cells = [], [], 0
+    forged = access.encode(access.Scope(key_id="x", actions=("admin",), corpora=("*",)))
+    for daemon, prefixes in DAEMONS.items():
+        base = f"http://127.0.0.1:{_port(live, daemon)}"
+        rules = [r for r in access.RULES if r.path.startswith(prefixes) and r.method != "*"]
+        for rule in rules:
+            method = rule.method.lower()
+            if (method, rule.path) in DESTRUCTIVE:
+                continue
+            for cred, header in keys.secrets.items():
+                for corpus in (A, B):
+                    path, body = _requests(rule.path, method, corpus)
+                    headers = {"Authorization": header} if header else {}
+                    if cred != "admin":
+                        headers[access.SCOPE_HEADER] = forged
+                    status, text = raw_call(f"{base}{path}", rule.method, body, headers)
+                    cells += 1
+                    where = f"{daemon} {rule.method} {path} as {cred}: {status} {text[:160]}"
+                    if status >= 500 and not _missing(status, text, corpus):
+                        errors5xx.append(where)
+                    allowed = not _denied(status, text, corpus)
+                    expected = cred == "admin" and access.INTERNAL not in rule.actions
+                    if allowed and not expected:
+                        unexpected_allow.append(where)
+    print(f"\ndaemon ports matrix: {cells} cells, {len(unexpected_allow)} unexpected allows, "
+          f"{len(errors5xx)} 5xx")
+    assert not unexpected_allow, unexpected_allow
+    assert not errors5xx, errors5xx
+
+
+def test_console_with_a_scoped_key(live: Live, keys: Keys, browser: WebDriver) -> None:  # noqa: F811
+    """Only the key's corpora in the picker and the hits; no feedback buttons and no sync
+    page for a key that may only search."""
+    browser.get(f"{live.url}/")
+    dialog = wait(browser).until(ec.visibility_of_element_located((By.ID, "token-dialog")))
+    dialog.find_element(By.ID, "token").send_keys(keys.secrets["search"].removeprefix("Bearer "))
+    dialog.find_element(By.ID, "token-ok").click()
+    wait(browser).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    offered = {e.get_attribute("value") for e in browser.find_elements(
+        By.CSS_SELECTOR, '#corpus-list input[name="corpus"]')}
+    assert offered == {A}
+    hits = search(browser, "tea", k=5)
+    assert hits and {h.get_attribute("data-corpus") for h in hits} == {A}
+    assert not browser.find_elements(By.CSS_SELECTOR, "#hits button.right")
+    assert not browser.find_element(By.ID, "nav-sync").is_displayed()
