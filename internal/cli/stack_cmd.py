@@ -24,7 +24,7 @@ def _up(args: argparse.Namespace) -> int:
         config_file = "lakehouse.toml"
     return up(cfg, config_file=str(Path(config_file).resolve()) if config_file else None,
               log_dir=Path(args.log_dir) if args.log_dir else None,
-              ready_timeout=args.timeout, replicas=args.replicas)
+              ready_timeout=args.timeout, replicas=args.replicas, ha_nodes=args.ha)
 
 
 def _daemon_state(url: str) -> str:
@@ -79,6 +79,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--replicas", type=int, default=0, metavar="N",
                    help="also run N streaming standbys of the embedded PostgreSQL that "
                         "searches read from (default 0)")
+    p.add_argument("--ha", type=int, default=0, metavar="N",
+                   help="run PostgreSQL as N >= 3 nodes under Patroni + etcd, with automatic "
+                        "failover (default: [ha] nodes, else one server)")
     p.set_defaults(func=_up)
     p = sub.add_parser("status", help="show each component's readiness")
     add_url_arg(p)

@@ -45,9 +45,9 @@ def _as_user(user: str) -> Callable[[], None]:
     entry = pwd.getpwnam(user)
 
     def preexec() -> None:
-        _die_with_parent()
         os.setgid(entry.pw_gid)
         os.setuid(entry.pw_uid)
+        _die_with_parent()  # after setuid, which clears the parent-death signal
 
     return preexec
 
