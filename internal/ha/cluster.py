@@ -182,3 +182,20 @@ def prepare(folder: Path, n_nodes: int, *, n_etcd: int = 1, scope: str = "lakeho
                                argv=(*python, "-m", "patroni", str(path)), env=env,
                                ready_path="/health", user=user))
     return Cluster(folder, members, nodes, tuple(specs))
+
+
+def rest_urls(folder: Path) -> list[str]:
+    """The Patroni REST APIs of the cluster `up --ha` made in folder ([] when none)."""
+    try:
+        state = json.loads((folder.expanduser() / STATE).read_text())
+        return [f"http://127.0.0.1:{p}" for p in state["rest"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The postmaster pid of a node whose data directory is on this machine."""
+    try:
+        return int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None

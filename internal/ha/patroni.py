@@ -32,7 +32,8 @@ class Member:
 
     def as_dict(self, pid: int | None = None) -> dict[str, Any]:
         return {"name": self.name, "role": self.role, "state": self.state, "lag": self.lag,
-                "timeline": self.timeline, "pid": pid, "host": self.host, "port": self.port}
+                "timeline": self.timeline, "pid": pid, "host": self.host, "port": self.port,
+                "api_url": self.api_url}
 
 
 def members(body: Any) -> list[Member]:
