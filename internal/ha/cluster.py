@@ -155,6 +155,9 @@ def prepare(folder: Path, n_nodes: int, *, n_etcd: int = 1, scope: str = "lakeho
             raise RuntimeError(f"port {port} of the HA cluster in {folder} is in use "
                                f"(another cluster running? remove {folder / STATE} to choose new ports)")
     user = _owner()
+    if user and not all(os.stat(p).st_mode & 0o001 for p in folder.parents):
+        raise RuntimeError(f"data_dir: {folder} must be reachable by the system user {user} "
+                           "(PostgreSQL refuses root): a folder above it is not searchable")
     _chown(folder, user)
     sockets = folder / "sockets"
     sockets.mkdir(exist_ok=True)
@@ -184,13 +187,23 @@ def prepare(folder: Path, n_nodes: int, *, n_etcd: int = 1, scope: str = "lakeho
     return Cluster(folder, members, nodes, tuple(specs))
 
 
-def rest_urls(folder: Path) -> list[str]:
-    """The Patroni REST APIs of the cluster `up --ha` made in folder ([] when none)."""
+def _ports(folder: Path, key: str) -> list[int]:
     try:
         state = json.loads((folder.expanduser() / STATE).read_text())
-        return [f"http://127.0.0.1:{p}" for p in state["rest"]]
+        return [int(p) for p in state[key]]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def rest_urls(folder: Path) -> list[str]:
+    """The Patroni REST APIs of the cluster `up --ha` made in folder ([] when none)."""
+    return [f"http://127.0.0.1:{p}" for p in _ports(folder, "rest")]
+
+
+def node_dsns(folder: Path) -> list[str]:
+    """Each node's own DSN, in node order ([] when no cluster was made there)."""
+    return [f"host=127.0.0.1 port={p} user=postgres dbname=postgres"
+            for p in _ports(folder, "pg")]
 
 
 def postmaster_pid(data_dir: Path) -> int | None:
