@@ -65,6 +65,11 @@ def _status(args: argparse.Namespace) -> int:
             why = f", {r['reason']}" if r.get("reason") else ""
             rows.append(("replica", str(r.get("state")),
                          f"lag {r.get('lag_seconds')}s{use}{why}  {r.get('replica')}"))
+        from internal.ha.status import from_readyz
+
+        for n in from_readyz(components) or []:  # the Patroni cluster, when there is one
+            rows.append(("ha", str(n.get("state")), f"{n.get('name')} {n.get('role')} "
+                         f"timeline {n.get('timeline')} lag {n.get('lag')}"))
     width = max(len(r[0]) for r in rows)
     for name, state, addr in rows:
         print(f"{name:<{width}}  {state:<11}  {addr}")

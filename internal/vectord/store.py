@@ -239,12 +239,18 @@ class Store:
             cur = await conn.execute(stmt)
             return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
 
+    def registry_reads(self) -> ReadPool:
+        """Where a search reads the registry: the primary, or (while the primary is down,
+        e.g. during a failover) the read replica the search is pinned to, so searches go
+        on answering from the standbys while a new leader is elected."""
+        return self.reads if self.pool.down and self.replicas is not None else self.pool
+
     async def corpus(self, name: str, *, fresh: bool = False) -> Corpus:
         """The registry row of name (cached briefly), or NotFound."""
         hit = self._cache.get(name)
         if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
             return hit[1]
-        async with self.pool.connection() as conn:
+        async with self.registry_reads().connection() as conn:
             corpus = await self._fetch_corpus(conn, name)
         if corpus is None:
             raise NotFound(f"corpus {name!r} not found")
@@ -645,7 +651,7 @@ class Store:
         if now - self._sizes_at < SIZES_TTL_SECONDS:
             return self._sizes
         sizes: dict[int, dict[int, float]] = {}
-        async with self.pool.connection() as conn:
+        async with self.registry_reads().connection() as conn:
             cur = await conn.execute(CORPUS_SIZES)
             for cid, sid, n in await cur.fetchall():
                 sizes.setdefault(int(sid), {})[int(cid)] = float(n)
