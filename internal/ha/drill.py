@@ -27,6 +27,7 @@ from internal.ha import cluster, patroni
 
 C = "/v1/vectors/corpora"
 DIM = 4
+Fault = Callable[[patroni.Member], Awaitable[None]]  # done to the leader of the moment
 
 
 @dataclass
@@ -120,7 +121,7 @@ async def cluster_now(http: aiohttp.ClientSession,
 
 
 async def run_case(case: str, load: Load, http: aiohttp.ClientSession, urls: Sequence[str],
-                   fault: Callable[[patroni.Member], Awaitable[None]], *,
+                   fault: Fault, *,
                    expect_new_leader: bool = True, settle: float = 3.0,
                    limit: float = 90.0) -> Timeline:
     """Inject `fault` into the current leader under load and time what follows."""
@@ -238,21 +239,21 @@ def postmaster(folder: Path, name: str) -> psutil.Process:
     return psutil.Process(pid)
 
 
-def kill_postmaster(folder: Path) -> Callable[[patroni.Member], Awaitable[None]]:
+def kill_postmaster(folder: Path) -> Fault:
     """SIGKILL of the leader's postmaster (PostgreSQL crashes; its machine lives)."""
     async def fault(m: patroni.Member) -> None:
         postmaster(folder, m.name).send_signal(signal.SIGKILL)
     return fault
 
 
-def kill_patroni(folder: Path) -> Callable[[patroni.Member], Awaitable[None]]:
+def kill_patroni(folder: Path) -> Fault:
     """SIGKILL of the leader's Patroni (PostgreSQL runs on; the supervisor restarts it)."""
     async def fault(m: patroni.Member) -> None:
         patroni_process(folder, m.name).send_signal(signal.SIGKILL)
     return fault
 
 
-def freeze(folder: Path, seconds: float) -> Callable[[patroni.Member], Awaitable[None]]:
+def freeze(folder: Path, seconds: float) -> Fault:
     """SIGSTOP of the leader's Patroni, postmaster and backends (a hung machine), then
     SIGCONT after `seconds` (in the background)."""
     async def fault(m: patroni.Member) -> None:
@@ -268,6 +269,17 @@ def freeze(folder: Path, seconds: float) -> Callable[[patroni.Member], Awaitable
                 with contextlib.suppress(psutil.NoSuchProcess):
                     p.resume()
         _thaws.append(asyncio.get_running_loop().create_task(thaw()))
+    return fault
+
+
+def switchover(urls: Sequence[str]) -> Fault:
+    """A planned switchover through Patroni's API (Patroni picks the sync standby)."""
+    async def fault(m: patroni.Member) -> None:
+        async with aiohttp.ClientSession() as http:
+            status, text = await patroni.post(http, m.api_url or urls[0], "/switchover",
+                                              {"leader": m.name})
+        if status != 200:
+            raise AssertionError(f"switchover: {status} {text}")
     return fault
 
 

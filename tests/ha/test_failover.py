@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -28,8 +28,6 @@ from tests.helpers import ROOT
 from tests.stack import upstack
 
 pytestmark = pytest.mark.timeout(600)
-
-Fault = Callable[[patroni.Member], Awaitable[None]]
 
 
 class HaStack:
@@ -55,7 +53,7 @@ def ha() -> Iterator[HaStack]:
                 if str(folder) in " ".join(p.info["cmdline"] or [])], "a node outlived up"
 
 
-async def _case(ha: HaStack, name: str, fault: Fault, *,
+async def _case(ha: HaStack, name: str, fault: drill.Fault, *,
                 expect_new_leader: bool = True) -> drill.Timeline:
     async with aiohttp.ClientSession() as http:
         load = drill.Load(ha.stack.url, f"ha_{name}")
