@@ -38,6 +38,22 @@ async def _direct(urls: list[str]) -> list[dict[str, Any]] | None:
     return None if found is None else [m.as_dict() for m in found]
 
 
+def backup_dsn(cfg: Config) -> str | None:
+    """The node `lakehouse backup` copies from when an HA cluster is configured: a
+    streaming replica (the leader keeps its I/O for writes), else the leader; None when
+    there is no cluster."""
+    urls = _local_urls(cfg)
+    nodes = asyncio.run(_direct(urls)) if urls else None
+    if not nodes:
+        return None
+    order = sorted(nodes, key=lambda n: (n.get("role") == patroni.LEADER,
+                                         n.get("state") != "streaming"))
+    best = order[0]
+    if best.get("role") != patroni.LEADER and best.get("state") != "streaming":
+        return None
+    return f"host={best['host']} port={best['port']} user=postgres dbname=postgres"
+
+
 def nodes_of(args: argparse.Namespace, cfg: Config) -> list[dict[str, Any]] | None:
     """The nodes as the gateway's /readyz reports them, else as Patroni itself does."""
     nodes: list[dict[str, Any]] | None = None

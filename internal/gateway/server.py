@@ -18,6 +18,7 @@ from internal.gateway.auth import make_auth_middleware
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Limits, Proxy
 from internal.gateway.routes import RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
+from internal.ha.status import ha_of
 
 log = structlog.get_logger()
 
@@ -83,6 +84,7 @@ def make_app(cfg: Config) -> web.Application:
     async def readyz(request: web.Request) -> web.Response:
         ready, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
         metrics.observe_replicas(readiness.replicas_of(components))
+        metrics.observe_ha(ha_of(components))
         return json_response({"status": "ok" if ready else "degraded", "components": components},
                              status=200 if ready else 503)
 
@@ -90,6 +92,7 @@ def make_app(cfg: Config) -> web.Application:
         # The standbys' lag is vectord's to measure: asked for at each scrape.
         _, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
         metrics.observe_replicas(readiness.replicas_of(components))
+        metrics.observe_ha(ha_of(components))
         return await metrics.handler(request)
 
     async def openapi_json(_: web.Request) -> web.Response:

@@ -6,13 +6,19 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def from_readyz(components: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """The nodes vectord reported in the gateway's /readyz (None: no HA there)."""
-    detail = components.get("vectord", {}).get("detail") if isinstance(
-        components.get("vectord"), Mapping) else None
+def ha_of(components: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The `ha` component vectord reported in the gateway's /readyz (None: no HA)."""
+    vectord = components.get("vectord")
+    detail = vectord.get("detail") if isinstance(vectord, Mapping) else None
     comps = detail.get("components") if isinstance(detail, Mapping) else None
     ha = comps.get("ha") if isinstance(comps, Mapping) else None
-    nodes = ha.get("nodes") if isinstance(ha, Mapping) else None
+    return ha if isinstance(ha, Mapping) else None
+
+
+def from_readyz(components: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The nodes vectord reported in the gateway's /readyz (None: no HA there)."""
+    ha = ha_of(components)
+    nodes = ha.get("nodes") if ha is not None else None
     return [dict(n) for n in nodes if isinstance(n, Mapping)] if isinstance(nodes, list) else None
 
 

@@ -121,6 +121,12 @@ async def test_status_and_planned_switchover(ha: HaStack) -> None:
     assert timeline.new_leader == target, timeline
     status = await asyncio.to_thread(_cli, ha, "status")
     assert "ha" in status.stdout and target in status.stdout, status.stdout
+    async with aiohttp.ClientSession() as http, http.get(f"{ha.stack.url}/metrics") as resp:
+        text = await resp.text()
+    changes = next(line for line in text.splitlines()
+                   if line.startswith("lakehouse_ha_leader_changes "))
+    assert float(changes.split()[1]) >= 1, changes  # the failovers before, this one at least
+    assert f'lakehouse_ha_replication_lag_bytes{{node="{target}"}}' in text, text[-2000:]
 
 
 async def test_one_etcd_member_lost_changes_nothing(ha: HaStack) -> None:
@@ -133,3 +139,13 @@ async def test_one_etcd_member_lost_changes_nothing(ha: HaStack) -> None:
 
     timeline = await _case(ha, "etcd", kill_etcd, expect_new_leader=False)
     assert timeline.write_failures == 0 and timeline.elected is None, timeline
+
+
+async def test_backup_copies_a_replica(ha: HaStack) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="lakehouse-ha-backup-")) / "b"
+    done = await asyncio.to_thread(_cli, ha, "backup", str(folder))
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads((await asyncio.to_thread(_cli, ha, "ha", "status", "--json")).stdout)
+    replicas = {str(n["port"]) for n in got["nodes"] if n["role"] != "leader"}
+    assert any(f"port={p}" in done.stdout for p in replicas), (done.stdout, got)
+    assert "items" in done.stdout and (folder / "PG_VERSION").exists(), done.stdout
