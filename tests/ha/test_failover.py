@@ -86,6 +86,21 @@ async def _case(ha: HaStack, name: str, fault: drill.Fault, *,
 
 async def test_leader_postmaster_killed(ha: HaStack) -> None:
     await _case(ha, "postmaster", drill.kill_postmaster(ha.folder))
+    # Read-your-writes after the failover: a write's Lakehouse-LSN (on the new timeline)
+    # sent back with a search is honoured by whichever node answers it.
+    url, c = ha.stack.url, f"{drill.C}/ha_postmaster"
+    async with aiohttp.ClientSession() as http:
+        for i in range(20):
+            async with http.post(f"{url}{c}/items", json={"items": [
+                    {"id": f"ryw{i}", "vector": [0.0, 1.0, 0.0, float(i)],
+                     "text": f"zanzibar{i} after failover"}]}) as resp:
+                assert resp.status == 200, await resp.text()
+                lsn = resp.headers["Lakehouse-LSN"]
+            async with http.post(f"{url}{c}/search", headers={"Lakehouse-LSN": lsn},
+                                 json={"mode": "lexical", "query_text": f"zanzibar{i}"}) as r:
+                body = await r.json()
+                assert r.status == 200, body
+            assert [h["id"] for h in body["hits"]] == [f"ryw{i}"], body
 
 
 async def test_leader_frozen_then_thawed(ha: HaStack) -> None:
