@@ -50,7 +50,6 @@ EXAMPLES = {
 MAIN_EPILOG = """\
 example (`lakehouse COMMAND --help` for each command's options):
   lakehouse up                     # in one terminal: the whole stack
-  lakehouse ingest docs/examples/handbook.jsonl --corpus handbook
   lakehouse search "printer jams after new toner" --k 3"""
 
 
