@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from internal.api.vectord import Corpus, Item
-from internal.common.errors import Conflict, InvalidArgument, NotFound
+from internal.common.errors import Conflict, InvalidArgument, NotFound, Unavailable
 from internal.common.hashing import content_hash
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
@@ -38,6 +38,9 @@ Conn = AsyncConnection[Any]
 # set the model label or dropped the corpus meanwhile (a dropped table is noticed at
 # once: UndefinedTable makes us re-read the registry and retry).
 CORPUS_TTL_SECONDS = 5.0
+# A search on a standby waits this long for the primary's registry row before it uses the
+# row it has (older than CORPUS_TTL_SECONDS) rather than fail with a hung primary.
+STALE_REGISTRY_AFTER = 1.0
 
 CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at, space_id"
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
@@ -239,6 +242,10 @@ class Store:
             cur = await conn.execute(stmt)
             return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
 
+    def searching_a_replica(self) -> bool:
+        """Whether the search in this context reads a standby."""
+        return self.replicas is not None and self.replicas.on_replica()
+
     def registry_reads(self) -> ReadPool:
         """Where a search reads the registry: the primary, or (while the primary is down,
         e.g. during a failover) the read replica the search is pinned to, so searches go
@@ -250,8 +257,18 @@ class Store:
         hit = self._cache.get(name)
         if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
             return hit[1]
-        async with self.registry_reads().connection() as conn:
-            corpus = await self._fetch_corpus(conn, name)
+        if hit is not None and not fresh and self.searching_a_replica():
+            # A search on a standby keeps going when the primary hangs (a frozen HA
+            # leader, before Patroni replaces it): the row it had is used past its TTL.
+            try:
+                async with asyncio.timeout(STALE_REGISTRY_AFTER):
+                    async with self.registry_reads().connection() as conn:
+                        corpus = await self._fetch_corpus(conn, name)
+            except (Unavailable, TimeoutError):
+                return hit[1]
+        else:
+            async with self.registry_reads().connection() as conn:
+                corpus = await self._fetch_corpus(conn, name)
         if corpus is None:
             raise NotFound(f"corpus {name!r} not found")
         # Safe to reuse: a corpus dropped or recreated elsewhere shows as UndefinedTable
@@ -651,10 +668,17 @@ class Store:
         if now - self._sizes_at < SIZES_TTL_SECONDS:
             return self._sizes
         sizes: dict[int, dict[int, float]] = {}
-        async with self.registry_reads().connection() as conn:
-            cur = await conn.execute(CORPUS_SIZES)
-            for cid, sid, n in await cur.fetchall():
-                sizes.setdefault(int(sid), {})[int(cid)] = float(n)
+        try:
+            async with asyncio.timeout(STALE_REGISTRY_AFTER if self._sizes and
+                                       self.searching_a_replica() else None):
+                async with self.registry_reads().connection() as conn:
+                    cur = await conn.execute(CORPUS_SIZES)
+                    for cid, sid, n in await cur.fetchall():
+                        sizes.setdefault(int(sid), {})[int(cid)] = float(n)
+        except (Unavailable, TimeoutError):
+            if not self._sizes or not self.searching_a_replica():
+                raise
+            return self._sizes  # estimates: a stale copy serves while the primary hangs
         self._sizes, self._sizes_at = sizes, now
         return sizes
 
