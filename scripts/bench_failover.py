@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -134,6 +135,8 @@ def main() -> int:
     finally:
         single.stop()
         ha.stop()
+        for tmp in (base, ha.tmp, single.tmp):  # three nodes' WAL and two stacks: gigabytes
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,8 @@ def ha() -> Iterator[HaStack]:
         stack.stop()
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if str(folder) in " ".join(p.info["cmdline"] or [])], "a node outlived up"
+    shutil.rmtree(base, ignore_errors=True)  # three nodes' WAL: gigabytes
+    shutil.rmtree(stack.tmp, ignore_errors=True)
 
 
 async def _case(ha: HaStack, name: str, fault: drill.Fault, *,
@@ -157,7 +160,7 @@ async def test_one_etcd_member_lost_changes_nothing(ha: HaStack) -> None:
 
 
 async def test_backup_copies_a_replica(ha: HaStack) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="lakehouse-ha-backup-")) / "b"
+    folder = ha.folder.parent / "backup"
     done = await asyncio.to_thread(_cli, ha, "backup", str(folder))
     assert done.returncode == 0, done.stdout + done.stderr
     got = json.loads((await asyncio.to_thread(_cli, ha, "ha", "status", "--json")).stdout)
