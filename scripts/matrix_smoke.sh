@@ -50,8 +50,8 @@ req POST /v1/matrix/search "$(jq -nc --arg a "$A" '{query_text: "pets", corpora:
 expect_status 400 "empty corpora -> 400"
 check "400 names corpora" '.error.field == "corpora"'
 req POST /v1/matrix/search "$(jq -nc --arg a "$A" --arg m "smoke_missing_$SUFFIX" '{query_text: "pets", mode: "vector", corpora: [$a, $m]}')"
-expect_status 502 "missing corpus -> 502"
-check "502 names the missing corpus" ".error.message | contains(\"smoke_missing_$SUFFIX\")"
+expect_status 404 "missing corpus -> 404"
+check "404 corpus_not_found names the missing corpus" ".error.code == \"corpus_not_found\" and (.error.message | contains(\"smoke_missing_$SUFFIX\"))"
 req POST /v1/matrix/search "$(jq -nc --arg a "$A" --arg m "smoke_missing_$SUFFIX" '{query_text: "pets", mode: "vector", corpora: [$a, $m], allow_partial: true}')"
 expect_status 200 "allow_partial answers"
 check "failed_corpora names it" ".failed_corpora[0].corpus == \"smoke_missing_$SUFFIX\" and all(.hits[]; .corpus == \"$A\")"

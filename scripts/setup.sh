@@ -11,6 +11,8 @@ fi
 target=.
 [ "${1:-}" = "--dev" ] && target='.[dev]'
 # pip's notes about this machine's extra package folders are noise; errors still show.
+# The client distribution first (editable): the server depends on `lakehouse-client`.
+.venv/bin/python -m pip install -q -e ./clients/python 2> >(grep -v '^WARNING: Location' >&2)
 .venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
 # The smoke scripts assert with curl and jq; the console's browser tests drive Debian's
 # chromium through chromium-driver (no browser is downloaded by Selenium or anyone else).

@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
-echo "== ruff"; .venv/bin/ruff check internal lakehouse tests scripts
-echo "== mypy"; .venv/bin/mypy internal lakehouse
+echo "== ruff"; .venv/bin/ruff check internal clients/python/lakehouse tests scripts
+echo "== mypy"; .venv/bin/mypy internal clients/python/lakehouse
+echo "== imports"; .venv/bin/lint-imports
 echo "== pytest"; .venv/bin/python -m pytest "$@"
 echo "== smoke"; bash scripts/smoke_all.sh

@@ -20,6 +20,8 @@ from internal.api.vectord import (
     Vector,
     Weight,
 )
+from lakehouse.wire.shapes import DowngradeOption as DowngradeOption
+from lakehouse.wire.shapes import ObservationIn as ObservationIn
 
 
 # The relevance filter's input (internal.matrixd.relevance scores it): the focus file
@@ -47,15 +49,6 @@ Threshold = Annotated[float, Meta(ge=-100, le=100)]
 class RelevanceOption(msgspec.Struct, forbid_unknown_fields=True):
     focus: Focus
     threshold: Threshold = DEFAULT_RELEVANCE_THRESHOLD
-
-
-class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):
-    """Per-request downgrade conditions, laid over `[matrixd] downgrade_*` (0 / false: off)."""
-
-    max_distance: float | None = None
-    min_score: float | None = None
-    max_age_days: float | None = None
-    disputed: bool | None = None
 
 
 class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -112,12 +105,6 @@ MAX_OBSERVATIONS = 1000  # a normalize request holds at most this many (413 beyo
 class AnalyzeRequest(msgspec.Struct, forbid_unknown_fields=True):
     query_text: str
     now: str | None = None  # ISO 8601; relative dates resolve against it (default: now)
-
-
-class ObservationIn(msgspec.Struct, forbid_unknown_fields=True):
-    text: str
-    reference_time: str | None = None  # ISO 8601: when it was said ("yesterday" is the day before)
-    speaker: str | None = None
 
 
 class NormalizeRequest(msgspec.Struct, forbid_unknown_fields=True):

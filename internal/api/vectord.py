@@ -2,46 +2,98 @@
 
 from __future__ import annotations
 
-import typing
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta
 
-Metric = Literal["cosine", "l2", "ip"]
-# The search modes, everywhere (vectord, matrixd, the MCP tools, the client).
-Mode = Literal["vector", "keyword", "lexical", "hybrid"]
-MODES: tuple[str, ...] = typing.get_args(Mode)
+from lakehouse.wire.shapes import (  # shared with the client: defined there once
+    MAX_BM25_K1 as MAX_BM25_K1,
+)
+from lakehouse.wire.shapes import (
+    MAX_DIM as MAX_DIM,
+)
+from lakehouse.wire.shapes import (
+    MAX_ID_BYTES as MAX_ID_BYTES,
+)
+from lakehouse.wire.shapes import (
+    MAX_IDS_PAGE as MAX_IDS_PAGE,
+)
+from lakehouse.wire.shapes import (
+    MAX_K as MAX_K,
+)
+from lakehouse.wire.shapes import (
+    MAX_QUERY_CHARS as MAX_QUERY_CHARS,
+)
+from lakehouse.wire.shapes import (
+    MAX_RRF_K as MAX_RRF_K,
+)
+from lakehouse.wire.shapes import (
+    MAX_WEIGHT as MAX_WEIGHT,
+)
+from lakehouse.wire.shapes import (
+    MODES as MODES,
+)
+from lakehouse.wire.shapes import (
+    NAME_PATTERN as NAME_PATTERN,
+)
+from lakehouse.wire.shapes import (
+    CorpusName as CorpusName,
+)
+from lakehouse.wire.shapes import (
+    DateRange as DateRange,
+)
+from lakehouse.wire.shapes import (
+    Dim as Dim,
+)
+from lakehouse.wire.shapes import (
+    EfSearch as EfSearch,
+)
+from lakehouse.wire.shapes import (
+    FieldWeights as FieldWeights,
+)
+from lakehouse.wire.shapes import (
+    Filter as Filter,
+)
+from lakehouse.wire.shapes import (
+    Hit as Hit,
+)
+from lakehouse.wire.shapes import (
+    ItemId as ItemId,
+)
+from lakehouse.wire.shapes import (
+    K as K,
+)
+from lakehouse.wire.shapes import (
+    Label as Label,
+)
+from lakehouse.wire.shapes import (
+    Metric as Metric,
+)
+from lakehouse.wire.shapes import (
+    Mode as Mode,
+)
+from lakehouse.wire.shapes import (
+    NumberRange as NumberRange,
+)
+from lakehouse.wire.shapes import (
+    Prf as Prf,
+)
+from lakehouse.wire.shapes import (
+    QueryText as QueryText,
+)
+from lakehouse.wire.shapes import (
+    Vector as Vector,
+)
+from lakehouse.wire.shapes import (
+    Weight as Weight,
+)
+from lakehouse.wire.shapes import (
+    embed_text as embed_text,
+)
+
 H = TypeVar("H")
-
-# HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
-MAX_DIM = 2000
-MAX_K = 1000  # also the ceiling of hnsw.ef_search
-# Ids are at most 512 bytes of UTF-8 (validate.item_id counts the bytes; the schema below
-# can only say characters): with PostgreSQL's longest lexeme (2,046 bytes) a postings key
-# (lexeme, item_id) then always fits a btree row (2,704 bytes).
-MAX_ID_BYTES = 512
-# A query is stemmed into a tsvector, which PostgreSQL caps at 1 MB; 16k characters is far
-# beyond any real query (the embedding model reads 256 tokens) and far below the cap.
-MAX_QUERY_CHARS = 16384
-MAX_RRF_K = 100_000
-MAX_BM25_K1 = 100.0
-MAX_WEIGHT = 1000.0  # fusion and field weights; only their ratios matter
-MAX_IDS_PAGE = 10_000  # ids per delete call and per /ids page
-NAME_PATTERN = "^[a-z][a-z0-9_]{0,62}$"
-
-
-CorpusName = Annotated[str, Meta(pattern=NAME_PATTERN, description="corpus name")]
-ItemId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_BYTES,
-                             description=f"at most {MAX_ID_BYTES} bytes of UTF-8, no NUL")]
-K = Annotated[int, Meta(ge=1, le=MAX_K)]
-EfSearch = Annotated[int, Meta(ge=1, le=MAX_K)]
-Dim = Annotated[int, Meta(ge=1, le=MAX_DIM)]
-QueryText = Annotated[str, Meta(max_length=MAX_QUERY_CHARS)]
-Vector = Annotated[list[float], Meta(min_length=1, max_length=MAX_DIM)]
-Weight = Annotated[float, Meta(ge=0, le=MAX_WEIGHT)]
-Label = Annotated[str, Meta(max_length=256)]  # model labels, languages
 
 
 class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
@@ -64,11 +116,6 @@ class Item(msgspec.Struct, forbid_unknown_fields=True):
     language: Label | None = None
 
 
-def embed_text(title: str | None, text: str) -> str:
-    """The text an item's vector is made from when the stack embeds it (ingest, the client)."""
-    return f"{title}\n{text}" if title else text
-
-
 class UpsertRequest(msgspec.Struct, forbid_unknown_fields=True):
     # At most [vectord] max_batch items (413 beyond; /openapi.json states the configured limit).
     items: list[Item]
@@ -83,68 +130,6 @@ class ReembedRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
     ids: list[str]  # at most 10,000 (413 beyond)
-
-
-class DateRange(msgspec.Struct, forbid_unknown_fields=True):
-    """An ISO-8601 date/time metadata field within [after, before)."""
-
-    field: Label
-    after: datetime | None = None
-    before: datetime | None = None
-
-
-class NumberRange(msgspec.Struct, forbid_unknown_fields=True):
-    """A numeric metadata field (e.g. importance) within bounds."""
-
-    field: Label
-    gte: float | None = None
-    gt: float | None = None
-    lte: float | None = None
-    lt: float | None = None
-
-
-class Filter(msgspec.Struct, forbid_unknown_fields=True):
-    """Hard filters; internal.vectord.filters turns one into a SQL where-clause.
-
-    Used as `prefer` too: then each condition given is one soft preference, and the
-    share of them an item meets is its symbolic score.
-    """
-
-    metadata: dict[str, Any] | None = None
-    id_prefix: Annotated[str, Meta(max_length=MAX_ID_BYTES)] | None = None
-    updated_after: datetime | None = None
-    updated_before: datetime | None = None
-    # The symbolic layer.
-    tags_any: list[str] | None = None
-    tags_all: list[str] | None = None
-    type: str | list[str] | None = None  # metadata.type, one of
-    date: DateRange | None = None
-    range: NumberRange | None = None
-    parent_id: str | None = None  # metadata.parent_id
-    has: list[str] | None = None  # metadata fields that must be present
-
-
-class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
-    """BM25 term-frequency weights of the title (A), text (B) and tags (C) fields."""
-
-    title: Weight = 1.0
-    text: Weight = 1.0
-    tags: Weight = 1.0
-
-
-class Prf(msgspec.Struct, forbid_unknown_fields=True):
-    """Pseudo-relevance feedback of hybrid search (internal.vectord.prf).
-
-    The top `docs` fused hits of a first pass are taken as relevant: the query vector
-    moves toward their mean (Rocchio) when `vector`, and the lexical query gains their
-    `terms` best expansion lexemes (RM3) when terms > 0; `weight` is the feedback's
-    weight against the original query's 1 in both. docs 0: off, the plain search.
-    """
-
-    docs: int = 0
-    terms: int = 0
-    weight: float = 0.5
-    vector: bool = True
 
 
 MAX_QUERY_VECTORS = 16
@@ -233,29 +218,6 @@ class Corpus(msgspec.Struct, frozen=True):
             "language": self.language, "model": self.model, "count": count,
             "created_at": self.created_at,
         }
-
-
-class Hit(msgspec.Struct):
-    id: str
-    corpus: str
-    distance: float | None
-    score: float | None
-    ranks: dict[str, int | None]
-    scores: dict[str, float | None]
-    text: str
-    title: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
-    language: str
-    updated_at: datetime
-    # Layers that found this hit: vector, lexical, symbolic (a preference met).
-    matched_layers: list[str] = []
-    # The cross-corpus ranking key (internal.vectord.merge): score x corpus weight in
-    # score-ranked modes, distance / corpus weight in vector mode.
-    merge_score: float | None = None
-    merge_distance: float | None = None
-    # True when only a multi-search's `include` made this item a candidate.
-    included: bool = False
 
 
 class SearchResponse(msgspec.Struct):

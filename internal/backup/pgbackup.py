@@ -23,7 +23,7 @@ from psycopg import sql
 from internal.backup import manifest
 from internal.backup.manifest import BackupInfo, NotABackup
 from internal.common.dsn import redacted
-from internal.stack.postgres import postmaster_pid
+from internal.pg.embedded import postmaster_pid
 
 # Settings a server needs for what `lakehouse backup` offers (the embedded server has
 # them, see internal.pg.embedded): WAL summaries for incremental backups.

@@ -7,8 +7,6 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from internal.config import load_or_exit
-
 BACKUP_HELP = """\
 Take an online, consistent backup of Lakehouse's PostgreSQL while writes go on
 (pg_basebackup, WAL included), into DIR (new or empty). The embedded server of
@@ -36,6 +34,7 @@ def _backup(args: argparse.Namespace) -> int:
     from internal.backup import pgbackup
     from internal.backup.manifest import NotABackup
     from internal.common import logs
+    from internal.config import load_or_exit
     from internal.stack import postgres
 
     cfg = load_or_exit(Path(args.config) if args.config else None)
@@ -45,6 +44,14 @@ def _backup(args: argparse.Namespace) -> int:
         from internal.cli.ha_cmd import backup_dsn
 
         dsn = backup_dsn(cfg) or ""
+    data_dir = Path(cfg.vectord.data_dir).expanduser().resolve()
+    if not dsn and not (data_dir / "PG_VERSION").is_file():
+        # Starting the embedded server here would make a new, empty cluster: a backup
+        # that holds nothing, reported as a success. Nothing is created.
+        print(f"backup: no PostgreSQL data directory at {data_dir} ([vectord] data_dir): "
+              "nothing to back up; point data_dir (or --dsn) at the stack's data",
+              file=sys.stderr)
+        return 2
     server = None
     try:
         if dsn:
@@ -71,6 +78,7 @@ def _backup(args: argparse.Namespace) -> int:
 def _restore(args: argparse.Namespace) -> int:
     from internal.backup import pgbackup
     from internal.backup.manifest import NotABackup
+    from internal.config import load_or_exit
 
     cfg = load_or_exit(Path(args.config) if args.config else None)
     if cfg.vectord.dsn:

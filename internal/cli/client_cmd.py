@@ -1,6 +1,7 @@
 """Commands for people, through the gateway: corpora, ingest, search, record.
 
-Every command talks to the stack through the public Python client (`lakehouse.AsyncClient`).
+Every command talks to the stack through the public Python client (`lakehouse.AsyncClient`);
+what a command needs is imported when it runs, so `--help` loads none of it.
 """
 
 from __future__ import annotations
@@ -14,21 +15,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
-
-import msgspec
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from internal.cli import session as session_state
-from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.cli.gateway_store import GatewayStore
-from internal.common.errors import LakehouseError, describe
-from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
-from internal.ingest import Doc, Pipeline, StackFailure, changed, retrying
+from internal.cli.connect import add_url_arg, gateway_token, gateway_url
+from internal.common.errors import describe
 from internal.understanding import context
-from lakehouse import AsyncClient
-from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE
-from lakehouse.types import MatrixSearchResponse, SearchAutoResponse
+from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE, LakehouseError
+from lakehouse.lsn import REQUEST_LSN, WRITTEN, format_lsn
+
+if TYPE_CHECKING:  # loaded by the commands that use them
+    from internal.ingest import Doc, StackFailure
+    from lakehouse import AsyncClient
+    from lakehouse.types import MatrixSearchResponse
 
 T = TypeVar("T")
 
@@ -36,11 +35,13 @@ CALL_TIMEOUT = 30.0  # seconds per request of a command (ingest: its --timeout)
 
 
 def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]], *,
-         timeout: float = CALL_TIMEOUT, retries: int = 3) -> int:
+         timeout: float = CALL_TIMEOUT, retries: int = 3, max_wait: float = 60.0) -> int:
     """Run one command against the gateway through the client; errors become one line and
-    exit code 1. `retries`: attempts after a 503 or a refused connection (the client's)."""
-    cfg = load_config(args)
-    base = gateway_url(args, cfg)
+    exit code 1. `retries`: attempts after a 503 or a refused connection, `max_wait`:
+    seconds of 429s waited out per call (the client's)."""
+    from lakehouse import AsyncClient
+
+    base, token = gateway_url(args), gateway_token(args)
 
     async def go() -> int:
         # Read-your-writes across commands (internal/cli/session.py): the last write
@@ -49,8 +50,8 @@ def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]]
         written: list[int] = []
         WRITTEN.set(written)
         try:
-            async with AsyncClient(base, resolve_token(None, lambda: cfg), timeout=timeout,
-                                   retries=retries) as client:
+            async with AsyncClient(base, token, timeout=timeout, retries=retries,
+                                   max_wait=max_wait) as client:
                 return await work(client)
         finally:
             if written:
@@ -73,6 +74,8 @@ def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]]
 
 def print_json(value: Any) -> None:
     """An answer as indented JSON (every field the client knows, dates in ISO 8601)."""
+    import msgspec
+
     print(json.dumps(msgspec.to_builtins(value), indent=2))
 
 
@@ -133,6 +136,8 @@ def _reembed(args: argparse.Namespace) -> int:
 
 def read_jsonl(path: Path) -> list[Doc]:
     """BEIR-style lines ({_id, title?, text, metadata?, tags?, language?}), checked up front."""
+    from internal.ingest import Doc
+
     docs: list[Doc] = []
     seen: set[str] = set()
     with path.open(encoding="utf-8") as fh:
@@ -176,6 +181,8 @@ class IngestPlan:
 
 def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
     """Docs that are new or whose stored content hash differs (ingest.changed)."""
+    from internal.ingest import changed
+
     todo, empty, unchanged = changed(docs, stored)
     return IngestPlan(todo, unchanged, empty)
 
@@ -221,6 +228,8 @@ async def normalized(client: AsyncClient, docs: list[Doc], window: tuple[int, in
     With a window (before, after), a document whose metadata names its `thread` is indexed
     with the normalised texts of the documents around it in that thread (context.windows).
     """
+    from internal.ingest import Doc, retrying
+
     out: list[Doc] = []
     for i in range(0, len(docs), NORMALIZE_BATCH):
         part = docs[i:i + NORMALIZE_BATCH]
@@ -266,13 +275,23 @@ def _ingest(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return 1
 
+    from tqdm import tqdm
+
+    from internal.cli.gateway_store import GatewayStore
+    from internal.ingest import Pipeline, StackFailure, retrying
+
     async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
-        await _ensure_corpus(client, args)
+        # Each step waits out a 429 (past this client's share), as the batches do.
+        await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
         if args.normalize:
             docs = await normalized(client, docs, args.context, args.thread)
-        stored = {row.id: row.content_hash
-                  async for row in client.iter_ids(args.corpus, page_size=10000)}
+
+        async def listing() -> dict[str, str]:
+            return {row.id: row.content_hash
+                    async for row in client.iter_ids(args.corpus, page_size=10000)}
+
+        stored = await retrying(listing, "listing", 3, _notice)
         plan = plan_ingest(docs, stored)
         if plan.empty:
             print(f"skipped {len(plan.empty)} documents with no title and no text: "
@@ -280,9 +299,15 @@ def _ingest(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(docs), initial=plan.unchanged + len(plan.empty), unit="doc",
                    desc=args.corpus, disable=args.quiet)
         store = GatewayStore(client)
+        bar.set_postfix_str(f"batch {args.batch}", refresh=False)
+
+        def progress(done: int) -> None:  # the batch size shrinks after a 429
+            bar.set_postfix_str(f"batch {pipe.size}", refresh=False)
+            bar.update(done)
+
         pipe = Pipeline(store, store, args.corpus, batch=args.batch,
                         concurrency=max(1, args.concurrency), retries=3, notice=_notice,
-                        progress=bar.update)
+                        progress=progress)
         stopped: StackFailure | None = None
         try:
             await pipe.write(plan.todo)
@@ -297,7 +322,8 @@ def _ingest(args: argparse.Namespace) -> int:
             print(f"{args.corpus}: {report.upserted} upserted before stopping, "
                   f"{len(report.failed)} failed; run again to resume", file=sys.stderr)
             return 1
-        total = (await client.get_corpus(args.corpus)).count
+        total = (await retrying(partial(client.get_corpus, args.corpus), "count", 3,
+                                _notice)).count
         print(f"{args.corpus}: {len(docs)} documents: {report.upserted} upserted, "
               f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
               f"{len(report.failed)} failed; {total} items in corpus")
@@ -308,8 +334,9 @@ def _ingest(args: argparse.Namespace) -> int:
             return 1
         return 0
 
-    # The client does not retry: the ingest retries 503s and 504s itself, saying so.
-    return _run(args, work, timeout=args.timeout, retries=0)
+    # The client does not retry: the ingest retries 503s and 504s itself, saying so, and
+    # waits out 429s itself, so that its batches shrink after one.
+    return _run(args, work, timeout=args.timeout, retries=0, max_wait=0.0)
 
 
 # --- search and record -------------------------------------------------------
@@ -324,6 +351,8 @@ def _num(x: Any) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from lakehouse.types import SearchAutoResponse
+
     corpora = [c.strip() for c in (args.corpora or "").split(",") if c.strip()]
     if args.auto and (args.mode or args.playbook):
         print("error: --auto chooses the mode itself (no --mode or --playbook)", file=sys.stderr)

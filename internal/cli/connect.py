@@ -1,17 +1,26 @@
-"""What every client subcommand shares: the gateway URL, the token, the config."""
+"""What every client subcommand shares: the gateway URL, the token, the config.
+
+The URL and token are found as the Python client finds them (lakehouse._connect: the
+flag, the environment, else `[gateway]` of the --config file), so a command that only
+talks to the gateway never loads the server's config module."""
 
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from internal.config import Config, ConfigError, load
+from lakehouse._connect import resolve_token, resolve_url
+
+if TYPE_CHECKING:
+    from internal.config import Config
 
 
 def load_config(args: argparse.Namespace) -> Config:
     """The config named by --config (or the default lookup); exits 1 on an error."""
+    from pathlib import Path
+
+    from internal.config import ConfigError, load
+
     path = getattr(args, "config", None)
     try:
         return load(Path(path) if path else None)
@@ -19,35 +28,25 @@ def load_config(args: argparse.Namespace) -> Config:
         raise SystemExit(f"{exc}") from None
 
 
-def resolve_url(url: str | None, config: Callable[[], Config]) -> str:
-    """url, else $LAKEHOUSE_URL, else the configured gateway address (config read only then)."""
-    url = url or os.environ.get("LAKEHOUSE_URL")
-    if url:
-        return str(url).rstrip("/")
-    cfg = config()
-    return f"http://{cfg.gateway.host}:{cfg.gateway.port}"
-
-
-def resolve_token(token: str | None, config: Callable[[], Config]) -> str:
-    """token ("": none), else the first of $LAKEHOUSE_TOKEN, else the first configured
-    one, else ""."""
-    if token is not None:
-        return token
-    token = os.environ.get("LAKEHOUSE_TOKEN", "").split(",")[0].strip()
-    if token:
-        return token
-    tokens = config().gateway.tokens
-    return tokens[0] if tokens else ""
-
-
-def gateway_url(args: argparse.Namespace, cfg: Config) -> str:
+def gateway_url(args: argparse.Namespace) -> str:
     """--url, else $LAKEHOUSE_URL, else the configured gateway address."""
-    return resolve_url(getattr(args, "url", None), lambda: cfg)
+    try:
+        return resolve_url(getattr(args, "url", None), getattr(args, "config", None))
+    except ValueError as exc:
+        raise SystemExit(f"{exc}") from None
 
 
-def auth_headers(cfg: Config) -> dict[str, str]:
-    """A bearer header when the gateway wants one ($LAKEHOUSE_TOKEN or the first configured)."""
-    token = resolve_token(None, lambda: cfg)
+def gateway_token(args: argparse.Namespace) -> str:
+    """The first of $LAKEHOUSE_TOKEN, else the first configured token, else "" (none)."""
+    try:
+        return resolve_token(None, getattr(args, "config", None))
+    except ValueError as exc:
+        raise SystemExit(f"{exc}") from None
+
+
+def auth_headers(args: argparse.Namespace) -> dict[str, str]:
+    """A bearer header when the gateway wants one (gateway_token)."""
+    token = gateway_token(args)
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 

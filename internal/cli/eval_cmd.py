@@ -8,12 +8,15 @@ import json
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from internal.common.errors import LakehouseError
-from internal.config import Config, load_or_exit
 from internal.evaluation.beir import DatasetError
-from internal.evaluation.runner import MODES, SearchOptions
+from internal.evaluation.modes import MODES
+
+if TYPE_CHECKING:  # loaded by the command, not by `lakehouse --help`
+    from internal.config import Config
+    from internal.evaluation.runner import SearchOptions
 
 T = TypeVar("T")
 
@@ -54,6 +57,8 @@ def register(subparsers: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> SearchOptions:
+    from internal.evaluation.runner import SearchOptions
+
     hybrid: dict[str, Any] = {}
     if args.rrf_k is not None:
         hybrid["rrf_k"] = args.rrf_k
@@ -130,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     from internal.evaluation.report import mean_json, mean_table
 
     pairs = _pairs(args)
+    from internal.config import load_or_exit
+
     cfg = load_or_exit(Path(args.config) if args.config else None)
     logs.configure("warning", cfg.log.format)
     if args.cross_validate is not None:

@@ -8,31 +8,38 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
-import msgspec
+from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
 
-import lakehouse
-from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.common.errors import LakehouseError
-from internal.config import Config
-from internal.ha import cluster, patroni
-from internal.ha.status import from_readyz, table
+if TYPE_CHECKING:
+    from internal.config import Config
+
+# The HTTP stack and the server's modules are imported by the commands themselves, so
+# that `lakehouse --help` and the client commands start without them.
+LEADER = "leader"  # internal.ha.LEADER
 
 
 def _local_urls(cfg: Config) -> list[str]:
     """Patroni's REST APIs from [ha] patroni_urls, else the cluster `up --ha` made here."""
+    from internal.ha import cluster
+
     if cfg.ha.patroni_urls:
         return list(cfg.ha.patroni_urls)
     return cluster.rest_urls(Path(cfg.ha.data_dir))
 
 
 def _pid(cfg: Config, name: str) -> int | None:
+    from internal.ha import cluster
+
     return cluster.postmaster_pid(Path(cfg.ha.data_dir) / name)
 
 
 async def _direct(urls: list[str]) -> list[dict[str, Any]] | None:
+    import aiohttp
+
+    from internal.ha import patroni
+
     async with aiohttp.ClientSession() as session:
         found = await patroni.cluster(session, urls, timeout=2.0)
     return None if found is None else [m.as_dict() for m in found]
@@ -46,20 +53,26 @@ def backup_dsn(cfg: Config) -> str | None:
     nodes = asyncio.run(_direct(urls)) if urls else None
     if not nodes:
         return None
-    order = sorted(nodes, key=lambda n: (n.get("role") == patroni.LEADER,
+    order = sorted(nodes, key=lambda n: (n.get("role") == LEADER,
                                          n.get("state") != "streaming"))
     best = order[0]
-    if best.get("role") != patroni.LEADER and best.get("state") != "streaming":
+    if best.get("role") != LEADER and best.get("state") != "streaming":
         return None
     return f"host={best['host']} port={best['port']} user=postgres dbname=postgres"
 
 
 def nodes_of(args: argparse.Namespace, cfg: Config) -> list[dict[str, Any]] | None:
     """The nodes as the gateway's /readyz reports them, else as Patroni itself does."""
+    import msgspec
+
+    import lakehouse
+    from internal.ha.status import from_readyz
+    from lakehouse.errors import LakehouseError
+
     nodes: list[dict[str, Any]] | None = None
     try:
-        with lakehouse.Client(gateway_url(args, cfg), resolve_token(None, lambda: cfg),
-                              timeout=5, retries=0) as client:
+        with lakehouse.Client(gateway_url(args), gateway_token(args), timeout=5,
+                              retries=0) as client:
             answer = client.ready()
         nodes = from_readyz({k: msgspec.to_builtins(v) for k, v in answer.components.items()})
     except LakehouseError:
@@ -83,11 +96,17 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"nodes": nodes}))
     else:
+        from internal.ha.status import table
+
         print(table(nodes))
-    return 0 if any(n.get("role") == patroni.LEADER for n in nodes) else 1
+    return 0 if any(n.get("role") == LEADER for n in nodes) else 1
 
 
 async def _switchover(api_url: str, leader: str, to: str | None) -> tuple[int, str]:
+    import aiohttp
+
+    from internal.ha import patroni
+
     body = {"leader": leader, **({"candidate": to} if to else {})}
     async with aiohttp.ClientSession() as session:
         return await patroni.post(session, api_url, "/switchover", body)
@@ -96,7 +115,7 @@ async def _switchover(api_url: str, leader: str, to: str | None) -> tuple[int, s
 def _switch(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     nodes = nodes_of(args, cfg) or []
-    lead = next((n for n in nodes if n.get("role") == patroni.LEADER), None)
+    lead = next((n for n in nodes if n.get("role") == LEADER), None)
     if lead is None or not lead.get("api_url"):
         print("ha switchover: no leader found", file=sys.stderr)
         return 1
@@ -111,7 +130,7 @@ def _switch(args: argparse.Namespace) -> int:
     # Patroni answers once the old leader is demoted; wait for the new one to run.
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        now = next((n for n in nodes_of(args, cfg) or [] if n.get("role") == patroni.LEADER
+        now = next((n for n in nodes_of(args, cfg) or [] if n.get("role") == LEADER
                     and n.get("state") == "running"), None)
         if now is not None and now.get("name") != lead["name"]:
             print(f"leader {lead['name']} -> {now['name']} "

@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 
 from internal.cli.connect import add_url_arg, auth_headers, gateway_url, load_config
-from internal.common import logs
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from internal.common import logs
     from internal.mcpd.stdio import serve_stdio  # the SDK loads only for this command
 
     cfg = load_config(args)
     # stdout is the MCP channel: logs go to stderr.
     logs.configure(cfg.log.level, cfg.log.format, service="mcp")
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else auth_headers(cfg)
-    serve_stdio(gateway_url(args, cfg), headers, playbook_corpus=cfg.matrixd.playbook_corpus,
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else auth_headers(args)
+    serve_stdio(gateway_url(args), headers, playbook_corpus=cfg.matrixd.playbook_corpus,
                 timeout=cfg.mcpd.timeout_seconds, ttl=cfg.mcpd.tools_ttl_seconds)
     return 0
 

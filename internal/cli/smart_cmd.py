@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from internal.cli.client_cmd import _num, _run, _short, _table, print_json
 from internal.cli.connect import add_url_arg
-from lakehouse import AsyncClient
-from lakehouse.types import MatrixHit, SmartSearchResponse
+
+if TYPE_CHECKING:  # annotations only: the client loads when a command runs (_run)
+    from lakehouse import AsyncClient
+    from lakehouse.types import MatrixHit, SmartSearchResponse
 
 
 def _analyze(args: argparse.Namespace) -> int:

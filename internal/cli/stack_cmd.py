@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
-import msgspec
-
 import lakehouse
-from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.common import logs
-from internal.common.errors import LakehouseError
+from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
+from lakehouse.errors import LakehouseError
 
 
 def _up(args: argparse.Namespace) -> int:
+    from internal.common import logs
     from internal.stack.run import up
 
     cfg = load_config(args)
-    logs.configure(cfg.log.level, cfg.log.format, service="lakehouse-up")
+    # The terminal shows progress, then warnings and errors; --verbose: everything,
+    # the daemons' request logs too (they always go to --log-dir).
+    level = cfg.log.level if args.verbose or cfg.log.level in ("warning", "error") \
+        else "warning"
+    logs.configure(level, cfg.log.format, service="lakehouse-up")
     config_file = args.config or os.environ.get("LAKEHOUSE_CONFIG")
     if config_file is None and Path("lakehouse.toml").exists():
         config_file = "lakehouse.toml"
     return up(cfg, config_file=str(Path(config_file).resolve()) if config_file else None,
-              log_dir=Path(args.log_dir) if args.log_dir else None,
-              ready_timeout=args.timeout, replicas=args.replicas, ha_nodes=args.ha)
+              log_dir=Path(args.log_dir), ready_timeout=args.timeout, replicas=args.replicas,
+              echo=sys.stderr.buffer if args.verbose else None, ha_nodes=args.ha)
 
 
 def _daemon_state(url: str) -> str:
@@ -39,9 +42,9 @@ def _daemon_state(url: str) -> str:
 
 def _status(args: argparse.Namespace) -> int:
     cfg = load_config(args)
-    base = gateway_url(args, cfg)
+    base = gateway_url(args)
     try:
-        with lakehouse.Client(base, resolve_token(None, lambda: cfg), timeout=5, retries=0) as client:
+        with lakehouse.Client(base, gateway_token(args), timeout=5, retries=0) as client:
             answer: lakehouse.types.Ready | None = client.ready()
     except LakehouseError:
         answer = None
@@ -50,13 +53,16 @@ def _status(args: argparse.Namespace) -> int:
     if answer is not None:
         for name, comp in sorted(answer.components.items()):
             rows.append((name, comp.status, comp.address or ""))
-    else:
-        # No gateway: ask each daemon where the config says it is.
+    elif not (getattr(args, "url", None) or os.environ.get("LAKEHOUSE_URL")):
+        # No gateway at the configured address: ask each daemon where the config says it
+        # is. A URL given (--url, $LAKEHOUSE_URL) names another stack: only it is reported.
         for name, section in (("embedd", cfg.embedd), ("vectord", cfg.vectord),
                               ("matrixd", cfg.matrixd), ("syncd", cfg.sync)):
             url = f"http://{section.host}:{section.port}"
             rows.append((name, _daemon_state(url), url))
     if answer is not None:
+        import msgspec
+
         from internal.gateway.readiness import replicas_of
 
         components = {k: msgspec.to_builtins(v) for k, v in answer.components.items()}
@@ -79,7 +85,10 @@ def _status(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("up", help="run PostgreSQL and every daemon until Ctrl-C")
-    p.add_argument("--log-dir", help="write each daemon's log to DIR/<daemon>.log (default: this terminal)")
+    p.add_argument("--log-dir", default="var/log",
+                   help="write each daemon's log to DIR/<daemon>.log (default: var/log)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also show the daemons' logs (every request) in this terminal")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness (default 180)")
     p.add_argument("--replicas", type=int, default=0, metavar="N",
                    help="also run N streaming standbys of the embedded PostgreSQL that "

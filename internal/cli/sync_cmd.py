@@ -13,19 +13,19 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
-from internal.cli.connect import add_url_arg, gateway_url, load_config, resolve_token
-from internal.cli.gateway_store import GatewayStore
-from internal.common import language, logs
+from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
 from internal.common.errors import InvalidArgument
-from internal.syncd.runner import RunResult, Syncer, SyncSettings
-from lakehouse import AsyncClient
+
+if TYPE_CHECKING:  # loaded by the command, not by `lakehouse --help`
+    from internal.syncd.runner import RunResult
 
 
 def _languages(pairs: list[str], configured: dict[str, str]) -> dict[str, str]:
     """--lang FOLDER=CODE pairs on top of the config's [sync.languages]."""
+    from internal.common import language
+
     out = dict(configured)
     for pair in pairs:
         folder, sep, code = pair.partition("=")
@@ -51,10 +51,17 @@ def _print_result(result: RunResult, as_json: bool) -> None:
 
 
 def _sync(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from internal.cli.gateway_store import GatewayStore
+    from internal.common import logs
+    from internal.syncd.runner import Syncer, SyncSettings
+    from lakehouse import AsyncClient
+
     cfg = load_config(args)
     # The runner's log lines go to stderr, and only the ones that matter (stdout is the result).
     logs.configure("warning", "console")
-    base = gateway_url(args, cfg)
+    base = gateway_url(args)
     wiki = Path(args.dir).resolve()
     if not wiki.is_dir():
         print(f"error: {args.dir}: not a directory", file=sys.stderr)
@@ -77,7 +84,7 @@ def _sync(args: argparse.Namespace) -> int:
 
         try:
             # Embedding a batch can take long on a small machine: syncd's embedd timeout.
-            async with AsyncClient(base, resolve_token(None, lambda: cfg), timeout=120.0,
+            async with AsyncClient(base, gateway_token(args), timeout=120.0,
                                    retries=0) as client:
                 store = GatewayStore(client)
                 return await Syncer(settings, store, store).request_run(progress)

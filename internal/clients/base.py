@@ -11,7 +11,12 @@ import msgspec
 import structlog
 
 from internal.api.responses import ErrorAnswer
-from internal.common.errors import ServiceError, UpstreamTimeout, from_service
+from internal.common.errors import (
+    ServiceError,
+    TooManyRequests,
+    UpstreamTimeout,
+    from_service,
+)
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written
 from internal.common.upstream import Upstream, addresses_of, failover
 from internal.common.web import REQUEST_ID_HEADER
@@ -20,6 +25,14 @@ _encoder = msgspec.json.Encoder()
 T = TypeVar("T")
 _error_decoder = msgspec.json.Decoder(ErrorAnswer)
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """A Retry-After of whole seconds (what Lakehouse sends); None for none or a date."""
+    try:
+        return max(0.0, float(retry_after)) if retry_after else None
+    except ValueError:
+        return None
 
 
 def current_request_id() -> str | None:
@@ -60,10 +73,10 @@ class ServiceClient:
         self.headers = dict(headers or {})
 
     async def _send(self, method: str, path: str, data: bytes | None, headers: dict[str, str],
-                    timeout: float, idempotent: bool) -> tuple[int, bytes]:
-        """(status, body) from the first address that answers."""
+                    timeout: float, idempotent: bool) -> tuple[int, bytes, str | None]:
+        """(status, body, Retry-After) from the first address that answers."""
 
-        async def send(address: str) -> tuple[int, bytes]:
+        async def send(address: str) -> tuple[int, bytes, str | None]:
             try:
                 async with self.session.request(
                     method, f"{address}{path}", data=data, headers=headers,
@@ -71,7 +84,7 @@ class ServiceClient:
                 ) as resp:
                     raw = await resp.read()
                     note_written(resp.headers.get(LSN_HEADER))
-                    return resp.status, raw
+                    return resp.status, raw, resp.headers.get("Retry-After")
             except aiohttp.ConnectionTimeoutError:
                 raise  # nothing sent: failover tries the next address
             except asyncio.TimeoutError:
@@ -114,7 +127,7 @@ class ServiceClient:
         if lsn:  # the write the caller must see, for every call made on its behalf
             headers[LSN_HEADER] = lsn
         data = _encoder.encode(body) if body is not None else None
-        status, raw = await self._send(
+        status, raw, retry_after = await self._send(
             method, path, data, headers, timeout or self.timeout,
             method in _IDEMPOTENT if idempotent is None else idempotent)
         if status >= 400:
@@ -125,6 +138,9 @@ class ServiceClient:
                 raise from_service(status, "upstream_error",
                                    f"{self.service}: HTTP {status}: {text}",
                                    service=self.service) from None
-            raise from_service(status, err.code, err.message, service=self.service,
+            exc = from_service(status, err.code, err.message, service=self.service,
                                field=err.field)
+            if isinstance(exc, TooManyRequests):
+                exc.retry_after = _seconds(retry_after)
+            raise exc
         return raw

@@ -8,71 +8,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-
-class LakehouseError(Exception):
-    """Base of every error a daemon turns into a response."""
-
-    status = 500
-    code = "internal"
-
-    def __init__(self, message: str, *, field: str | None = None, code: str | None = None,
-                 request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-        # The server's id of the failed request (its error body's), for finding it in the logs.
-        self.request_id = request_id
-        if code is not None:
-            self.code = code
-
-
-class InvalidArgument(LakehouseError):
-    status = 400
-    code = "invalid_argument"
-
-
-class Unauthorized(LakehouseError):
-    status = 401
-    code = "unauthorized"
-
-
-class NotFound(LakehouseError):
-    status = 404
-    code = "not_found"
-
-
-class RequestTimeout(LakehouseError):
-    """The client did not send its request body in time."""
-
-    status = 408
-    code = "request_timeout"
-
-
-class Conflict(LakehouseError):
-    status = 409
-    code = "conflict"
-
-
-class PayloadTooLarge(LakehouseError):
-    status = 413
-    code = "payload_too_large"
-
-
-class UpstreamError(LakehouseError):
-    """A daemon or server we called failed; message carries its words."""
-
-    status = 502
-    code = "upstream_error"
-
-
-class Unavailable(LakehouseError):
-    status = 503
-    code = "unavailable"
-
-
-class UpstreamTimeout(LakehouseError):
-    status = 504
-    code = "upstream_timeout"
+from lakehouse.errors import (  # the classes, one per status, are the client's own
+    BY_STATUS,
+)
+from lakehouse.errors import (
+    Conflict as Conflict,
+)
+from lakehouse.errors import (
+    InvalidArgument as InvalidArgument,
+)
+from lakehouse.errors import (
+    LakehouseError as LakehouseError,
+)
+from lakehouse.errors import (
+    NotFound as NotFound,
+)
+from lakehouse.errors import (
+    PayloadTooLarge as PayloadTooLarge,
+)
+from lakehouse.errors import (
+    RequestTimeout as RequestTimeout,
+)
+from lakehouse.errors import (
+    TooManyRequests as TooManyRequests,
+)
+from lakehouse.errors import (
+    Unauthorized as Unauthorized,
+)
+from lakehouse.errors import (
+    Unavailable as Unavailable,
+)
+from lakehouse.errors import (
+    UpstreamError as UpstreamError,
+)
+from lakehouse.errors import (
+    UpstreamTimeout as UpstreamTimeout,
+)
+from lakehouse.errors import (
+    from_status as from_status,
+)
 
 
 class ServiceError(LakehouseError):
@@ -87,26 +61,9 @@ class ServiceError(LakehouseError):
         self.service = service
 
 
-# Status -> class, the reverse of each class's `status` (ServiceError keeps any status).
-_BY_STATUS: dict[int, type[LakehouseError]] = {
-    cls.status: cls for cls in (InvalidArgument, Unauthorized, NotFound, RequestTimeout, Conflict,
-                                PayloadTooLarge, UpstreamError, Unavailable, UpstreamTimeout)
-}
-
-
-def from_status(status: int, code: str, message: str, *, field: str | None = None,
-                request_id: str | None = None) -> LakehouseError:
-    """The exception of the class that answers `status` (LakehouseError for any other),
-    keeping the status and code as answered (`model_mismatch` is a Conflict, 409)."""
-    exc = _BY_STATUS.get(status, LakehouseError)(message, field=field, code=code,
-                                                  request_id=request_id)
-    exc.status = status
-    return exc
-
-
 _SERVICE_BY_STATUS: dict[int, type[ServiceError]] = {
     status: type(f"Service{cls.__name__}", (ServiceError, cls), {})
-    for status, cls in _BY_STATUS.items()
+    for status, cls in BY_STATUS.items()
 }
 
 

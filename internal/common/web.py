@@ -26,6 +26,7 @@ from internal.common.errors import (
     LakehouseError,
     PayloadTooLarge,
     RequestTimeout,
+    TooManyRequests,
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, WRITTEN, format_lsn, parse_lsn
 
@@ -119,7 +120,10 @@ async def _render_errors(request: web.Request, handler: Handler, rid: str) -> we
         if exc.status >= 500 and exc.code == "internal":
             log.error("request_failed", error=exc.message, path=request.path)
             return error_response(500, "internal", "internal error", rid)
-        return error_response(exc.status, exc.code, exc.message, rid, exc.field)
+        resp = error_response(exc.status, exc.code, exc.message, rid, exc.field)
+        if isinstance(exc, TooManyRequests) and exc.retry_after is not None:
+            resp.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return resp
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -67,8 +67,21 @@ class GatewayConfig:
     # Connections to each daemon address, and the longest wait for a free one (503 after).
     upstream_connections: int = 128
     upstream_wait: float = 5.0
+    # Fair shares between clients (a token's hash; an address when auth is off): requests
+    # in flight per client and for all, requests waiting per client (429 with Retry-After
+    # past it), and the longest wait for a place (429 after). Far above one user's needs:
+    # `lakehouse ingest` keeps 2 batches in flight, the console a few searches.
+    client_in_flight: int = 32
+    client_queue: int = 128
+    max_in_flight: int = 96
+    queue_timeout: float = 30.0
 
     def validate(self) -> None:
+        if self.client_in_flight < 1 or self.max_in_flight < 1 or self.client_queue < 0:
+            raise ValueError("client_in_flight: client_in_flight and max_in_flight must be "
+                             ">= 1, client_queue >= 0")
+        if self.queue_timeout <= 0:
+            raise ValueError("queue_timeout: must be positive")
         if self.body_timeout <= 0 or self.upstream_wait <= 0:
             raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
         if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:

@@ -8,12 +8,12 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.api.embedd import EmbedRequest
 from internal.common.auth import protect
 from internal.common.daemon import serve
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.embedd.backends import Backend, LocalBackend, OllamaBackend, OpenAIBackend
-from internal.embedd.models import EmbedRequest
 from internal.embedd.service import EmbedService
 
 log = structlog.get_logger()

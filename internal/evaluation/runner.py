@@ -15,19 +15,10 @@ from internal.clients.vectord import VectordClient
 from internal.common.errors import LakehouseError
 from internal.evaluation.beir import Dataset
 from internal.evaluation.metrics import evaluate
+from internal.evaluation.modes import MODES as MODES
 
 log = structlog.get_logger()
 
-# Mode name in the table -> the search request's mode and fusion method.
-# "hybrid" names no fusion: vectord's default (fusion.DEFAULT_METHOD, DEFAULT_WEIGHTS).
-MODES: dict[str, tuple[str, str | None]] = {
-    "vector": ("vector", None),
-    "lexical": ("lexical", None),
-    "hybrid-rrf": ("hybrid", "rrf"),
-    "hybrid-weighted": ("hybrid", "weighted"),
-    "hybrid-dbsf": ("hybrid", "dbsf"),
-    "hybrid": ("hybrid", None),
-}
 DEPTH = 100  # hits per query: Recall@100 needs 100
 QUERY_EMBED_BATCH = 128
 CONCURRENCY = 4

@@ -19,6 +19,8 @@ from prometheus_client import (
 
 from internal.common.web import Handler
 
+# Clients named in labels; later ones share the label "other" (bounded cardinality).
+MAX_CLIENT_LABELS = 64
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -50,6 +52,20 @@ class Metrics:
         self.replica_up = Gauge(
             "lakehouse_read_replica_up", "1 when the standby takes searches, else 0",
             ("replica",), registry=self.registry)
+        self.client_in_flight = Gauge(
+            "lakehouse_gateway_client_in_flight", "Requests of each client in flight "
+            "(client: a hash of its token, or its address when auth is off)", ("client",),
+            registry=self.registry)
+        self.client_queued = Gauge(
+            "lakehouse_gateway_client_queued", "Requests of each client waiting for a place",
+            ("client",), registry=self.registry)
+        self.client_wait = Histogram(
+            "lakehouse_gateway_client_wait_seconds", "Time a request waited for a place "
+            "among its client's share", ("client",), buckets=_BUCKETS, registry=self.registry)
+        self.client_rejected = Counter(
+            "lakehouse_gateway_client_rejected", "Requests answered 429: past the client's "
+            "share", ("client",), registry=self.registry)
+        self._client_labels: set[str] = set()
         # Labelled children by label values: prometheus_client's labels() validates and
         # locks on every call, a few microseconds each, four times a proxied request.
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
@@ -74,6 +90,28 @@ class Metrics:
         count, latency = self._pair("request", self.requests, self.latency, method, route, status)
         count.inc()
         latency.observe(seconds)
+
+    def client_label(self, client: str) -> str:
+        """The client's label, or "other" once MAX_CLIENT_LABELS clients have one."""
+        if client in self._client_labels:
+            return client
+        if len(self._client_labels) >= MAX_CLIENT_LABELS:
+            return "other"
+        self._client_labels.add(client)
+        return client
+
+    def observe_load(self, client: str, in_flight: int, queued: int) -> None:
+        label = self.client_label(client)
+        if label == "other":  # a sum of many clients is not one client's load
+            return
+        self.client_in_flight.labels(label).set(in_flight)
+        self.client_queued.labels(label).set(queued)
+
+    def observe_wait(self, client: str, seconds: float) -> None:
+        self.client_wait.labels(self.client_label(client)).observe(seconds)
+
+    def observe_rejected(self, client: str) -> None:
+        self.client_rejected.labels(self.client_label(client)).inc()
 
     def observe_ha(self, ha: Mapping[str, Any] | None) -> None:
         """The Patroni cluster vectord follows (its /readyz `ha`), when there is one."""

@@ -46,6 +46,9 @@ def _json(t: type | None) -> dict[str, Any]:
 def _errors(secured: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "4XX": {"description": "Bad request (the daemon's own error)", "content": _json(s.ErrorBody)},
+        "429": {"description": "Past this client's share (`rate_limited`); wait `Retry-After` "
+                "seconds", "content": _json(s.ErrorBody),
+                "headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}},
         "502": {"description": "The daemon failed", "content": _json(s.ErrorBody)},
         "503": {"description": "The daemon is unreachable (`<daemon>_unavailable`)", "content": _json(s.ErrorBody)},
         "504": {"description": "The daemon did not answer in time", "content": _json(s.ErrorBody)},

@@ -8,6 +8,7 @@ accepted. The responses are internal.api.responses, the shapes the Python client
 
 from __future__ import annotations
 
+from internal.api.embedd import EmbedRequest
 from internal.api.matrixd import (
     AnalyzeRequest,
     MatrixSearchRequest,
@@ -56,7 +57,6 @@ from internal.api.vectord import (
     SpacesResponse,
     UpsertRequest,
 )
-from internal.embedd.models import EmbedRequest
 
 __all__ = [
     "AnalyzeRequest",

@@ -14,7 +14,9 @@ from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
 from internal.gateway import console, openapi, readiness
+from internal.gateway.admission import Admission
 from internal.gateway.auth import make_auth_middleware
+from internal.gateway.fairness import Shares
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Limits, Proxy
 from internal.gateway.routes import RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
@@ -61,6 +63,11 @@ def make_app(cfg: Config) -> web.Application:
     app.middlewares.insert(0, metrics.middleware())
     if cfg.gateway.tokens:
         app.middlewares.append(make_auth_middleware(cfg.gateway.tokens, console.OPEN_PATHS))
+    # After auth: a client is counted by a token that was checked.
+    g = cfg.gateway
+    admission = Admission(Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
+                          g.queue_timeout, metrics)
+    app.middlewares.append(admission.middleware(auth_on=bool(g.tokens)))
     document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -9,7 +9,10 @@ group it names (`items[3]`, `texts[3]`), or, when it names none, the batch is se
 again group by group; the group (a page of syncd's; otherwise the document) is
 reported failed and the rest goes in. Any other failure is the stack's: the run stops
 (`StackFailure`, the report kept on the pipeline), or with stop_on_stack_failure off
-the batch's groups are reported failed and the run goes on. Stale ids are deleted
+the batch's groups are reported failed and the run goes on. A call answered 429 (past
+the client's share of the gateway) waits the answer's Retry-After and is sent again, and
+the next batches are half as large (down to 1); after a few batches answered without
+one they grow back towards `batch`. Stale ids are deleted
 after the writes (`delete_stale`), and never those of a group that failed, so a page
 whose new content did not go in keeps its old content.
 """
@@ -26,11 +29,19 @@ from typing import Any, Literal, Protocol, TypeVar
 import aiohttp
 
 from internal.api.vectord import Item, embed_text
-from internal.common.errors import LakehouseError, UpstreamError, blames_input, describe
+from internal.common.errors import (
+    LakehouseError,
+    TooManyRequests,
+    UpstreamError,
+    blames_input,
+    describe,
+)
 from internal.common.hashing import content_hash
 
 T = TypeVar("T")
 DELETE_BATCH = 1000  # ids per delete call
+RATE_LIMITED_TRIES = 30  # 429s in a row for one call before the run stops
+GROW_AFTER = 4  # batches in a row without a 429 before the batch size doubles again
 # The item or text a refusal names: vectord's `items[3].text`, embedd's `texts[3]`.
 _NAMED = re.compile(r"^(?:items|texts)\[(\d+)\]")
 
@@ -132,6 +143,7 @@ class Pipeline:
     concurrency: batches in flight at once. retries: attempts more for a call answered
     503 or 504 (the stack busy), waiting 2, 4, ... s; `notice` hears of each. progress:
     called with the number of documents of each batch done (written or failed).
+    `size` is the batch size in use: `batch`, less after 429s.
     """
 
     def __init__(self, store: Store, embedder: Embedder, corpus: str, *,
@@ -152,22 +164,26 @@ class Pipeline:
         self.notice = notice
         self.progress = progress
         self.report = Report()
+        self.size = batch
+        self._fine = 0  # batches done in a row without a 429
 
     async def write(self, docs: Sequence[Doc]) -> Report:
         """Embed and upsert every document, `batch` at a time; StackFailure when the
         stack fails and the pipeline stops on that (the other batches in flight finish)."""
-        queue = [list(docs[i:i + self.batch]) for i in range(0, len(docs), self.batch)]
-        queue.reverse()
+        todo = list(docs)
+        todo.reverse()
         stopped: list[StackFailure] = []
 
         async def worker() -> None:
-            while queue and not stopped:
-                batch = queue.pop()
+            while todo and not stopped:
+                # Taken at the size in use now: a 429 makes the next batches smaller.
+                batch = [todo.pop() for _ in range(min(self.size, len(todo)))]
                 try:
-                    await self._send(batch)
+                    limited = await self._send(batch)
                 except StackFailure as exc:
                     stopped.append(exc)
                     return
+                self._adapt(limited)
                 if self.progress is not None:
                     self.progress(len(batch))
 
@@ -195,7 +211,28 @@ class Pipeline:
                     self.report.failed[key] = ("delete", exc)
         return self.report
 
-    async def _send(self, batch: list[Doc]) -> None:
+    def _adapt(self, limited: bool) -> None:
+        """Half the batch size after a batch met a 429; double it (up to `batch`) after
+        GROW_AFTER batches in a row met none."""
+        if limited:
+            self._fine = 0
+            if self.size > 1:
+                self.size = max(1, self.size // 2)
+                if self.notice is not None:
+                    self.notice(f"rate limited (429): batches of {self.size} from now on")
+            return
+        self._fine += 1
+        if self._fine >= GROW_AFTER and self.size < self.batch:
+            self._fine = 0
+            self.size = min(self.batch, self.size * 2)
+
+    async def _send(self, batch: list[Doc]) -> bool:
+        """Write one batch; whether a call of it was answered 429 on the way."""
+        limited: list[None] = []  # one entry per 429 this batch's calls met
+        await self._write(batch, limited)
+        return bool(limited)
+
+    async def _write(self, batch: list[Doc], limited: list[None]) -> None:
         pending = list(batch)
         vectors: dict[str, list[float]] = {}
         model = self.model
@@ -206,7 +243,7 @@ class Pipeline:
                     texts = [d.embed_text() for d in stage]
                     emb = await self._retrying(partial(
                         self.embedder.embed, texts, input_type="document", model=self.model),
-                        "embed")
+                        "embed", limited)
                     if len(emb.vectors) != len(stage):
                         raise UpstreamError(f"embedd returned {len(emb.vectors)} vectors for "
                                             f"{len(stage)} texts")
@@ -216,7 +253,7 @@ class Pipeline:
                 stage = pending
                 items = [d.item(vectors[d.id]) for d in pending]
                 n = await self._retrying(partial(self.store.upsert, self.corpus, items, model),
-                                         "upsert")
+                                         "upsert", limited)
             except (LakehouseError, aiohttp.ClientError) as exc:
                 if not blames_input(exc):
                     if self.stop:
@@ -231,7 +268,7 @@ class Pipeline:
                     key = keys[0]
                 else:  # refused without naming a document: each group alone
                     for k in keys:
-                        await self._send([d for d in pending if d.key == k])
+                        await self._write([d for d in pending if d.key == k], limited)
                     return
                 self._fail([d for d in pending if d.key == key], exc)
                 pending = [d for d in pending if d.key != key]
@@ -243,24 +280,38 @@ class Pipeline:
         for key in dict.fromkeys(d.key for d in docs):
             self.report.failed.setdefault(key, ("write", exc))
 
-    async def _retrying(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        return await retrying(call, what, self.retries, self.notice)
+    async def _retrying(self, call: Callable[[], Awaitable[T]], what: str,
+                        limited: list[None] | None = None) -> T:
+        return await retrying(call, what, self.retries, self.notice,
+                              None if limited is None else partial(limited.append, None))
 
 
 async def retrying(call: Callable[[], Awaitable[T]], what: str, retries: int,
-                   notice: Callable[[str], None] | None = None) -> T:
+                   notice: Callable[[str], None] | None = None,
+                   limited: Callable[[], None] | None = None) -> T:
     """call(), and again up to `retries` times while the stack answers 503 or 504 (busy,
-    starting), waiting 2, 4, ... s; `notice` hears of each retry."""
-    for attempt in range(1, retries + 2):
+    starting), waiting 2, 4, ... s; `notice` hears of each retry. A 429 (past the
+    client's share) is waited out, its Retry-After (1 s when it has none), and sent again
+    up to RATE_LIMITED_TRIES times in a row; `limited` hears of each."""
+    attempt = 1
+    limited_in_a_row = 0
+    while True:
         try:
             return await call()
+        except TooManyRequests as exc:
+            limited_in_a_row += 1
+            if limited_in_a_row > RATE_LIMITED_TRIES:
+                raise
+            if limited is not None:
+                limited()
+            await asyncio.sleep(exc.retry_after if exc.retry_after is not None else 1.0)
         except LakehouseError as exc:
             if attempt > retries or exc.status not in (503, 504):
                 raise
             if notice is not None:
                 notice(f"{what}: {describe(exc)}; retrying ({attempt}/{retries})")
             await asyncio.sleep(2.0 * attempt)
-    raise AssertionError("unreachable")
+            attempt += 1
 
 
 def _named(exc: Exception, n: int) -> int | None:

@@ -22,6 +22,7 @@ from internal.clients.embed import Embedding
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
+    NotFound,
     ServiceError,
     Unavailable,
     UpstreamError,
@@ -30,6 +31,7 @@ from internal.common.errors import (
     from_service,
     in_callers_fields,
 )
+from internal.common.suggest import did_you_mean
 from internal.config import MatrixdConfig
 from internal.matrixd import boost, downgrade, merge, playbook, relevance, spaces
 from internal.matrixd.deps import Deps, embed_query
@@ -191,6 +193,23 @@ def _skipped(results: list[CorpusResult], vectors: spaces.Vectors | None, mode: 
     return out
 
 
+async def _raise_not_found(deps: Deps, failed: list[CorpusResult], total: int,
+                           body: MatrixSearchRequest) -> None:
+    """A named corpus that does not exist is the caller's mistake: 404 `corpus_not_found`
+    naming it and, when one is close, the nearest existing name. With allow_partial and
+    another corpus answering, it stays in failed_corpora like any corpus that failed."""
+    missing = [r.corpus for r in failed if isinstance(r.error, NotFound)]
+    if not missing or (body.allow_partial and len(failed) < total):
+        return
+    try:
+        names = [str(c["name"]) for c in await deps.vectord.list_corpora()]
+    except LakehouseError:
+        names = []  # the refusal stands without a suggestion
+    name = missing[0]
+    raise NotFound(f"corpora: corpus {name!r} not found{did_you_mean(name, names)}",
+                   field="corpora", code="corpus_not_found")
+
+
 def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
     """Every corpus failed with the same 503 (PostgreSQL down): that 503, not a 502."""
     codes = {(r.error.status, r.error.code) for r in failed if r.error is not None}
@@ -285,6 +304,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     skipped = _skipped(results, vectors, mode, body)
     failed = [r for r in results if r.error is not None]
     if failed and (not body.allow_partial or len(failed) == len(results)):
+        await _raise_not_found(deps, failed, len(results), body)
         _raise_unavailable(failed, len(results))
         detail = "; ".join(f"corpus {r.corpus!r}: {describe(r.error)}"
                            for r in failed if r.error is not None)

@@ -33,7 +33,28 @@ _SERVER_SETTINGS = {
     # WAL a standby's replication slot (`lakehouse up --replicas`) may hold back while the
     # standby is away; past it the standby is dropped from the slot and must be made again.
     "max_slot_wal_keep_size": "2GB",
+    # WAL bounded: PostgreSQL's defaults keep up to 1 GB of WAL between checkpoints and
+    # recycle as much; a load of ~12,000 documents left 545 MB in pg_wal. A checkpoint
+    # every 256 MB of WAL (or 5 minutes) keeps pg_wal near that, 64 MB recycled at
+    # least (scripts/bench_wal.py, DECISIONS.md). Standbys keep what they need through
+    # their slots (above) and the archive ([backup] wal_dir) gets each segment before it
+    # is removed, so no wal_keep_size is added.
+    "max_wal_size": "256MB",
+    "min_wal_size": "64MB",
+    "checkpoint_timeout": "5min",
+    "checkpoint_completion_target": "0.9",
+    "wal_keep_size": "0",
 }
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The running postmaster's pid from postmaster.pid, if it is alive."""
+    try:
+        first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+        pid = int(first)
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if psutil.pid_exists(pid) else None
 
 
 @dataclass

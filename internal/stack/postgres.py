@@ -9,6 +9,7 @@ import psutil
 import structlog
 
 from internal.pg import embedded
+from internal.pg.embedded import postmaster_pid as postmaster_pid  # where backup reads it too
 
 log = structlog.get_logger()
 
@@ -31,16 +32,6 @@ def prune_dead_holders(data_dir: Path) -> list[int]:
         path.write_text(json.dumps(alive))
         log.info("postgres_dead_holders_pruned", pids=dead)
     return dead
-
-
-def postmaster_pid(data_dir: Path) -> int | None:
-    """The running postmaster's pid from postmaster.pid, if it is alive."""
-    try:
-        first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0].strip()
-        pid = int(first)
-    except (FileNotFoundError, ValueError):
-        return None
-    return pid if psutil.pid_exists(pid) else None
 
 
 def start(data_dir: str, wal_dir: str | None = None) -> embedded.EmbeddedPostgres:

@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import IO, TextIO
 
 import structlog
 
@@ -21,7 +21,7 @@ from internal.pg.embedded import EmbeddedPostgres
 from internal.stack import ha_run, postgres
 from internal.stack.pgwatch import PostgresWatch
 from internal.stack.plan import plan
-from internal.stack.supervisor import Supervisor
+from internal.stack.supervisor import Child, Supervisor
 
 log = structlog.get_logger()
 
@@ -40,7 +40,7 @@ def _tail(path: Path, lines: int = 20) -> str:
 async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
                  ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None,
                  standbys: list[EmbeddedPostgres] | None = None,
-                 ha: Cluster | None = None) -> int:
+                 ha: Cluster | None = None, echo: IO[bytes] | None = None) -> int:
     # With client tokens but no service token, the daemons get a fresh random one for
     # this run, so no client token doubles as the key to the daemons' own ports.
     token = cfg.gateway.service_token or (secrets.token_urlsafe(32) if cfg.gateway.tokens else "")
@@ -54,7 +54,14 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
         specs = [dataclasses.replace(s, env={**s.env, "LAKEHOUSE_HA_PATRONI_URLS": urls,
                                              "LAKEHOUSE_HA_DATA_DIR": str(ha.folder)})
                  for s in specs]
-    sup = Supervisor(specs, log_dir=log_dir)
+
+    def on_event(event: str, child: Child) -> None:
+        if event == "ready":  # one line per part as it comes up
+            pid = child.proc.pid if child.proc else "-"
+            print(f"  {child.spec.name:<8} {child.spec.url}  ready (pid {pid})", file=out,
+                  flush=True)
+
+    sup = Supervisor(specs, log_dir=log_dir, on_event=on_event, echo=echo)
     loop = asyncio.get_running_loop()
     def on_signal(sig: signal.Signals) -> None:
         # Logged here, in the handler itself, so a stop request is visible even if the
@@ -94,9 +101,10 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
                     print(f"--- {name} log:\n{_tail(log_dir / f'{name}.log')}", file=sys.stderr)
             return 1
         gateway = sup.children["gateway"].spec.url
-        for child in sup.children.values():
-            print(f"  {child.spec.name:<8} {child.spec.url}  pid {child.proc.pid if child.proc else '-'}", file=out)
         print(f"Lakehouse is up: {gateway}", file=out, flush=True)
+        if log_dir is not None:
+            print(f"(the daemons' logs are in {log_dir}/; warnings and errors show here)",
+                  file=out, flush=True)
         log.info("stack_ready", gateway=gateway)
         await sup.stopping.wait()
         log.info("stack_stopping")
@@ -113,8 +121,9 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
 
 def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = None,
        ready_timeout: float = 180.0, out: TextIO = sys.stdout, replicas: int = 0,
-       ha_nodes: int = 0) -> int:
-    """Run the stack until SIGINT/SIGTERM; 0 after a clean stop, 1 if it never got ready."""
+       ha_nodes: int = 0, echo: IO[bytes] | None = None) -> int:
+    """Run the stack until SIGINT/SIGTERM; 0 after a clean stop, 1 if it never got ready.
+    log_dir: the daemons' logs (else this terminal); echo: a copy of them there too."""
     for section in ("embedd", "vectord", "matrixd", "sync", "gateway"):
         try:
             check_exposure(cfg, section)
@@ -151,7 +160,7 @@ def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = No
                       f"{postgres.standby_dir(pg.data_dir, n)}", file=out, flush=True)
                 standbys.append(postgres.start_standby(pg, n))
         return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out, pg,
-                                  standbys, ha))
+                                  standbys, ha, echo))
     except KeyboardInterrupt:
         return 0
     finally:

@@ -81,9 +81,14 @@ class Supervisor:
 
     def __init__(self, specs: list[ChildSpec], *, log_dir: Path | None = None,
                  backoff: Backoff | None = None, python: str = sys.executable,
-                 on_event: Callable[[str, Child], None] | None = None) -> None:
+                 on_event: Callable[[str, Child], None] | None = None,
+                 echo: IO[bytes] | None = None) -> None:
+        """log_dir: each daemon's output into log_dir/<name>.log (else this process's
+        stdout and stderr); echo: with log_dir, a copy of every line there too.
+        on_event hears "ready", "exited" and "restarted"."""
         self.children = {s.name: Child(s) for s in specs}
         self.log_dir = log_dir
+        self.echo = echo
         self.backoff = backoff or Backoff()
         self.python = python
         self.on_event = on_event
@@ -97,16 +102,27 @@ class Supervisor:
             if child.log_file is None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 child.log_file = (self.log_dir / f"{child.spec.name}.log").open("ab")
-            out = child.log_file
+            out = child.log_file if self.echo is None else asyncio.subprocess.PIPE
         argv = child.spec.argv or (self.python, "-m", child.spec.module)
         preexec = _as_user(child.spec.user) if child.spec.user else _die_with_parent
         child.proc = await asyncio.create_subprocess_exec(
             *argv, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=out, stderr=out, preexec_fn=preexec,
+            stdout=out, stderr=asyncio.subprocess.STDOUT if out == asyncio.subprocess.PIPE
+            else out, preexec_fn=preexec,
         )
+        if child.proc.stdout is not None:
+            self._tasks.append(asyncio.create_task(self._copy(child, child.proc.stdout)))
         child.pids.add(child.proc.pid)
         child.started_at = time.monotonic()
         log.info("daemon_started", daemon=child.spec.name, pid=child.proc.pid, url=child.spec.url)
+
+    async def _copy(self, child: Child, stream: asyncio.StreamReader) -> None:
+        """A daemon's output, line by line, into its log file and the echo."""
+        while line := await stream.readline():
+            for sink in (child.log_file, self.echo):
+                if sink is not None:
+                    sink.write(line)
+                    sink.flush()
 
     async def _watch(self, child: Child) -> None:
         """Keep one daemon running until the supervisor stops."""
@@ -129,8 +145,9 @@ class Supervisor:
                 return
             await self._spawn(child)
             child.restarts += 1
-            log.info("daemon_restarted", daemon=child.spec.name, pid=child.proc.pid,
-                     restarts=child.restarts)
+            # A warning: `lakehouse up` shows a person warnings, and a restart is one.
+            log.warning("daemon_restarted", daemon=child.spec.name, pid=child.proc.pid,
+                        restarts=child.restarts)
             if self.on_event:
                 self.on_event("restarted", child)
 
@@ -152,6 +169,8 @@ class Supervisor:
                             if resp.status == 200:
                                 log.info("daemon_ready", daemon=name, url=child.spec.url)
                                 del pending[name]
+                                if self.on_event:
+                                    self.on_event("ready", child)
                 if pending:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self.stopping.wait(), 0.25)

@@ -240,6 +240,12 @@ def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[
         by_key = {key(h): h for h in out}
         head = [by_key[k] for k in keep if k in by_key]
         out = head + [h for h in out if key(h) not in set(keep)]
+    # A hit the spread or the kept head placed above better-scored ones shows the best
+    # score below it: scores read in the order of the ranks (ties, never an inversion).
+    floor = 0.0
+    for h in reversed(out):
+        floor = max(floor, h["merge_score"])
+        h["merge_score"] = floor
     for i, h in enumerate(out):
         h["rank"] = i + 1
     return out

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -63,6 +63,7 @@ from internal.vectord.lexical_options import (
     query_text,
     union_languages,
 )
+from internal.vectord.options import Options, _Candidates
 from internal.vectord.store import Store, registry_moved
 
 T = TypeVar("T")
@@ -80,31 +81,6 @@ class Outcome:
     took_ms: float = 0.0
     hits: int = 0
     skipped: str | None = None  # why no query vector fits its space (query_vectors)
-
-
-@dataclass(frozen=True)
-class Options:
-    """The request-wide options of a search, checked once before any corpus is touched."""
-
-    req: SearchRequest
-    where: sql.Composable
-    params: dict[str, Any]
-    filtered: bool
-    text: str
-    k1: float
-    b: float
-    field_weights: dict[str, float]
-    n: int  # hybrid: candidates per branch
-    rrf_k: int
-    method: str
-    fusion_weights: dict[str, float] | None
-    symbolic: sql.Composable | None
-    sym_params: dict[str, Any] = field(default_factory=dict)
-    ef_search: int = 100
-    prf: prf.Settings = prf.DEFAULT
-    # In-memory BM25: a repeated text may score from the cache and check its versions in
-    # the statement that reads the hits (False once that check found one moved).
-    trust_cache: bool = True
 
 
 def check(store: Store, req: SearchRequest) -> Options:
@@ -673,18 +649,6 @@ async def _lexical_memory(store: Store, p: Options, outcomes: list[Outcome],
 
 
 # ---- hybrid -------------------------------------------------------------------------
-
-@dataclass
-class _Candidates:
-    vec: list[tuple[str, float]]  # (key, distance), nearest first
-    lex: list[tuple[str, float]]  # (key, BM25), best first
-    sym: dict[str, float]  # key -> share of preferences met
-    # `include` items, scored in the branches their natural lists missed.
-    extra_vec: list[tuple[str, float]] = field(default_factory=list)
-    extra_lex: list[tuple[str, float]] = field(default_factory=list)
-    included: set[str] = field(default_factory=set)  # keys found by no branch on their own
-    space: int = spaces.PLAIN  # the embedding space its vector candidates are from
-
 
 async def _hybrid(store: Store, p: Options, outcomes: list[Outcome],
                   weights: dict[str, float], inc: dict[str, list[str]],

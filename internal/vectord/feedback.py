@@ -7,16 +7,13 @@ search_reads.py's."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from internal.api.vectord import Corpus
 from internal.vectord import fusion, lexical, lexindex, merge, postings, prf, search_reads, spaces
+from internal.vectord.options import Options, _Candidates
 from internal.vectord.store import Store
-
-if TYPE_CHECKING:
-    from internal.vectord.engine import Options, _Candidates
 
 # The branch again over the given corpora (engine._rerun): corpora, include, text, given
 # statistics?, statistics, moved query vector, in-memory indexes, its space.

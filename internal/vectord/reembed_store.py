@@ -22,18 +22,6 @@ from internal.vectord import lexical, schema, space_index
 
 Conn = psycopg.AsyncConnection[Any]
 
-FUNCTIONS_SQL = """
-CREATE OR REPLACE FUNCTION vectord_reembed_stale() RETURNS trigger LANGUAGE plpgsql AS $f$
--- A write changing an item's content clears the vector of the model it moves to.
-BEGIN
-  IF NEW.content_hash IS DISTINCT FROM OLD.content_hash THEN
-    NEW.embedding_next := NULL;
-  END IF;
-  RETURN NEW;
-END
-$f$;
-"""
-
 START = """
 INSERT INTO vectord_reembed (corpus_id, model, dim) VALUES (%(id)s, %(model)s, %(dim)s)
 ON CONFLICT (corpus_id) DO NOTHING RETURNING corpus_id"""

@@ -137,6 +137,45 @@ def hnsw_index(corpus_id: int) -> sql.Identifier:
     return sql.Identifier(f"vectord_items_{int(corpus_id)}_hnsw")
 
 
+# The shared vector index's upkeep (internal.vectord.space_index), kept here with the rest
+# of the DDL that migrate() installs.
+SPACE_FUNCTIONS_SQL = """
+CREATE OR REPLACE FUNCTION vectord_space_sync() RETURNS trigger LANGUAGE plpgsql AS $f$
+-- TG_ARGV: [space id, corpus id]. Notes the ids whose vector the space must take
+-- (inserted, deleted, or updated with another vector) for the applier (apply_some);
+-- a search sees them pending and reads the corpus's own graph until they are applied.
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    INSERT INTO vectord_space_pending (space_id, corpus_id, id)
+    SELECT TG_ARGV[0]::bigint, TG_ARGV[1]::bigint, o.id FROM old_rows o ON CONFLICT DO NOTHING;
+  ELSIF TG_OP = 'INSERT' THEN
+    INSERT INTO vectord_space_pending (space_id, corpus_id, id)
+    SELECT TG_ARGV[0]::bigint, TG_ARGV[1]::bigint, n.id FROM new_rows n ON CONFLICT DO NOTHING;
+  ELSE
+    INSERT INTO vectord_space_pending (space_id, corpus_id, id)
+    SELECT TG_ARGV[0]::bigint, TG_ARGV[1]::bigint, n.id FROM new_rows n
+    JOIN old_rows o ON o.id = n.id WHERE n.embedding IS DISTINCT FROM o.embedding
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
+END
+$f$;
+"""
+
+# Re-embedding's functions (internal.vectord.reembed_store), installed by migrate() too.
+REEMBED_FUNCTIONS_SQL = """
+CREATE OR REPLACE FUNCTION vectord_reembed_stale() RETURNS trigger LANGUAGE plpgsql AS $f$
+-- A write changing an item's content clears the vector of the model it moves to.
+BEGIN
+  IF NEW.content_hash IS DISTINCT FROM OLD.content_hash THEN
+    NEW.embedding_next := NULL;
+  END IF;
+  RETURN NEW;
+END
+$f$;
+"""
+
+
 async def migrate(dsn: str) -> DbInfo:
     """Bring the schema up to date; safe when several replicas start together."""
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
@@ -168,12 +207,10 @@ async def migrate(dsn: str) -> DbInfo:
             # this lock, so a new vectord's functions reach databases whose corpora
             # predate them. Only here: two transactions replacing one function at once
             # fail ("tuple concurrently updated"), so creating a corpus never does.
-            from internal.vectord import reembed_store, space_index  # they import this module
-
             async with conn.transaction():
                 await lexical.ensure_functions(conn)
-                await conn.execute(space_index.FUNCTIONS_SQL)
-                await conn.execute(reembed_store.FUNCTIONS_SQL)
+                await conn.execute(SPACE_FUNCTIONS_SQL)
+                await conn.execute(REEMBED_FUNCTIONS_SQL)
             cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = await cur.fetchone()
             vector_version = str(row[0]) if row else "?"

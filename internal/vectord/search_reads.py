@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,10 +22,8 @@ from internal.api.vectord import Corpus
 from internal.pg import union
 from internal.vectord import fusion_sql, lexical, lexindex, merge, schema
 from internal.vectord.lexical_options import query_languages, union_languages
+from internal.vectord.options import Options
 from internal.vectord.store import Store
-
-if TYPE_CHECKING:
-    from internal.vectord.engine import Options
 
 
 class Stale(Exception):

@@ -146,6 +146,13 @@ def test_restore_refuses_what_is_not_a_backup_and_a_running_server(tmp_path: Pat
     assert out.returncode == 2 and "not a Lakehouse backup" in out.stderr
     assert not pg.exists()  # nothing changed
 
+    from internal.pg import embedded
+
+    # No data directory: nothing to back up, and no empty cluster made to back up.
+    refused = cli(pg, "backup", str(tmp_path / "b"))
+    assert refused.returncode == 2 and f"no PostgreSQL data directory at {pg}" in refused.stderr
+    assert not pg.exists() and not (tmp_path / "b").exists()
+    embedded.start(pg).stop()  # a stack's data directory, its server stopped
     took = cli(pg, "backup", str(tmp_path / "b"))  # starts the embedded server for it
     assert took.returncode == 0, took.stderr
     out = cli(pg, "backup", str(tmp_path / "b"))
@@ -159,7 +166,6 @@ def test_restore_refuses_what_is_not_a_backup_and_a_running_server(tmp_path: Pat
     out = cli(pg, "restore", str(newer), "--force")
     assert out.returncode == 2 and "newer than this Lakehouse's PostgreSQL" in out.stderr
 
-    from internal.pg import embedded
     server = embedded.start(pg)  # a running server in the data directory
     try:
         out = cli(pg, "restore", str(tmp_path / "b"), "--force")

@@ -4,7 +4,7 @@ It holds the README's example corpora, `handbook` and `tickets` (docs/examples),
 through the client's own text upsert, embedded by the stack's real model.
 
 Every answer the client decodes in these tests is also checked field by field against
-its struct in internal/api/responses.py: a field the daemons send that the struct lacks
+its struct in lakehouse.wire.responses (clients/python): a field the daemons send that the struct lacks
 (msgspec would drop it silently) fails the test that received it. The tests cover every
 route the client wraps, so the structs cannot drift from what the daemons send.
 """

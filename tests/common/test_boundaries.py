@@ -1,10 +1,14 @@
 """The wire types in internal/api are shared by every daemon and the public client: they
 reach no daemon's package, directly or through the internal modules they import (a test
-walks the imports in the source)."""
+walks the imports in the source). The public client (clients/python) imports nothing of
+`internal` at all."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections import deque
 from pathlib import Path
 
@@ -100,3 +104,31 @@ def test_the_walk_finds_a_detour_and_names_it(tmp_path: Path) -> None:
         "internal.api.shapes -> internal.common.helpers -> internal.vectord.merge"]
     (tmp_path / "internal/common/helpers.py").write_text("", encoding="utf-8")
     assert daemon_imports(tmp_path, "internal.api") == []
+
+
+# Run in a fresh interpreter: any import of the server's package fails, and afterwards
+# none is loaded. The public client and its retrievers are the client distribution alone.
+_STANDALONE = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class NoServer(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "internal" or name.startswith("internal."):
+            raise ImportError(f"the client imported the server's {name}")
+        return None
+
+sys.meta_path.insert(0, NoServer())
+import lakehouse, lakehouse.integrations.langchain, lakehouse.integrations.llamaindex
+client = lakehouse.Client("http://127.0.0.1:9")
+client.close()
+print(sorted(m for m in sys.modules if m == "internal" or m.startswith("internal.")))
+"""
+
+
+def test_the_client_imports_nothing_of_the_server(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _STANDALONE], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
+from aiohttp import web
+
 from tests.hard.conftest import TOKEN, HardStack
-from tests.helpers import ROOT, require_shared
+from tests.helpers import ROOT, require_shared, serve, url_of
 
 
 def ingest(stack: HardStack, path: Path, corpus: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -67,3 +72,65 @@ def test_a_stopped_run_says_why(hard_stack: HardStack, tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "HTTP 401 unauthorized" in out.stderr
     assert "retrying" not in out.stderr
+
+
+def _every_other_429(target: str) -> tuple[web.Application, list[int]]:
+    """A proxy in front of the gateway that answers every other request of each route
+    (method and path) 429 rate_limited (Retry-After: 1) and passes the rest on; the list
+    counts its 429s. Per route, so that a step of several calls (make the corpus: look,
+    read the model, create) is not refused on the same call every time it is tried."""
+    seen: dict[str, int] = {}
+    limited: list[int] = []
+
+    async def relay(request: web.Request) -> web.Response:
+        route = f"{request.method} {request.path}"
+        seen[route] = seen.get(route, 0) + 1
+        if seen[route] % 2 == 0:
+            limited.append(len(limited) + 1)
+            body = {"error": {"code": "rate_limited", "message": "past this client's share"},
+                    "request_id": f"proxy-{len(limited)}"}
+            return web.json_response(body, status=429, headers={"Retry-After": "1"})
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() in ("authorization", "content-type", "lakehouse-lsn")}
+        async with aiohttp.ClientSession() as s, s.request(
+                request.method, f"{target}{request.rel_url}", data=await request.read(),
+                headers=headers) as r:
+            out = {k: v for k, v in r.headers.items()
+                   if k.lower() in ("content-type", "lakehouse-lsn", "x-request-id")}
+            return web.Response(status=r.status, body=await r.read(), headers=out)
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_route("*", "/{tail:.*}", relay)
+    return app, limited
+
+
+async def test_ingest_finishes_when_half_the_answers_are_429(hard_stack: HardStack,
+                                                             tmp_path: Path) -> None:
+    """Every document goes in exactly once, with the right counts; the batches shrink
+    after 429s and the progress line shows their size."""
+    docs = [{"_id": f"r{i}", "title": f"Note {i}", "text": f"rate limited note number {i}"}
+            for i in range(48)]
+    path = tmp_path / "notes.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    app, limited = _every_other_429(hard_stack.gateway)
+    proxy = await serve(app)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "internal.cli.main", "ingest", str(path), "--corpus",
+            "hard_429", "--url", url_of(proxy), "--batch", "8", "--concurrency", "2",
+            cwd=ROOT, env={**os.environ, "LAKEHOUSE_TOKEN": TOKEN},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 600)
+    finally:
+        await proxy.close()
+    stdout, stderr = out.decode(), err.decode().replace("\r", "\n")
+    assert proc.returncode == 0, stdout + stderr[-3000:]
+    assert ("hard_429: 48 documents: 48 upserted, 0 unchanged, 0 skipped (no text), "
+            "0 failed; 48 items in corpus") in stdout, stdout + stderr[-3000:]
+    assert len(limited) >= 8  # half of the calls of each route
+    assert "rate limited (429): batches of 4 from now on" in stderr
+    assert re.search(r"batch 8\b", stderr) and re.search(r"batch [1-4]\b", stderr), stderr
+
+    assert hard_stack.count("hard_429") == 48
+    listed = hard_stack.call("GET", f"{hard_stack.gateway}/v1/vectors/corpora/hard_429/ids")
+    assert sorted(row["id"] for row in listed.body["items"]) == sorted(d["_id"] for d in docs)

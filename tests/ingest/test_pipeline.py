@@ -6,14 +6,17 @@ failure of the stack stops the run or, when asked, costs only its batch."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 import aiohttp
 import pytest
 
+from internal.api.vectord import Item
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
-from internal.common.errors import ServiceError
+from internal.common.errors import ServiceError, TooManyRequests
 from internal.ingest import Doc, Pipeline, StackFailure, changed
+from internal.ingest.pipeline import GROW_AFTER
 
 
 def _name() -> str:
@@ -85,3 +88,46 @@ async def test_a_failure_of_the_stack_stops_or_costs_its_batch(
     pipe = Pipeline(vc, ec, missing, model=model, batch=2, stop_on_stack_failure=False)
     report = await pipe.write(docs)
     assert set(report.failed) == {"p0", "p1"} and report.upserted == 0
+
+
+class _Refusing:
+    """vectord with the gateway's share in front: every other upsert answered 429."""
+
+    def __init__(self, store: VectordClient) -> None:
+        self.store = store
+        self.calls = 0
+        self.sizes: list[int] = []
+
+    async def upsert(self, name: str, items: Sequence[Item], model: str | None = None) -> int:
+        self.calls += 1
+        if self.calls % 2 == 1:
+            refused = TooManyRequests("past this client's share", code="rate_limited")
+            refused.retry_after = 0.0
+            raise refused
+        self.sizes.append(len(items))
+        return await self.store.upsert(name, items, model=model)
+
+    async def delete_items(self, name: str, ids: list[str]) -> int:
+        return await self.store.delete_items(name, ids)
+
+
+async def test_429s_are_waited_out_and_the_batches_shrink_then_grow(
+        vectord_url: str, embedd_url: str, http: aiohttp.ClientSession) -> None:
+    vc, ec = VectordClient(http, vectord_url), EmbedClient(http, embedd_url)
+    name, model = await _corpus(vc, ec)
+    refusing = _Refusing(vc)
+    docs = [Doc(f"d{i}", f"text number {i}") for i in range(40)]
+    notices: list[str] = []
+    pipe = Pipeline(refusing, ec, name, model=model, batch=8, notice=notices.append)
+    report = await pipe.write(docs)
+    assert report.upserted == 40 and not report.failed
+    assert sorted(await _stored(vc, name)) == sorted(d.id for d in docs)
+    # Every batch met one 429: 8, then 4, 2, 1 and 1 from then on.
+    assert refusing.sizes[:4] == [8, 4, 2, 1] and set(refusing.sizes[4:]) == {1}
+    assert notices[0] == "rate limited (429): batches of 4 from now on"
+
+    # Without 429s the size grows back towards `batch` after GROW_AFTER batches.
+    pipe.size = 1
+    for _ in range(GROW_AFTER):
+        pipe._adapt(False)
+    assert pipe.size == 2

@@ -193,16 +193,29 @@ async def test_keyword_mode_across_corpora(http: aiohttp.ClientSession, matrix: 
 
 # ---- errors ---------------------------------------------------------------------------------
 
-async def test_missing_corpus_fails_loud(http: aiohttp.ClientSession, matrix: str,
-                                         two_corpora: tuple[str, str]) -> None:
+async def test_missing_corpus_is_a_404_naming_it(http: aiohttp.ClientSession, matrix: str,
+                                                 two_corpora: tuple[str, str]) -> None:
     a, _ = two_corpora
     missing = unique("nope")
     status, body = await post(http, f"{matrix}/v1/matrix/search",
                               {"query_text": "cats", "mode": "vector", "corpora": [a, missing]})
-    assert status == 502, body
-    assert body["error"]["code"] == "upstream_error"
+    assert status == 404, body
+    assert body["error"]["code"] == "corpus_not_found"
+    assert body["error"]["field"] == "corpora"
     assert missing in body["error"]["message"]
-    assert "not found" in body["error"]["message"]
+    assert "did you mean" not in body["error"]["message"]
+
+
+async def test_a_mistyped_corpus_gets_the_nearest_name(http: aiohttp.ClientSession, matrix: str,
+                                                       two_corpora: tuple[str, str]) -> None:
+    a, _ = two_corpora
+    typo = a[:-2] + a[-1] + a[-2]  # two letters swapped
+    for mode in ("hybrid", "keyword"):
+        status, body = await post(http, f"{matrix}/v1/matrix/search",
+                                  {"query_text": "cats", "mode": mode, "corpora": [typo]})
+        assert status == 404, body
+        assert body["error"]["code"] == "corpus_not_found"
+        assert f"corpus {typo!r} not found (did you mean {a!r}?)" in body["error"]["message"]
 
 
 async def test_allow_partial_reports_failed_corpora(http: aiohttp.ClientSession, matrix: str,

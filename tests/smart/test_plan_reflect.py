@@ -199,3 +199,20 @@ def test_prefer_speakers_reorders_one_ranking() -> None:
     assert [h["id"] for h in P.prefer_speakers(hits, ["maria"])] == ["b", "a", "c"]
     assert P.prefer_speakers(hits, []) == hits
     assert [h["id"] for h in P.prefer_speakers(hits, ["Nobody"])] == ["a", "b", "c"]
+
+
+def test_fused_scores_read_in_the_order_of_the_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The original question's top hit is kept first even when another sub-query's hit
+    fused higher; its score then shows the best score below it, never a lower one (what
+    `lakehouse ask` and the console's ask print beside the rank)."""
+    monkeypatch.setattr(P, "KEEP_TOP", 1)
+    orig = P.SubQuery(0, "q", "hybrid", "original", 1.0)
+    part = P.SubQuery(1, "part", "hybrid", "entity", 1.0)
+    p = P.Plan([orig, part], "parallel", [], False, None)
+    runs = [(orig, [hit("a", "a"), hit("b", "b")]),
+            (part, [hit("b", "b"), hit("c", "c")])]
+    fused = P.fuse(runs, p)
+    assert [h["id"] for h in fused] == ["a", "b", "c"]  # a kept first though b fused higher
+    scores = [h["merge_score"] for h in fused]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] == scores[1] > scores[2]

@@ -12,6 +12,7 @@ async def readyz(_: web.Request) -> web.Response:
 
 
 if __name__ == "__main__":
+    print(f"fake_daemon_started port={os.environ['FAKE_PORT']}", flush=True)
     app = web.Application()
     app.router.add_get("/readyz", readyz)
     web.run_app(app, host="127.0.0.1", port=int(os.environ["FAKE_PORT"]), print=None)

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from internal.cli.client_cmd import Doc, InputError, plan_ingest, read_jsonl
+from internal.cli.client_cmd import InputError, plan_ingest, read_jsonl
 from internal.cli.main import build_parser
 from internal.common.hashing import content_hash
+from internal.ingest import Doc
 
 
 def test_read_jsonl_beir_lines(tmp_path: Path) -> None:

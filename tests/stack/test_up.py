@@ -36,6 +36,7 @@ class Stack:
     proc: subprocess.Popen[str]
     url: str
     tmp: Path
+    shown: list[str]  # what `lakehouse up` printed up to "Lakehouse is up"
 
     @property
     def logs(self) -> Path:
@@ -74,14 +75,16 @@ def stack() -> Iterator[Stack]:
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=(tmp / "up.log").open("w"), text=True)
     assert proc.stdout is not None
     url = ""
+    shown: list[str] = []
     for line in proc.stdout:
+        shown.append(line.rstrip("\n"))
         if line.startswith("Lakehouse is up: "):
             url = line.split(": ", 1)[1].strip()
             break
     if not url:
         proc.kill()
         pytest.fail(f"lakehouse up never got ready:\n{(tmp / 'up.log').read_text()[-3000:]}")
-    yield Stack(proc, url, tmp)
+    yield Stack(proc, url, tmp, shown)
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
@@ -116,6 +119,18 @@ def test_one_request_id_in_every_daemon_log(stack: Stack) -> None:
             break
         time.sleep(0.1)
     assert missing == []
+
+
+def test_up_shows_each_part_as_it_comes_up_and_no_request_logs(stack: Stack) -> None:
+    """The terminal: PostgreSQL, one line per daemon ready, then "Lakehouse is up"; the
+    daemons' request logs are in their files only (stderr holds warnings and errors)."""
+    assert stack.shown[0].startswith("starting PostgreSQL in ")
+    ready = {line.split()[0] for line in stack.shown[1:-1] if line.endswith(")")}
+    assert ready == {"embedd", "vectord", "matrixd", "syncd", "mcpd", "gateway"}, stack.shown
+    assert stack.shown[-1] == f"Lakehouse is up: {stack.url}"
+    call(f"{stack.url}/v1/vectors/corpora")
+    assert '"request"' not in (stack.tmp / "up.log").read_text()
+    assert '"request"' in (stack.logs / "gateway.log").read_text()
 
 
 def test_every_component_ready_through_gateway(stack: Stack) -> None:

@@ -1,4 +1,4 @@
-"""embedd's request shape (I/O-free, so the gateway's /openapi.json can use it too)."""
+"""embedd's request shape (I/O-free, in internal.api so the gateway's /openapi.json uses it too)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The client's typed values: the stack's own wire structs, re-exported, plus `Item`.
 
-Responses decode into the structs of internal.api (the shapes /openapi.json documents);
-options such as `Filter`, `Prf` and `DowngradeOption` are the request structs the daemons
-validate with. Plain dicts work wherever an option struct does.
+Responses decode into the structs of lakehouse.wire (the shapes /openapi.json documents,
+which the server builds its answers and requests from too); options such as `Filter`,
+`Prf` and `DowngradeOption` are the structs the daemons validate with. Plain dicts work
+wherever an option struct does.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from internal.api.matrixd import DowngradeOption, ObservationIn
-from internal.api.responses import (
+from lakehouse.wire.responses import (
     AnalyzedEntity,
     AnalyzeResponse,
     Corpus,
@@ -45,15 +45,17 @@ from internal.api.responses import (
     SyncStatus,
     TemporalRange,
 )
-from internal.api.vectord import (
+from lakehouse.wire.shapes import (
     MAX_DIM,
     DateRange,
+    DowngradeOption,
     FieldWeights,
     Filter,
     Hit,
     ItemId,
     Label,
     NumberRange,
+    ObservationIn,
     Prf,
 )
 
@@ -103,7 +105,7 @@ __all__ = [
 class Item(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """An item to upsert; with no `vector`, the stack embeds its title and text.
 
-    The wire item (internal.api.vectord.Item) without the vector requirement: the
+    The wire item (the server's internal.api.vectord.Item) without the vector requirement: the
     client fills the vector in before the item is sent.
     """
 

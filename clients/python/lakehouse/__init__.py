@@ -13,21 +13,48 @@ Results are the typed structs of `lakehouse.types`; failures raise the classes o
 
 from __future__ import annotations
 
-from lakehouse import errors, types
-from lakehouse.aio import AsyncClient
-from lakehouse.client import Client
+from typing import TYPE_CHECKING, Any
+
 from lakehouse.errors import (
     Conflict,
     InvalidArgument,
     LakehouseError,
     NotFound,
     PayloadTooLarge,
+    TooManyRequests,
     Unauthorized,
     Unavailable,
     UpstreamError,
     UpstreamTimeout,
 )
-from lakehouse.types import DowngradeOption, Filter, Item, ObservationIn, Prf
+
+if TYPE_CHECKING:
+    from lakehouse import errors, types
+    from lakehouse.aio import AsyncClient
+    from lakehouse.client import Client
+    from lakehouse.types import DowngradeOption, Filter, Item, ObservationIn, Prf
+
+# Loaded on first use (PEP 562), so that `import lakehouse.errors` or a command that
+# only prints its help does not pay for aiohttp: name -> the module that defines it.
+_LAZY = {
+    "AsyncClient": "lakehouse.aio", "Client": "lakehouse.client",
+    "DowngradeOption": "lakehouse.types", "Filter": "lakehouse.types", "Item": "lakehouse.types",
+    "ObservationIn": "lakehouse.types", "Prf": "lakehouse.types",
+    "errors": "lakehouse.errors", "types": "lakehouse.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lakehouse' has no attribute {name!r}")
+    import importlib
+
+    loaded = importlib.import_module(module)
+    value = loaded if module.rsplit(".", 1)[1] == name else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AsyncClient",
@@ -42,6 +69,7 @@ __all__ = [
     "ObservationIn",
     "PayloadTooLarge",
     "Prf",
+    "TooManyRequests",
     "Unauthorized",
     "Unavailable",
     "UpstreamError",

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from internal.api.responses import MatrixHit, MatrixSearchResponse
 from lakehouse.client import Client
+from lakehouse.wire.responses import MatrixHit, MatrixSearchResponse
 
 
 def search_options(corpora: list[str] | None, k: int, mode: str | None,

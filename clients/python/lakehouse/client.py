@@ -73,9 +73,9 @@ class Client:
 
     def __init__(self, url: str | None = None, token: str | None = None, *,
                  timeout: float = 60.0, retries: int = 3, backoff: float = 0.25,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 max_wait: float = 60.0, headers: Mapping[str, str] | None = None) -> None:
         self._async = AsyncClient(url, token, timeout=timeout, retries=retries,
-                                  backoff=backoff, headers=headers)
+                                  backoff=backoff, max_wait=max_wait, headers=headers)
         self.url = self._async.url
         self._loop = asyncio.new_event_loop()
         thread = threading.Thread(target=self._loop.run_forever, name="lakehouse-client",

@@ -13,8 +13,6 @@ except ImportError as exc:
     raise ImportError("lakehouse.integrations.llamaindex needs llama-index-core: "
                       "pip install 'lakehouse[llamaindex]'") from exc
 
-from internal.api.responses import MatrixHit
-from internal.api.vectord import Mode
 from lakehouse.client import Client
 from lakehouse.integrations._hits import (
     hit_key,
@@ -23,6 +21,8 @@ from lakehouse.integrations._hits import (
     search_async,
     search_options,
 )
+from lakehouse.wire.responses import MatrixHit
+from lakehouse.wire.shapes import Mode
 
 # Shown to the LLM and the embedder with a node's text; the rest of the metadata is kept
 # on the node for the caller (scores, ranks, ids).

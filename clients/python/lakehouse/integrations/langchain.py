@@ -16,10 +16,10 @@ except ImportError as exc:
                       "pip install 'lakehouse[langchain]'") from exc
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from internal.api.responses import MatrixHit
-from internal.api.vectord import Mode
 from lakehouse.client import Client
 from lakehouse.integrations._hits import hit_key, hit_metadata, search_async, search_options
+from lakehouse.wire.responses import MatrixHit
+from lakehouse.wire.shapes import Mode
 
 
 class LakehouseRetriever(BaseRetriever):

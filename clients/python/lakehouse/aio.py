@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import re
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -14,8 +13,11 @@ from urllib.parse import quote
 import aiohttp
 import msgspec
 
-from internal.api.matrixd import ObservationIn
-from internal.api.responses import (
+from lakehouse._connect import resolve_token, resolve_url
+from lakehouse._transport import Transport, body_of, plain
+from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
+from lakehouse.types import DowngradeOption, Filter, Item, Prf
+from lakehouse.wire.responses import (
     AnalyzeResponse,
     Corpus,
     CorpusDeleted,
@@ -39,12 +41,7 @@ from internal.api.responses import (
     SyncStatus,
     Upserted,
 )
-from internal.api.vectord import MAX_IDS_PAGE, Mode, embed_text
-from internal.cli.connect import resolve_token, resolve_url
-from internal.common.errors import Conflict, InvalidArgument, LakehouseError, NotFound
-from internal.config import load
-from lakehouse._transport import Transport, body_of, plain
-from lakehouse.types import DowngradeOption, Filter, Item, Prf
+from lakehouse.wire.shapes import MAX_IDS_PAGE, Mode, ObservationIn, embed_text
 
 Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
 Fusion = Literal["rrf", "weighted", "dbsf"]
@@ -99,21 +96,23 @@ class AsyncClient:
     `token` to the first of $LAKEHOUSE_TOKEN, else the first configured token (as the
     `lakehouse` command; "" sends none). `timeout` is per request, in seconds; `retries`
     bounds the attempts after a 503 or a refused connection, `backoff` is the first wait
-    (doubling). `headers` go with every request; `session` is an aiohttp session to use
-    (its owner closes it) instead of one of the client's own. Use it as
+    (doubling). A 429 (past this caller's share) on a search, a read or an upsert is
+    waited out as its `Retry-After` says, up to `max_wait` seconds in all per call;
+    beyond, or on another call, it raises TooManyRequests (`retry_after` set). `headers`
+    go with every request; `session` is an aiohttp session to use (its owner closes it)
+    instead of one of the client's own. Use it as
     `async with AsyncClient() as client:` or call `await client.aclose()`; one client
     belongs to one event loop.
     """
 
     def __init__(self, url: str | None = None, token: str | None = None, *,
                  timeout: float = 60.0, retries: int = 3, backoff: float = 0.25,
-                 headers: Mapping[str, str] | None = None,
+                 max_wait: float = 60.0, headers: Mapping[str, str] | None = None,
                  session: aiohttp.ClientSession | None = None) -> None:
-        config = functools.cache(load)  # lakehouse.toml is read only when a default needs it
-        self.url = resolve_url(url, config)
-        self._http = Transport(self.url, resolve_token(token, config), timeout=timeout,
-                               retries=retries, backoff=backoff, session=session,
-                               headers=headers)
+        self.url = resolve_url(url)
+        self._http = Transport(self.url, resolve_token(token), timeout=timeout,
+                               retries=retries, backoff=backoff, max_wait=max_wait,
+                               session=session, headers=headers)
 
     @property
     def lsn(self) -> str | None:
@@ -211,7 +210,7 @@ class AsyncClient:
             body = body_of(items=[plain(it) for it in batch], model=label)
             try:
                 stored += (await self._http.call("POST", f"{_c(corpus)}/items", Upserted,
-                                                 body=body)).upserted
+                                                 body=body, idempotent=True)).upserted
             except LakehouseError as exc:
                 raise _renumbered(exc, range(start, start + len(batch))) from None
         return stored
@@ -247,7 +246,7 @@ class AsyncClient:
         for start in range(0, len(todo), MAX_IDS_PAGE):
             body = {"ids": todo[start:start + MAX_IDS_PAGE]}
             deleted += (await self._http.call("POST", f"{_c(corpus)}/items/delete",
-                                              ItemsDeleted, body=body)).deleted
+                                              ItemsDeleted, body=body, idempotent=True)).deleted
         return deleted
 
     async def iter_ids(self, corpus: str, *, prefix: str | None = None,
@@ -296,7 +295,8 @@ class AsyncClient:
         """The stack's embeddings of `texts` (at most embedd's max_texts, 256 by default),
         with `model` (default: embedd's), as documents or as search queries."""
         body = body_of(texts=list(texts), input_type=input_type, model=model)
-        return await self._http.call("POST", "/v1/embed", EmbedResponse, body=body)
+        return await self._http.call("POST", "/v1/embed", EmbedResponse, body=body,
+                                     idempotent=True)
 
     async def models(self) -> ModelsResponse:
         """The embedding models the stack serves, and which one it uses when none is named."""
@@ -350,7 +350,7 @@ class AsyncClient:
                        playbook_corpus=playbook_corpus, allow_partial=allow_partial,
                        downgrade=downgrade, relevance=relevance)
         return await self._http.call("POST", "/v1/matrix/search", MatrixSearchResponse,
-                                     body=body)
+                                     body=body, idempotent=True)
 
     async def smart_search(self, query: str, *, corpora: str | Sequence[str] | None = None,
                            k: int = 10, max_iterations: int = 3, now: str | datetime | None = None,
@@ -367,7 +367,7 @@ class AsyncClient:
                        context=context, filter=filter, prefer=prefer, language=language,
                        use_playbook=use_playbook, allow_partial=allow_partial)
         return await self._http.call("POST", "/v1/matrix/smart_search", SmartSearchResponse,
-                                     body=body)
+                                     body=body, idempotent=True)
 
     async def search_auto(self, query: str, *, corpora: str | Sequence[str] | None = None,
                           k: int = 10, budget_ms: float | None = None,
@@ -381,14 +381,15 @@ class AsyncClient:
                        now=_iso(now), filter=filter, language=language,
                        allow_partial=allow_partial, context=context)
         return await self._http.call("POST", "/v1/matrix/search_auto", SearchAutoResponse,
-                                     body=body)
+                                     body=body, idempotent=True)
 
     # ---- query understanding ------------------------------------------------------------
 
     async def analyze(self, query: str, *, now: str | datetime | None = None) -> AnalyzeResponse:
         """Entities, time range, question type and sub-queries of a question."""
         body = body_of(query_text=query, now=_iso(now))
-        return await self._http.call("POST", "/v1/matrix/analyze", AnalyzeResponse, body=body)
+        return await self._http.call("POST", "/v1/matrix/analyze", AnalyzeResponse, body=body,
+                                     idempotent=True)
 
     async def normalize(self, observations: Iterable[ObservationIn | Options | str], *,
                         context: Sequence[str] | None = None) -> NormalizeResponse:
@@ -397,7 +398,7 @@ class AsyncClient:
         obs = [{"text": o} if isinstance(o, str) else o for o in observations]
         body = body_of(observations=obs, context=list(context) if context else None)
         return await self._http.call("POST", "/v1/matrix/normalize", NormalizeResponse,
-                                     body=body)
+                                     body=body, idempotent=True)
 
     # ---- feedback -----------------------------------------------------------------------
 

@@ -1,32 +1,41 @@
-"""HTTP to the gateway: one aiohttp session, retries on 503 and refused connections,
-answers decoded into typed structs (or as plain JSON), error bodies raised as their
-exception class."""
+"""HTTP to the gateway: one aiohttp session, retries on 503 and refused connections, waits
+out 429 (`Retry-After`) on calls safe to repeat, answers decoded into typed structs (or as
+plain JSON), error bodies raised as their exception class."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
 
-from internal.api.responses import ErrorAnswer
-from internal.common.errors import (
+from lakehouse.errors import (
+    CONNECTION_LOST,
+    INVALID_RESPONSE,
+    TIMEOUT,
+    UNREACHABLE,
     LakehouseError,
+    TooManyRequests,
     Unavailable,
     UpstreamError,
     UpstreamTimeout,
     from_status,
 )
-from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written, parse_lsn
-from lakehouse.errors import CONNECTION_LOST, INVALID_RESPONSE, TIMEOUT, UNREACHABLE
+from lakehouse.lsn import LSN_HEADER, REQUEST_LSN, note_written, parse_lsn
+from lakehouse.wire.responses import ErrorAnswer
 
 T = TypeVar("T")
 
 MAX_BACKOFF = 8.0  # seconds: the longest wait between two attempts
 # 503 codes that say a feature is off, not that a daemon is busy or starting: not retried.
 PERMANENT_503 = frozenset({"sync_not_configured"})
+# Methods that change nothing when sent twice; a POST is so when its caller says (a search,
+# an upsert: the same ids replaced by the same items).
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _encoder = msgspec.json.Encoder()
 
 
@@ -60,17 +69,24 @@ class Transport:
     sent) is tried again up to `retries` times, waiting `backoff` seconds and doubling (at
     most MAX_BACKOFF); a timeout or a connection lost mid-call is raised at once, since
     the server may still be working on it.
+
+    A 429 (past this caller's share of the stack) on a call safe to repeat is tried again
+    after its `Retry-After` (else the backoff), for as long as the waits of one call add up
+    to at most `max_wait` seconds; a wait that would go past it raises TooManyRequests at
+    once, with `retry_after` set. A 429 does not count against `retries`.
     """
 
     def __init__(self, url: str, token: str, *, timeout: float, retries: int,
-                 backoff: float, session: aiohttp.ClientSession | None = None,
+                 backoff: float, max_wait: float = 60.0,
+                 session: aiohttp.ClientSession | None = None,
                  headers: Mapping[str, str] | None = None) -> None:
-        if timeout <= 0 or retries < 0 or backoff < 0:
-            raise ValueError("timeout must be > 0, retries and backoff >= 0")
+        if timeout <= 0 or retries < 0 or backoff < 0 or max_wait < 0:
+            raise ValueError("timeout must be > 0, retries, backoff and max_wait >= 0")
         self.url = url
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.max_wait = max_wait
         self._headers = {**({"Authorization": f"Bearer {token}"} if token else {}),
                          **(headers or {})}
         self._session = session
@@ -97,13 +113,17 @@ class Transport:
 
     async def call(self, method: str, path: str, response: type[T], *, body: Any = None,
                    params: Mapping[str, str | int] | None = None,
-                   answered: frozenset[int] = frozenset()) -> T:
+                   answered: frozenset[int] = frozenset(), idempotent: bool = False) -> T:
         """The answer to one request, decoded as `response`; errors raise their class,
-        but for the statuses in `answered`, whose body is decoded as `response` too."""
+        but for the statuses in `answered`, whose body is decoded as `response` too.
+        `idempotent`: a POST safe to send again (a 429 is then waited out and retried)."""
         data = _encoder.encode(body) if body is not None else None
-        for attempt in range(self.retries + 1):
+        repeatable = idempotent or method in IDEMPOTENT_METHODS
+        attempt, limited, waited = 0, 0, 0.0
+        while True:
             try:
-                status, raw, request_id = await self._send(method, path, data, params)
+                status, raw, request_id, retry_after = await self._send(method, path, data,
+                                                                        params)
             except aiohttp.ClientSSLError:
                 raise
             except aiohttp.ClientConnectorError as exc:  # refused or unresolvable: not sent
@@ -113,15 +133,25 @@ class Transport:
                 if status < 400 or status in answered:
                     return _decode(raw, response, method, path)
                 failure = _error(status, raw, request_id)
+                if isinstance(failure, TooManyRequests):
+                    failure.retry_after = retry_after
+                    pause = (retry_after if retry_after is not None
+                             else min(self.backoff * 2 ** limited, MAX_BACKOFF))
+                    if not repeatable or waited + pause > self.max_wait:
+                        raise failure
+                    limited, waited = limited + 1, waited + pause
+                    await asyncio.sleep(pause)
+                    continue
                 if status != 503 or failure.code in PERMANENT_503:
                     raise failure
             if attempt == self.retries:
                 raise failure
             await asyncio.sleep(min(self.backoff * 2 ** attempt, MAX_BACKOFF))
-        raise AssertionError("unreachable")
+            attempt += 1
 
     async def _send(self, method: str, path: str, data: bytes | None,
-                    params: Mapping[str, str | int] | None) -> tuple[int, bytes, str | None]:
+                    params: Mapping[str, str | int] | None
+                    ) -> tuple[int, bytes, str | None, float | None]:
         headers = dict(self._headers)
         if data is not None:
             headers["Content-Type"] = "application/json"
@@ -135,7 +165,8 @@ class Transport:
             ) as resp:
                 self._note_lsn(resp.headers.get(LSN_HEADER))
                 note_written(resp.headers.get(LSN_HEADER))  # a daemon's request, if any
-                return resp.status, await resp.read(), resp.headers.get("X-Request-ID")
+                return (resp.status, await resp.read(), resp.headers.get("X-Request-ID"),
+                        retry_after_seconds(resp.headers.get("Retry-After")))
         except asyncio.TimeoutError:
             raise UpstreamTimeout(f"{method} {path}: no answer from {self.url} within "
                                   f"{self.timeout} s", code=TIMEOUT) from None
@@ -166,6 +197,23 @@ class Transport:
             return  # not a position: nothing to keep
         if value > self._lsn_value:
             self._lsn_value, self.lsn = value, text
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header in seconds (delay-seconds or an HTTP date; never negative),
+    or None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
 
 
 def _decode(raw: bytes, response: type[T], method: str, path: str) -> T:

@@ -1,0 +1,1 @@
+"""The wire structs shared with the server (I/O-free; msgspec)."""

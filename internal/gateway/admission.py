@@ -1,0 +1,124 @@
+"""The gateway's admission of each /v1 request: FairShares driven on the event loop.
+
+Who a client is is `client_of`'s answer: the hash of its bearer token when auth is on,
+else its address. Nothing of a token is kept or shown but that hash (metric labels,
+logs). A request past its client's share is answered 429 `rate_limited` with
+Retry-After; a request that waited `queue_timeout` seconds for a place likewise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from internal.common.errors import TooManyRequests
+from internal.common.web import Handler
+from internal.gateway.fairness import FairShares, Shares
+from internal.gateway.metrics import Metrics
+
+# Routes outside the shares: the MCP session itself (its tool calls come back to /v1 as
+# the same client and are counted there), health, metrics and the console's files.
+_LIMITED_PREFIX = "/v1/"
+
+
+def client_of(request: web.Request, auth_on: bool) -> str:
+    """The client a request is counted against: `t:` and 12 hex digits of the SHA-256 of
+    its bearer token when auth is on (the auth middleware has checked it), else `a:` and
+    its address (a token presented to an open stack proves nothing)."""
+    if auth_on:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return "t:" + hashlib.sha256(token.strip().encode()).hexdigest()[:12]
+    return f"a:{request.remote or 'unknown'}"
+
+
+def _refusal(message: str, retry_after: int) -> TooManyRequests:
+    """The 429 `rate_limited` answer, with its Retry-After."""
+    exc = TooManyRequests(message, code="rate_limited")
+    exc.retry_after = retry_after
+    return exc
+
+
+class Admission:
+    """Runs, queues or refuses each request by its client's share (FairShares)."""
+
+    def __init__(self, shares: Shares, queue_timeout: float, metrics: Metrics) -> None:
+        self.policy = FairShares(shares)
+        self.queue_timeout = queue_timeout
+        self.metrics = metrics
+        self._waiters: dict[int, asyncio.Future[None]] = {}
+
+    @contextlib.asynccontextmanager
+    async def place(self, client: str) -> AsyncIterator[None]:
+        """Hold one of `client`'s places while the body runs; TooManyRequests
+        (`rate_limited`) when refused."""
+        arrived = time.perf_counter()
+        decision = self.policy.arrive(client)
+        if decision.action == "reject":
+            self.metrics.observe_rejected(client)
+            self._observe_load(client)
+            raise _refusal(f"too many requests from this client (more than "
+                           f"{self.policy.shares.per_client} in flight and "
+                           f"{self.policy.shares.queue} waiting); retry after "
+                           f"{decision.retry_after} s", decision.retry_after)
+        if decision.action == "wait":
+            await self._wait(client, decision.ticket)
+        self.metrics.observe_wait(client, time.perf_counter() - arrived)
+        self._observe_load(client)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._release(client, time.perf_counter() - started)
+
+    async def _wait(self, client: str, ticket: int) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters[ticket] = waiter
+        self._observe_load(client)
+        try:
+            async with asyncio.timeout(self.queue_timeout):
+                await asyncio.shield(waiter)
+        except TimeoutError:
+            if self.policy.cancel(ticket):
+                self.metrics.observe_rejected(client)
+                self._observe_load(client)
+                retry = self.policy.retry_after(client)
+                raise _refusal(f"waited {self.queue_timeout:g} s for a place among this "
+                               f"client's requests; retry after {retry} s", retry) from None
+            # Started just as the wait ran out: the place is taken, so it runs.
+        except asyncio.CancelledError:  # the client went away
+            if not self.policy.cancel(ticket):
+                self._release(client, 0.0)
+            self._observe_load(client)
+            raise
+        finally:
+            self._waiters.pop(ticket, None)
+
+    def _release(self, client: str, seconds: float) -> None:
+        for ticket in self.policy.release(client, seconds):
+            waiter = self._waiters.get(ticket)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+        self._observe_load(client)
+
+    def _observe_load(self, client: str) -> None:
+        self.metrics.observe_load(client, *self.policy.load(client))
+
+    def middleware(self, auth_on: bool) -> Middleware:
+        admission = self
+
+        @web.middleware
+        async def admission_middleware(request: web.Request, handler: Handler
+                                       ) -> web.StreamResponse:
+            if not request.path.startswith(_LIMITED_PREFIX):
+                return await handler(request)
+            async with admission.place(client_of(request, auth_on)):
+                return await handler(request)
+
+        return admission_middleware

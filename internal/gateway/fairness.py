@@ -1,0 +1,151 @@
+"""Fair shares of the gateway between clients: who runs now, who waits, who is told to
+come back later. Pure policy: no I/O, no clock, no event loop (internal.gateway.admission
+drives it).
+
+Each client may have `per_client` requests in flight and `queue` more waiting; all
+clients together `total` in flight. A request past its client's queue is refused at once
+(the gateway answers 429 with Retry-After). When a request ends, the freed places go to
+the waiting requests of the clients in turn (round robin, oldest first within a client),
+so a client with a long queue cannot take every place that frees while another waits:
+a second client waits for at most one place to free, never behind the first's queue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+# Weight of the newest request in a client's mean time in flight (exponential average).
+_ALPHA = 0.2
+MAX_RETRY_AFTER = 60
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The limits ([gateway] max_in_flight, client_in_flight, client_queue)."""
+
+    total: int
+    per_client: int
+    queue: int
+
+    def __post_init__(self) -> None:
+        if self.total < 1 or self.per_client < 1 or self.queue < 0:
+            raise ValueError("total and per_client must be >= 1, queue >= 0")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What happens to an arriving request: `run` now, `wait` (ticket names it in
+    `release`'s answers and in `cancel`), or `reject` (come back in retry_after s)."""
+
+    action: Literal["run", "wait", "reject"]
+    ticket: int = 0
+    retry_after: int = 0
+
+
+@dataclass
+class _Client:
+    in_flight: int = 0
+    waiting: deque[int] = field(default_factory=deque)
+    mean_seconds: float = 0.0  # time in flight, averaged over its recent requests
+
+
+class FairShares:
+    """The state of every client's share (see the module's docstring)."""
+
+    def __init__(self, shares: Shares) -> None:
+        self.shares = shares
+        self.in_flight = 0
+        self._clients: dict[str, _Client] = {}
+        # Clients with waiting requests, in the order their turn comes.
+        self._turns: OrderedDict[str, None] = OrderedDict()
+        self._owner: dict[int, str] = {}  # waiting ticket -> client
+        self._next_ticket = 1
+
+    def arrive(self, client: str) -> Decision:
+        """A request of `client` arrives."""
+        c = self._clients.setdefault(client, _Client())
+        # Places free now only while no one waits for them: waiters left over are those
+        # whose own client is at its limit, so running this one jumps no one's turn.
+        if not c.waiting and c.in_flight < self.shares.per_client and \
+                self.in_flight < self.shares.total:
+            c.in_flight += 1
+            self.in_flight += 1
+            return Decision("run")
+        if len(c.waiting) >= self.shares.queue:
+            return Decision("reject", retry_after=self.retry_after(client))
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        c.waiting.append(ticket)
+        self._owner[ticket] = client
+        self._turns.setdefault(client, None)
+        return Decision("wait", ticket)
+
+    def release(self, client: str, seconds: float = 0.0) -> list[int]:
+        """A request of `client` that ran for `seconds` ends: the waiting tickets that
+        run now (the caller wakes them)."""
+        c = self._clients[client]
+        c.in_flight -= 1
+        self.in_flight -= 1
+        c.mean_seconds = seconds if c.mean_seconds == 0.0 else (
+            (1 - _ALPHA) * c.mean_seconds + _ALPHA * seconds)
+        started = self._start_waiting()
+        self._forget(client)
+        return started
+
+    def cancel(self, ticket: int) -> bool:
+        """A waiting request gives up (timed out, client gone): True when it was still
+        waiting; False when it had started already (then the caller must release it)."""
+        client = self._owner.pop(ticket, None)
+        if client is None:
+            return False
+        c = self._clients[client]
+        c.waiting.remove(ticket)
+        if not c.waiting:
+            self._turns.pop(client, None)
+        self._forget(client)
+        return True
+
+    def retry_after(self, client: str) -> int:
+        """Whole seconds after which `client`'s queue has likely moved by one request: its
+        queue drained at its mean time in flight, `per_client` at once (1 to 60)."""
+        c = self._clients.get(client)
+        if c is None:
+            return 1
+        waiting = len(c.waiting) + 1
+        estimate = c.mean_seconds * waiting / self.shares.per_client
+        return min(MAX_RETRY_AFTER, max(1, math.ceil(estimate)))
+
+    def load(self, client: str) -> tuple[int, int]:
+        """(in flight, waiting) of `client`."""
+        c = self._clients.get(client)
+        return (c.in_flight, len(c.waiting)) if c is not None else (0, 0)
+
+    def _start_waiting(self) -> list[int]:
+        started: list[int] = []
+        skipped = 0  # clients in a row whose turn came but who are at their limit
+        while self.in_flight < self.shares.total and self._turns and skipped < len(self._turns):
+            client = next(iter(self._turns))
+            self._turns.move_to_end(client)
+            c = self._clients[client]
+            if c.in_flight >= self.shares.per_client:
+                skipped += 1
+                continue
+            skipped = 0
+            ticket = c.waiting.popleft()
+            del self._owner[ticket]
+            if not c.waiting:
+                self._turns.pop(client)
+            c.in_flight += 1
+            self.in_flight += 1
+            started.append(ticket)
+        return started
+
+    def _forget(self, client: str) -> None:
+        """Drop an idle client's record (bounded memory however many clients came and
+        went); its mean time in flight starts again."""
+        c = self._clients.get(client)
+        if c is not None and c.in_flight == 0 and not c.waiting:
+            del self._clients[client]

@@ -1,0 +1,66 @@
+"""Per-client shares at the gateway: a client past its share gets 429 with Retry-After,
+and another client is served meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from tests.gateway.conftest import GatewayFactory
+
+
+async def test_a_client_over_its_share_gets_429_and_the_other_does_not(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    base = await gateway(tokens=("token-busy", "token-calm"), client_in_flight=2,
+                         client_queue=1, max_in_flight=8)
+    busy = {"Authorization": "Bearer token-busy"}
+    calm = {"Authorization": "Bearer token-calm"}
+
+    async def slow() -> int:  # the stub answers /slow after 3 s
+        async with http.post(f"{base}/v1/matrix/slow", json={}, headers=busy) as resp:
+            return resp.status
+
+    held = [asyncio.ensure_future(slow()) for _ in range(3)]  # 2 in flight, 1 waiting
+    await asyncio.sleep(0.3)
+    async with http.post(f"{base}/v1/matrix/search", json={}, headers=busy) as resp:
+        assert resp.status == 429
+        assert int(resp.headers["Retry-After"]) >= 1
+        body = await resp.json()
+        assert body["error"]["code"] == "rate_limited"
+        assert body["request_id"] == resp.headers["X-Request-ID"]
+    async with http.post(f"{base}/v1/matrix/search", json={}, headers=calm) as resp:
+        assert resp.status == 200
+    assert await asyncio.gather(*held) == [200, 200, 200]  # the one waiting ran after
+
+    async with http.get(f"{base}/metrics", headers=calm) as resp:
+        text = await resp.text()
+    assert "token-busy" not in text and "token-calm" not in text
+    rejected = [line for line in text.splitlines()
+                if line.startswith("lakehouse_gateway_client_rejected_total{")]
+    assert len(rejected) == 1 and rejected[0].endswith(" 1.0")
+    assert 'client="t:' in rejected[0]
+
+
+async def test_waiting_too_long_for_a_place_is_429(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    base = await gateway(client_in_flight=1, client_queue=4, queue_timeout=0.5)
+    held = asyncio.ensure_future(http.post(f"{base}/v1/matrix/slow", json={}))
+    await asyncio.sleep(0.2)
+    async with http.get(f"{base}/v1/vectors/corpora") as resp:
+        assert resp.status == 429
+        assert "Retry-After" in resp.headers
+    (await held).release()
+
+
+async def test_health_and_metrics_are_outside_the_shares(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    base = await gateway(client_in_flight=1, client_queue=0)
+    held = asyncio.ensure_future(http.post(f"{base}/v1/matrix/slow", json={}))
+    await asyncio.sleep(0.2)
+    for path in ("/healthz", "/metrics", "/openapi.json"):
+        async with http.get(f"{base}{path}") as resp:
+            assert resp.status == 200, path
+    async with http.get(f"{base}/v1/vectors/corpora") as resp:
+        assert resp.status == 429
+    (await held).release()

@@ -1,0 +1,87 @@
+"""The fair-shares policy alone (no server): who runs, who waits, who is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from internal.gateway.fairness import MAX_RETRY_AFTER, FairShares, Shares
+
+
+def test_a_client_runs_up_to_its_share_then_waits_then_is_refused() -> None:
+    fair = FairShares(Shares(total=10, per_client=2, queue=1))
+    assert [fair.arrive("a").action for _ in range(4)] == ["run", "run", "wait", "reject"]
+    assert fair.load("a") == (2, 1)
+    # Another client is not held by the first's queue.
+    assert fair.arrive("b").action == "run"
+
+
+def test_a_freed_place_goes_to_the_oldest_waiter_of_that_client() -> None:
+    fair = FairShares(Shares(total=10, per_client=1, queue=5))
+    fair.arrive("a")
+    first, second = fair.arrive("a"), fair.arrive("a")
+    assert fair.release("a", 0.1) == [first.ticket]
+    assert fair.release("a", 0.1) == [second.ticket]
+    assert fair.release("a", 0.1) == []
+    assert fair.load("a") == (0, 0)
+
+
+def test_places_freed_under_the_total_go_to_clients_in_turn() -> None:
+    """A client with a long queue does not take every freed place: the other's one
+    waiting request runs at the first place that frees."""
+    fair = FairShares(Shares(total=2, per_client=2, queue=10))
+    fair.arrive("busy"), fair.arrive("busy")
+    busy = [fair.arrive("busy").ticket for _ in range(5)]
+    other = fair.arrive("other")
+    assert other.action == "wait"
+    assert fair.release("busy") == [busy[0]]
+    assert fair.release("busy") == [other.ticket]
+    assert fair.release("busy") == [busy[1]]
+
+
+def test_a_client_at_its_own_limit_does_not_block_the_turns_of_others() -> None:
+    fair = FairShares(Shares(total=3, per_client=1, queue=5))
+    fair.arrive("a")
+    a_waits = fair.arrive("a")
+    fair.arrive("b"), fair.arrive("c")  # total reached
+    d = fair.arrive("d")
+    # c ends: a is at its own limit, so d runs.
+    assert fair.release("c") == [d.ticket]
+    assert fair.release("a") == [a_waits.ticket]
+
+
+def test_a_cancelled_waiter_leaves_the_queue() -> None:
+    fair = FairShares(Shares(total=10, per_client=1, queue=1))
+    fair.arrive("a")
+    waiting = fair.arrive("a")
+    assert fair.arrive("a").action == "reject"
+    assert fair.cancel(waiting.ticket) is True
+    assert fair.cancel(waiting.ticket) is False
+    assert fair.arrive("a").action == "wait"
+
+
+def test_retry_after_follows_the_clients_time_in_flight() -> None:
+    fair = FairShares(Shares(total=10, per_client=2, queue=2))
+    for _ in range(4):
+        fair.arrive("a")
+    started = fair.release("a", 6.0)  # one waiter starts: 2 in flight, 1 waiting
+    assert len(started) == 1
+    fair.arrive("a")
+    refused = fair.arrive("a")
+    assert refused.action == "reject"
+    # (2 waiting + this one) x 6 s / 2 in flight at once
+    assert refused.retry_after == 9
+    assert 1 <= fair.retry_after("unknown") <= MAX_RETRY_AFTER
+
+
+def test_an_idle_client_is_forgotten() -> None:
+    fair = FairShares(Shares(total=10, per_client=1, queue=1))
+    for n in range(1000):
+        fair.arrive(f"c{n}")
+        fair.release(f"c{n}")
+    assert fair.in_flight == 0
+    assert len(fair._clients) == 0
+
+
+def test_shares_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        Shares(total=0, per_client=1, queue=1)
