@@ -21,6 +21,8 @@ command -v jq >/dev/null || need+=(jq)
 command -v curl >/dev/null || need+=(curl)
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
+# `lakehouse up --ha` runs etcd (Debian's 3.4) as Patroni's consensus store.
+command -v etcd >/dev/null || [ -x /usr/bin/etcd ] || need+=(etcd-server)
 if [ "${#need[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null

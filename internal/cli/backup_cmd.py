@@ -40,6 +40,10 @@ def _backup(args: argparse.Namespace) -> int:
     cfg = load_or_exit(Path(args.config) if args.config else None)
     logs.configure("warning", cfg.log.format)
     dsn = args.dsn or cfg.vectord.dsn
+    if not dsn:  # `lakehouse up --ha`: copy a streaming replica of the cluster
+        from internal.cli.ha_cmd import backup_dsn
+
+        dsn = backup_dsn(cfg) or ""
     data_dir = Path(cfg.vectord.data_dir).expanduser().resolve()
     if not dsn and not (data_dir / "PG_VERSION").is_file():
         # Starting the embedded server here would make a new, empty cluster: a backup

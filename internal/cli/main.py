@@ -13,6 +13,7 @@ import sys
 # Modules that register subcommands, in the order `lakehouse --help` lists them.
 SUBCOMMAND_MODULES = (
     "internal.cli.stack_cmd",    # up, status
+    "internal.cli.ha_cmd",       # ha status, ha switchover
     "internal.cli.backup_cmd",   # backup, restore
     "internal.cli.client_cmd",   # corpora, ingest, search, record
     "internal.cli.smart_cmd",    # analyze, ask
@@ -27,6 +28,9 @@ SUBCOMMAND_MODULES = (
 EXAMPLES = {
     "up": "lakehouse up --log-dir var/logs --replicas 1",
     "status": "lakehouse status --url http://127.0.0.1:3210",
+    "ha": "lakehouse ha status --json",
+    "ha status": "lakehouse ha status --json",
+    "ha switchover": "lakehouse ha switchover --to node2",
     "backup": "lakehouse backup backups/monday",
     "restore": "lakehouse restore backups/monday --force",
     "corpora": "lakehouse corpora",

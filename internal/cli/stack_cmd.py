@@ -27,7 +27,7 @@ def _up(args: argparse.Namespace) -> int:
         config_file = "lakehouse.toml"
     return up(cfg, config_file=str(Path(config_file).resolve()) if config_file else None,
               log_dir=Path(args.log_dir), ready_timeout=args.timeout, replicas=args.replicas,
-              echo=sys.stderr.buffer if args.verbose else None)
+              echo=sys.stderr.buffer if args.verbose else None, ha_nodes=args.ha)
 
 
 def _daemon_state(url: str) -> str:
@@ -71,6 +71,11 @@ def _status(args: argparse.Namespace) -> int:
             why = f", {r['reason']}" if r.get("reason") else ""
             rows.append(("replica", str(r.get("state")),
                          f"lag {r.get('lag_seconds')}s{use}{why}  {r.get('replica')}"))
+        from internal.ha.status import from_readyz
+
+        for n in from_readyz(components) or []:  # the Patroni cluster, when there is one
+            rows.append(("ha", str(n.get("state")), f"{n.get('name')} {n.get('role')} "
+                         f"timeline {n.get('timeline')} lag {n.get('lag')}"))
     width = max(len(r[0]) for r in rows)
     for name, state, addr in rows:
         print(f"{name:<{width}}  {state:<11}  {addr}")
@@ -88,6 +93,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--replicas", type=int, default=0, metavar="N",
                    help="also run N streaming standbys of the embedded PostgreSQL that "
                         "searches read from (default 0)")
+    p.add_argument("--ha", type=int, default=0, metavar="N",
+                   help="run PostgreSQL as N >= 3 nodes under Patroni + etcd, with automatic "
+                        "failover (default: [ha] nodes, else one server)")
     p.set_defaults(func=_up)
     p = sub.add_parser("status", help="show each component's readiness")
     add_url_arg(p)

@@ -24,7 +24,7 @@ ENV_ALIASES = {
     "LAKEHOUSE_TOKEN": ("gateway", "tokens"),
 }
 # Settings that name a path; relative ones are taken from the config file's folder.
-PATH_KEYS = {("vectord", "data_dir"), ("sync", "wiki_dir"), ("backup", "wal_dir")}
+PATH_KEYS = {("vectord", "data_dir"), ("sync", "wiki_dir"), ("backup", "wal_dir"), ("ha", "data_dir")}
 
 
 class ConfigError(Exception):

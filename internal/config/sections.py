@@ -370,6 +370,37 @@ class BackupConfig:
 
 
 @dataclass(frozen=True)
+class HaConfig:
+    """PostgreSQL under Patroni + etcd: automatic failover of the primary."""
+
+    # `lakehouse up` runs etcd and this many Patroni nodes of the embedded PostgreSQL
+    # (>= 3; `--ha N` overrides); 0: one server, no etcd.
+    nodes: int = 0
+    # etcd members `lakehouse up --ha` runs on this machine: 1 (etcd is then a single
+    # point of failure of elections, not of the data) or 3.
+    etcd_members: int = 1
+    data_dir: str = "var/ha"
+    scope: str = "lakehouse"
+    # A commit waits for one standby's flush (Patroni synchronous_mode): an acknowledged
+    # write survives the loss of the leader. false: asynchronous, faster writes, and a
+    # failover may lose the last acknowledged ones (up to maximum_lag_on_failover).
+    synchronous: bool = True
+    # Each node's Patroni REST API (the nodes `up --ha` runs, or a cluster of your own):
+    # vectord moves its writes to a new leader as soon as Patroni names it, and
+    # `lakehouse ha`, /readyz and /metrics report the cluster.
+    patroni_urls: tuple[str, ...] = ()
+    watch_interval: float = 0.25
+
+    def validate(self) -> None:
+        if self.nodes and self.nodes < 3:
+            raise ValueError("nodes: 0 (off) or at least 3")
+        if self.etcd_members not in (1, 3, 5):
+            raise ValueError("etcd_members: 1, 3 or 5")
+        if self.watch_interval <= 0:
+            raise ValueError("watch_interval: must be positive")
+
+
+@dataclass(frozen=True)
 class Config:
     log: LogConfig = field(default_factory=LogConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
@@ -379,6 +410,7 @@ class Config:
     sync: SyncConfig = field(default_factory=SyncConfig)
     mcpd: McpdConfig = field(default_factory=McpdConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
+    ha: HaConfig = field(default_factory=HaConfig)
 
 
 # Keys whose values never reach a log line.

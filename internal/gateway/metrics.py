@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -44,6 +45,10 @@ class Metrics:
             "lakehouse_read_replica_lag_seconds", "How far each PostgreSQL standby searches "
             "read from is behind the primary, as vectord measures it", ("replica",),
             registry=self.registry)
+        # Made on the first report of an HA cluster, so a stack without one shows none.
+        self.ha_leader_changes: Gauge | None = None
+        self.ha_lag: Gauge | None = None
+        self.ha_leader: Gauge | None = None
         self.replica_up = Gauge(
             "lakehouse_read_replica_up", "1 when the standby takes searches, else 0",
             ("replica",), registry=self.registry)
@@ -107,6 +112,27 @@ class Metrics:
 
     def observe_rejected(self, client: str) -> None:
         self.client_rejected.labels(self.client_label(client)).inc()
+
+    def observe_ha(self, ha: Mapping[str, Any] | None) -> None:
+        """The Patroni cluster vectord follows (its /readyz `ha`), when there is one."""
+        if ha is None:
+            return
+        if self.ha_leader_changes is None:
+            self.ha_leader_changes = Gauge(
+                "lakehouse_ha_leader_changes", "Leader changes vectord has followed since "
+                "it started", registry=self.registry)
+            self.ha_lag = Gauge(
+                "lakehouse_ha_replication_lag_bytes", "How far each node's replay is behind "
+                "the leader, as Patroni reports it (0 for the leader)", ("node",),
+                registry=self.registry)
+            self.ha_leader = Gauge("lakehouse_ha_leader", "1 for the node that leads, else 0",
+                                   ("node",), registry=self.registry)
+        assert self.ha_lag is not None and self.ha_leader is not None
+        self.ha_leader_changes.set(float(ha.get("leader_changes") or 0))
+        for n in ha.get("nodes") or []:
+            name = str(n.get("name", "?"))
+            self.ha_lag.labels(name).set(float(n.get("lag") or 0))
+            self.ha_leader.labels(name).set(1.0 if n.get("role") == "leader" else 0.0)
 
     def observe_replicas(self, replicas: list[dict[str, Any]]) -> None:
         """The standbys vectord reported (its /readyz `read_replicas`)."""

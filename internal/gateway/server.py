@@ -23,6 +23,7 @@ from internal.gateway.keyauth import Keyring, make_keys_middleware, whoami
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Limits, Proxy
 from internal.gateway.routes import READ_POSTS, RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
+from internal.ha.status import ha_of
 
 log = structlog.get_logger()
 
@@ -107,6 +108,7 @@ def make_app(cfg: Config) -> web.Application:
     async def readyz(request: web.Request) -> web.Response:
         ready, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
         metrics.observe_replicas(readiness.replicas_of(components))
+        metrics.observe_ha(ha_of(components))
         return json_response({"status": "ok" if ready else "degraded", "components": components},
                              status=200 if ready else 503)
 
@@ -114,6 +116,7 @@ def make_app(cfg: Config) -> web.Application:
         # The standbys' lag is vectord's to measure: asked for at each scrape.
         _, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
         metrics.observe_replicas(readiness.replicas_of(components))
+        metrics.observe_ha(ha_of(components))
         return await metrics.handler(request)
 
     async def openapi_json(_: web.Request) -> web.Response:

@@ -52,7 +52,7 @@ class ResilientPool:
         self.dsn = dsn
         self.timeout = timeout
         self.probe_interval = probe_interval
-        self._factory = factory or (lambda: make_pool(dsn, min_size, max_size))
+        self._factory = factory or (lambda: make_pool(self.dsn, min_size, max_size))
         self._pool = self._factory()
         self._down_since: float | None = None
         self._recovery: asyncio.Task[None] | None = None
@@ -100,6 +100,12 @@ class ResilientPool:
                 log.warning("postgres_error", error=str(exc).strip()[:300],
                             sqlstate=getattr(exc, "sqlstate", None))
             raise unavailable(type(exc).__name__) from exc
+
+    def retarget(self, dsn: str, reason: str) -> None:
+        """Use dsn from now on (the HA leader moved): the current pool is dropped, with
+        any connection hung on the old leader, and a fresh one opened as after an outage."""
+        self.dsn = dsn
+        self.mark_down(None, RuntimeError(reason))
 
     def mark_down(self, pool: AsyncConnectionPool | None = None,
                   exc: BaseException | None = None) -> None:

@@ -20,6 +20,11 @@ class ChildSpec:
     host: str
     port: int
     env: dict[str, str] = field(default_factory=dict)
+    # A process that is not one of our daemons (etcd, Patroni): its command line, the
+    # path that answers 200 when it is ready, and the system user it runs as ("": ours).
+    argv: tuple[str, ...] = ()
+    ready_path: str = "/readyz"
+    user: str = ""
 
     @property
     def url(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import secrets
 import signal
@@ -15,8 +16,9 @@ import structlog
 
 from internal.common.auth import check_exposure
 from internal.config import Config, ConfigError
+from internal.ha.cluster import Cluster
 from internal.pg.embedded import EmbeddedPostgres
-from internal.stack import postgres
+from internal.stack import ha_run, postgres
 from internal.stack.pgwatch import PostgresWatch
 from internal.stack.plan import plan
 from internal.stack.supervisor import Child, Supervisor
@@ -38,13 +40,21 @@ def _tail(path: Path, lines: int = 20) -> str:
 async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
                  ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None,
                  standbys: list[EmbeddedPostgres] | None = None,
-                 echo: IO[bytes] | None = None) -> int:
+                 ha: Cluster | None = None, echo: IO[bytes] | None = None) -> int:
     # With client tokens but no service token, the daemons get a fresh random one for
     # this run, so no client token doubles as the key to the daemons' own ports.
     token = cfg.gateway.service_token or (secrets.token_urlsafe(32) if cfg.gateway.tokens else "")
     standbys = standbys or []
     read_dsns = (*cfg.vectord.read_dsns, *(s.dsn for s in standbys))
+    if ha is not None:  # writes to the leader, searches to the standbys (never the leader)
+        dsn, read_dsns = ha.dsn, (*read_dsns, *ha.node_dsns)
     specs = plan(cfg, dsn, config_file, token, read_dsns)
+    if ha is not None:
+        urls = ",".join((*cfg.ha.patroni_urls, *ha.patroni_urls))
+        specs = [dataclasses.replace(s, env={**s.env, "LAKEHOUSE_HA_PATRONI_URLS": urls,
+                                             "LAKEHOUSE_HA_DATA_DIR": str(ha.folder)})
+                 for s in specs]
+
     def on_event(event: str, child: Child) -> None:
         if event == "ready":  # one line per part as it comes up
             pid = child.proc.pid if child.proc else "-"
@@ -66,7 +76,20 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
         watches.append(asyncio.create_task(PostgresWatch(
             functools.partial(postgres.alive, server.data_dir), server.restart, sup.stopping,
             name="postgres" if n == 0 else f"replica-{n}").run()))
+    ha_sup: Supervisor | None = None
     try:
+        if ha is not None:
+            print(f"starting the HA cluster in {ha.folder}: etcd x{len(ha.members)}, "
+                  f"Patroni x{len(ha.nodes)}", file=out, flush=True)
+            ha_sup, lead = await ha_run.start(ha, log_dir, sup.stopping, ready_timeout,
+                                              cfg.ha.synchronous)
+            if sup.stopping.is_set():
+                return 0
+            if lead is None:
+                print(f"lakehouse up: the HA cluster has no leader after {ready_timeout:g}s",
+                      file=sys.stderr)
+                return 1
+            print(f"  leader   {lead.name} (127.0.0.1:{lead.port})", file=out, flush=True)
         await sup.start()
         pending = await sup.wait_ready(ready_timeout)
         if sup.stopping.is_set():
@@ -90,13 +113,15 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
         sup.stopping.set()
         await asyncio.gather(*watches, return_exceptions=True)
         await sup.stop()
+        if ha_sup is not None:
+            await ha_run.stop(ha_sup)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 
 
 def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = None,
        ready_timeout: float = 180.0, out: TextIO = sys.stdout, replicas: int = 0,
-       echo: IO[bytes] | None = None) -> int:
+       ha_nodes: int = 0, echo: IO[bytes] | None = None) -> int:
     """Run the stack until SIGINT/SIGTERM; 0 after a clean stop, 1 if it never got ready.
     log_dir: the daemons' logs (else this terminal); echo: a copy of them there too."""
     for section in ("embedd", "vectord", "matrixd", "sync", "gateway"):
@@ -109,12 +134,24 @@ def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = No
         print("--replicas: only with the embedded PostgreSQL; list the standbys of your own "
               "server in [vectord] read_dsns", file=sys.stderr)
         return 1
+    ha_nodes = ha_nodes or cfg.ha.nodes
+    if ha_nodes and (cfg.vectord.dsn or replicas):
+        print("--ha: runs its own PostgreSQL nodes; not with [vectord] dsn or --replicas",
+              file=sys.stderr)
+        return 1
+    ha: Cluster | None = None
+    if ha_nodes:
+        try:
+            ha = ha_run.prepare(cfg, ha_nodes)
+        except (ValueError, RuntimeError) as exc:
+            print(f"--ha: {exc}", file=sys.stderr)
+            return 1
     previous = signal.signal(signal.SIGTERM, _interrupt)
     pg: EmbeddedPostgres | None = None
     standbys: list[EmbeddedPostgres] = []
     try:
         dsn = cfg.vectord.dsn
-        if not dsn:
+        if not dsn and ha is None:
             print(f"starting PostgreSQL in {cfg.vectord.data_dir}", file=out, flush=True)
             pg = postgres.start(cfg.vectord.data_dir, cfg.backup.wal_dir)
             dsn = pg.dsn
@@ -123,7 +160,7 @@ def up(cfg: Config, *, config_file: str | None = None, log_dir: Path | None = No
                       f"{postgres.standby_dir(pg.data_dir, n)}", file=out, flush=True)
                 standbys.append(postgres.start_standby(pg, n))
         return asyncio.run(_serve(cfg, dsn, config_file, log_dir, ready_timeout, out, pg,
-                                  standbys, echo))
+                                  standbys, ha, echo))
     except KeyboardInterrupt:
         return 0
     finally:

@@ -38,6 +38,20 @@ def _die_with_parent() -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def _as_user(user: str) -> Callable[[], None]:
+    """preexec_fn: as _die_with_parent, then become `user` (PostgreSQL refuses root)."""
+    import pwd
+
+    entry = pwd.getpwnam(user)
+
+    def preexec() -> None:
+        os.setgid(entry.pw_gid)
+        os.setuid(entry.pw_uid)
+        _die_with_parent()  # after setuid, which clears the parent-death signal
+
+    return preexec
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Restart delays: first, doubling up to cap; reset after a run of `healthy` seconds."""
@@ -89,10 +103,12 @@ class Supervisor:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 child.log_file = (self.log_dir / f"{child.spec.name}.log").open("ab")
             out = child.log_file if self.echo is None else asyncio.subprocess.PIPE
+        argv = child.spec.argv or (self.python, "-m", child.spec.module)
+        preexec = _as_user(child.spec.user) if child.spec.user else _die_with_parent
         child.proc = await asyncio.create_subprocess_exec(
-            self.python, "-m", child.spec.module, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *argv, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=out, stderr=asyncio.subprocess.STDOUT if out == asyncio.subprocess.PIPE
-            else out, preexec_fn=_die_with_parent,
+            else out, preexec_fn=preexec,
         )
         if child.proc.stdout is not None:
             self._tasks.append(asyncio.create_task(self._copy(child, child.proc.stdout)))
@@ -149,7 +165,7 @@ class Supervisor:
             while pending and time.monotonic() < deadline and not self.stopping.is_set():
                 for name, child in list(pending.items()):
                     with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
-                        async with session.get(f"{child.spec.url}/readyz") as resp:
+                        async with session.get(f"{child.spec.url}{child.spec.ready_path}") as resp:
                             if resp.status == 200:
                                 log.info("daemon_ready", daemon=name, url=child.spec.url)
                                 del pending[name]

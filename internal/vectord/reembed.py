@@ -15,11 +15,13 @@ import contextlib
 import functools
 from typing import Any
 
+import psycopg
 import structlog
 
 from internal.api.vectord import MAX_DIM, Corpus, embed_text
 from internal.clients.embed import EmbedClient
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, Unavailable
+from internal.pg.resilient import CODE as POSTGRES_DOWN
 from internal.vectord.reembed_store import Job
 from internal.vectord.store import Store
 
@@ -29,6 +31,7 @@ BATCH = 64  # texts per embedding call
 RETRY_SECONDS = 5.0  # after a failed batch (embedd down): the job is tried again then
 # Session advisory lock class: the vectord running a corpus's job holds (class, corpus id).
 JOB_LOCK_CLASS = 0x5EE
+RETRY_SECONDS = 2.0  # a job interrupted by PostgreSQL going away is tried again after this
 
 
 class Reembedder:
@@ -106,12 +109,20 @@ class Reembedder:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if getattr(exc, "code", None) == POSTGRES_DOWN:
+                    # The server went away (a restart, an HA failover): the job is not at
+                    # fault; it stays pending and is picked up again once PostgreSQL is back.
+                    log.warning("reembed_interrupted", corpus_id=corpus_id, error=str(exc))
+                    asyncio.get_running_loop().call_later(RETRY_SECONDS, self.wake.set)
+                    return
                 log.warning("reembed_failed", corpus_id=corpus_id, error=str(exc))
                 with contextlib.suppress(Exception):
                     await store.reembed_fail(corpus_id, str(exc))
             finally:
-                await lock_conn.execute("SELECT pg_advisory_unlock(%s, %s)",
-                                        (JOB_LOCK_CLASS, corpus_id))
+                # On a connection lost with its server the lock is gone already.
+                with contextlib.suppress(psycopg.Error):
+                    await lock_conn.execute("SELECT pg_advisory_unlock(%s, %s)",
+                                            (JOB_LOCK_CLASS, corpus_id))
 
     @staticmethod
     async def _vectors(embed: EmbedClient, job: Job,

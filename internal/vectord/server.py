@@ -39,6 +39,7 @@ from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLa
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
+from internal.ha.follow import LeaderWatch
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
@@ -51,6 +52,7 @@ log = structlog.get_logger()
 CFG: web.AppKey[Config] = web.AppKey("cfg", Config)
 STORE: web.AppKey[Store] = web.AppKey("store", Store)
 REEMBED: web.AppKey[Reembedder] = web.AppKey("reembed", Reembedder)
+LEADER: web.AppKey[LeaderWatch] = web.AppKey("leader", LeaderWatch)
 
 PREFIX = "/v1/vectors/corpora"
 MULTI_SEARCH = "/v1/vectors/search"
@@ -93,7 +95,12 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         pool = ResilientPool(dsn, cfg.pool_min, cfg.pool_max, timeout=cfg.pool_timeout)
         await pool.open(timeout=30.0)
         router: ReplicaRouter | None = None
+        watch: LeaderWatch | None = None
         try:
+            if app[CFG].ha.patroni_urls:  # writes follow the Patroni leader
+                watch = app[LEADER] = LeaderWatch(pool, app[CFG].ha.patroni_urls,
+                                                  interval=app[CFG].ha.watch_interval)
+                await watch.start()
             store = app[STORE] = Store(pool, cfg, db)
             if cfg.read_dsns:
                 router = ReplicaRouter(pool, cfg.read_dsns, max_lag=cfg.max_replica_lag,
@@ -118,6 +125,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                             await task
                     await store.lex.close()
         finally:
+            if watch is not None:
+                await watch.close()
             if router is not None:
                 await router.close()
             await pool.close()
@@ -403,6 +412,8 @@ async def readyz(request: web.Request) -> web.Response:
         "postgres": pg, "lexical_index": store.lex.status(store.cfg.lexical_engine)}
     if store.replicas is not None:
         components["read_replicas"] = store.replicas.status()
+    if LEADER in request.app:
+        components["ha"] = request.app[LEADER].status()
     return json_response({"status": "ok", "components": components})
 
 

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from internal.api.vectord import Corpus
 from internal.common import access
 from internal.common.auth import caller
-from internal.common.errors import Conflict, NotFound
+from internal.common.errors import Conflict, NotFound, Unavailable
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
@@ -32,7 +32,7 @@ from internal.vectord.store_items import ItemsPart, wal_position_on
 from internal.vectord.store_items import PreparedItem as PreparedItem
 from internal.vectord.store_items import Written as Written
 from internal.vectord.store_parts import CORPUS_COLUMNS as CORPUS_COLUMNS
-from internal.vectord.store_parts import LIST_CORPORA, SELECT_CORPUS, Conn
+from internal.vectord.store_parts import LIST_CORPORA, SELECT_CORPUS, STALE_REGISTRY_AFTER, Conn
 from internal.vectord.store_parts import ReadPool as ReadPool
 from internal.vectord.store_reembed import ReembedPart
 from internal.vectord.store_search import SET_SEARCH as SET_SEARCH
@@ -124,8 +124,18 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         hit = self._cache.get(name)
         if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
             return hit[1]
-        async with self.pool.connection() as conn:
-            corpus = await self._fetch_corpus(conn, name)
+        if hit is not None and not fresh and self.searching_a_replica():
+            # A search on a standby keeps going when the primary hangs (a frozen HA
+            # leader, before Patroni replaces it): the row it had is used past its TTL.
+            try:
+                async with asyncio.timeout(STALE_REGISTRY_AFTER):
+                    async with self.registry_reads().connection() as conn:
+                        corpus = await self._fetch_corpus(conn, name)
+            except (Unavailable, TimeoutError):
+                return hit[1]
+        else:
+            async with self.registry_reads().connection() as conn:
+                corpus = await self._fetch_corpus(conn, name)
         if corpus is None:
             raise NotFound(f"corpus {name!r} not found")
         # Safe to reuse: a corpus dropped or recreated elsewhere shows as UndefinedTable

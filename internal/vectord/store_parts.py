@@ -31,6 +31,10 @@ LIST_CORPORA = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora ORDER BY name"
 
 ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, updated_at"
 
+# A search on a standby waits this long for the primary's registry row (or the corpora's
+# sizes) before it uses what it has (past its TTL) rather than fail with a hung primary.
+STALE_REGISTRY_AFTER = 1.0
+
 
 
 class ReadPool(Protocol):
@@ -60,6 +64,16 @@ class StoreParts:
     # Bulk writes hold at most write_slots of the pool at once (`write_connection`).
     write_slots: int
     _writes: asyncio.Semaphore
+
+    def searching_a_replica(self) -> bool:
+        """Whether the search in this context reads a standby."""
+        return self.replicas is not None and self.replicas.on_replica()
+
+    def registry_reads(self) -> ReadPool:
+        """Where a search reads the registry: the primary, or (while the primary is down,
+        e.g. during a failover) the read replica the search is pinned to, so searches go
+        on answering from the standbys while a new leader is elected."""
+        return self.reads if self.pool.down and self.replicas is not None else self.pool
 
     @contextlib.asynccontextmanager
     async def write_connection(self) -> AsyncIterator[Conn]:

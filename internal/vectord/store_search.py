@@ -3,6 +3,7 @@ index scan, the filter check of the in-memory BM25, the HNSW settings of a conne
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from typing import Any
@@ -13,9 +14,10 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from internal.api.vectord import Corpus
+from internal.common.errors import Unavailable
 from internal.vectord import schema, space_index
 from internal.vectord.filters import TRUE, escape_like, is_filtered
-from internal.vectord.store_parts import ITEM_COLUMNS, Conn, StoreParts
+from internal.vectord.store_parts import ITEM_COLUMNS, STALE_REGISTRY_AFTER, Conn, StoreParts
 
 VECTOR_SEARCH = f"""
 SELECT {ITEM_COLUMNS}, embedding {{op}} %(q)s AS distance FROM {{table}}
@@ -100,10 +102,17 @@ class SearchPart(StoreParts):
         if now - self._sizes_at < SIZES_TTL_SECONDS:
             return self._sizes
         sizes: dict[int, dict[int, float]] = {}
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(CORPUS_SIZES)
-            for cid, sid, n in await cur.fetchall():
-                sizes.setdefault(int(sid), {})[int(cid)] = float(n)
+        try:
+            async with asyncio.timeout(STALE_REGISTRY_AFTER if self._sizes and
+                                       self.searching_a_replica() else None):
+                async with self.registry_reads().connection() as conn:
+                    cur = await conn.execute(CORPUS_SIZES)
+                    for cid, sid, n in await cur.fetchall():
+                        sizes.setdefault(int(sid), {})[int(cid)] = float(n)
+        except (Unavailable, TimeoutError):
+            if not self._sizes or not self.searching_a_replica():
+                raise
+            return self._sizes  # estimates: a stale copy serves while the primary hangs
         self._sizes, self._sizes_at = sizes, now
         return sizes
 
