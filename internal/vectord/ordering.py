@@ -1,0 +1,217 @@
+"""How a ranked list is reshaped after fusion (no I/O): recency decay, diversity (MMR),
+one hit per group, and the facet fields a request names.
+
+Each function takes the ranked candidates as they are (best first) and returns them in
+their new order; none changes a per-layer score. internal.vectord.shaping reads what
+they need (vectors, dates) and applies them in the order recency, diversity, group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from internal.common.errors import InvalidArgument
+
+T = TypeVar("T")
+
+# ---- recency ------------------------------------------------------------------------
+
+# A factor never reaches 0, so a distance divided by it stays finite.
+MIN_FACTOR = 1e-6
+
+
+def decay(age_days: float | None, half_life_days: float) -> float:
+    """0.5 ** (age / half_life): 1 for an item of now (or of the future), 0.5 at one
+    half-life; 0 for an item without a date (it gets no recency credit)."""
+    if age_days is None or math.isnan(age_days):
+        return 0.0
+    return float(0.5 ** (max(age_days, 0.0) / half_life_days))
+
+
+def recency_factor(age_days: float | None, half_life_days: float, weight: float) -> float:
+    """The ranking key's factor: (1 - weight) + weight x decay, in [1 - weight, 1].
+
+    Score-ranked modes rank by merge_score x factor; vector mode by merge_distance / factor.
+    weight 0: every factor 1 (today's order); weight 1: the decay alone.
+    """
+    return max(MIN_FACTOR, (1.0 - weight) + weight * decay(age_days, half_life_days))
+
+
+def age_days(value: Any, now: datetime) -> float | None:
+    """Days from value (a datetime or an ISO 8601 string) to now; None when it is no date."""
+    when: datetime
+    if isinstance(value, datetime):
+        when = value
+    elif isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    else:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=now.tzinfo)
+    return (now - when).total_seconds() / 86400.0
+
+
+def rerank(items: Sequence[T], keys: Sequence[float], descending: bool) -> list[T]:
+    """items ordered by their new keys; ties keep the old order (a stable sort)."""
+    order = sorted(range(len(items)), key=lambda i: -keys[i] if descending else keys[i])
+    return [items[i] for i in order]
+
+
+# ---- diversity ------------------------------------------------------------------------
+
+Space = Hashable  # vectors of one space (model, dimension) are comparable
+
+
+def normalized(relevance: Sequence[float]) -> list[float]:
+    """Min-max scaled to [0, 1] (all equal: all 1), so λ weighs like against like."""
+    if not relevance:
+        return []
+    lo, hi = min(relevance), max(relevance)
+    if hi - lo <= 0:
+        return [1.0] * len(relevance)
+    return [(r - lo) / (hi - lo) for r in relevance]
+
+
+def mmr(relevance: Sequence[float], vectors: Sequence[npt.NDArray[np.float32] | None],
+        spaces: Sequence[Space], diversity: float, k: int) -> list[int]:
+    """Maximal marginal relevance: the indexes of k candidates, in the order picked.
+
+    Each pick maximizes (1 - diversity) x rel - diversity x max cosine to those picked,
+    rel the candidate's relevance min-max scaled. Vectors of different spaces (another
+    model or dimension) count as unrelated (similarity 0); a candidate without a vector
+    too. diversity 0: the relevance order.
+    """
+    n = len(relevance)
+    rel = normalized(relevance)
+    lam = 1.0 - diversity
+    unit: list[npt.NDArray[np.float32] | None] = []
+    for v in vectors:
+        norm = float(np.linalg.norm(v)) if v is not None else 0.0
+        unit.append(v / norm if v is not None and norm > 0 else None)
+    closest = [0.0] * n  # max similarity to a picked candidate
+    left = list(range(n))
+    picked: list[int] = []
+    while left and len(picked) < k:
+        best = max(left, key=lambda i: (lam * rel[i] - diversity * closest[i], -i))
+        picked.append(best)
+        left.remove(best)
+        ub = unit[best]
+        if ub is None:
+            continue
+        for i in left:
+            ui = unit[i]
+            if ui is not None and spaces[i] == spaces[best] and ui.shape == ub.shape:
+                closest[i] = max(closest[i], float(np.dot(ui, ub)))
+    return picked
+
+
+# ---- groups ---------------------------------------------------------------------------
+
+@dataclass
+class Group:
+    leader: int  # index of the group's best candidate
+    members: list[int]  # the next best, up to group_size - 1
+    count: int  # the group's candidates among those ranked
+
+
+def group(keys: Sequence[Hashable | None], group_size: int, k: int) -> list[Group]:
+    """At most one candidate per key among the first k groups, best first.
+
+    A candidate whose key is None (the field absent) is a group of its own.
+    """
+    out: list[Group] = []
+    by_key: dict[Hashable, Group] = {}
+    for i, key in enumerate(keys):
+        if key is None:
+            if len(out) < k:
+                out.append(Group(i, [], 1))
+            continue
+        g = by_key.get(key)
+        if g is not None:
+            g.count += 1
+            if len(g.members) < group_size - 1:
+                g.members.append(i)
+        elif len(out) < k:
+            g = Group(i, [], 1)
+            by_key[key] = g
+            out.append(g)
+    return out
+
+
+def group_field(group_by: str) -> str:
+    """The metadata key a `group_by` names: "parent" is metadata.parent_id; 400 otherwise."""
+    if group_by == "parent":
+        return "parent_id"
+    if group_by.startswith("metadata.") and len(group_by) > len("metadata."):
+        return group_by[len("metadata."):]
+    raise InvalidArgument(
+        f'group_by: must be "parent" or "metadata.<key>", got {group_by!r}', field="group_by")
+
+
+def group_key(metadata: dict[str, Any], key: str) -> Hashable | None:
+    """A hit's group: its metadata value (lists and objects by their JSON text)."""
+    value = metadata.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (list, dict)):
+        return repr(value)
+    return value if isinstance(value, (str, int, float, bool)) else str(value)
+
+
+# ---- facets ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Facet:
+    name: str  # the key of the answer's `facets` object
+    kind: str  # corpus | tags | metadata | month
+    key: str = ""  # the metadata key (metadata, month) or "updated_at" (month)
+
+
+def facet(spec: str | tuple[str, str | None], position: int) -> Facet:
+    """One facet of the request (a field name, or (field, interval)); 400 naming it."""
+    where = f"facets[{position}]"
+    field, interval = (spec, None) if isinstance(spec, str) else spec
+    if interval is not None:
+        if field == "updated_at":
+            return Facet(field, "month", "updated_at")
+        if field.startswith("metadata.") and len(field) > len("metadata."):
+            return Facet(field, "month", field[len("metadata."):])
+        raise InvalidArgument(
+            f'{where}.field: a date histogram needs "updated_at" or "metadata.<key>", '
+            f"got {field!r}", field=f"{where}.field")
+    if field in ("corpus", "tags"):
+        return Facet(field, field)
+    if field == "type":
+        return Facet(field, "metadata", "type")
+    if field.startswith("metadata.") and len(field) > len("metadata."):
+        return Facet(field, "metadata", field[len("metadata."):])
+    raise InvalidArgument(
+        f'{where}: must be "corpus", "tags", "type", "metadata.<key>" or '
+        f'{{"field", "interval": "month"}}, got {field!r}', field=where)
+
+
+def top_counts(counts: dict[str, int], size: int, by_value: bool) -> dict[str, int]:
+    """The `size` most frequent values (ties by value); by_value: then in value order
+    (a date histogram reads oldest to newest)."""
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:size]
+    if by_value:
+        best.sort(key=lambda kv: kv[0])
+    return dict(best)
+
+
+def add_counts(into: dict[str, int], rows: Sequence[tuple[str, int]],
+               skip: Callable[[str], bool] = lambda _: False) -> None:
+    """Sums counts of one corpus into those of the others."""
+    for value, n in rows:
+        if not skip(value):
+            into[value] = into.get(value, 0) + int(n)
