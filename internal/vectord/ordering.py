@@ -148,12 +148,19 @@ def group(keys: Sequence[Hashable | None], group_size: int, k: int) -> list[Grou
     return out
 
 
+def metadata_key(field: str) -> str | None:
+    """The key of a "metadata.<key>" field name; None for any other name."""
+    prefix = "metadata."
+    return field[len(prefix):] if field.startswith(prefix) and len(field) > len(prefix) else None
+
+
 def group_field(group_by: str) -> str:
     """The metadata key a `group_by` names: "parent" is metadata.parent_id; 400 otherwise."""
     if group_by == "parent":
         return "parent_id"
-    if group_by.startswith("metadata.") and len(group_by) > len("metadata."):
-        return group_by[len("metadata."):]
+    key = metadata_key(group_by)
+    if key is not None:
+        return key
     raise InvalidArgument(
         f'group_by: must be "parent" or "metadata.<key>", got {group_by!r}', field="group_by")
 
@@ -181,20 +188,17 @@ def facet(spec: str | tuple[str, str | None], position: int) -> Facet:
     """One facet of the request (a field name, or (field, interval)); 400 naming it."""
     where = f"facets[{position}]"
     field, interval = (spec, None) if isinstance(spec, str) else spec
+    key = metadata_key(field)
     if interval is not None:
-        if field == "updated_at":
-            return Facet(field, "month", "updated_at")
-        if field.startswith("metadata.") and len(field) > len("metadata."):
-            return Facet(field, "month", field[len("metadata."):])
+        if field == "updated_at" or key is not None:
+            return Facet(field, "month", key or "updated_at")
         raise InvalidArgument(
             f'{where}.field: a date histogram needs "updated_at" or "metadata.<key>", '
             f"got {field!r}", field=f"{where}.field")
     if field in ("corpus", "tags"):
         return Facet(field, field)
-    if field == "type":
-        return Facet(field, "metadata", "type")
-    if field.startswith("metadata.") and len(field) > len("metadata."):
-        return Facet(field, "metadata", field[len("metadata."):])
+    if field == "type" or key is not None:
+        return Facet(field, "metadata", key or "type")
     raise InvalidArgument(
         f'{where}: must be "corpus", "tags", "type", "metadata.<key>" or '
         f'{{"field", "interval": "month"}}, got {field!r}', field=where)

@@ -131,7 +131,7 @@ def _recency(req: SearchRequest, hits: list[Hit], vector: bool) -> list[Hit]:
     assert req.recency is not None
     r = req.recency
     now = datetime.now(UTC)
-    field = r.field[len("metadata."):] if r.field.startswith("metadata.") else None
+    field = ordering.metadata_key(r.field)
     for h in hits:
         when: Any = h.updated_at if field is None else h.metadata.get(field)
         f = ordering.recency_factor(ordering.age_days(when, now), r.half_life_days, r.weight)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import msgspec
 
 import lakehouse
 from lakehouse.integrations.langchain import LakehouseRetriever as LangChainRetriever
 from lakehouse.integrations.llamaindex import LakehouseRetriever as LlamaIndexRetriever
+from tests.client.conftest import Live
+from tests.helpers import ROOT
 
 
 def test_client_search_highlights_groups_and_facets(client: lakehouse.Client) -> None:
@@ -34,3 +40,17 @@ def test_retrievers_put_highlights_into_metadata(client: lakehouse.Client) -> No
     nodes = LlamaIndexRetriever(client, corpora=["handbook"], k=2,
                                 search_kwargs={"highlight": True}).retrieve("printer toner")
     assert nodes and all("highlight" in n.node.metadata for n in nodes)
+
+
+def test_cli_search_shows_passages_and_facets(live: Live) -> None:
+    env = {**os.environ, "LAKEHOUSE_TOKEN": live.token}
+    out = subprocess.run(
+        [sys.executable, "-m", "internal.cli.main", "search", "printer toner", "--url", live.url,
+         "--corpora", "handbook,tickets", "--k", "3", "--highlight", "--facets", "corpus,tags",
+         "--group-by", "metadata.status", "--diversity", "0.2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("corpus: ") for line in lines), out.stdout
+    assert any(line.startswith("  1  ") and "printer" in line.lower() for line in lines)
+    assert "<mark>" not in out.stdout and "\x1b" not in out.stdout  # not a TTY: no bold
