@@ -17,7 +17,7 @@ import structlog
 from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.validate import corpus_name
-from internal.api.vectord import Mode, SearchError
+from internal.api.vectord import Highlight, Mode, SearchError
 from internal.clients.embed import Embedding
 from internal.common.errors import (
     InvalidArgument,
@@ -31,7 +31,7 @@ from internal.common.errors import (
     in_callers_fields,
 )
 from internal.config import MatrixdConfig
-from internal.matrixd import boost, downgrade, merge, playbook, relevance, spaces
+from internal.matrixd import boost, downgrade, merge, playbook, relevance, semantic, spaces
 from internal.matrixd.deps import Deps, embed_query
 from internal.matrixd.relevance import Chunk
 
@@ -316,6 +316,10 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     hits = hits[:body.k]
     for i, h in enumerate(hits):
         h["rank"] = i + 1
+    if body.highlight:
+        chars = body.highlight.fragment_chars if isinstance(body.highlight, Highlight) else (
+            Highlight().fragment_chars)
+        await semantic.apply(deps, hits, chars, default, vectors)
 
     out: dict[str, Any] = {
         "mode": mode,

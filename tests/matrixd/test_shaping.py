@@ -68,3 +68,31 @@ async def test_matrix_search_shapes_results(base_cfg: Config, vectord_url: str,
             assert status == 400 and err["error"]["field"] == field, err
     finally:
         await server.close()
+
+
+async def test_a_vector_only_hit_gets_its_most_similar_passage(
+        base_cfg: Config, vectord_url: str, embedd_url: str,
+        http: aiohttp.ClientSession) -> None:
+    name = unique("facility")
+    text = ("The cafeteria opens at eight in the morning. Parking permits are renewed each "
+            "January at the front desk. The elevator on the east side is under repair until "
+            "May. Visitors sign in at reception.")
+    async with aiohttp.ClientSession() as s:
+        vec, emb = VectordClient(s, vectord_url), EmbedClient(s, embedd_url)
+        e = await emb.embed([text])
+        await vec.create_corpus(name, e.dim, model=e.model)
+        await vec.upsert(name, [{"id": "f1", "vector": e.vectors[0], "text": text}], model=e.model)
+    server = await start_matrix(base_cfg, vectord_url, embedd_url)
+    try:
+        status, out = await post(http, f"{url_of(server)}/v1/matrix/search", {
+            "query_text": "when will the lift be fixed", "corpora": [name], "k": 1,
+            "highlight": {"fragment_chars": 60}})
+        assert status == 200, out
+        [hit] = out["hits"]
+        assert hit["highlight_kind"]["text"] == "semantic"
+        assert hit["highlight"]["text"] == [
+            "The elevator on the east side is under repair until May."]
+    finally:
+        await server.close()
+        async with aiohttp.ClientSession() as s:
+            await VectordClient(s, vectord_url).delete_corpus(name)
