@@ -9,7 +9,7 @@ they need (vectors, dates) and applies them in the order recency, diversity, gro
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -213,9 +213,7 @@ def top_counts(counts: dict[str, int], size: int, by_value: bool) -> dict[str, i
     return dict(best)
 
 
-def add_counts(into: dict[str, int], rows: Sequence[tuple[str, int]],
-               skip: Callable[[str], bool] = lambda _: False) -> None:
+def add_counts(into: dict[str, int], rows: Sequence[tuple[str, int]]) -> None:
     """Sums counts of one corpus into those of the others."""
     for value, n in rows:
-        if not skip(value):
-            into[value] = into.get(value, 0) + int(n)
+        into[value] = into.get(value, 0) + int(n)
