@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
 
 START = "\x02"
 STOP = "\x03"
@@ -24,12 +23,6 @@ LEAD = "lead"  # no query word in the field: its beginning, unmarked
 
 _SPACE = re.compile(r"\s+")
 _MARKS = re.compile(f"([{START}{STOP}])")
-
-
-def tsquery_text(lexemes: Sequence[str]) -> str:
-    """A tsquery OR-ing the lexemes as they are (no stemming again): 'a' | 'b'."""
-    quoted = ("'" + lx.replace("\\", "\\\\").replace("'", "''") + "'" for lx in lexemes)
-    return " | ".join(quoted)
 
 
 def headline_options() -> str:

@@ -92,26 +92,28 @@ def mmr(relevance: Sequence[float], vectors: Sequence[npt.NDArray[np.float32] | 
     too. diversity 0: the relevance order.
     """
     n = len(relevance)
-    rel = normalized(relevance)
-    lam = 1.0 - diversity
-    unit: list[npt.NDArray[np.float32] | None] = []
-    for v in vectors:
+    if n == 0:
+        return []
+    rel = np.asarray(normalized(relevance))
+    dim = max((v.shape[0] for v in vectors if v is not None), default=1)
+    unit = np.zeros((n, dim), dtype=np.float32)
+    for i, v in enumerate(vectors):
         norm = float(np.linalg.norm(v)) if v is not None else 0.0
-        unit.append(v / norm if v is not None and norm > 0 else None)
-    closest = [0.0] * n  # max similarity to a picked candidate
-    left = list(range(n))
+        if v is not None and norm > 0:
+            unit[i, :v.shape[0]] = v / norm  # zero-padded: a cosine within a space is kept
+    # Cosines of every pair at once; pairs of different spaces are unrelated.
+    keys = list(spaces)
+    same = np.array([[a == b for b in keys] for a in keys], dtype=bool)
+    sim = np.where(same, unit @ unit.T, 0.0)
+    closest = np.zeros(n)  # max similarity to a candidate picked
+    free = np.ones(n, dtype=bool)
     picked: list[int] = []
-    while left and len(picked) < k:
-        best = max(left, key=lambda i: (lam * rel[i] - diversity * closest[i], -i))
+    while len(picked) < min(k, n):
+        gain = np.where(free, (1.0 - diversity) * rel - diversity * closest, -np.inf)
+        best = int(np.argmax(gain))  # the first of equals: the better ranked
         picked.append(best)
-        left.remove(best)
-        ub = unit[best]
-        if ub is None:
-            continue
-        for i in left:
-            ui = unit[i]
-            if ui is not None and spaces[i] == spaces[best] and ui.shape == ub.shape:
-                closest[i] = max(closest[i], float(np.dot(ui, ub)))
+        free[best] = False
+        closest = np.maximum(closest, sim[best])
     return picked
 
 

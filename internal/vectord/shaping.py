@@ -95,7 +95,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
         for o in found.outcomes:  # each corpus's share of the hits shown
             o.hits = sum(1 for h in hits if h.corpus == o.name)
     if plan.highlight is not None:
-        await _highlight(store, p, req, plan.highlight, corpora, hits)
+        await _highlight(req, plan.highlight, store, corpora, hits)
     found.hits = hits
     return Shaped(found, msgspec.UNSET if facets is None else facets)
 
@@ -192,20 +192,20 @@ async def _lexemes(store: Store, p: engine.Options, req: SearchRequest,
     return None if stats is None else stats.lexemes
 
 
-async def _highlight(store: Store, p: engine.Options, req: SearchRequest, hl: Highlight,
+async def _highlight(req: SearchRequest, hl: Highlight, store: Store,
                      corpora: dict[str, Corpus], hits: list[Hit]) -> None:
     """Each hit's `highlight` and `highlight_kind` (lexical marks, else the field's lead)."""
     if not hits:
         return
-    lexemes = await _lexemes(store, p, req, list(corpora.values()))
     marked: dict[str, dict[str, tuple[str, str]]] = {}
-    if lexemes:
+    text = (req.query_text or "").strip()
+    if text:
         by_corpus: dict[str, list[str]] = {}
         for h in hits:
             by_corpus.setdefault(h.corpus, []).append(h.id)
         names = [c for c in by_corpus if c in corpora]
         read = await asyncio.gather(*(shaping_sql.headlines(
-            store, corpora[c], by_corpus[c], lexemes, fragments.headline_options())
+            store, corpora[c], by_corpus[c], text, fragments.headline_options())
             for c in names))
         marked = dict(zip(names, read, strict=True))
     for h in hits:

@@ -52,5 +52,5 @@ def test_cli_search_shows_passages_and_facets(live: Live) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert any(line.startswith("corpus: ") for line in lines), out.stdout
-    assert any(line.startswith("  1  ") and "printer" in line.lower() for line in lines)
+    assert any(line.startswith("  1  ") for line in lines), out.stdout  # hit 1's passages
     assert "<mark>" not in out.stdout and "\x1b" not in out.stdout  # not a TTY: no bold

@@ -34,10 +34,6 @@ def test_fragments_best_first_and_cut_at_words() -> None:
     assert fragments.best(" ".join(words), "[", "]", 30, 1) == got[:1]
 
 
-def test_tsquery_text_quotes_lexemes() -> None:
-    assert fragments.tsquery_text(["run", "o'neil", "a\\b"]) == "'run' | 'o''neil' | 'a\\\\b'"
-
-
 def test_recency_factor() -> None:
     assert ordering.decay(0, 30) == 1.0 and ordering.decay(-5, 30) == 1.0
     assert ordering.decay(30, 30) == pytest.approx(0.5)
