@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +303,25 @@ async def against_baseline(args: argparse.Namespace, this: str, base: str) -> No
                       f"{xs[int(len(xs) * 0.95) - 1]:6.2f} | {qps[side]:5.0f} | {ratio:>19} |")
         print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on "
               f"{os.cpu_count()} cores")
+
+
+def load_line() -> str:
+    """The machine's load while measuring, printed under every table."""
+    return (f"machine load average while measuring: {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} cores")
+
+
+def on_stack(prefix: str, work: Callable[[str], Coroutine[Any, Any, None]]) -> int:
+    """work(the gateway's URL) on a stack of its own, stopped and removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    proc, urls = start_stack(tmp)
+    try:
+        asyncio.run(work(urls["gateway"]))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
 
 
 def main() -> int:

@@ -8,15 +8,22 @@ import msgspec
 from msgspec import Meta
 
 from internal.api.vectord import (
+    MAX_FACET_SIZE,
+    MAX_FACETS,
+    MAX_GROUP_SIZE,
     MAX_QUERY_CHARS,
     MAX_RRF_K,
     CorpusName,
     EfSearch,
+    FacetSpec,
+    FieldPath,
+    Highlight,
     ItemId,
     K,
     Label,
     Mode,
     QueryText,
+    Recency,
     Vector,
     Weight,
 )
@@ -79,6 +86,14 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     downgrade: DowngradeOption | None = None
     # Tilts a corpus after fusion: merge_score x w, or distance / w in vector mode.
     corpus_weights: dict[str, float] | None = None
+    # Shaping the results (vectord's, internal.vectord.shaping): absent, today's answer.
+    highlight: bool | Highlight | None = None
+    group_by: FieldPath | None = None
+    group_size: Annotated[int, Meta(ge=1, le=MAX_GROUP_SIZE)] | None = None
+    facets: Annotated[list[FieldPath | FacetSpec], Meta(max_length=MAX_FACETS)] | None = None
+    facet_size: Annotated[int, Meta(ge=1, le=MAX_FACET_SIZE)] | None = None
+    diversity: Annotated[float, Meta(ge=0, le=1)] | None = None
+    recency: Recency | None = None
 
 
 class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):

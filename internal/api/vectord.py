@@ -142,6 +142,46 @@ class QueryVector(msgspec.Struct, forbid_unknown_fields=True):
     vector: Vector
 
 
+MAX_FRAGMENT_CHARS = 2000
+MAX_FRAGMENTS = 10
+MAX_GROUP_SIZE = 100
+MAX_FACET_SIZE = 1000
+MAX_FACETS = 16
+MARK = Annotated[str, Meta(max_length=64)]
+FieldPath = Annotated[str, Meta(min_length=1, max_length=256)]
+
+
+class Highlight(msgspec.Struct, forbid_unknown_fields=True):
+    """Fragments of each hit's fields with the query's words marked (internal.vectord.fragments).
+
+    The words marked are those the lexical layer matched: the query's lexemes, stemmed in
+    each item's own language (PRF expansion terms are not marked). The stored text is
+    HTML-escaped; only `pre` and `post` are added.
+    """
+
+    fields: list[Literal["title", "text"]] = msgspec.field(
+        default_factory=lambda: ["title", "text"])
+    pre: MARK = "<mark>"
+    post: MARK = "</mark>"
+    fragment_chars: Annotated[int, Meta(ge=20, le=MAX_FRAGMENT_CHARS)] = 160
+    fragments: Annotated[int, Meta(ge=1, le=MAX_FRAGMENTS)] = 2
+
+
+class FacetSpec(msgspec.Struct, forbid_unknown_fields=True):
+    """A facet given as an object: a date histogram of a metadata field, by month."""
+
+    field: FieldPath
+    interval: Literal["month"] | None = None
+
+
+class Recency(msgspec.Struct, forbid_unknown_fields=True):
+    """A decay boost by age (internal.vectord.shaping.decay): see docs/API.md, "recency"."""
+
+    half_life_days: Annotated[float, Meta(gt=0, le=1_000_000)]
+    field: FieldPath = "updated_at"
+    weight: Annotated[float, Meta(ge=0, le=1)] = 0.5
+
+
 class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode = "vector"
     query_vector: Vector | None = None
@@ -167,6 +207,15 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     weights: dict[str, Weight] | None = None  # vector / lexical / symbolic
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score
     prf: Prf | None = None  # hybrid: pseudo-relevance feedback; None: the default (prf.py)
+    # How the results are shaped (internal.vectord.shaping); absent: today's answer, byte
+    # for byte. true: Highlight's defaults.
+    highlight: bool | Highlight | None = None
+    group_by: FieldPath | None = None  # "parent" | "metadata.<key>"
+    group_size: Annotated[int, Meta(ge=1, le=MAX_GROUP_SIZE)] = 1
+    facets: Annotated[list[FieldPath | FacetSpec], Meta(max_length=MAX_FACETS)] | None = None
+    facet_size: Annotated[int, Meta(ge=1, le=MAX_FACET_SIZE)] = 20
+    diversity: Annotated[float, Meta(ge=0, le=1)] | None = None
+    recency: Recency | None = None
 
 
 class IncludeRef(msgspec.Struct, forbid_unknown_fields=True):
@@ -225,6 +274,7 @@ class SearchResponse(msgspec.Struct):
     mode: str
     hits: list[Hit]
     took_ms: float
+    facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchError(msgspec.Struct, omit_defaults=True):
@@ -272,6 +322,8 @@ class MultiSearchResult(msgspec.Struct, Generic[H]):
     results: list[CorpusSearchResult]
     took_ms: float
     include_missing: int = 0  # `include` items that do not exist (or are in no searched corpus)
+    # Value counts over the lexical match set and the filter, only when `facets` was asked.
+    facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
 
 
 class MultiSearchResponse(MultiSearchResult[Hit]):

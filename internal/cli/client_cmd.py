@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from internal.cli import session as session_state
+from internal.cli import shaped
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url
 from internal.common.errors import describe
 from internal.understanding import context
@@ -366,13 +367,21 @@ def _search(args: argparse.Namespace) -> int:
                                            budget_ms=args.budget_ms)
         else:
             out = await client.search(args.text, corpora=corpora or None, k=args.k,
-                                      mode=args.mode, use_playbook=args.playbook)
+                                      mode=args.mode, use_playbook=args.playbook,
+                                      **shaped.options(args.highlight, args.group_by,
+                                                       shaped.csv(args.facets), args.diversity))
         if args.json:
             print_json(out)
             return 0
         rows = [[str(h.rank or i + 1), h.corpus, _short(h.id, 24), _num(h.distance),
                  _num(h.score), _short(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
         print(_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
+        tty = sys.stdout.isatty()
+        for i, h in enumerate(out.hits):
+            for line in shaped.hit_lines(h.rank or i + 1, h.highlight, h.group, tty):
+                print(line)
+        for line in shaped.facet_lines(getattr(out, "facets", None)):
+            print(line)
         notes = [f"mode {out.mode}", f"{out.took_ms} ms"]
         if isinstance(out, SearchAutoResponse):
             notes[0] = f"strategy {out.strategy}: {out.reason}; expected {out.estimated_ms} ms"
@@ -480,6 +489,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--playbook", action="store_true", help="boost answers recorded as good")
+    p.add_argument("--highlight", action="store_true",
+                   help="show each hit's passages with the question's words in bold")
+    p.add_argument("--group-by", metavar="FIELD",
+                   help='one hit per group: "parent" (a wiki page) or "metadata.<key>"')
+    p.add_argument("--facets", metavar="FIELDS",
+                   help='comma-separated: count hits per value (corpus,tags,type,metadata.<key>)')
+    p.add_argument("--diversity", type=float, metavar="0..1",
+                   help="push near-duplicates down (0: off, 1: most diverse)")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(p)
     p.set_defaults(func=_search)

@@ -17,7 +17,7 @@ import structlog
 from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.validate import corpus_name
-from internal.api.vectord import Mode, SearchError
+from internal.api.vectord import Highlight, Mode, SearchError
 from internal.clients.embed import Embedding
 from internal.common.auth import as_service
 from internal.common.errors import (
@@ -34,7 +34,7 @@ from internal.common.errors import (
 )
 from internal.common.suggest import did_you_mean
 from internal.config import MatrixdConfig
-from internal.matrixd import boost, downgrade, merge, playbook, relevance, spaces
+from internal.matrixd import boost, downgrade, merge, playbook, relevance, semantic, spaces
 from internal.matrixd.deps import Deps, embed_query
 from internal.matrixd.relevance import Chunk
 
@@ -44,8 +44,12 @@ log = structlog.get_logger()
 _REQUEST_FIELDS = ("filter", "language", "ef_search", "corpus_weights")
 # Hybrid fusion options, passed to vectord unchanged; a 400 on them is the request's.
 _FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer", "prf")
+# How the results are shaped (internal.vectord.shaping), passed to vectord unchanged.
+_SHAPING_FIELDS = ("highlight", "group_by", "group_size", "facets", "facet_size", "diversity",
+                   "recency")
 # vectord's request fields that are the caller's own, wrong for every corpus.
-_CALLERS_FIELDS = {f: f for f in (*_REQUEST_FIELDS, *_FUSION_FIELDS, "query_text")}
+_CALLERS_FIELDS = {f: f for f in (*_REQUEST_FIELDS, *_FUSION_FIELDS, *_SHAPING_FIELDS,
+                                  "query_text")}
 
 # ---- helpers --------------------------------------------------------------------------
 
@@ -94,6 +98,8 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
         return [], [CorpusResult(c, 0, ms, exc) for c in corpora]
     if meta is not None:
         meta["include_missing"] = out.include_missing
+        if isinstance(out.facets, dict):
+            meta["facets"] = out.facets
     results = []
     for row in out.results:
         if isinstance(row.error, SearchError):
@@ -286,6 +292,9 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         for key in _FUSION_FIELDS:
             if getattr(body, key) is not None:
                 vbody[key] = getattr(body, key)
+    for key in _SHAPING_FIELDS:
+        if getattr(body, key) is not None:
+            vbody[key] = msgspec.to_builtins(getattr(body, key))
 
     # The playbook: looked up before the fan-out, so that the answers its
     # entries raise ride along as `include` and are scored even when retrieval misses them.
@@ -344,6 +353,10 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     hits = hits[:body.k]
     for i, h in enumerate(hits):
         h["rank"] = i + 1
+    if body.highlight:
+        chars = body.highlight.fragment_chars if isinstance(body.highlight, Highlight) else (
+            Highlight().fragment_chars)
+        await semantic.apply(deps, hits, chars, default, vectors)
 
     out: dict[str, Any] = {
         "mode": mode,
@@ -368,6 +381,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             "included": len(include), "recalled": sum(1 for h in hits if h.get("from_playbook")),
             "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms,
             "match": "lexical" if lookup.lexical else "vector"}
+    if "facets" in search_meta:
+        out["facets"] = search_meta["facets"]
     if rules.active:
         out["downgrade"] = {**rules.to_json(), "downgraded": downgraded}
     if relevance_info is not None:

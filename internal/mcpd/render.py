@@ -6,6 +6,7 @@ rank, corpus, id, title and a snippet per hit, a line per corpus, the run's coun
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -19,6 +20,17 @@ def _short(text: Any, width: int = SNIPPET) -> str:
 
 def _num(x: Any) -> str:
     return f"{x:.4f}" if isinstance(x, (int, float)) and not isinstance(x, bool) else "-"
+
+
+def _snippet(h: dict[str, Any]) -> str:
+    """The hit's highlighted passages as plain text (marks as **bold**), else its text."""
+    hl = h.get("highlight")
+    frags = hl.get("text") if isinstance(hl, dict) else None
+    if isinstance(frags, list) and frags:
+        # Fragments are HTML-escaped with <mark> added: the only literal tags are the marks.
+        text = " … ".join(str(f) for f in frags).replace("<mark>", "**").replace("</mark>", "**")
+        return _short(html.unescape(text))
+    return _short(h.get("text"))
 
 
 def hits(out: dict[str, Any]) -> str:
@@ -38,9 +50,12 @@ def hits(out: dict[str, Any]) -> str:
         if isinstance(layers, list) and layers:
             head += f" [matched: {', '.join(str(x) for x in layers)}]"
         lines.append(head)
-        snippet = _short(h.get("text"))
+        snippet = _snippet(h)
         if snippet:
             lines.append(f"   {snippet}")
+        group = h.get("group")
+        if isinstance(group, dict) and isinstance(group.get("count"), int) and group["count"] > 1:
+            lines.append(f"   ({group['count']} hits in {group.get('key')})")
     if not lines:
         lines.append("no hits")
     notes = []
@@ -61,6 +76,11 @@ def hits(out: dict[str, Any]) -> str:
             str(s.get("corpus")) for s in skipped if isinstance(s, dict)))
     if out.get("playbook_boosted"):
         notes.append(f"{out['playbook_boosted']} boosted by feedback")
+    facets = out.get("facets")
+    if isinstance(facets, dict):
+        for name, counts in facets.items():
+            if isinstance(counts, dict):
+                notes.append(f"{name}: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
     if out.get("took_ms") is not None:
         notes.append(f"{out['took_ms']} ms")
     if notes:

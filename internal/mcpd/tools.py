@@ -47,6 +47,13 @@ class SearchArgs(msgspec.Struct, forbid_unknown_fields=True):
     k: _K = None
     filter: _FILTER = None
     use_playbook: _PLAYBOOK = None
+    group_by: Annotated[str | None, Meta(description=(
+        "One hit per group: \"parent\" (one per wiki page) or \"metadata.<key>\"; the "
+        "best hit of each group is shown, with the group's size."))] = None
+    facets: Annotated[list[str] | None, Meta(description=(
+        "Count the matching items per value of these fields: \"corpus\", \"tags\", "
+        "\"type\", \"metadata.<key>\". Use the counts to narrow a search with `filter`."
+    ))] = None
 
 
 class NoArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -110,8 +117,10 @@ def _drop_none(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _search_body(a: SearchArgs) -> dict[str, Any]:
+    # The snippet of each hit is its highlight: the passages with the question's words.
     return _drop_none({"query_text": a.query, "corpora": a.corpora, "mode": a.mode, "k": a.k,
-                       "filter": a.filter, "use_playbook": a.use_playbook})
+                       "filter": a.filter, "use_playbook": a.use_playbook,
+                       "highlight": True, "group_by": a.group_by, "facets": a.facets})
 
 
 def _feedback_body(a: FeedbackArgs) -> dict[str, Any]:

@@ -220,11 +220,13 @@ def chunk_body(body: str, max_chars: int) -> list[str]:
 
 
 def build_page(relpath: str, text: str, languages: Mapping[str, str], max_chars: int) -> Page:
-    """Turn one page's text into its chunks with title, path, folder and language."""
+    """Turn one page's text into its chunks with title, path, folder, parent_id and language."""
     meta, body = split_front_matter(text)
     title = title_of(meta, body, relpath)
     language = resolve_language(relpath, meta, body, languages)
-    metadata = {"title": title, "path": relpath, "folder": folder_of(relpath)}
+    # parent_id: the page every chunk comes from, so `group_by: "parent"` gives one hit a page.
+    metadata = {"title": title, "path": relpath, "folder": folder_of(relpath),
+                "parent_id": relpath}
     if language:
         metadata["language"] = language
     # A blank page still exists: it is stored as its title, so the corpus lists it.

@@ -43,7 +43,7 @@ from internal.ha.follow import LeaderWatch
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import engine, keys_routes, schema, scoped
+from internal.vectord import engine, keys_routes, schema, scoped, shaping
 from internal.vectord.reembed import Reembedder
 from internal.vectord.store import PreparedItem, Store, Written
 
@@ -317,12 +317,13 @@ async def search(request: web.Request) -> web.Response:
     name = _name(request)
     req = scoped.request(await read_json(request, SearchRequest))
     lsn = _request_lsn(request)
-    result = await store.read_search(lambda: engine.search(store, [name], req), lsn)
+    shaped = await store.read_search(lambda: shaping.search(store, [name], req), lsn)
+    result = shaped.result
     if result.outcomes[0].error is not None:
         raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(SearchResponse(corpus=name, mode=req.mode, hits=result.hits,
-                                        took_ms=took))
+                                        took_ms=took, facets=shaped.facets))
 
 
 def _corpus_result(o: engine.Outcome) -> CorpusSearchResult:
@@ -377,6 +378,7 @@ async def multi_search(request: web.Request) -> web.Response:
     if req.corpora is not None:
         validate.corpus_weights(req.corpus_weights or {}, req.corpora)
     p = engine.check(store, req)  # request-wide checks before any corpus is touched
+    shaping.check(req)
     names = await _searched(store, req)
     weights = validate.corpus_weights(req.corpus_weights or {}, names)
     if len(req.include) > MAX_INCLUDE:
@@ -388,13 +390,15 @@ async def multi_search(request: web.Request) -> web.Response:
     searched = set(names)
     include = [(r.corpus, r.id, r.factor) for r in req.include if r.corpus in searched]
     lsn = _request_lsn(request)
-    result = await store.read_search(
-        lambda: engine.search(store, names, req, weights, p, include), lsn)
+    shaped = await store.read_search(
+        lambda: shaping.search(store, names, req, weights, p, include), lsn)
+    result = shaped.result
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(MultiSearchResponse(
         mode=req.mode, hits=result.hits, results=[_corpus_result(o) for o in result.outcomes],
         took_ms=took,
-        include_missing=result.include_missing + len(req.include) - len(include)))
+        include_missing=result.include_missing + len(req.include) - len(include),
+        facets=shaped.facets))
 
 
 async def readyz(request: web.Request) -> web.Response:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -190,3 +191,60 @@ def test_the_page_calls_only_its_own_origin(live: Live, browser: WebDriver) -> N
     # Nothing at all left the machine's own pages (the browser's blank tab is chrome://).
     internal = ("chrome:", "chrome-untrusted:", "about:", "data:")
     assert [u for _, u in sent if not u.startswith((f"{live.url}/", *internal))] == []
+
+
+def test_highlights_mark_words_and_stored_markup_never_runs(live: Live, browser: WebDriver) -> None:
+    browser.find_element(By.ID, "nav-search").click()
+    hits = search(browser, "black tea boiling water", k=6)
+    markup = hit_of(browser, GUIDES, SCRIPT_ID)
+    snippet = markup.find_element(By.CSS_SELECTOR, ".snippet")
+    marks = [m.text.lower() for m in snippet.find_elements(By.TAG_NAME, "mark")]
+    assert {"black", "tea", "boiling", "water"} <= set(marks), marks
+    assert '<img src=x onerror="window.__pwned = 2">' in snippet.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#hits script, #hits img")
+    assert browser.execute_script("return window.__pwned === undefined") is True
+    # Only text nodes and <mark> elements inside a snippet.
+    tags = browser.execute_script(
+        "return [...document.querySelectorAll('#hits .snippet *')].map(e => e.tagName)")
+    assert set(tags) <= {"MARK"} and hits
+
+
+def test_facet_values_filter_on_click(live: Live, browser: WebDriver) -> None:
+    search(browser, "green tea water", k=6)
+    panel = browser.find_element(By.ID, "facets")
+    assert panel.is_displayed()
+    corpus = panel.find_element(By.CSS_SELECTOR, f'.facet[data-field="corpus"] button[data-value="{GUIDES}"]')
+    assert corpus.text.startswith(f"{GUIDES} (")
+    before = browser.find_element(By.TAG_NAME, "body").get_attribute("data-searches")
+    corpus.click()
+    wait(browser).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-searches") != before)
+    hits = browser.find_elements(By.CSS_SELECTOR, "#hits li.hit")
+    assert hits and {h.get_attribute("data-corpus") for h in hits} == {GUIDES}
+    picked = browser.find_element(By.CSS_SELECTOR, f'#facets button.on[data-value="{GUIDES}"]')
+    before = browser.find_element(By.TAG_NAME, "body").get_attribute("data-searches")
+    picked.click()  # a second click lifts the filter
+    wait(browser).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-searches") != before)
+    hits = browser.find_elements(By.CSS_SELECTOR, "#hits li.hit")
+    assert {GUIDES, NOTES} <= {h.get_attribute("data-corpus") for h in hits}
+
+
+def test_a_corpus_is_browsable_with_a_text_filter(live: Live, browser: WebDriver) -> None:
+    browser.find_element(By.ID, "nav-corpora").click()
+    link = f'#corpora-table a[href="#/browse/{GUIDES}"]'
+
+    def clicked(d: WebDriver) -> bool:  # the table may be drawn again under the click
+        try:
+            d.find_element(By.CSS_SELECTOR, link).click()
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+        return True
+
+    wait(browser).until(clicked)
+    wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#browse-list li")) == 4)
+    assert browser.find_element(By.ID, "browse-next").get_attribute("disabled") is not None
+    box = browser.find_element(By.ID, "browse-filter")
+    box.send_keys("espresso")
+    browser.find_element(By.ID, "browse-go").click()
+    wait(browser).until(lambda d: [e.get_attribute("data-id") for e in d.find_elements(
+        By.CSS_SELECTOR, "#browse-list li")] == ["g_espresso"])
+    assert not browser.find_elements(By.CSS_SELECTOR, "#browse-list script, #browse-list img")

@@ -104,13 +104,14 @@ async def test_optional_tools_follow_the_served_routes(toolbox_for: Any) -> None
 async def test_search_without_corpora_uses_the_route_default_once_it_has_one(toolbox_for: Any) -> None:
     toolbox, seen = await toolbox_for(False)
     await toolbox.call("search", {"query": "tea"}, AUTH)
-    assert seen[-1] == {"query_text": "tea"}
+    assert seen[-1] == {"query_text": "tea", "highlight": True}  # the snippet is the highlight
 
 
 async def test_search_without_corpora_lists_them_while_the_route_requires_them(toolbox_for: Any) -> None:
     toolbox, seen = await toolbox_for(True)
     await toolbox.call("search", {"query": "tea"}, AUTH)
-    assert seen[-1] == {"query_text": "tea", "corpora": ["docs", "notes"]}  # not the playbook
+    assert seen[-1] == {"query_text": "tea", "corpora": ["docs", "notes"],  # not the playbook
+                        "highlight": True}
     await toolbox.call("search", {"query": "tea", "corpora": ["docs"]}, AUTH)
     assert seen[-1]["corpora"] == ["docs"]
 

@@ -32,8 +32,13 @@ def test_search_body_is_a_valid_matrix_search_request() -> None:
     # Pinned against matrixd's own request struct: the tool cannot drift from the route.
     req = msgspec.convert(body, MatrixSearchRequest)
     assert (req.query_text, req.corpora, req.k, req.mode, req.use_playbook) == ("tea", ["a", "b"], 3, "keyword", True)
-    # Options not given are left for the route's defaults.
-    assert tool.body(msgspec.convert({"query": "tea"}, SearchArgs)) == {"query_text": "tea"}
+    # Options not given are left for the route's defaults; the snippet is the highlight.
+    assert tool.body(msgspec.convert({"query": "tea"}, SearchArgs)) == {
+        "query_text": "tea", "highlight": True}
+    body = tool.body(msgspec.convert({"query": "tea", "group_by": "parent",
+                                      "facets": ["corpus", "tags"]}, SearchArgs))
+    req = msgspec.convert(body, MatrixSearchRequest)
+    assert (req.group_by, req.facets, req.highlight) == ("parent", ["corpus", "tags"], True)
 
 
 def test_feedback_body_is_a_valid_record_request() -> None:
@@ -97,6 +102,18 @@ def test_hits_rendering_has_rank_corpus_id_title_snippet_and_boost() -> None:
     assert lines[2] == "2. [guides] g1"
     assert lines[-1] == "(mode hybrid; 1 boosted by feedback; 12.5 ms)"
     assert render.render("search", {"hits": []}).startswith("no hits")
+
+
+def test_the_snippet_is_the_highlight_as_plain_text() -> None:
+    out = {"hits": [{"rank": 1, "corpus": "wiki", "id": "a.md#0", "title": "A",
+                     "text": "whole text", "highlight": {"text": [
+                         "the <mark>printer</mark> &lt;b&gt;jams&lt;/b&gt;", "more"]},
+                     "group": {"key": "a.md", "hits": [], "count": 3}}],
+           "facets": {"corpus": {"wiki": 3}}}
+    lines = render.render("search", out).splitlines()
+    assert lines[1] == "   the **printer** <b>jams</b> … more"
+    assert lines[2] == "   (3 hits in a.md)"
+    assert lines[-1] == "(corpus: wiki 3)"
 
 
 def test_other_renderings() -> None:

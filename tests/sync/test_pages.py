@@ -44,7 +44,8 @@ def test_short_page_is_one_chunk_with_metadata() -> None:
     # Languages are resolved as vectord resolves them (ISO code -> regconfig).
     assert chunk.language == "german"
     assert chunk.metadata == {"title": "tar", "path": "pages.de/common/tar.md",
-                              "folder": "pages.de/common", "language": "german"}
+                              "folder": "pages.de/common", "parent_id": "pages.de/common/tar.md",
+                              "language": "german"}
     assert chunk.doc("p.md").item([0.0]).language == "german"
     # The hash is what vectord computes over the stored fields.
     assert chunk.hash == content_hash("tar", chunk.text, [], chunk.metadata, "german")

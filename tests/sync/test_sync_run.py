@@ -44,7 +44,8 @@ async def test_full_sync_then_edit_delete_and_rerun(
     assert item["title"] == "7z"
     assert item["language"] == "german"
     assert item["metadata"] == {"title": "7z", "path": "pages.de/common/7z.md",
-                                "folder": "pages.de/common", "language": "german"}
+                                "folder": "pages.de/common", "parent_id": "pages.de/common/7z.md",
+                                "language": "german"}
     assert (await vectord.get_item(corpus, "pages/common/7z.md#0"))["language"] == "english"
 
     # No change: nothing is embedded.

@@ -332,7 +332,12 @@ class AsyncClient:
                      use_playbook: bool = False, playbook_corpus: str | None = None,
                      allow_partial: bool = False,
                      downgrade: DowngradeOption | Options | None = None,
-                     relevance: Options | None = None) -> MatrixSearchResponse:
+                     relevance: Options | None = None,
+                     highlight: bool | Options | None = None, group_by: str | None = None,
+                     group_size: int | None = None,
+                     facets: Sequence[str | Options] | None = None,
+                     facet_size: int | None = None, diversity: float | None = None,
+                     recency: Options | None = None) -> MatrixSearchResponse:
         """The best `k` hits for a question, each with its corpus (POST /v1/matrix/search).
 
         `corpora` None searches every corpus but the playbook. `mode` None is hybrid for
@@ -340,9 +345,16 @@ class AsyncClient:
         `vector` searches by your own query vector. `filter` must hold, `prefer` only
         counts; `fusion`, `rrf_k`, `weights` and `candidates` tune hybrid fusion, `prf`
         its feedback (`Prf(docs=0)`: off). `use_playbook` applies recorded feedback;
-        `allow_partial` returns the corpora that answered when one fails.
+        `allow_partial` returns the corpora that answered when one fails. The results are
+        shaped by `highlight` (True or {fields, pre, post, fragment_chars, fragments}),
+        `group_by` ("parent" or "metadata.<key>") with `group_size`, `facets` with
+        `facet_size`, `diversity` (0..1) and `recency` ({field, half_life_days, weight});
+        docs/API.md, "Shaping results".
         """
-        body = body_of(query_text=query, query_vector=vector, corpora=_names(corpora), k=k,
+        shaping = body_of(highlight=highlight, group_by=group_by, group_size=group_size,
+                          facets=list(facets) if facets is not None else None,
+                          facet_size=facet_size, diversity=diversity, recency=recency)
+        body = shaping | body_of(query_text=query, query_vector=vector, corpora=_names(corpora), k=k,
                        mode=mode, filter=filter, prefer=prefer, language=language,
                        fusion=fusion, rrf_k=rrf_k, weights=weights, candidates=candidates,
                        prf=prf, corpus_weights=corpus_weights, per_corpus_k=per_corpus_k,

@@ -1,6 +1,8 @@
 // Lakehouse console: plain JavaScript, no build step, no other host.
 // Every text from the API is shown with textContent (never innerHTML): a document that
-// contains <script> shows as text.
+// contains <script> shows as text. Highlight fragments come HTML-escaped with <mark> added
+// (the only literal tags): they are split at the marks, unescaped and shown as text nodes
+// and <mark> elements, never parsed as HTML.
 "use strict";
 
 // Scores sent by "right answer" and "wrong answer" (the playbook takes [-1, 1]).
@@ -8,6 +10,9 @@ const WRONG_SCORE = -1;
 const RIGHT_SCORE = 1;
 const TOKEN_KEY = "lakehouse-token";
 const SNIPPET = 400;
+const FACETS = ["corpus", "tags", "type"];
+const BROWSE_PAGE = 25;
+const BROWSE_MAX = 1000;  // keyword search's k ceiling: the newest 1,000 matches are browsable
 
 const $ = (id) => document.getElementById(id);
 
@@ -137,6 +142,9 @@ const state = {
   actions: null,      // the key's actions (GET /v1/keys/self); null: every action
   last: null,         // {key, ranks: Map("corpus\u0000id" -> rank)} of the previous search
   results: null,
+  facetFilter: null,  // {tags, type}: the facet values picked (each a filter)
+  facetCorpus: null,  // the corpus facet value picked: search only it
+  browse: { corpus: "", page: 0, cursors: [""] },  // the browsed corpus; cursors: each page's `after`
 };
 
 function may(action) {
@@ -227,6 +235,12 @@ async function search(event) {
   } else {
     body.mode = mode;
     body.use_playbook = usePlaybook;
+    body.highlight = true;
+    body.facets = FACETS;
+    if ($("one-per-page").checked) body.group_by = "parent";
+    const filter = facetFilter();
+    if (filter) body.filter = filter;
+    if (state.facetCorpus) body.corpora = [state.facetCorpus];
   }
   showStatus(status, "searching…");
   $("search-btn").disabled = true;
@@ -241,6 +255,7 @@ async function search(event) {
     if (out.degraded && out.degraded.length) notes.push(`degraded: ${out.degraded.join(", ")}`);
     showStatus(status, notes.join(" · "));
     renderAsk(mode === "ask" ? out : null);
+    renderFacets(out.facets);
     document.body.dataset.searches = String(Number(document.body.dataset.searches || 0) + 1);
   } catch (err) {
     showError(status, err);
@@ -301,11 +316,81 @@ function renderHits(out, query, previous) {
         el("a", { className: "title", href: itemHref }, hit.title || hit.id),
         el("code", { className: "id" }, hit.id),
         ...badges),
-      el("p", { className: "snippet" }, short(hit.text, SNIPPET)),
+      el("p", { className: "snippet" }, ...snippetOf(hit)),
+      groupNote(hit),
       el("div", { className: "hit-scores" }, ...scoreChips(hit),
         layers.length ? el("span", { className: "layers" }, "matched: ", ...layers) : null),
       may("feedback") ? el("div", { className: "hit-actions" }, right, wrong, feedback) : null);
   }));
+}
+
+// ---- highlights, groups, facets -------------------------------------------------------------
+
+const ENTITIES = { "&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": "\"", "&#x27;": "'" };
+
+function unescapeText(text) {
+  return text.replace(/&(lt|gt|amp|quot|#x27);/g, (m) => ENTITIES[m]);
+}
+
+// A fragment as nodes: text between the marks as text nodes, the marked words in <mark>.
+function fragmentNodes(fragment) {
+  const nodes = [];
+  let marked = false;
+  for (const part of String(fragment).split(/(<mark>|<\/mark>)/)) {
+    if (part === "<mark>") marked = true;
+    else if (part === "</mark>") marked = false;
+    else if (part) nodes.push(marked ? el("mark", {}, unescapeText(part)) : unescapeText(part));
+  }
+  return nodes;
+}
+
+function snippetOf(hit) {
+  const frags = hit.highlight && hit.highlight.text;
+  const kind = hit.highlight_kind && hit.highlight_kind.text;
+  if (!Array.isArray(frags) || frags.length === 0 || kind !== "lexical") {
+    return [short(hit.text, SNIPPET)];
+  }
+  return frags.flatMap((f, i) => (i ? [" … ", ...fragmentNodes(f)] : fragmentNodes(f)));
+}
+
+function groupNote(hit) {
+  const g = hit.group;
+  if (!g || typeof g.count !== "number" || g.count < 2) return null;
+  return el("p", { className: "group muted" }, `${g.count} matching parts of ${g.key}`);
+}
+
+function facetFilter() {
+  const f = state.facetFilter || {};
+  const out = {};
+  if (f.tags) out.tags_any = [f.tags];
+  if (f.type) out.type = f.type;
+  return Object.keys(out).length ? out : null;
+}
+
+function facetPicked(field, value) {
+  if (field === "corpus") {
+    state.facetCorpus = state.facetCorpus === value ? null : value;
+  } else {
+    state.facetFilter = state.facetFilter || {};
+    state.facetFilter[field] = state.facetFilter[field] === value ? null : value;
+  }
+  search();
+}
+
+function renderFacets(facets) {
+  const panel = $("facets");
+  if (!facets) { panel.replaceChildren(); panel.hidden = true; return; }
+  const active = { ...(state.facetFilter || {}), corpus: state.facetCorpus };
+  const groups = Object.entries(facets).filter(([, counts]) => Object.keys(counts).length);
+  panel.hidden = groups.length === 0;
+  panel.replaceChildren(...groups.map(([field, counts]) => el("div", { className: "facet", dataset: { field } },
+    el("h4", {}, field),
+    ...Object.entries(counts).map(([value, n]) => {
+      const b = el("button", { type: "button", className: active[field] === value ? "facet-value on" : "facet-value",
+        dataset: { value } }, `${value} (${n})`);
+      b.addEventListener("click", () => facetPicked(field, value));
+      return b;
+    }))));
 }
 
 async function record(query, hit, score, statusNode, ...buttons) {
@@ -340,7 +425,7 @@ async function showCorpora() {
   try {
     const out = await api("GET", "/v1/vectors/corpora");
     const rows = (out.corpora || []).map((c) => el("tr", { dataset: { corpus: c.name } },
-      el("td", {}, el("span", { className: "badge" }, c.name)),
+      el("td", {}, el("a", { className: "badge", href: `#/browse/${encodeURIComponent(c.name)}` }, c.name)),
       el("td", { className: "num" }, c.count ?? "–"),
       el("td", { className: "num" }, c.dim ?? "–"),
       el("td", {}, c.model || "–"),
@@ -370,6 +455,44 @@ async function showItem(corpus, id) {
       [el("dt", {}, k), el("dd", {}, v === undefined || v === null || v === "" ? "–" : String(v))]));
     $("item-text").textContent = item.text || "";
     showStatus(status, "");
+  } catch (err) {
+    showError(status, err);
+  }
+}
+
+// A corpus's items a page at a time: by id (keyset pages of GET .../ids), or, with a text,
+// the items containing it (keyword search: a substring of title or text), newest first.
+async function showBrowse(corpus, page) {
+  const status = $("browse-status");
+  const b = state.browse.corpus === corpus ? state.browse : { corpus, page: 0, cursors: [""] };
+  b.page = page;
+  state.browse = b;
+  $("browse-corpus").textContent = corpus;
+  showStatus(status, "loading…");
+  const text = $("browse-filter").value.trim();
+  const link = (id, title) => el("a", { href: `#/item/${encodeURIComponent(corpus)}/${encodeURIComponent(id)}` }, title || id);
+  try {
+    let rows;
+    let more;
+    if (text) {
+      const k = Math.min(BROWSE_MAX, (page + 1) * BROWSE_PAGE + 1);
+      const out = await api("POST", "/v1/vectors/search", { mode: "keyword", k, corpora: [corpus], query_text: text });
+      const hits = out.hits || [];
+      rows = hits.slice(page * BROWSE_PAGE, (page + 1) * BROWSE_PAGE).map((h) => el("li", { dataset: { id: h.id } },
+        link(h.id, h.title), " ", el("code", {}, h.id), el("p", { className: "snippet" }, short(h.text, 200))));
+      more = hits.length > (page + 1) * BROWSE_PAGE;
+    } else {
+      const after = b.cursors[page] || "";
+      const out = await api("GET", `/v1/vectors/corpora/${encodeURIComponent(corpus)}/ids?limit=${BROWSE_PAGE}&after=${encodeURIComponent(after)}`);
+      rows = (out.items || []).map((r) => el("li", { dataset: { id: r.id } }, link(r.id, null)));
+      more = Boolean(out.next_after);
+      if (more) b.cursors[page + 1] = out.next_after;
+    }
+    $("browse-list").replaceChildren(...rows);
+    $("browse-prev").disabled = page === 0;
+    $("browse-next").disabled = !more;
+    const first = rows.length ? page * BROWSE_PAGE + 1 : 0;
+    showStatus(status, `items ${first}–${page * BROWSE_PAGE + rows.length}${text ? ` containing “${text}”` : ""}`);
   } catch (err) {
     showError(status, err);
   }
@@ -423,7 +546,7 @@ async function syncNow() {
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
   const view = parts[0] || "search";
-  for (const name of ["search", "corpora", "item", "sync"]) {
+  for (const name of ["search", "corpora", "item", "sync", "browse"]) {
     $(`view-${name}`).hidden = name !== view;
   }
   for (const a of document.querySelectorAll("header nav a")) {
@@ -431,6 +554,11 @@ function route() {
   }
   if (view === "corpora") showCorpora();
   else if (view === "sync") showSync();
+  else if (view === "browse" && parts.length >= 2) {
+    $("browse-filter").value = "";
+    state.browse = { corpus: "", page: 0, cursors: [""] };
+    showBrowse(decodeURIComponent(parts[1]), 0);
+  }
   else if (view === "item" && parts.length >= 3) {
     showItem(decodeURIComponent(parts[1]), decodeURIComponent(parts.slice(2).join("/")));
   }
@@ -460,6 +588,9 @@ async function start() {
     updateCorpusSummary();
   });
   $("sync-now").addEventListener("click", syncNow);
+  $("browse-form").addEventListener("submit", (e) => { e.preventDefault(); showBrowse(state.browse.corpus, 0); });
+  $("browse-prev").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page - 1));
+  $("browse-next").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page + 1));
   window.addEventListener("hashchange", route);
   modeChanged();
   route();

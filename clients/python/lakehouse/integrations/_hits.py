@@ -12,10 +12,13 @@ from lakehouse.wire.responses import MatrixHit, MatrixSearchResponse
 
 def search_options(corpora: list[str] | None, k: int, mode: str | None,
                    filter: Mapping[str, Any] | None, use_playbook: bool,
-                   search_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of Client.search; search_kwargs holds any other option of it."""
+                   search_kwargs: Mapping[str, Any], group_by: str | None = None
+                   ) -> dict[str, Any]:
+    """Keyword arguments of Client.search; search_kwargs holds any other option of it
+    (highlight, facets, diversity, ...); group_by: one document per group."""
+    grouped = {"group_by": group_by} if group_by is not None else {}
     return {"corpora": corpora, "k": k, "mode": mode, "filter": filter,
-            "use_playbook": use_playbook, **search_kwargs}
+            "use_playbook": use_playbook, **grouped, **search_kwargs}
 
 
 async def search_async(client: Client, query: str, options: Mapping[str, Any]
@@ -33,13 +36,22 @@ def hit_key(hit: MatrixHit) -> str:
 def hit_metadata(hit: MatrixHit) -> dict[str, Any]:
     """Where a hit came from and how it scored: corpus, id, rank, score (the mode's own,
     None in vector and keyword modes), distance, each branch's score and rank (`scores`,
-    `ranks`: vector, lexical, symbolic), title, tags, the item's own `metadata`."""
-    return {
+    `ranks`: vector, lexical, symbolic), title, tags, the item's own `metadata`; with
+    `highlight` asked, its fragments (`highlight`, `highlight_kind`); with `group_by`,
+    the group's key and size (`group_key`, `group_count`)."""
+    out = {
         "corpus": hit.corpus, "id": hit.id, "rank": hit.rank, "score": hit.score,
         "distance": hit.distance, "scores": dict(hit.scores), "ranks": dict(hit.ranks),
         "title": hit.title, "tags": list(hit.tags), "metadata": hit.metadata,
         "updated_at": hit.updated_at.isoformat(),
     }
+    if isinstance(hit.highlight, dict):
+        out["highlight"] = hit.highlight
+        out["highlight_kind"] = hit.highlight_kind
+    if isinstance(hit.group, dict):
+        out["group_key"] = hit.group.get("key")
+        out["group_count"] = hit.group.get("count")
+    return out
 
 
 def relevance(hit: MatrixHit) -> float | None:

@@ -39,6 +39,7 @@ class LakehouseRetriever(BaseRetriever):
     mode: Mode | None = None
     filter: dict[str, Any] | None = None
     use_playbook: bool = False
+    group_by: str | None = None  # "parent": one document per wiki page
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     _default_client: Client | None = PrivateAttr(default=None)
 
@@ -51,7 +52,7 @@ class LakehouseRetriever(BaseRetriever):
 
     def _options(self) -> dict[str, Any]:
         return search_options(self.corpora, self.k, self.mode, self.filter, self.use_playbook,
-                              self.search_kwargs)
+                              self.search_kwargs, self.group_by)
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

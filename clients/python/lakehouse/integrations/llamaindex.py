@@ -42,12 +42,12 @@ class LakehouseRetriever(BaseRetriever):
     def __init__(self, client: Client | None = None, *, corpora: list[str] | None = None,
                  k: int = 4, mode: Mode | None = None,
                  filter: Mapping[str, Any] | None = None, use_playbook: bool = False,
-                 search_kwargs: Mapping[str, Any] | None = None,
+                 search_kwargs: Mapping[str, Any] | None = None, group_by: str | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.client = client if client is not None else Client()
         self.options = search_options(corpora, k, mode, filter, use_playbook,
-                                      search_kwargs or {})
+                                      search_kwargs or {}, group_by)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         found = self.client.search(query_bundle.query_str, **self.options)

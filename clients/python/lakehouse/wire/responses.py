@@ -228,6 +228,8 @@ class MatrixSearchResponse(msgspec.Struct):
     relevance: dict[str, Any] | None = None  # {"threshold", "kept", "dropped"}
     embed_ms: float | None = None
     took_ms: float = 0.0
+    # Value counts per facet, when `facets` was asked (internal.vectord.shaping).
+    facets: dict[str, dict[str, int]] | None = None
 
 
 # ---- matrixd: query intelligence -------------------------------------------------------------

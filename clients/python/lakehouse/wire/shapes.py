@@ -139,6 +139,11 @@ class Hit(msgspec.Struct):
     merge_distance: float | None = None
     # True when only a multi-search's `include` made this item a candidate.
     included: bool = False
+    # Set only when the request asked for them (internal.vectord.shaping).
+    highlight: dict[str, list[str]] | msgspec.UnsetType = msgspec.UNSET
+    highlight_kind: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+    group: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    recency_factor: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):

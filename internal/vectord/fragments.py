@@ -1,0 +1,130 @@
+"""Highlight fragments (no I/O): PostgreSQL's ts_headline output made safe to show.
+
+PostgreSQL marks the words (`ts_headline`, with each item's own regconfig, so the marks
+are the lexical layer's stemming) between two sentinel characters; here the marked text
+is cut into the best fragments, HTML-escaped, and only then are the marks written with
+the caller's `pre` and `post`. So a stored `<script>` comes back as `&lt;script&gt;` and
+the only markup in a fragment is the marks the caller asked for. The sentinels are
+removed from the stored text before PostgreSQL sees it (shaping_sql), so a stored
+sentinel can never open a mark.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+START = "\x02"
+STOP = "\x03"
+SENTINELS = START + STOP
+
+LEXICAL = "lexical"  # the query's words, marked as the lexical layer matched them
+LEAD = "lead"  # no query word in the field: its beginning, unmarked
+
+_SPACE = re.compile(r"\s+")
+_MARKS = re.compile(f"([{START}{STOP}])")
+
+
+def headline_options() -> str:
+    """ts_headline's options: the whole field with every matched word marked.
+
+    Fragments are cut here (`best`), not by ts_headline, whose fragment mode drops the
+    tokens its parser reads as markup: a stored `<script>` must come back escaped, not
+    vanish."""
+    return f"StartSel={START}, StopSel={STOP}, HighlightAll=true"
+
+
+def spans(marked: str) -> tuple[str, list[tuple[int, int]]]:
+    """The plain text and the (start, end) of each marked word in it."""
+    plain: list[str] = []
+    out: list[tuple[int, int]] = []
+    pos = 0
+    start = -1
+    for piece in _MARKS.split(marked):
+        if piece == START:
+            start = pos
+        elif piece == STOP:
+            if start >= 0:
+                out.append((start, pos))
+            start = -1
+        else:
+            plain.append(piece)
+            pos += len(piece)
+    return "".join(plain), out
+
+
+def _window(text: str, marks: list[tuple[int, int]], first: int, size: int
+            ) -> tuple[int, int]:
+    """About `size` characters around the mark `first`, at word boundaries, a third of
+    the room before it; a mark the edges would cut is left out whole."""
+    s, e = marks[first]
+    room = max(0, size - (e - s))
+    lo = max(0, s - room // 3)
+    hi = min(len(text), lo + max(size, e - s))
+    lo = max(0, min(lo, hi - size))
+    if lo > 0:
+        cut = text.find(" ", lo, s)
+        lo = cut + 1 if cut >= 0 else lo
+    if hi < len(text):
+        cut = text.rfind(" ", e, hi)
+        hi = cut if cut >= 0 else hi
+    for ms, me in marks:
+        if ms < lo < me:
+            lo = me
+        if ms < hi < me:
+            hi = ms
+    return lo, hi
+
+
+def best(marked: str, pre: str, post: str, fragment_chars: int, fragments: int) -> list[str]:
+    """The best fragments of a field ts_headline marked, best first: those holding the
+    most distinct marked words (then the most marks, then the earliest), not
+    overlapping; escaped, with pre/post around the marks. Empty when nothing is marked."""
+    text, marks = spans(marked)
+    if not marks:
+        return []
+    scored = []
+    for i in range(len(marks)):
+        lo, hi = _window(text, marks, i, fragment_chars)
+        inside = [(s, e) for s, e in marks if lo <= s and e <= hi]
+        words = {text[s:e].lower() for s, e in inside}
+        scored.append((-len(words), -len(inside), lo, hi, inside))
+    scored.sort(key=lambda t: (t[0], t[1], t[2]))
+    chosen: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for _, _, lo, hi, inside in scored:
+        if len(chosen) == fragments:
+            break
+        if inside and all(hi <= clo or lo >= chi for clo, chi, _ in chosen):
+            chosen.append((lo, hi, inside))
+    return [_render(text, lo, hi, inside, pre, post) for lo, hi, inside in chosen]
+
+
+def _render(text: str, lo: int, hi: int, inside: list[tuple[int, int]], pre: str,
+            post: str) -> str:
+    parts = ["…" if lo > 0 else ""]
+    pos = lo
+    for s, e in inside:
+        parts += [_esc(text[pos:s]), pre, _esc(text[s:e]), post]
+        pos = e
+    parts += [_esc(text[pos:hi]), "…" if hi < len(text) else ""]
+    return "".join(parts).strip()
+
+
+def _esc(text: str) -> str:
+    return html.escape(_SPACE.sub(" ", text), quote=True)
+
+
+def lead(text: str, fragment_chars: int) -> list[str]:
+    """The field's beginning, at most fragment_chars, cut at a word's end; escaped."""
+    flat = _SPACE.sub(" ", strip_sentinels(text)).strip()
+    if not flat:
+        return []
+    if len(flat) > fragment_chars:
+        cut = flat.rfind(" ", 0, fragment_chars + 1)
+        flat = flat[:cut if cut > 0 else fragment_chars] + "…"
+    return [html.escape(flat, quote=True)]
+
+
+def strip_sentinels(text: str) -> str:
+    """The text without the sentinel characters (each becomes a space)."""
+    return text.translate({ord(c): " " for c in SENTINELS})

@@ -1,0 +1,97 @@
+"""Benchmark the result-shaping options against the default search, on one stack.
+
+Starts the whole stack (scripts/bench_gateway.py's helpers), loads one corpus of 8,043
+documents (SciFact 5,183 + Cranfield 1,400 + CISI 1,460; text embedded by the stack's
+model, vectors cached in var/eval-cache), then sends SciFact's queries as text through the
+gateway: the default search (hybrid, k 10) with no option, with each of highlight /
+group_by / facets (corpus, tags, type) / diversity, and with all of them. p50/p95 one
+search at a time, each text through every variant in a turn shuffled a text (seeded), so
+the machine's swings fall on all alike; QPS at concurrency 16, variants in alternating
+order each round. Prints each variant's p50 against the plain default's measured in the
+same run (targets: highlight <= +15%, facets <= +25%).
+
+    flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
+        .venv/bin/python scripts/bench_shaping.py --beir ../shared/data [--queries 300] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_gateway import (
+    CONCURRENCY,
+    beir_queries,
+    load_beir,
+    load_line,
+    on_stack,
+    run_texts,
+)
+
+CORPUS = "bench_beir3"
+OPTIONS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "highlight": {"highlight": True},
+    "group_by": {"group_by": "parent"},
+    "facets (3)": {"facets": ["corpus", "tags", "type"]},
+    "diversity": {"diversity": 0.5},
+}
+OPTIONS["all"] = {k: v for opts in OPTIONS.values() for k, v in opts.items()}
+
+
+async def measure(args: argparse.Namespace, url: str) -> None:
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        n = await load_beir(session, url, CORPUS, args.beir)
+        texts: list[str | None] = list(beir_queries(args.beir, args.queries))
+        bodies = {label: {"corpora": [CORPUS], "k": 10, **opts} for label, opts in OPTIONS.items()}
+        for body in bodies.values():
+            await run_texts(session, url, body, texts[:30])  # warm-up
+        labels = list(bodies)
+        seq: dict[str, list[float]] = {label: [] for label in labels}
+        wall = dict.fromkeys(labels, 0.0)
+        done = dict.fromkeys(labels, 0)
+        rng = random.Random(7)
+        for rnd in range(args.rounds):
+            for text in texts[:args.sequential]:
+                for label in rng.sample(labels, len(labels)):
+                    got, _ = await run_texts(session, url, bodies[label], [text])
+                    seq[label] += got
+            for label in (labels if rnd % 2 == 0 else labels[::-1]):
+                got, secs = await run_texts(session, url, bodies[label], texts)
+                wall[label] += secs
+                done[label] += len(got)
+        print(f"\none corpus of {n:,} documents (SciFact + Cranfield + CISI), the default search "
+              f"(hybrid, k 10) through the gateway, {len(texts)} SciFact queries as text, "
+              f"{args.rounds} rounds; p50/p95 one at a time ({args.sequential} texts a round, "
+              f"every variant in a shuffled turn), QPS at concurrency {CONCURRENCY}\n")
+        print("| options | p50 ms | p95 ms | QPS @16 | p50 vs none |")
+        print("|---|---:|---:|---:|---:|")
+        base = statistics.median(seq["none"])
+        for label in labels:
+            xs = sorted(seq[label])
+            p50 = statistics.median(xs)
+            print(f"| {label} | {p50:.2f} | {xs[int(len(xs) * 0.95) - 1]:.2f} | "
+                  f"{done[label] / wall[label]:.0f} | {(p50 / base - 1) * 100:+.1f}% |")
+        print("\n" + load_line())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--beir", type=Path, required=True, help="the data folder (../shared/data)")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--sequential", type=int, default=100, help="texts a round one at a time")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    return on_stack("lakehouse-bench-shaping-", lambda url: measure(args, url))
+
+if __name__ == "__main__":
+    raise SystemExit(main())
