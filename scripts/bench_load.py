@@ -241,6 +241,13 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         for name in CORPORA:
             await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
                       "--corpus", name, "--quiet")
+        if args.fairness_only:
+            warm = Searches()
+            for _ in range(20):
+                await search(http, gateway, questions.next(), warm)
+            b_alone, b_beside, a = await fairness(gateway, questions, args.fair_seconds)
+            print_fairness(args.fair_seconds, b_alone, b_beside, a)
+            return
         runs = [(mode, r) for r in range(args.rounds) for mode in ("alone", "searched")]
         for mode, r in runs:
             docs = tagged_docs(data, ("cranfield",), f"re_{mode}_{r}")[:n_reembed]
@@ -316,16 +323,20 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         alone_s, searched_s = speeds[job]
         print(f"{job + ' (' + unit + ')':<34} {alone_s:>8.2f} {searched_s:>11.2f} "
               f"{searched_s / alone_s:>7.2f}x")
-    b95 = pct(b_alone.ms, 95)
-    print(f"fairness ({args.fair_seconds:g} s each): B alone p50 {pct(b_alone.ms, 50):.1f} / "
-          f"p95 {b95:.1f} ms; B beside A p50 {pct(b_beside.ms, 50):.1f} / "
-          f"p95 {pct(b_beside.ms, 95):.1f} / max {max(b_beside.ms, default=float('nan')):.1f} ms "
-          f"({pct(b_beside.ms, 95) / b95:.2f}x alone; B statuses {dict(b_beside.statuses)}); "
-          f"A: {len(a.ms)} searches answered, statuses {dict(a.statuses)}")
+    print_fairness(args.fair_seconds, b_alone, b_beside, a)
     inter, bulk = lane_stats["interactive"], lane_stats["bulk"]
     print(f"embedd lanes: interactive {inter['texts']} texts, longest wait "
           f"{inter['wait_max_ms']:.1f} ms; bulk {bulk['texts']} texts, longest slice "
           f"{bulk['call_max_ms']:.1f} ms, longest wait {bulk['wait_max_ms']:.1f} ms")
+
+
+def print_fairness(seconds: float, b_alone: Searches, b_beside: Searches, a: Searches) -> None:
+    b95 = pct(b_alone.ms, 95)
+    print(f"fairness ({seconds:g} s each): B alone p50 {pct(b_alone.ms, 50):.1f} / "
+          f"p95 {b95:.1f} ms; B beside A p50 {pct(b_beside.ms, 50):.1f} / "
+          f"p95 {pct(b_beside.ms, 95):.1f} / max {max(b_beside.ms, default=float('nan')):.1f} ms "
+          f"({pct(b_beside.ms, 95) / b95:.2f}x alone; B statuses {dict(b_beside.statuses)}); "
+          f"A: {len(a.ms)} searches answered, statuses {dict(a.statuses)}")
 
 
 def main() -> int:
@@ -338,6 +349,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2,
                         help="runs of each bulk job alone and under searches (alternating)")
     parser.add_argument("--fair-seconds", type=float, default=40.0)
+    parser.add_argument("--fairness-only", action="store_true",
+                        help="only the fairness case (the example corpora, no bulk jobs)")
     parser.add_argument("--limit", type=int, default=0,
                         help="at most this many documents per bulk job (0: all; a quick check)")
     args = parser.parse_args()

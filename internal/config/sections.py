@@ -6,6 +6,7 @@ only make sense together and raises ValueError("key: reason").
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from lakehouse.wire.shapes import MAX_RRF_K
@@ -76,7 +77,15 @@ class GatewayConfig:
     client_in_flight: int = 32
     client_queue: int = 128
     max_in_flight: int = 96
+    # Searches and reads of all clients in flight at once (0: twice the machine's cores):
+    # more only queue inside the daemons, where a place that frees cannot go to another
+    # client first. Past it a search waits at the gateway, clients served in turn.
+    search_in_flight: int = 0
     queue_timeout: float = 30.0
+
+    def search_slots(self) -> int:
+        """search_in_flight, or twice the machine's cores when 0."""
+        return self.search_in_flight or 2 * (os.cpu_count() or 1)
 
     def validate(self) -> None:
         if self.client_in_flight < 1 or self.max_in_flight < 1 or self.client_queue < 0:
@@ -84,6 +93,8 @@ class GatewayConfig:
                              ">= 1, client_queue >= 0")
         if self.queue_timeout <= 0:
             raise ValueError("queue_timeout: must be positive")
+        if self.search_in_flight < 0:
+            raise ValueError("search_in_flight: must be 0 (twice the cores) or more")
         if self.body_timeout <= 0 or self.upstream_wait <= 0:
             raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
         if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:

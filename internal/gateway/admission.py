@@ -110,15 +110,32 @@ class Admission:
     def _observe_load(self, client: str) -> None:
         self.metrics.observe_load(client, *self.policy.load(client))
 
-    def middleware(self, auth_on: bool) -> Middleware:
-        admission = self
 
-        @web.middleware
-        async def admission_middleware(request: web.Request, handler: Handler
-                                       ) -> web.StreamResponse:
-            if not request.path.startswith(_LIMITED_PREFIX):
-                return await handler(request)
-            async with admission.place(client_of(request, auth_on)):
-                return await handler(request)
 
-        return admission_middleware
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def is_search(request: web.Request, read_posts: frozenset[str]) -> bool:
+    """Whether a request only reads (a search, any GET): the interactive lane's shares."""
+    if request.method in _SAFE_METHODS:
+        return True
+    resource = request.match_info.route.resource
+    return resource is not None and resource.canonical in read_posts
+
+
+def make_middleware(searches: Admission, writes: Admission, read_posts: frozenset[str],
+                    auth_on: bool) -> Middleware:
+    """Each /v1 request held to its client's share of its lane: searches and reads share
+    `searches` (few places: a question never waits behind many others' questions in the
+    daemons), writes share `writes` (a bulk load never takes a search's place)."""
+
+    @web.middleware
+    async def admission_middleware(request: web.Request, handler: Handler
+                                   ) -> web.StreamResponse:
+        if not request.path.startswith(_LIMITED_PREFIX):
+            return await handler(request)
+        lane = searches if is_search(request, read_posts) else writes
+        async with lane.place(client_of(request, auth_on)):
+            return await handler(request)
+
+    return admission_middleware

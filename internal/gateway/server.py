@@ -15,7 +15,7 @@ from internal.common.daemon import serve
 from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app
 from internal.config import Config
-from internal.gateway import console, openapi, readiness
+from internal.gateway import admission, console, openapi, readiness
 from internal.gateway.admission import Admission
 from internal.gateway.auth import OPEN_PATHS
 from internal.gateway.fairness import Shares
@@ -71,9 +71,12 @@ def make_app(cfg: Config) -> web.Application:
         app.middlewares.append(make_keys_middleware(keyring, OPEN_PATHS | console.OPEN_PATHS))
     # After auth: a client is counted by a token that was checked.
     g = cfg.gateway
-    admission = Admission(Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
-                          g.queue_timeout, metrics)
-    app.middlewares.append(admission.middleware(auth_on=bool(g.tokens)))
+    searches = Admission(Shares(g.search_slots(), g.client_in_flight, g.client_queue),
+                         g.queue_timeout, metrics)
+    writes = Admission(Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
+                       g.queue_timeout, metrics)
+    app.middlewares.append(admission.make_middleware(searches, writes, READ_POSTS,
+                                                     auth_on=bool(g.tokens)))
     document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -28,7 +28,16 @@ from internal.api.vectord import (
     Hit,
     SearchRequest,
 )
-from internal.vectord import engine, fragments, merge, ordering, search_reads, shaping_sql
+from internal.vectord import (
+    engine,
+    fragments,
+    merge,
+    ordering,
+    search_check,
+    search_reads,
+    shaping_sql,
+)
+from internal.vectord.options import Options
 from internal.vectord.store import Store
 
 DEPTH = 10  # a reordering search ranks this many times k candidates (at most MAX_K)
@@ -70,18 +79,18 @@ class Shaped:
 
 async def search(store: Store, names: Sequence[str], req: SearchRequest,
                  corpus_weights: dict[str, float] | None = None,
-                 p: engine.Options | None = None,
+                 p: Options | None = None,
                  include: Sequence[tuple[str, str, float]] = ()) -> Shaped:
     """engine.search with the request's shaping applied (none asked: engine.search)."""
     if not asks(req):
         return Shaped(await engine.search(store, names, req, corpus_weights, p, include))
     plan = check(req)
-    p = p or engine.check(store, req)
+    p = p or search_check.check(store, req)
     deep = req
     if plan.reorders:
         n = min(MAX_K, max(p.n, DEPTH * req.k))
         deep = msgspec.structs.replace(req, k=n, candidates=max(n, req.candidates or 0))
-        p = engine.check(store, deep)
+        p = search_check.check(store, deep)
     if plan.facets:
         found, facets = await asyncio.gather(
             engine.search(store, names, deep, corpus_weights, p, include),
@@ -183,7 +192,7 @@ async def _diverse(store: Store, corpora: dict[str, Corpus], hits: list[Hit],
 
 # ---- highlights ---------------------------------------------------------------------------
 
-async def _lexemes(store: Store, p: engine.Options, req: SearchRequest,
+async def _lexemes(store: Store, p: Options, req: SearchRequest,
                    corpora: Sequence[Corpus]) -> list[str] | None:
     """The query's lexemes that occur in the corpora (the lexical layer's), None: none."""
     if not req.query_text or not req.query_text.strip() or not corpora:
@@ -226,7 +235,7 @@ async def _highlight(req: SearchRequest, hl: Highlight, store: Store,
 
 # ---- facets -------------------------------------------------------------------------------
 
-async def _facets(store: Store, p: engine.Options, names: Sequence[str],
+async def _facets(store: Store, p: Options, names: Sequence[str],
                   facets: list[ordering.Facet], size: int) -> Facets:
     """Counts per facet over the corpora's match sets, summed across corpora."""
     got = await asyncio.gather(*(store.corpus(n) for n in names), return_exceptions=True)
