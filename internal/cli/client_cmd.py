@@ -485,16 +485,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--corpora", help="comma-separated corpus names (default: every corpus)")
     p.add_argument("--mode", choices=("vector", "keyword", "lexical", "hybrid"))
     p.add_argument("--auto", action="store_true",
-                   help="let Lakehouse choose the strategy (keyword, lexical, vector, hybrid, smart)")
+                   help="pick keyword, lexical, vector, hybrid or smart")
     p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--playbook", action="store_true", help="boost answers recorded as good")
     p.add_argument("--highlight", action="store_true",
-                   help="show each hit's passages with the question's words in bold")
+                   help="mark the question's words in each hit")
     p.add_argument("--group-by", metavar="FIELD",
-                   help='one hit per group: "parent" (a wiki page) or "metadata.<key>"')
+                   help='one hit per "parent" page or "metadata.<key>"')
     p.add_argument("--facets", metavar="FIELDS",
-                   help='comma-separated: count hits per value (corpus,tags,type,metadata.<key>)')
+                   help='counts per value (corpus,tags,type,metadata.<key>)')
     p.add_argument("--diversity", type=float, metavar="0..1",
                    help="push near-duplicates down (0: off, 1: most diverse)")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")

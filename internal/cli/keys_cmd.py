@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from internal.cli.client_cmd import _run, _table, print_json
 from internal.cli.connect import add_url_arg
-from lakehouse import AsyncClient
+
+if TYPE_CHECKING:  # the client loads with the command that runs, not with --help
+    from lakehouse import AsyncClient
 
 
 def _csv(value: str) -> list[str]:

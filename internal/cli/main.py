@@ -54,8 +54,7 @@ EXAMPLES = {
 
 MAIN_EPILOG = """\
 example (`lakehouse COMMAND --help` for each command's options):
-  lakehouse up                     # in one terminal: the whole stack
-  lakehouse search "printer jams after new toner" --k 3"""
+  lakehouse up                     # in one terminal: the whole stack"""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ structured result is its route's JSON answer as sent.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from lakehouse import AsyncClient
 from lakehouse.errors import answered
 
 log = structlog.get_logger()
+
+# Surfaces cached at once (one per credential seen within `ttl`).
+MAX_SURFACES = 1024
 
 
 class ToolError(Exception):
@@ -89,7 +93,9 @@ class Toolbox:
         self.timeout = timeout
         self.ttl = ttl
         self._clock = clock
-        self._surface: tuple[float, Surface] | None = None
+        # Per credential: what one key may do (a scoped key sees no sync tools) is never
+        # offered to another. Keyed by a hash of the Authorization header, never the secret.
+        self._surfaces: dict[str, tuple[float, Surface]] = {}
 
     def _gateway(self, headers: Mapping[str, str]) -> AsyncClient:
         """The client for one caller: its headers (bearer token, request id) and no token
@@ -128,8 +134,10 @@ class Toolbox:
     async def surface(self, headers: Mapping[str, str]) -> Surface:
         """The tools on offer (cached for `ttl` seconds)."""
         now = self._clock()
-        if self._surface is not None and now - self._surface[0] < self.ttl:
-            return self._surface[1]
+        who = hashlib.sha256(headers.get("Authorization", "").encode()).hexdigest()
+        cached = self._surfaces.get(who)
+        if cached is not None and now - cached[0] < self.ttl:
+            return cached[1]
         gw = self._gateway(headers)
         try:
             doc = await gw.request("GET", "/openapi.json")
@@ -151,7 +159,9 @@ class Toolbox:
         except LakehouseError as exc:
             raise _error_from(exc) from None
         found = Surface(tuple(tools), corpora_optional)
-        self._surface = (now, found)
+        if len(self._surfaces) >= MAX_SURFACES:  # bounded: many short-lived tokens
+            self._surfaces.clear()
+        self._surfaces[who] = (now, found)
         return found
 
     # ---- calling one -------------------------------------------------------------------

@@ -129,7 +129,8 @@ async def test_ingest_finishes_when_half_the_answers_are_429(hard_stack: HardSta
             "0 failed; 48 items in corpus") in stdout, stdout + stderr[-3000:]
     assert len(limited) >= 8  # half of the calls of each route
     assert "rate limited (429): batches of 4 from now on" in stderr
-    assert re.search(r"batch 8\b", stderr) and re.search(r"batch [1-4]\b", stderr), stderr
+    # Batches shrink from 8 (the first answer may already be a 429) to 1 at the least.
+    assert re.search(r"batch [1-4]\b", stderr), stderr
 
     assert hard_stack.count("hard_429") == 48
     listed = hard_stack.call("GET", f"{hard_stack.gateway}/v1/vectors/corpora/hard_429/ids")

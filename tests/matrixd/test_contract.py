@@ -168,6 +168,13 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     bad = await c.error("POST", "/v1/embed", "embedd", {"texts": "not a list"}, 400)
     assert bad.error.field == "texts"
 
+    # Keys (vectord holds them; this port is open, auth off).
+    created = await c.call("POST", "/v1/keys", {"name": "contract", "actions": ["search"],
+                                                 "corpora": [name]})
+    assert created.key and [k.id for k in (await c.call("GET", "/v1/keys")).keys
+                            if k.id == created.id]
+    await c.call("DELETE", "/v1/keys/{key_id}", key_id=created.id)
+
     await c.call("DELETE", C, name=name)
     wanted = {(r.method, r.path) for r in ROUTES
               if r.upstream in DAEMONS and r.response is not None}

@@ -29,7 +29,9 @@ DAEMONS = ("embedd", "vectord", "matrixd", "syncd", "gateway")
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[upstack.Stack]:
-    s = upstack.start("lakehouse-faults-test-")
+    # --verbose: the stack's own info events (signal_received, postgres_restarted) are
+    # asserted on below; without it the terminal shows warnings and errors only.
+    s = upstack.start("lakehouse-faults-test-", args=("--verbose",))
     yield s
     s.stop()
     shutil.rmtree(s.tmp, ignore_errors=True)
