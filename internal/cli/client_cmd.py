@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from internal.cli import session as session_state
 from internal.cli import shaped
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url
+from internal.cli.ingest_input import InputError, normalized, plan_ingest, read_jsonl, window_arg
 from internal.common.errors import describe
 from internal.understanding import context
 from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE, LakehouseError
@@ -80,10 +79,6 @@ def print_json(value: Any) -> None:
     print(json.dumps(msgspec.to_builtins(value), indent=2))
 
 
-class InputError(Exception):
-    """A problem with the user's file or arguments."""
-
-
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
@@ -135,59 +130,6 @@ def _reembed(args: argparse.Namespace) -> int:
 
 # --- ingest ------------------------------------------------------------------
 
-def read_jsonl(path: Path) -> list[Doc]:
-    """BEIR-style lines ({_id, title?, text, metadata?, tags?, language?}), checked up front."""
-    from internal.ingest import Doc
-
-    docs: list[Doc] = []
-    seen: set[str] = set()
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{path}:{n}: not JSON: {exc}") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{path}:{n}: expected a JSON object")
-            doc_id = obj.get("_id", obj.get("id"))
-            if not isinstance(doc_id, (str, int)) or str(doc_id) == "":
-                raise InputError(f"{path}:{n}: _id: required (a string)")
-            text = obj.get("text")
-            if not isinstance(text, str):
-                raise InputError(f"{path}:{n}: text: required (a string)")
-            title = obj.get("title") or None
-            metadata = obj.get("metadata") or {}
-            tags = obj.get("tags")
-            language = obj.get("language")
-            if not isinstance(metadata, dict):
-                raise InputError(f"{path}:{n}: metadata: expected an object")
-            if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
-                raise InputError(f"{path}:{n}: tags: expected a list of strings")
-            if str(doc_id) in seen:
-                raise InputError(f"{path}:{n}: _id {doc_id!r} appears twice")
-            seen.add(str(doc_id))
-            docs.append(Doc(str(doc_id), text, title if isinstance(title, str) else None, tags,
-                            metadata, language if isinstance(language, str) else None))
-    return docs
-
-
-@dataclass
-class IngestPlan:
-    todo: list[Doc] = field(default_factory=list)
-    unchanged: int = 0
-    empty: list[Doc] = field(default_factory=list)  # no title and no text: nothing to embed
-
-
-def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
-    """Docs that are new or whose stored content hash differs (ingest.changed)."""
-    from internal.ingest import changed
-
-    todo, empty, unchanged = changed(docs, stored)
-    return IngestPlan(todo, unchanged, empty)
-
-
 def _describe(exc: Exception) -> str:
     """The status, code, field and message the stack answered, and its request id (the
     one in every daemon's log line for the request)."""
@@ -214,60 +156,6 @@ async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
 def _ids(docs: list[Doc], limit: int = 20) -> str:
     shown = ", ".join(d.id for d in docs[:limit])
     return shown + (f", ... ({len(docs) - limit} more)" if len(docs) > limit else "")
-
-
-NORMALIZE_BATCH = 500  # observations per /v1/matrix/normalize call (the route takes 1,000)
-
-
-async def normalized(client: AsyncClient, docs: list[Doc], window: tuple[int, int] = (0, 0),
-                     thread: str = "session") -> list[Doc]:
-    """Docs whose text is normalised by matrixd; the original and keywords go to metadata.
-
-    metadata "speaker" names who said the text, "reference_time" (or "date", ISO 8601)
-    when, so "I" and "yesterday" can be resolved. Normalising is deterministic, so a
-    rerun's content hashes match what the first run stored and nothing is re-embedded.
-    With a window (before, after), a document whose metadata names its `thread` is indexed
-    with the normalised texts of the documents around it in that thread (context.windows).
-    """
-    from internal.ingest import Doc, retrying
-
-    out: list[Doc] = []
-    for i in range(0, len(docs), NORMALIZE_BATCH):
-        part = docs[i:i + NORMALIZE_BATCH]
-        obs = []
-        for d in part:
-            o: dict[str, Any] = {"text": d.text}
-            when = d.metadata.get("reference_time") or d.metadata.get("date")
-            if isinstance(when, str) and when:
-                o["reference_time"] = when
-            if isinstance(d.metadata.get("speaker"), str):
-                o["speaker"] = d.metadata["speaker"]
-            obs.append(o)
-        res = await retrying(partial(client.normalize, obs), "normalizing", 3, _notice)
-        for d, n in zip(part, res.observations, strict=True):
-            meta = {**d.metadata, "original": d.text, "keywords": n.keywords}
-            if n.dates:
-                meta["dates"] = n.dates
-            out.append(Doc(d.id, n.text, d.title, d.tags, meta, d.language))
-    if window != (0, 0):
-        threads = [_thread(d.metadata.get(thread)) for d in out]
-        texts = context.windows([d.text for d in out], threads, *window)
-        mark = {context.WINDOW_KEY: f"{window[0]}:{window[1]}"}
-        out = [d if t == d.text else Doc(d.id, t, d.title, d.tags, {**d.metadata, **mark},
-                                         d.language)
-               for d, t in zip(out, texts, strict=True)]
-    return out
-
-
-def _thread(value: Any) -> object | None:
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
-
-
-def _window(value: str) -> tuple[int, int]:
-    m = re.fullmatch(r"(\d+):(\d+)", value.strip())
-    if not m or int(m[1]) > 10 or int(m[2]) > 10:
-        raise argparse.ArgumentTypeError(f"expected BEFORE:AFTER, each 0..10, got {value!r}")
-    return int(m[1]), int(m[2])
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -471,7 +359,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--normalize", action="store_true",
                    help="index the text as /v1/matrix/normalize rewrites it")
-    p.add_argument("--context", type=_window, default=(context.WINDOW_BEFORE, context.WINDOW_AFTER),
+    p.add_argument("--context", type=window_arg, default=(context.WINDOW_BEFORE, context.WINDOW_AFTER),
                    metavar="B:A",
                    help="with --normalize: neighbours indexed with a turn "
                         f"({context.WINDOW_BEFORE}:{context.WINDOW_AFTER})")

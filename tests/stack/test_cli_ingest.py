@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from internal.cli.client_cmd import InputError, plan_ingest, read_jsonl
+from internal.cli.ingest_input import InputError, plan_ingest, read_jsonl
 from internal.cli.main import build_parser
 from internal.common.hashing import content_hash
 from internal.ingest import Doc
