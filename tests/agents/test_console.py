@@ -58,7 +58,8 @@ def browser() -> Iterator[WebDriver]:
 
 
 def wait(driver: WebDriver, seconds: float = 60) -> WebDriverWait[WebDriver]:
-    return WebDriverWait(driver, seconds)
+    """A wait that tries again when the page draws a list again under a read of it."""
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def search(driver: WebDriver, query: str, mode: str = "hybrid", k: int = 6) -> list[WebElement]:
