@@ -44,13 +44,15 @@ async def main_async(args: argparse.Namespace, url: str, admin: str) -> None:
         async with session.post(f"{url}/v1/keys", json={
                 "name": "bench", "actions": ["search"], "corpora": [corpus]}) as r:
             assert r.status == 201, await r.text()
-            key = (await r.json())["key"]
+            created = await r.json()
+        key, key_id = created["key"], created["id"]
         creds = {
             "admin token": admin,
             "search key": key,
-            "tenant token": lakehouse.tenant_token(key, corpora=[corpus], expires_in=7200),
-            "tenant + filter": lakehouse.tenant_token(key, corpora=[corpus], expires_in=7200,
-                                                      filter={"id_prefix": "d"}),
+            "tenant token": lakehouse.tenant_token(key, key_id, corpora=[corpus],
+                                                   expires_in=7200),
+            "tenant + filter": lakehouse.tenant_token(key, key_id, corpora=[corpus],
+                                                      expires_in=7200, filter={"id_prefix": "d"}),
         }
         body: dict[str, Any] = searches(corpus)["text (hybrid)"]
         names = list(creds)
@@ -59,14 +61,13 @@ async def main_async(args: argparse.Namespace, url: str, admin: str) -> None:
                     for n, c in creds.items()}
         try:
             for n in names:
-                await run(sessions[n], f"{url}/v1/matrix/search", body, 50)  # warm-up
+                await run(sessions[n], url, body, 50)  # warm-up (run adds the path)
             lat: dict[str, list[float]] = {n: [] for n in names}
             wall = dict.fromkeys(names, 0.0)
             for rnd in range(args.rounds):
                 order = names[rnd % len(names):] + names[:rnd % len(names)]
                 for n in order:
-                    got, secs = await run(sessions[n], f"{url}/v1/matrix/search", body,
-                                          args.queries)
+                    got, secs = await run(sessions[n], url, body, args.queries)
                     lat[n] += got
                     wall[n] += secs
         finally:
