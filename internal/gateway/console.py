@@ -16,7 +16,8 @@ from aiohttp import web
 from internal.config import Config
 
 # Files under internal/gateway/console/ (package data in pyproject.toml).
-FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+FILES = {"index.html": "text/html", "app.js": "text/javascript", "keys.js": "text/javascript",
+         "style.css": "text/css"}
 OPEN_PATHS = frozenset({"/", *(f"/console/{name}" for name in FILES), "/console/settings.json"})
 
 HEADERS = {

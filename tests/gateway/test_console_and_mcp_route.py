@@ -16,10 +16,11 @@ async def test_console_is_served_open_with_auth_on(gateway: GatewayFactory,
         page = await resp.text()
         csp = resp.headers["Content-Security-Policy"]
     assert '<script src="/console/app.js"' in page
+    assert '<script src="/console/keys.js"' in page
     # The page may load and call its own origin only.
     assert "default-src 'none'" in csp and "connect-src 'self'" in csp and "script-src 'self'" in csp
-    for name, ctype in (("app.js", "text/javascript"), ("style.css", "text/css"),
-                        ("settings.json", "application/json")):
+    for name, ctype in (("app.js", "text/javascript"), ("keys.js", "text/javascript"),
+                        ("style.css", "text/css"), ("settings.json", "application/json")):
         async with http.get(f"{base}/console/{name}") as resp:
             assert resp.status == 200, name
             assert resp.content_type == ctype
@@ -35,10 +36,12 @@ async def test_console_is_served_open_with_auth_on(gateway: GatewayFactory,
 async def test_console_escapes_with_text_content_only(gateway: GatewayFactory,
                                                       http: aiohttp.ClientSession) -> None:
     base = await gateway()
-    async with http.get(f"{base}/console/app.js") as resp:
-        js = await resp.text()
-    assert "innerHTML" not in js.replace("never innerHTML", "")
-    assert "outerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
+    for name in ("app.js", "keys.js"):
+        async with http.get(f"{base}/console/{name}") as resp:
+            js = await resp.text()
+        assert "innerHTML" not in js.replace("never innerHTML", ""), name
+        assert "outerHTML" not in js and "insertAdjacentHTML" not in js, name
+        assert "document.write" not in js, name
     async with http.get(f"{base}/console/nothing.js") as resp:
         assert resp.status == 404
 

@@ -170,6 +170,7 @@ async function loadSurface() {
   // What the key may not do is not offered: feedback buttons, the sync page and button.
   $("nav-sync").hidden = !may("read");
   $("sync-now").hidden = !may("write");
+  $("nav-keys").hidden = !may("admin");
   if (state.smartSearch && !$("mode").querySelector('option[value="ask"]')) {
     $("mode").append(el("option", { value: "ask" }, "ask (plan + reflect)"));
   }
@@ -546,13 +547,15 @@ async function syncNow() {
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
   const view = parts[0] || "search";
-  for (const name of ["search", "corpora", "item", "sync", "browse"]) {
+  for (const name of ["search", "corpora", "item", "sync", "browse", "keys"]) {
     $(`view-${name}`).hidden = name !== view;
   }
   for (const a of document.querySelectorAll("header nav a")) {
     a.classList.toggle("active", a.id === `nav-${view}`);
   }
+  if (view !== "keys") hideSecret();
   if (view === "corpora") showCorpora();
+  else if (view === "keys") showKeys();
   else if (view === "sync") showSync();
   else if (view === "browse" && parts.length >= 2) {
     $("browse-filter").value = "";
@@ -588,6 +591,7 @@ async function start() {
     updateCorpusSummary();
   });
   $("sync-now").addEventListener("click", syncNow);
+  initKeys();
   $("browse-form").addEventListener("submit", (e) => { e.preventDefault(); showBrowse(state.browse.corpus, 0); });
   $("browse-prev").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page - 1));
   $("browse-next").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page + 1));
