@@ -138,8 +138,8 @@ def make_scope_middleware(cfg: Config) -> Middleware:
             scope = access.ADMIN
         else:
             return unauthorized(request)
+        request[KEY_ID_KEY] = scope.key_id  # a refusal's access line names the key too
         access.check_request(scope, request.method, request.path)
-        request[KEY_ID_KEY] = scope.key_id
         token = CALLER.set(scope)
         bound = structlog.contextvars.bind_contextvars(key_id=scope.key_id)
         try:
