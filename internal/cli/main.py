@@ -41,7 +41,7 @@ EXAMPLES = {
     "playbooks": "lakehouse playbooks list",
     "playbooks list": "lakehouse playbooks list --answer-corpus handbook --limit 20",
     "playbooks delete": "lakehouse playbooks delete PLAYBOOK_ID",
-    "keys": "lakehouse keys create agent --actions search --corpora 'team-a-*'",
+    "keys": "lakehouse keys create agent --actions search --corpora 'team_a_*'",
     "keys create": "lakehouse keys create agent --actions search,read --corpora handbook,tickets",
     "keys list": "lakehouse keys list",
     "keys revoke": "lakehouse keys revoke KEY_ID",
