@@ -266,7 +266,9 @@ def _search(live: Live, token: str, kind: str, query: str) -> tuple[int, Any]:
         return call(f"{live.url}/v1/matrix/smart_search", {"query_text": query, "k": 20}, auth)
     if kind == "auto":
         return call(f"{live.url}/v1/matrix/search_auto", {"query_text": query, "k": 20}, auth)
-    body: dict[str, Any] = {"query_text": query, "k": 20, "mode": kind}
+    # Facet counts too: a count over rows the token may not see would reveal them.
+    body: dict[str, Any] = {"query_text": query, "k": 20, "mode": kind,
+                            "facets": ["metadata.tenant", "corpus"]}
     if kind == "prf":
         body.update(mode="hybrid", prf={"docs": 5, "terms": 10})
     if kind == "playbook":
@@ -292,6 +294,11 @@ def test_tenant_token_hits_never_leave_its_filter(live: Live, tenant_key: str, t
         assert (hit.get("metadata") or {}).get("tenant") == tenant, hit
     if tenant != "b":  # (smart search repeats the question itself in its plan)
         assert SECRET_WORD not in json.dumps(out.get("hits") or [])
+    facets = out.get("facets") or {}
+    assert set(facets.get("metadata.tenant") or {}) <= {tenant}, facets
+    assert set(facets.get("corpus") or {}) <= set(corpora or [TENANTS, GUIDES]), facets
+    if kind not in ("smart", "auto", "vector") and out.get("hits"):
+        assert facets.get("metadata.tenant"), out  # asked, and counted
 
 
 def test_tenant_token_refusals(live: Live, tenant_key: str) -> None:
