@@ -140,6 +140,7 @@ const state = {
   corpora: [],        // names offered in the picker
   smartSearch: false, // POST /v1/matrix/smart_search exists: the "ask" mode
   actions: null,      // the key's actions (GET /v1/keys/self); null: every action
+  manageKeys: false,  // the Keys page is offered (an admin key, auth on)
   last: null,         // {key, ranks: Map("corpus\u0000id" -> rank)} of the previous search
   results: null,
   facetFilter: null,  // {tags, type}: the facet values picked (each a filter)
@@ -164,13 +165,16 @@ async function loadSurface() {
   try {
     const self = await api("GET", "/v1/keys/self");
     state.actions = self.actions && !self.actions.includes("admin") ? self.actions : null;
+    // Keys mean something only with auth on (a caller with a key id) and are an admin's.
+    state.manageKeys = Boolean(self.key_id) && state.actions === null;
   } catch (_) {
     state.actions = null;  // an older gateway: show everything, the API still decides
+    state.manageKeys = false;
   }
   // What the key may not do is not offered: feedback buttons, the sync page and button.
   $("nav-sync").hidden = !may("read");
   $("sync-now").hidden = !may("write");
-  $("nav-keys").hidden = !may("admin");
+  $("nav-keys").hidden = !state.manageKeys;
   if (state.smartSearch && !$("mode").querySelector('option[value="ask"]')) {
     $("mode").append(el("option", { value: "ask" }, "ask (plan + reflect)"));
   }
