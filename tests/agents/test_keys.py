@@ -362,6 +362,15 @@ def test_cli_keys_and_revocation_within_a_second(live: Live) -> None:
     cli("revoke", created["id"])
     time.sleep(1.0)  # the gateway re-reads a key at most 0.5 s after it last did
     assert call(f"{live.url}/v1/vectors/corpora", None, auth)[0] == 401
+    # The README's three commands, as written there.
+    printed = cli("create", "support-agent", "--actions", "search", "--corpora",
+                  "handbook,tickets").splitlines()
+    key_id = printed[0].split()[1]
+    assert printed[0] == f"key {key_id} (search on handbook, tickets)", printed
+    assert printed[1].startswith(f"lhk_{key_id}_") and "shown this once" in printed[2]
+    listed = cli("list")
+    assert key_id in listed and "handbook,tickets" in listed and printed[1] not in listed
+    assert cli("revoke", key_id).strip() == f"revoked {key_id}"
 
 
 DAEMONS = {"vectord": ("/v1/vectors/", "/v1/keys", "/internal/"), "matrixd": ("/v1/matrix/",),
