@@ -58,6 +58,9 @@ def test_admin_lists_creates_and_revokes_keys(live: Live, browser: WebDriver) ->
     row = _rows(browser)[key_id]
     assert row[1:4] == [MARKUP_NAME, "read", GUIDES]  # the name's markup shown as text
     assert not browser.find_elements(By.CSS_SELECTOR, "#keys-table img, #keys-table script")
+    assert row[5].endswith(" UTC") and row[6] == "–"  # created; never used yet
+    boxes = browser.find_elements(By.CSS_SELECTOR, '#key-actions input[name="action"]')
+    assert [b.get_attribute("value") for b in boxes if b.is_selected()] == ["search"]  # reset
     assert browser.execute_script("return window.__pwned === undefined") is True
     # The secret opens what the page said: its corpus, read only.
     status, out = call(f"{live.url}/v1/vectors/corpora", None, {"Authorization": f"Bearer {secret}"})

@@ -7,8 +7,12 @@
 
 const KEY_ACTIONS = ["search", "read", "write", "feedback", "admin"];
 
+// An RFC 3339 time from the API (any offset) as "2026-11-26 09:02 UTC".
 function when(value) {
-  return value ? String(value).replace("T", " ").replace(/\.\d+/, "").replace(/\+00:00$|Z$/, " UTC") : "–";
+  const time = value ? new Date(value) : null;
+  if (!time || Number.isNaN(time.getTime())) return "–";
+  const iso = time.toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
 async function showKeys() {
@@ -23,9 +27,9 @@ async function showKeys() {
       el("td", { className: "key-name" }, k.name),
       el("td", {}, (k.actions || []).join(", ")),
       el("td", {}, (k.corpora || []).join(", ")),
-      el("td", {}, when(k.expires_at)),
-      el("td", {}, when(k.created_at)),
-      el("td", {}, when(k.last_used_at)),
+      el("td", { className: "when" }, when(k.expires_at)),
+      el("td", { className: "when" }, when(k.created_at)),
+      el("td", { className: "when" }, when(k.last_used_at)),
       el("td", {}, el("button", {
         type: "button", className: "revoke", onclick: () => revokeKey(k.id, k.name),
       }, "Revoke")))));
@@ -78,6 +82,8 @@ function hideSecret() {
 
 function initKeys() {
   $("key-actions").replaceChildren(...KEY_ACTIONS.map((a) => el("label", {},
-    el("input", { type: "checkbox", name: "action", value: a, checked: a === "search" }), ` ${a} `)));
+    el("input", {
+      type: "checkbox", name: "action", value: a, defaultChecked: a === "search",
+    }), ` ${a} `)));
   $("key-form").addEventListener("submit", createKey);
 }
