@@ -17,11 +17,13 @@ from internal.api.vectord import (
     EfSearch,
     FacetSpec,
     FieldPath,
+    Filter,
     Highlight,
     ItemId,
     K,
     Label,
     Mode,
+    Prf,
     QueryText,
     Recency,
     Vector,
@@ -94,6 +96,16 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     facet_size: Annotated[int, Meta(ge=1, le=MAX_FACET_SIZE)] | None = None
     diversity: Annotated[float, Meta(ge=0, le=1)] | None = None
     recency: Recency | None = None
+
+
+class PassedOptions(msgspec.Struct, forbid_unknown_fields=True):
+    """MatrixSearchRequest's free-form options as the structs vectord's request holds them:
+    matrixd converts them once, in its own check, before it builds that request (a bad one
+    is the caller's 400 naming `filter.<key>`, before any corpus is searched)."""
+
+    filter: Filter | None = None
+    prefer: Filter | None = None
+    prf: Prf | None = None
 
 
 class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):

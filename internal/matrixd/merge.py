@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from internal.api.vectord import MODES
+import msgspec
+
+from internal.api.vectord import MODES, Hit
 from internal.matrixd.boost import Ranking
 
 
@@ -23,15 +25,18 @@ def ranking_of(mode: str) -> Ranking:
     return "distance" if mode == "vector" else "score"
 
 
-def annotate(hits: Sequence[dict[str, Any]], mode: str, rrf_k: int = 60
-             ) -> list[dict[str, Any]]:
-    """The merged hits in their order, each with corpus_rank and its ranking key."""
+def annotate(hits: Sequence[Hit], mode: str, rrf_k: int = 60) -> list[dict[str, Any]]:
+    """The merged hits in their order, each with corpus_rank and its ranking key.
+
+    vectord's `Hit` structs become matrixd's hits here, once: JSON objects holding what
+    vectord sent, in its order (a field it left out stays out), which the boost, the
+    gates and the answer then extend.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     seen: dict[str, int] = {}
-    out = []
-    for rank, raw in enumerate(hits, 1):
-        hit = dict(raw)
+    out: list[dict[str, Any]] = msgspec.to_builtins(hits)
+    for rank, hit in enumerate(out, 1):
         corpus = str(hit.get("corpus"))
         seen[corpus] = seen.get(corpus, 0) + 1
         hit["corpus_rank"] = seen[corpus]
@@ -43,5 +48,4 @@ def annotate(hits: Sequence[dict[str, Any]], mode: str, rrf_k: int = 60
             hit["merge_score"] = 1.0 / (rrf_k + rank)
         elif hit.get("merge_score") is None:
             hit["merge_score"] = hit.get("score")
-        out.append(hit)
     return out

@@ -69,9 +69,7 @@ async def apply(deps: Deps, hits: list[dict[str, Any]], fragment_chars: int,
         return 0
     query_of: dict[str, Sequence[float]] = {default.model: default.vectors[0]}
     for qv in (vectors.query_vectors if vectors is not None else []):
-        model, vec = qv.get("model"), qv.get("vector")
-        if isinstance(model, str) and isinstance(vec, list):
-            query_of[model] = vec
+        query_of[qv.model] = qv.vector
     model_of = {c: s.model for s in await spaces.spaces(deps) for c in s.corpora}
     todo: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
     for h in hits:

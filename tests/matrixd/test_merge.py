@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
+from internal.api.vectord import Hit
 from internal.matrixd.merge import annotate, ranking_of
 
+WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
-def h(id_: str, corpus: str, **kw: Any) -> dict[str, Any]:
-    return {"id": id_, "corpus": corpus, "metadata": {"n": id_}, **kw}
+
+def h(id_: str, corpus: str, **kw: Any) -> Hit:
+    fields: dict[str, Any] = {"distance": None, "score": None, **kw}
+    return Hit(id=id_, corpus=corpus, ranks={}, scores={}, text="", title=None, tags=[],
+               metadata={"n": id_}, language="english", updated_at=WHEN, **fields)
 
 
 def test_order_kept_and_corpus_rank_counted_per_corpus() -> None:
@@ -21,7 +28,18 @@ def test_order_kept_and_corpus_rank_counted_per_corpus() -> None:
     assert [x["id"] for x in out] == ["b1", "a1", "b2"]
     assert [x["corpus_rank"] for x in out] == [1, 1, 2]
     assert all(x["merge_score"] is None for x in out)
-    assert out[0]["metadata"] == {"n": "b1"} and "corpus_rank" not in merged[0]
+    assert out[0]["metadata"] == {"n": "b1"} and not hasattr(merged[0], "corpus_rank")
+
+
+def test_hits_read_as_vectord_sent_them() -> None:
+    """A hit becomes the JSON object vectord's answer held: its fields in order, the
+    shaping fields vectord left out still out, the time as the answer's text."""
+    hit = h("a1", "a", score=0.5, recency_factor=0.9)
+    sent = msgspec.json.decode(msgspec.json.encode(hit))
+    out = annotate([hit], "lexical")[0]
+    assert list(out)[:len(sent)] == list(sent) and "highlight" not in out
+    assert {k: out[k] for k in sent} == {**sent, "merge_score": 0.5}
+    assert out["updated_at"] == "2026-01-02T03:04:05Z"
 
 
 def test_score_modes_keep_vectord_merge_score() -> None:

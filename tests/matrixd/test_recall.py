@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from internal.api.vectord import IncludeRef
 from internal.matrixd import playbook
 from internal.matrixd.boost import Match, PlaybookEntry
 
@@ -22,15 +23,15 @@ def test_include_only_raised_answers_of_searched_corpora_nearest_first() -> None
         m("c", "docs", -0.5, 0.01),   # nearer wrong mark decides against c
         m("c", "docs", 1.0, 0.20),
     ])
-    assert lookup.include(["docs", "wiki"]) == [{"corpus": "docs", "id": "a"},
-                                                {"corpus": "wiki", "id": "b"}]
+    assert lookup.include(["docs", "wiki"]) == [IncludeRef(corpus="docs", id="a"),
+                                                IncludeRef(corpus="wiki", id="b")]
 
 
 def test_include_is_capped() -> None:
     lookup = playbook.Lookup("pb", [m(f"d{i}", "docs", 1.0, i / 1000) for i in range(150)])
     got = lookup.include(["docs"])
     assert len(got) == playbook.MAX_INCLUDE
-    assert got[0] == {"corpus": "docs", "id": "d0"}
+    assert got[0] == IncludeRef(corpus="docs", id="d0")
 
 
 def test_mark_recalled() -> None:
