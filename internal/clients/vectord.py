@@ -8,6 +8,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
+from internal.api.responses import Corpus, CorpusList
 from internal.api.vectord import (
     Item,
     MultiSearchRequest,
@@ -33,9 +34,9 @@ class VectordClient(ServiceClient):
     def _c(name: str) -> str:
         return f"/v1/vectors/corpora/{quote(name, safe='')}"
 
-    async def list_corpora(self) -> list[dict[str, Any]]:
-        out = await self.call("GET", "/v1/vectors/corpora")
-        return list(out["corpora"])
+    async def list_corpora(self) -> list[Corpus]:
+        """The corpora the caller may see, with their counts."""
+        return (await self.call_as(CorpusList, "GET", "/v1/vectors/corpora")).corpora
 
     async def get_corpus(self, name: str) -> dict[str, Any]:
         out: dict[str, Any] = await self.call("GET", self._c(name))

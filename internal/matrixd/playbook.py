@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from internal.api.matrixd import RecordRequest
+from internal.api.responses import PlaybookEntryRow
 from internal.api.validate import corpus_name
 from internal.api.vectord import Filter, IncludeRef, Item, SearchRequest
 from internal.common.access import Scope
@@ -145,7 +146,7 @@ def entry_title(entry: boost.PlaybookEntry) -> str:
 
 
 async def list_entries(deps: Deps, corpus: str, answer_id: str | None,
-                       answer_corpus: str | None, limit: int) -> list[dict[str, Any]]:
+                       answer_corpus: str | None, limit: int) -> list[PlaybookEntryRow]:
     """Entries, newest first, optionally only those for one answer; none if no playbook yet."""
     meta: dict[str, str] = {}
     if answer_id is not None:
@@ -163,10 +164,10 @@ async def list_entries(deps: Deps, corpus: str, answer_id: str | None,
         entry = boost.entry_from_metadata(h.metadata)
         if entry is None:
             continue
-        rows.append({"playbook_id": h.id, "query_text": entry.query_text,
-                     "answer_id": entry.answer_id, "answer_corpus": entry.answer_corpus,
-                     "score": entry.score, "tags": entry.tags,
-                     "recorded_at": h.updated_at})
+        rows.append(PlaybookEntryRow(
+            playbook_id=h.id, query_text=entry.query_text, answer_id=entry.answer_id,
+            answer_corpus=entry.answer_corpus, score=entry.score, tags=entry.tags,
+            recorded_at=h.updated_at))
     return rows
 
 

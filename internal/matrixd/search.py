@@ -244,7 +244,7 @@ async def _visible_names(deps: Deps) -> list[str]:
     """The corpora a suggestion may name: vectord's list, which it limits to the caller's
     scope (never the spaces cache, which holds every corpus)."""
     try:
-        return [str(c["name"]) for c in await deps.vectord.list_corpora()]
+        return [c.name for c in await deps.vectord.list_corpora()]
     except LakehouseError:
         return []  # the refusal stands without a suggestion
 

@@ -121,7 +121,7 @@ async def resolve_corpora(deps: Deps, corpora: list[str] | None) -> list[str]:
     if corpora is not None:
         return corpora
     rows = await deps.vectord.list_corpora()
-    names = [str(r["name"]) for r in rows if r.get("name") != deps.cfg.playbook_corpus]
+    names = [r.name for r in rows if r.name != deps.cfg.playbook_corpus]
     if not names:
         raise InvalidArgument("corpora: there is no corpus to search yet", field="corpora")
     return names

@@ -32,7 +32,7 @@ async def test_client_round_trip(vectord_url: str, http: aiohttp.ClientSession) 
     assert (await client.get_item(name, "doc-0003"))["text"] == "document number 3"
     assert await client.delete_items(name, ["doc-0003"]) == 1
     assert (await client.get_corpus(name))["count"] == 29
-    assert name in [c["name"] for c in await client.list_corpora()]
+    assert name in [c.name for c in await client.list_corpora()]
     await client.delete_corpus(name)
     with pytest.raises(ServiceError) as info:
         await client.get_corpus(name)
