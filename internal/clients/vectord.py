@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import aiohttp
 
 from internal.api.responses import Corpus, CorpusList
 from internal.api.vectord import (
+    Hit,
     Item,
     MultiSearchRequest,
-    MultiSearchResponse,
+    MultiSearchResult,
     SearchRequest,
     SearchResponse,
     SpacesResponse,
@@ -21,6 +22,8 @@ from internal.api.vectord import (
 from internal.clients.base import ServiceClient
 from internal.common.errors import ServiceError
 from internal.common.upstream import Upstream
+
+H = TypeVar("H", bound=Hit)
 
 
 class VectordClient(ServiceClient):
@@ -121,11 +124,13 @@ class VectordClient(ServiceClient):
         return await self.call_as(SearchResponse, "POST", f"{self._c(name)}/search", req,
                                   idempotent=True)
 
-    async def search_many(self, req: MultiSearchRequest) -> MultiSearchResponse:
+    async def search_many(self, req: MultiSearchRequest, hits: type[H]) -> MultiSearchResult[H]:
         """One search over several corpora, ranked as their union (POST /v1/vectors/search).
 
         req.corpora None: every corpus (but req.exclude_corpora). The merged hits come as
-        `Hit` structs (each with its corpus); `results` has each corpus's count and time,
+        `hits` structs, `Hit` or a struct extending it (matrixd's `RankedHit`: decoded
+        into it, annotated in place), each with its corpus; `results` has each corpus's
+        count and time,
         or its error and status as the per-corpus route would have answered. A
         request-wide fault (bad k, filter, ...) raises vectord's 400. With `include`,
         `include_missing` counts the included items that do not exist.
@@ -133,8 +138,10 @@ class VectordClient(ServiceClient):
         The request is the struct vectord decodes: what the caller built it from was
         checked by the caller (matrixd's own check), so nothing is checked again here.
         """
-        return await self.call_as(MultiSearchResponse, "POST", "/v1/vectors/search", req,
-                                  idempotent=True)
+        answer: Any = MultiSearchResult[hits]  # type: ignore[valid-type]
+        out: MultiSearchResult[H] = await self.call_as(answer, "POST", "/v1/vectors/search", req,
+                                                       idempotent=True)
+        return out
 
     async def spaces(self) -> SpacesResponse:
         """Every corpus by embedding space (model label, dimension), no counts."""

@@ -11,12 +11,8 @@ playbook boost (which divides merge_score) can lift a hit there too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import msgspec
-
-from internal.api.vectord import MODES, Hit
+from internal.api.responses import RankedHit
+from internal.api.vectord import MODES
 from internal.matrixd.boost import Ranking
 
 
@@ -25,27 +21,21 @@ def ranking_of(mode: str) -> Ranking:
     return "distance" if mode == "vector" else "score"
 
 
-def annotate(hits: Sequence[Hit], mode: str, rrf_k: int = 60) -> list[dict[str, Any]]:
-    """The merged hits in their order, each with corpus_rank and its ranking key.
-
-    vectord's `Hit` structs become matrixd's hits here, once: JSON objects holding what
-    vectord sent, in its order (a field it left out stays out), which the boost, the
-    gates and the answer then extend.
-    """
+def annotate(hits: list[RankedHit], mode: str, rrf_k: int = 60) -> list[RankedHit]:
+    """The merged hits in their order, each with corpus_rank and its ranking key, set in
+    place (matrixd decodes vectord's answer straight into `RankedHit`s)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     seen: dict[str, int] = {}
-    out: list[dict[str, Any]] = msgspec.to_builtins(hits)
-    for rank, hit in enumerate(out, 1):
-        corpus = str(hit.get("corpus"))
-        seen[corpus] = seen.get(corpus, 0) + 1
-        hit["corpus_rank"] = seen[corpus]
+    for rank, hit in enumerate(hits, 1):
+        seen[hit.corpus] = seen.get(hit.corpus, 0) + 1
+        hit.corpus_rank = seen[hit.corpus]
         if mode == "vector":
-            hit["merge_score"] = None
-            if hit.get("merge_distance") is None:
-                hit["merge_distance"] = hit.get("distance")
+            hit.merge_score = None
+            if hit.merge_distance is None:
+                hit.merge_distance = hit.distance
         elif mode == "keyword":
-            hit["merge_score"] = 1.0 / (rrf_k + rank)
-        elif hit.get("merge_score") is None:
-            hit["merge_score"] = hit.get("score")
-    return out
+            hit.merge_score = 1.0 / (rrf_k + rank)
+        elif hit.merge_score is None:
+            hit.merge_score = hit.score
+    return hits

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import structlog
 
 from internal.api.matrixd import RecordRequest
-from internal.api.responses import PlaybookEntryRow
+from internal.api.responses import PlaybookEntryRow, RankedHit
 from internal.api.validate import corpus_name
 from internal.api.vectord import Filter, IncludeRef, Item, SearchRequest
 from internal.common.access import Scope
@@ -115,12 +116,14 @@ async def lookup(deps: Deps, corpus: str, vector: list[float] | None, text: str,
     return Lookup(corpus, matches, lexical=vector is None)
 
 
-def mark_recalled(hits: list[dict[str, Any]]) -> int:
-    """Hits that entered the candidates only through `include` say so; how many there are."""
+def mark_recalled(hits: list[RankedHit]) -> int:
+    """Hits that entered the candidates only through `include` say so, as `from_playbook`
+    instead of `included`; how many there are."""
     n = 0
     for h in hits:
-        recalled = bool(h.pop("included", False))
-        h["from_playbook"] = recalled
+        recalled = h.included is True
+        h.included = msgspec.UNSET
+        h.from_playbook = recalled
         n += recalled
     return n
 

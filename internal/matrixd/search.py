@@ -16,10 +16,10 @@ import structlog
 
 from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, PassedOptions, RelevanceOption
+from internal.api.responses import RankedHit
 from internal.api.validate import corpus_name
 from internal.api.vectord import (
     Highlight,
-    Hit,
     IncludeRef,
     Mode,
     MultiSearchRequest,
@@ -87,7 +87,7 @@ class CorpusResult:
 
 
 async def _search_all(deps: Deps, req: MultiSearchRequest, meta: dict[str, Any] | None = None
-                      ) -> tuple[list[Hit], list[CorpusResult]]:
+                      ) -> tuple[list[RankedHit], list[CorpusResult]]:
     """One vectord call over every corpus: the merged hits and each corpus's outcome.
 
     A corpus's error is vectord's answer for it, as the per-corpus route gives it; a
@@ -97,7 +97,7 @@ async def _search_all(deps: Deps, req: MultiSearchRequest, meta: dict[str, Any] 
     """
     started = time.perf_counter()
     try:
-        out = await deps.vectord.search_many(req)
+        out = await deps.vectord.search_many(req, RankedHit)
     except LakehouseError as exc:
         if req.corpora is None:
             raise
@@ -358,7 +358,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
 
     hits = hits[:body.k]
     for i, h in enumerate(hits):
-        h["rank"] = i + 1
+        h.rank = i + 1
     if body.highlight:
         chars = body.highlight.fragment_chars if isinstance(body.highlight, Highlight) else (
             Highlight().fragment_chars)
@@ -383,8 +383,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     if body.use_playbook:
         out["playbook"] = {
             "corpus": playbook_name, "entries": len(lookup.matches), "boosted": boosted,
-            "demoted": sum(1 for h in hits if h.get("boost_factor", 1.0) > 1.0),
-            "included": len(include), "recalled": sum(1 for h in hits if h.get("from_playbook")),
+            "demoted": sum(1 for h in hits if h.boost_factor > 1.0),
+            "included": len(include), "recalled": sum(1 for h in hits if h.from_playbook is True),
             "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms,
             "match": "lexical" if lookup.lexical else "vector"}
     if "facets" in search_meta:
@@ -426,25 +426,21 @@ def _vectord_request(body: MatrixSearchRequest, mode: Mode, text: str, per_corpu
         **{key: getattr(body, key) for key in _SHAPING_FIELDS if getattr(body, key) is not None})
 
 
-def _filter_hits(hits: list[dict[str, Any]], opt: RelevanceOption
-                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _filter_hits(hits: list[RankedHit], opt: RelevanceOption
+                 ) -> tuple[list[RankedHit], dict[str, Any]]:
     """Apply the relevance filter to merged hits; source is metadata path/source, else id."""
     chunks = []
     for h in hits:
-        raw_meta = h.get("metadata")
-        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-        src = meta.get("path") or meta.get("source") or h.get("id") or ""
-        chunks.append(Chunk(text=str(h.get("text") or ""), source=str(src)))
+        src = h.metadata.get("path") or h.metadata.get("source") or h.id
+        chunks.append(Chunk(text=h.text, source=str(src)))
     scored = relevance.score(opt.focus, chunks, opt.threshold)
-    kept: list[dict[str, Any]] = []
+    kept: list[RankedHit] = []
     dropped: list[dict[str, Any]] = []
     for h, s in zip(hits, scored, strict=True):
-        h["relevance"] = {"score": s.total, "signals": s.signals}
+        h.relevance = {"score": s.total, "signals": s.signals}
         if s.kept:
             kept.append(h)
         else:
-            dropped.append({"corpus": h["corpus"], "id": h["id"], "score": s.total,
+            dropped.append({"corpus": h.corpus, "id": h.id, "score": s.total,
                             "signals": s.signals})
     return kept, {"threshold": opt.threshold, "kept": len(kept), "dropped": dropped}
-
-

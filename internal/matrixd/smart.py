@@ -14,6 +14,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+import msgspec
 import structlog
 
 from internal.api.matrixd import (
@@ -25,6 +26,7 @@ from internal.api.matrixd import (
     SearchOptions,
     SmartSearchRequest,
 )
+from internal.api.responses import RankedHit
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode
 from internal.common.errors import InvalidArgument, PayloadTooLarge
@@ -205,7 +207,7 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
             outs = await asyncio.gather(*(run_search(deps, _request(body, corpora, q, depth))
                                           for q in wave))
             for q, resp in zip(wave, outs, strict=True):
-                hits = list(resp.get("hits") or [])
+                hits = _as_json(resp["hits"])
                 if body.context:
                     hits = context.smooth(hits, group=deps.cfg.context_group,
                                           position=deps.cfg.context_position)
@@ -260,6 +262,13 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     }
     log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
              stopped=stopped, hits=len(hits), ms=out["took_ms"])
+    return out
+
+
+def _as_json(hits: list[RankedHit]) -> list[dict[str, Any]]:
+    """A search's hits as JSON objects, which the fusion of sub-queries and the context
+    smoothing extend with their own keys (`sub_queries`, `context_score`)."""
+    out: list[dict[str, Any]] = msgspec.to_builtins(hits)
     return out
 
 
@@ -322,7 +331,7 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
             body, corpora, q or text,
             min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode))
         if deep:
-            smoothed = context.smooth(out.get("hits") or [], group=deps.cfg.context_group,
+            smoothed = context.smooth(_as_json(out["hits"]), group=deps.cfg.context_group,
                                       position=deps.cfg.context_position)
             ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
             out["hits"] = _ranked(ranked[:body.k])

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import msgspec
+
+from internal.api.responses import RankedHit
 from internal.api.vectord import IncludeRef
 from internal.matrixd import playbook
 from internal.matrixd.boost import Match, PlaybookEntry
@@ -35,7 +40,18 @@ def test_include_is_capped() -> None:
 
 
 def test_mark_recalled() -> None:
-    hits = [{"id": "a", "included": True}, {"id": "b"}, {"id": "c", "included": False}]
+    """`included` gives way to `from_playbook` in the answer (the key, not only its value)."""
+    hits = [hit("a", included=True), hit("b"), hit("c", included=False)]
     assert playbook.mark_recalled(hits) == 1
-    assert hits == [{"id": "a", "from_playbook": True}, {"id": "b", "from_playbook": False},
-                    {"id": "c", "from_playbook": False}]
+    answer = [msgspec.to_builtins(h) for h in hits]
+    assert [(h["id"], h["from_playbook"]) for h in answer] == [("a", True), ("b", False),
+                                                                ("c", False)]
+    assert all("included" not in h for h in answer)
+    assert list(answer[0])[-5:] == ["corpus_rank", "from_playbook", "boost_factor",
+                                    "original_distance", "rank"]  # the order they are set in
+
+
+def hit(id_: str, included: bool = False) -> RankedHit:
+    return RankedHit(id=id_, corpus="c", distance=0.1, score=None, ranks={}, scores={}, text="",
+                     title=None, tags=[], metadata={}, language="english",
+                     updated_at=datetime(2026, 1, 1, tzinfo=UTC), included=included)

@@ -49,11 +49,11 @@ async def test_search_answers_decode_strictly(vectord_url: str, http: aiohttp.Cl
     await client.create_corpus(name, 8)
     await client.upsert(name, [item(i, 8) for i in range(5)])
     out = await client.search_many(MultiSearchRequest(corpora=[name], mode="vector",
-                                                      query_vector=unit(8, 1), k=2))
+                                                      query_vector=unit(8, 1), k=2), Hit)
     assert [type(h) for h in out.hits] == [Hit, Hit] and out.hits[0].id == "doc-0001"
     with pytest.raises(InvalidArgument) as info:
         await client.search_many(MultiSearchRequest(corpora=[name], mode="vector",
-                                                    query_vector=unit(8, 1), rrf_k=100_001))
+                                                    query_vector=unit(8, 1), rrf_k=100_001), Hit)
     assert info.value.field == "rrf_k" and isinstance(info.value, ServiceError)
     with pytest.raises(ServiceError) as bad:  # the corpus list's answer is no search's
         await client.call_as(MultiSearchResponse, "GET", "/v1/vectors/corpora")

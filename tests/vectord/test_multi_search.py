@@ -105,13 +105,13 @@ async def test_client_search_many(vectord_url: str, http: aiohttp.ClientSession)
     client = VectordClient(http, vectord_url)
     missing = unique("gone")
     out = await client.search_many(MultiSearchRequest(
-        corpora=[a, missing], mode="vector", query_vector=unit(8, 2), k=2))
+        corpora=[a, missing], mode="vector", query_vector=unit(8, 2), k=2), Hit)
     assert isinstance(out.hits[0], Hit)
     assert out.hits[0].id == "doc-0002" and out.results[0].hits == 2
     assert out.results[1].status == 404 and isinstance(out.results[1].error, SearchError)
     assert out.results[1].error.code == "not_found"
     with pytest.raises(ServiceError) as info:
         await client.search_many(MultiSearchRequest(  # built unchecked: vectord checks it
-            corpora=[a], mode="vector", query_vector=unit(8, 2), k=0))
+            corpora=[a], mode="vector", query_vector=unit(8, 2), k=0), Hit)
     assert info.value.status == 400 and info.value.field == "k"
     assert isinstance(info.value, InvalidArgument)  # vectord's 400 is an InvalidArgument too
