@@ -164,3 +164,26 @@ class RankedHit(Hit):
     original_distance: float | None = None
     original_merge_score: float | msgspec.UnsetType | None = msgspec.UNSET
     rank: int = 0
+
+
+class MatrixAnswer(msgspec.Struct, kw_only=True):
+    """POST /v1/matrix/search's answer as matrixd builds it; the client reads it as
+    `MatrixSearchResponse`. The fields in the answer's order; those that apply only to
+    some searches (the playbook's summary, facets, the downgrade gate, the relevance
+    filter) UNSET, so absent, unless they do."""
+
+    mode: str
+    requested_mode: str
+    k: int
+    hits: list[RankedHit]
+    corpora: list[CorpusStatus]
+    failed_corpora: list[FailedCorpus]
+    skipped_corpora: list[SkippedCorpus]
+    degraded: list[str]
+    playbook_boosted: int
+    embed_ms: float | None
+    took_ms: float
+    playbook: PlaybookSummary | msgspec.UnsetType = msgspec.UNSET
+    facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
+    downgrade: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # its thresholds, `downgraded`
+    relevance: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # threshold, kept, dropped

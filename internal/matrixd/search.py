@@ -16,7 +16,14 @@ import structlog
 
 from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, PassedOptions, RelevanceOption
-from internal.api.responses import RankedHit
+from internal.api.responses import (
+    CorpusStatus,
+    FailedCorpus,
+    MatrixAnswer,
+    PlaybookSummary,
+    RankedHit,
+    SkippedCorpus,
+)
 from internal.api.validate import corpus_name
 from internal.api.vectord import (
     Highlight,
@@ -212,19 +219,19 @@ def _raise_request_fault(results: list[CorpusResult], body: MatrixSearchRequest)
 
 
 def _skipped(results: list[CorpusResult], vectors: spaces.Vectors | None, mode: str,
-             body: MatrixSearchRequest) -> list[dict[str, str]]:
+             body: MatrixSearchRequest) -> list[SkippedCorpus]:
     """The corpora searched without their vector branch, each with the reason (an
     embedding that failed, else vectord's) and what was searched instead. A corpus named
     in `corpora` is the caller's explicit ask: without allow_partial, its skip is a 502."""
-    out = []
+    out: list[SkippedCorpus] = []
     for r in results:
         if r.skipped is None:
             continue
         reason = (vectors.failed.get(r.corpus) if vectors is not None else None) or r.skipped
-        out.append({"corpus": r.corpus, "reason": reason,
-                    "searched": "lexical" if mode == "hybrid" else "none"})
+        out.append(SkippedCorpus(corpus=r.corpus, reason=reason,
+                                 searched="lexical" if mode == "hybrid" else "none"))
     if out and body.corpora is not None and not body.allow_partial:
-        detail = "; ".join(f"corpus {s['corpus']!r}: {s['reason']}" for s in out)
+        detail = "; ".join(f"corpus {s.corpus!r}: {s.reason}" for s in out)
         raise UpstreamError(f"{detail} (allow_partial answers without its vector branch)")
     return out
 
@@ -264,8 +271,8 @@ def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
             raise Unavailable(describe(failed[0].error), code=code)
 
 
-async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
-    """One matrix search: validate, embed, fan out, merge, boost, filter; the response body."""
+async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
+    """One matrix search: validate, embed, fan out, merge, boost, filter; the answer."""
     cfg = deps.cfg
     started = time.perf_counter()
     mode, text, per_corpus_k, passed = _validate_search(body, cfg)
@@ -364,37 +371,30 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
             Highlight().fragment_chars)
         await semantic.apply(deps, hits, chars, default, vectors)
 
-    out: dict[str, Any] = {
-        "mode": mode,
-        "requested_mode": requested_mode,
-        "k": body.k,
-        "hits": hits,
-        "corpora": [{"corpus": r.corpus, "hits": r.hits, "ms": r.ms,
-                     "status": "ok" if r.error is None else "failed"} for r in results],
-        "failed_corpora": [{"corpus": r.corpus, "error": describe(r.error),
-                            "status": r.error.status, "code": r.error.code}
-                           for r in failed if r.error is not None],
-        "skipped_corpora": skipped,
-        "degraded": degraded,
-        "playbook_boosted": boosted,
-        "embed_ms": embed_ms,
-        "took_ms": _ms(started),
-    }
+    out = MatrixAnswer(
+        mode=mode, requested_mode=requested_mode, k=body.k, hits=hits,
+        corpora=[CorpusStatus(corpus=r.corpus, hits=r.hits, ms=r.ms,
+                              status="ok" if r.error is None else "failed") for r in results],
+        failed_corpora=[FailedCorpus(corpus=r.corpus, error=describe(r.error),
+                                     status=r.error.status, code=r.error.code)
+                        for r in failed if r.error is not None],
+        skipped_corpora=skipped, degraded=degraded, playbook_boosted=boosted,
+        embed_ms=embed_ms, took_ms=_ms(started))
     if body.use_playbook:
-        out["playbook"] = {
-            "corpus": playbook_name, "entries": len(lookup.matches), "boosted": boosted,
-            "demoted": sum(1 for h in hits if h.boost_factor > 1.0),
-            "included": len(include), "recalled": sum(1 for h in hits if h.from_playbook is True),
-            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms,
-            "match": "lexical" if lookup.lexical else "vector"}
+        out.playbook = PlaybookSummary(
+            corpus=playbook_name, entries=len(lookup.matches), boosted=boosted,
+            demoted=sum(1 for h in hits if h.boost_factor > 1.0), included=len(include),
+            recalled=sum(1 for h in hits if h.from_playbook is True),
+            missing=int(search_meta.get("include_missing", 0)), ms=playbook_ms,
+            match="lexical" if lookup.lexical else "vector")
     if "facets" in search_meta:
-        out["facets"] = search_meta["facets"]
+        out.facets = search_meta["facets"]
     if rules.active:
-        out["downgrade"] = {**rules.to_json(), "downgraded": downgraded}
+        out.downgrade = {**rules.to_json(), "downgraded": downgraded}
     if relevance_info is not None:
-        out["relevance"] = relevance_info
+        out.relevance = relevance_info
     log.info("search_done", corpora=len(results), failed=len(failed), mode=mode, k=body.k,
-             hits=len(hits), boosted=boosted, ms=out["took_ms"])
+             hits=len(hits), boosted=boosted, ms=out.took_ms)
     return out
 
 

@@ -75,8 +75,8 @@ async def corpora_handler(request: web.Request) -> web.Response:
 async def search_handler(request: web.Request) -> web.Response:
     body = await read_json(request, MatrixSearchRequest)
     out = await run_search(request.app[DEPS], body)
-    if out.get("mode") in strategy.STRATEGIES and not out.get("degraded"):
-        request.app[COSTS].observe(out["mode"], float(out.get("took_ms") or 0.0))
+    if out.mode in strategy.STRATEGIES and not out.degraded:
+        request.app[COSTS].observe(out.mode, out.took_ms)
     return json_response(out)
 
 
