@@ -164,12 +164,12 @@ class SmartSearchRequest(SearchOptions, kw_only=True, forbid_unknown_fields=True
     # The metadata field holding an item's ISO date; a question's time range prefers it.
     date_field: str = "date"
     # Fusion and playbook options, applied to every sub-query (see MatrixSearchRequest).
-    per_corpus_k: int | None = None
-    ef_search: int | None = None
+    per_corpus_k: K | None = None
+    ef_search: EfSearch | None = None
     fusion: Literal["rrf", "weighted", "dbsf"] | None = None
-    rrf_k: int | None = None
-    weights: dict[str, float] | None = None
-    candidates: int | None = None
+    rrf_k: Annotated[int, Meta(ge=1, le=MAX_RRF_K)] | None = None  # one range everywhere
+    weights: dict[str, Weight] | None = None
+    candidates: K | None = None
     prefer: dict[str, Any] | None = None
     use_playbook: bool = False
     playbook_corpus: str | None = None
