@@ -12,7 +12,8 @@ overhead any aiohttp hop adds on this machine, measured in the same rounds.
 
     .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
         [--baseline DIR]   # instead: this checkout against another (e.g. a worktree of
-                           # an older commit), both through their gateways, alternating
+                           # an older commit), both through their gateways, alternating;
+                           # each stack runs with its checkout's own .venv when it has one
         [--beir DATA]      # with --baseline: one corpus holding SciFact + Cranfield + CISI
                            # (text embedded by the stack's model, vectors cached in
                            # var/eval-cache), SciFact's queries as text: the default search
