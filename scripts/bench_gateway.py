@@ -12,7 +12,8 @@ overhead any aiohttp hop adds on this machine, measured in the same rounds.
 
     .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
         [--baseline DIR]   # instead: this checkout against another (e.g. a worktree of
-                           # an older commit), both through their gateways, alternating
+                           # an older commit), both through their gateways, alternating;
+                           # each stack runs with its checkout's own .venv when it has one
         [--beir DATA]      # with --baseline: one corpus holding SciFact + Cranfield + CISI
                            # (text embedded by the stack's model, vectors cached in
                            # var/eval-cache), SciFact's queries as text: the default search
@@ -59,12 +60,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def python_of(root: Path) -> str:
+    """The checkout's own interpreter (its .venv: its own dependencies and editable
+    installs, e.g. a baseline from before the client became its own distribution), else
+    this one."""
+    own = root / ".venv" / "bin" / "python"
+    return str(own) if own.is_file() else sys.executable
+
+
 def start_stack(tmp: Path, root: Path = ROOT) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """`lakehouse up` of the checkout at root, with its own interpreter (python_of)."""
     ports = {s: free_port() for s in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC", "MCPD")}
     env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(tmp / "pg"),
            "LAKEHOUSE_LOG_LEVEL": "warning", "LAKEHOUSE_LOG_FORMAT": "json"}
     env.update({f"LAKEHOUSE_{s}_PORT": str(p) for s, p in ports.items()})
-    proc = subprocess.Popen([sys.executable, "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs")],
+    proc = subprocess.Popen([python_of(root), "-m", "internal.cli.main", "up", "--log-dir", str(tmp / "logs")],
                             cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -17,11 +17,13 @@ from internal.api.vectord import (
     EfSearch,
     FacetSpec,
     FieldPath,
+    Filter,
     Highlight,
     ItemId,
     K,
     Label,
     Mode,
+    Prf,
     QueryText,
     Recency,
     Vector,
@@ -96,6 +98,16 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     recency: Recency | None = None
 
 
+class PassedOptions(msgspec.Struct, forbid_unknown_fields=True):
+    """MatrixSearchRequest's free-form options as the structs vectord's request holds them:
+    matrixd converts them once, in its own check, before it builds that request (a bad one
+    is the caller's 400 naming `filter.<key>`, before any corpus is searched)."""
+
+    filter: Filter | None = None
+    prefer: Filter | None = None
+    prf: Prf | None = None
+
+
 class RecordRequest(msgspec.Struct, forbid_unknown_fields=True):
     query_text: Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
     answer_id: ItemId
@@ -152,12 +164,12 @@ class SmartSearchRequest(SearchOptions, kw_only=True, forbid_unknown_fields=True
     # The metadata field holding an item's ISO date; a question's time range prefers it.
     date_field: str = "date"
     # Fusion and playbook options, applied to every sub-query (see MatrixSearchRequest).
-    per_corpus_k: int | None = None
-    ef_search: int | None = None
+    per_corpus_k: K | None = None
+    ef_search: EfSearch | None = None
     fusion: Literal["rrf", "weighted", "dbsf"] | None = None
-    rrf_k: int | None = None
-    weights: dict[str, float] | None = None
-    candidates: int | None = None
+    rrf_k: Annotated[int, Meta(ge=1, le=MAX_RRF_K)] | None = None  # one range everywhere
+    weights: dict[str, Weight] | None = None
+    candidates: K | None = None
     prefer: dict[str, Any] | None = None
     use_playbook: bool = False
     playbook_corpus: str | None = None

@@ -1,5 +1,10 @@
 """The public routes' response shapes: defined once, in the client distribution
-(lakehouse.wire.responses), which /openapi.json and the daemons use from here."""
+(lakehouse.wire.responses), which /openapi.json and the daemons use from here; and the
+server's own build of one of them (`RankedHit`)."""
+
+from typing import Any
+
+import msgspec
 
 from lakehouse.wire.responses import (
     AnalyzedEntity as AnalyzedEntity,
@@ -136,3 +141,49 @@ from lakehouse.wire.responses import (
 from lakehouse.wire.responses import (
     Upserted as Upserted,
 )
+from lakehouse.wire.shapes import Hit
+
+# ---- matrixd's hits as it builds them ----------------------------------------------------
+
+
+class RankedHit(Hit):
+    """A hit as matrixd answers it: vectord's `Hit` (decoded straight into this struct)
+    with matrixd's annotations. The client decodes it as `MatrixHit`, whose defaults say
+    what an absent field means; here a field is UNSET, so absent from the answer, until the
+    step that sets it has run. The order is the order they are set in (merge, playbook
+    recall, relevance, downgrade, boost, rank), so the answer reads as it always has.
+    """
+
+    # Dropped (UNSET) when the playbook marks recall: `from_playbook` says it then.
+    included: bool | msgspec.UnsetType = False  # type: ignore[assignment]
+    corpus_rank: int = 0
+    from_playbook: bool | msgspec.UnsetType = msgspec.UNSET
+    relevance: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    downgraded: list[str] | msgspec.UnsetType = msgspec.UNSET
+    boost_factor: float = 1.0
+    original_distance: float | None = None
+    original_merge_score: float | msgspec.UnsetType | None = msgspec.UNSET
+    rank: int = 0
+
+
+class MatrixAnswer(msgspec.Struct, kw_only=True):
+    """POST /v1/matrix/search's answer as matrixd builds it; the client reads it as
+    `MatrixSearchResponse`. The fields in the answer's order; those that apply only to
+    some searches (the playbook's summary, facets, the downgrade gate, the relevance
+    filter) UNSET, so absent, unless they do."""
+
+    mode: str
+    requested_mode: str
+    k: int
+    hits: list[RankedHit]
+    corpora: list[CorpusStatus]
+    failed_corpora: list[FailedCorpus]
+    skipped_corpora: list[SkippedCorpus]
+    degraded: list[str]
+    playbook_boosted: int
+    embed_ms: float | None
+    took_ms: float
+    playbook: PlaybookSummary | msgspec.UnsetType = msgspec.UNSET
+    facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
+    downgrade: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # its thresholds, `downgraded`
+    relevance: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # threshold, kept, dropped

@@ -7,34 +7,23 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import aiohttp
-import msgspec
 
+from internal.api.responses import Corpus, CorpusList
 from internal.api.vectord import (
+    Hit,
     Item,
     MultiSearchRequest,
     MultiSearchResult,
     SearchRequest,
+    SearchResponse,
     SpacesResponse,
     UpsertRequest,
 )
 from internal.clients.base import ServiceClient
-from internal.common.errors import ServiceError, from_service
+from internal.common.errors import ServiceError
 from internal.common.upstream import Upstream
-from internal.common.web import validation_field
 
-R = TypeVar("R", SearchRequest, MultiSearchRequest)
-
-
-def typed(request: type[R], body: Mapping[str, Any]) -> R:
-    """A search body as the struct vectord decodes it with, checked here (its ranges and
-    field names, as vectord would): the search travels typed, and a body vectord would
-    refuse is refused at the sender with the error vectord's 400 would have raised."""
-    try:
-        return msgspec.convert(body, request)
-    except msgspec.ValidationError as exc:
-        field = validation_field(str(exc))
-        raise from_service(400, "invalid_argument", f"{field or 'body'}: {exc}",
-                           service="vectord", field=field) from None
+H = TypeVar("H", bound=Hit)
 
 
 class VectordClient(ServiceClient):
@@ -48,9 +37,9 @@ class VectordClient(ServiceClient):
     def _c(name: str) -> str:
         return f"/v1/vectors/corpora/{quote(name, safe='')}"
 
-    async def list_corpora(self) -> list[dict[str, Any]]:
-        out = await self.call("GET", "/v1/vectors/corpora")
-        return list(out["corpora"])
+    async def list_corpora(self) -> list[Corpus]:
+        """The corpora the caller may see, with their counts."""
+        return (await self.call_as(CorpusList, "GET", "/v1/vectors/corpora")).corpora
 
     async def get_corpus(self, name: str) -> dict[str, Any]:
         out: dict[str, Any] = await self.call("GET", self._c(name))
@@ -130,26 +119,29 @@ class VectordClient(ServiceClient):
             if after is None:
                 return
 
-    async def search(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/search",
-                                              typed(SearchRequest, body), idempotent=True)
-        return out
+    async def search(self, name: str, req: SearchRequest) -> SearchResponse:
+        """One corpus's search; its hits as `Hit` structs (an answer that is not one: 502)."""
+        return await self.call_as(SearchResponse, "POST", f"{self._c(name)}/search", req,
+                                  idempotent=True)
 
-    async def search_many(self, names: list[str] | None, body: dict[str, Any]
-                          ) -> MultiSearchResult[dict[str, Any]]:
+    async def search_many(self, req: MultiSearchRequest, hits: type[H]) -> MultiSearchResult[H]:
         """One search over several corpora, ranked as their union (POST /v1/vectors/search).
 
-        names None: every corpus (but body's exclude_corpora). The merged hits come as
-        JSON objects (each with its corpus), for the caller to annotate; `results` has
-        each corpus's count and time, or its error and status as the per-corpus route
-        would have answered. A request-wide fault (bad k, filter, ...) raises as search()
-        does. With `include`, `include_missing` counts the included items that do not exist.
+        req.corpora None: every corpus (but req.exclude_corpora). The merged hits come as
+        `hits` structs, `Hit` or a struct extending it (matrixd's `RankedHit`: decoded
+        into it, annotated in place), each with its corpus; `results` has each corpus's
+        count and time,
+        or its error and status as the per-corpus route would have answered. A
+        request-wide fault (bad k, filter, ...) raises vectord's 400. With `include`,
+        `include_missing` counts the included items that do not exist.
+
+        The request is the struct vectord decodes: what the caller built it from was
+        checked by the caller (matrixd's own check), so nothing is checked again here.
         """
-        payload = dict(body)
-        if names is not None:
-            payload["corpora"] = names
-        return await self.call_as(MultiSearchResult[dict[str, Any]], "POST", "/v1/vectors/search",
-                                  typed(MultiSearchRequest, payload), idempotent=True)
+        answer: Any = MultiSearchResult[hits]  # type: ignore[valid-type]
+        out: MultiSearchResult[H] = await self.call_as(answer, "POST", "/v1/vectors/search", req,
+                                                       idempotent=True)
+        return out
 
     async def spaces(self) -> SpacesResponse:
         """Every corpus by embedding space (model label, dimension), no counts."""

@@ -8,11 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import structlog
 
+from internal.api.vectord import SearchRequest
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
-from internal.common.errors import LakehouseError
+from internal.common.errors import InvalidArgument, LakehouseError
+from internal.common.web import validation_field
 from internal.evaluation.beir import Dataset
 from internal.evaluation.metrics import evaluate
 from internal.evaluation.modes import MODES as MODES
@@ -65,6 +68,16 @@ def search_body(mode: str, text: str, vector: list[float], options: SearchOption
     return body
 
 
+def request(body: Mapping[str, Any]) -> SearchRequest:
+    """A search body as vectord's request; an option out of its range is the 400 vectord
+    would answer, naming it (the mode reports it as its failure)."""
+    try:
+        return msgspec.convert(body, SearchRequest)
+    except msgspec.ValidationError as exc:
+        field = validation_field(str(exc))
+        raise InvalidArgument(f"{field or 'body'}: {exc}", field=field) from None
+
+
 async def embed_queries(ec: EmbedClient, queries: Mapping[str, str], model: str
                         ) -> dict[str, list[float]]:
     """Query vectors (input_type query), in batches."""
@@ -85,11 +98,12 @@ async def search_all(vc: VectordClient, corpus: str, dataset: Dataset, mode: str
     run: dict[str, list[str]] = {}
 
     async def one(qid: str) -> None:
+        req = request(search_body(mode, dataset.queries[qid], vectors[qid], options))
         async with gate:
-            out = await vc.search(corpus, search_body(mode, dataset.queries[qid], vectors[qid], options))
+            out = await vc.search(corpus, req)
         seen: dict[str, None] = {}
-        for hit in out["hits"]:
-            seen.setdefault(str(hit["id"]), None)
+        for hit in out.hits:
+            seen.setdefault(hit.id, None)
         run[qid] = list(seen)
 
     await asyncio.gather(*(one(q) for q in dataset.queries))

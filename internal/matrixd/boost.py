@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from internal.api.responses import RankedHit
+
 MIN_SCORE, MAX_SCORE = -1.0, 1.0
 
 Ranking = Literal["distance", "score"]
@@ -137,7 +139,7 @@ def disputed(entries: Iterable[PlaybookEntry | Match]) -> set[tuple[str, str]]:
             if m.entry.score < 0}
 
 
-def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry | Match],
+def apply(hits: MutableSequence[RankedHit], entries: Iterable[PlaybookEntry | Match],
           ranking: Ranking, in_fusion: bool = False) -> int:
     """Apply the entries' factors to the hits they match, re-sort in place.
 
@@ -158,20 +160,20 @@ def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry
     boosted = changed = 0
     for hit in hits:
         f = 1.0
-        score = best.get((str(hit["corpus"]), str(hit["id"])))
+        score = best.get((hit.corpus, hit.id))
         if score is not None:
             f = factor(score)
-        hit["boost_factor"] = f
-        hit["original_distance"] = hit.get("distance")
+        hit.boost_factor = f
+        hit.original_distance = hit.distance
         if ranking == "distance":
-            if f != 1.0 and hit.get("distance") is not None:
-                hit["distance"] = float(hit["distance"]) * f
-                if hit.get("merge_distance") is not None:  # the corpus-weighted distance
-                    hit["merge_distance"] = float(hit["merge_distance"]) * f
+            if f != 1.0 and hit.distance is not None:
+                hit.distance = hit.distance * f
+                if hit.merge_distance is not None:  # the corpus-weighted distance
+                    hit.merge_distance = hit.merge_distance * f
         else:
-            hit["original_merge_score"] = hit.get("merge_score")
-            if f != 1.0 and hit.get("merge_score") is not None and not in_fusion:
-                hit["merge_score"] = float(hit["merge_score"]) / f
+            hit.original_merge_score = hit.merge_score
+            if f != 1.0 and hit.merge_score is not None and not in_fusion:
+                hit.merge_score = hit.merge_score / f
         if f != 1.0:
             changed += 1
         if f < 1.0:
@@ -181,18 +183,18 @@ def apply(hits: MutableSequence[dict[str, Any]], entries: Iterable[PlaybookEntry
     return boosted
 
 
-def sort_hits(hits: MutableSequence[dict[str, Any]], ranking: Ranking) -> None:
+def sort_hits(hits: MutableSequence[RankedHit], ranking: Ranking) -> None:
     """Stable sort by the ranking quantity within the downgrade groups; hits lacking it go last."""
     if ranking == "distance":
-        def key(h: dict[str, Any]) -> tuple[bool, bool, float]:
-            d = h.get("merge_distance")  # the corpus-weighted distance, when vectord set one
+        def key(h: RankedHit) -> tuple[bool, bool, float]:
+            d = h.merge_distance  # the corpus-weighted distance, when vectord set one
             if d is None:
-                d = h.get("distance")
-            return (bool(h.get("downgraded")), d is None, float(d) if d is not None else 0.0)
+                d = h.distance
+            return (bool(h.downgraded), d is None, d if d is not None else 0.0)
     else:
-        def key(h: dict[str, Any]) -> tuple[bool, bool, float]:
-            s = h.get("merge_score")
-            return (bool(h.get("downgraded")), s is None, -float(s) if s is not None else 0.0)
+        def key(h: RankedHit) -> tuple[bool, bool, float]:
+            s = h.merge_score
+            return (bool(h.downgraded), s is None, -s if s is not None else 0.0)
     ordered = sorted(hits, key=key)
     hits[:] = ordered
 

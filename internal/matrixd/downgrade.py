@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from internal.api.responses import RankedHit
 from internal.matrixd.boost import Ranking
 
 REASONS = ("weak", "stale", "disputed")
@@ -75,46 +76,31 @@ def combine(defaults: Rules, overrides: Mapping[str, Any]) -> Rules:
     return Rules(**values)
 
 
-def _parse_time(raw: Any) -> datetime | None:
-    if not isinstance(raw, str) or not raw:
-        return None
-    try:
-        t = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def reasons(hit: dict[str, Any], rules: Rules, ranking: Ranking, now: datetime,
+def reasons(hit: RankedHit, rules: Rules, ranking: Ranking, now: datetime,
             disputed: Collection[tuple[str, str]] = ()) -> list[str]:
     """The conditions this hit meets, in REASONS order (empty: not downgraded).
 
-    A hit lacking the quantity a condition reads (no distance, no score, no
-    updated_at) does not meet that condition: the gate never guesses.
+    A hit lacking the quantity a condition reads (no distance, no score) does not meet
+    that condition: the gate never guesses.
     """
     out: list[str] = []
     if ranking == "distance" and rules.max_distance:
-        d = _num(hit.get("distance"))
-        if d is not None and d > rules.max_distance:
+        if hit.distance is not None and hit.distance > rules.max_distance:
             out.append("weak")
     elif ranking == "score" and rules.min_score:
-        s = _num(hit.get("score"))
-        if s is not None and s < rules.min_score:
+        if hit.score is not None and hit.score < rules.min_score:
             out.append("weak")
     if rules.max_age_days:
-        t = _parse_time(hit.get("updated_at"))
-        if t is not None and t < now - timedelta(days=rules.max_age_days):
+        t = hit.updated_at if hit.updated_at.tzinfo is not None else (
+            hit.updated_at.replace(tzinfo=UTC))
+        if t < now - timedelta(days=rules.max_age_days):
             out.append("stale")
-    if rules.disputed and (str(hit.get("corpus")), str(hit.get("id"))) in disputed:
+    if rules.disputed and (hit.corpus, hit.id) in disputed:
         out.append("disputed")
     return out
 
 
-def apply(hits: MutableSequence[dict[str, Any]], rules: Rules, ranking: Ranking,
+def apply(hits: MutableSequence[RankedHit], rules: Rules, ranking: Ranking,
           now: datetime, disputed: Collection[tuple[str, str]] = ()) -> int:
     """Mark every hit (`downgraded`: its reasons), move the marked ones below the rest.
 
@@ -124,10 +110,10 @@ def apply(hits: MutableSequence[dict[str, Any]], rules: Rules, ranking: Ranking,
     """
     if not rules.active:
         return 0
-    kept: list[dict[str, Any]] = []
-    down: list[dict[str, Any]] = []
+    kept: list[RankedHit] = []
+    down: list[RankedHit] = []
     for hit in hits:
-        hit["downgraded"] = reasons(hit, rules, ranking, now, disputed)
-        (down if hit["downgraded"] else kept).append(hit)
+        hit.downgraded = reasons(hit, rules, ranking, now, disputed)
+        (down if hit.downgraded else kept).append(hit)
     hits[:] = kept + down
     return len(down)

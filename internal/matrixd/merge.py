@@ -11,9 +11,7 @@ playbook boost (which divides merge_score) can lift a hit there too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
+from internal.api.responses import RankedHit
 from internal.api.vectord import MODES
 from internal.matrixd.boost import Ranking
 
@@ -23,25 +21,21 @@ def ranking_of(mode: str) -> Ranking:
     return "distance" if mode == "vector" else "score"
 
 
-def annotate(hits: Sequence[dict[str, Any]], mode: str, rrf_k: int = 60
-             ) -> list[dict[str, Any]]:
-    """The merged hits in their order, each with corpus_rank and its ranking key."""
+def annotate(hits: list[RankedHit], mode: str, rrf_k: int = 60) -> list[RankedHit]:
+    """The merged hits in their order, each with corpus_rank and its ranking key, set in
+    place (matrixd decodes vectord's answer straight into `RankedHit`s)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     seen: dict[str, int] = {}
-    out = []
-    for rank, raw in enumerate(hits, 1):
-        hit = dict(raw)
-        corpus = str(hit.get("corpus"))
-        seen[corpus] = seen.get(corpus, 0) + 1
-        hit["corpus_rank"] = seen[corpus]
+    for rank, hit in enumerate(hits, 1):
+        seen[hit.corpus] = seen.get(hit.corpus, 0) + 1
+        hit.corpus_rank = seen[hit.corpus]
         if mode == "vector":
-            hit["merge_score"] = None
-            if hit.get("merge_distance") is None:
-                hit["merge_distance"] = hit.get("distance")
+            hit.merge_score = None
+            if hit.merge_distance is None:
+                hit.merge_distance = hit.distance
         elif mode == "keyword":
-            hit["merge_score"] = 1.0 / (rrf_k + rank)
-        elif hit.get("merge_score") is None:
-            hit["merge_score"] = hit.get("score")
-        out.append(hit)
-    return out
+            hit.merge_score = 1.0 / (rrf_k + rank)
+        elif hit.merge_score is None:
+            hit.merge_score = hit.score
+    return hits

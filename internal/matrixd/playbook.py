@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import structlog
 
 from internal.api.matrixd import RecordRequest
+from internal.api.responses import PlaybookEntryRow, RankedHit
 from internal.api.validate import corpus_name
-from internal.api.vectord import Item
+from internal.api.vectord import Filter, IncludeRef, Item, SearchRequest
 from internal.common.access import Scope
 from internal.common.errors import (
     InvalidArgument,
@@ -52,7 +54,7 @@ class Lookup:
     lexical: bool = False  # matched by the question's words, not its embedding
 
     def include(self, corpora: Sequence[str] | None, with_factors: bool = False
-                ) -> list[dict[str, Any]]:
+                ) -> list[IncludeRef]:
         """The recorded answers to add to the candidates, nearest question first, at most
         MAX_INCLUDE, in a searched corpus (None: every corpus).
 
@@ -63,7 +65,7 @@ class Lookup:
         """
         best = boost.best_scores(self.matches)
         searched = None if corpora is None else set(corpora)
-        out: list[dict[str, Any]] = []
+        out: list[IncludeRef] = []
         seen: set[tuple[str, str]] = set()
         for m in self.matches:
             key = (m.entry.answer_corpus, m.entry.answer_id)
@@ -72,10 +74,8 @@ class Lookup:
                     or score == 0 or (score < 0 and not with_factors)):
                 continue
             seen.add(key)
-            ref: dict[str, Any] = {"corpus": key[0], "id": key[1]}
-            if with_factors:
-                ref["factor"] = boost.factor(score)
-            out.append(ref)
+            out.append(IncludeRef(corpus=key[0], id=key[1],
+                                  factor=boost.factor(score) if with_factors else 1.0))
             if len(out) == MAX_INCLUDE:
                 break
         return out
@@ -92,11 +92,10 @@ async def lookup(deps: Deps, corpus: str, vector: list[float] | None, text: str,
     has none. Any other failure is a 502, or with allow_partial an empty lookup marked
     unavailable.
     """
-    body: dict[str, Any] = ({"mode": "vector", "query_vector": vector, "k": top_k}
-                            if vector is not None else
-                            {"mode": "lexical", "query_text": text, "k": top_k})
+    req = (SearchRequest(mode="vector", query_vector=vector, k=top_k) if vector is not None
+           else SearchRequest(mode="lexical", query_text=text, k=top_k))
     try:
-        out = await deps.vectord.search(corpus, body)
+        out = await deps.vectord.search(corpus, req)
     except NotFound:
         return Lookup(corpus, lexical=vector is None)
     except LakehouseError as exc:
@@ -104,26 +103,27 @@ async def lookup(deps: Deps, corpus: str, vector: list[float] | None, text: str,
             raise UpstreamError(f"playbook corpus {corpus!r}: {describe(exc)}") from None
         return Lookup(corpus, unavailable=True, lexical=vector is None)
     matches = []
-    for h in out.get("hits") or []:
-        d = (h.get("distance") if vector is not None
-             else boost.word_distance(text, str(h.get("text") or "")))
+    for h in out.hits:
+        d = h.distance if vector is not None else boost.word_distance(text, h.text)
         if d is None or d > max_distance:
             continue
-        entry = boost.entry_from_metadata(h.get("metadata"))
+        entry = boost.entry_from_metadata(h.metadata)
         if entry is None:
-            log.warning("playbook_entry_invalid", corpus=corpus, id=h.get("id"))
+            log.warning("playbook_entry_invalid", corpus=corpus, id=h.id)
             continue
         matches.append(Match(entry, float(d)))
     matches.sort(key=lambda m: m.distance)  # nearest first, as the vector lookup gives them
     return Lookup(corpus, matches, lexical=vector is None)
 
 
-def mark_recalled(hits: list[dict[str, Any]]) -> int:
-    """Hits that entered the candidates only through `include` say so; how many there are."""
+def mark_recalled(hits: list[RankedHit]) -> int:
+    """Hits that entered the candidates only through `include` say so, as `from_playbook`
+    instead of `included`; how many there are."""
     n = 0
     for h in hits:
-        recalled = bool(h.pop("included", False))
-        h["from_playbook"] = recalled
+        recalled = h.included is True
+        h.included = msgspec.UNSET
+        h.from_playbook = recalled
         n += recalled
     return n
 
@@ -149,29 +149,28 @@ def entry_title(entry: boost.PlaybookEntry) -> str:
 
 
 async def list_entries(deps: Deps, corpus: str, answer_id: str | None,
-                       answer_corpus: str | None, limit: int) -> list[dict[str, Any]]:
+                       answer_corpus: str | None, limit: int) -> list[PlaybookEntryRow]:
     """Entries, newest first, optionally only those for one answer; none if no playbook yet."""
     meta: dict[str, str] = {}
     if answer_id is not None:
         meta["answer_id"] = answer_id
     if answer_corpus is not None:
         meta["answer_corpus"] = answer_corpus
-    body: dict[str, Any] = {"mode": "keyword", "query_text": _LIST_MARK, "k": limit}
-    if meta:
-        body["filter"] = {"metadata": meta}
+    req = SearchRequest(mode="keyword", query_text=_LIST_MARK, k=limit,
+                        filter=Filter(metadata=meta) if meta else None)
     try:
-        out = await deps.vectord.search(corpus, body)
+        out = await deps.vectord.search(corpus, req)
     except NotFound:
         return []
     rows = []
-    for h in out.get("hits") or []:
-        entry = boost.entry_from_metadata(h.get("metadata"))
+    for h in out.hits:
+        entry = boost.entry_from_metadata(h.metadata)
         if entry is None:
             continue
-        rows.append({"playbook_id": h.get("id"), "query_text": entry.query_text,
-                     "answer_id": entry.answer_id, "answer_corpus": entry.answer_corpus,
-                     "score": entry.score, "tags": entry.tags,
-                     "recorded_at": h.get("updated_at")})
+        rows.append(PlaybookEntryRow(
+            playbook_id=h.id, query_text=entry.query_text, answer_id=entry.answer_id,
+            answer_corpus=entry.answer_corpus, score=entry.score, tags=entry.tags,
+            recorded_at=h.updated_at))
     return rows
 
 

@@ -15,9 +15,23 @@ import msgspec
 import structlog
 
 from internal.api import validate
-from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
+from internal.api.matrixd import MatrixSearchRequest, PassedOptions, RelevanceOption
+from internal.api.responses import (
+    CorpusStatus,
+    FailedCorpus,
+    MatrixAnswer,
+    PlaybookSummary,
+    RankedHit,
+    SkippedCorpus,
+)
 from internal.api.validate import corpus_name
-from internal.api.vectord import Highlight, Mode, SearchError
+from internal.api.vectord import (
+    Highlight,
+    IncludeRef,
+    Mode,
+    MultiSearchRequest,
+    SearchError,
+)
 from internal.clients.embed import Embedding
 from internal.common.auth import as_service
 from internal.common.errors import (
@@ -33,6 +47,7 @@ from internal.common.errors import (
     in_callers_fields,
 )
 from internal.common.suggest import did_you_mean
+from internal.common.web import validation_field
 from internal.config import MatrixdConfig
 from internal.matrixd import boost, downgrade, merge, playbook, relevance, semantic, spaces
 from internal.matrixd.deps import Deps, embed_query
@@ -78,9 +93,8 @@ class CorpusResult:
     skipped: str | None = None  # why its vector branch did not run (no vector of its model)
 
 
-async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any],
-                      meta: dict[str, Any] | None = None
-                      ) -> tuple[list[dict[str, Any]], list[CorpusResult]]:
+async def _search_all(deps: Deps, req: MultiSearchRequest, meta: dict[str, Any] | None = None
+                      ) -> tuple[list[RankedHit], list[CorpusResult]]:
     """One vectord call over every corpus: the merged hits and each corpus's outcome.
 
     A corpus's error is vectord's answer for it, as the per-corpus route gives it; a
@@ -90,12 +104,12 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
     """
     started = time.perf_counter()
     try:
-        out = await deps.vectord.search_many(corpora, body)
+        out = await deps.vectord.search_many(req, RankedHit)
     except LakehouseError as exc:
-        if corpora is None:
+        if req.corpora is None:
             raise
         ms = _ms(started)
-        return [], [CorpusResult(c, 0, ms, exc) for c in corpora]
+        return [], [CorpusResult(c, 0, ms, exc) for c in req.corpora]
     if meta is not None:
         meta["include_missing"] = out.include_missing
         if isinstance(out.facets, dict):
@@ -115,8 +129,30 @@ async def _search_all(deps: Deps, corpora: list[str] | None, body: dict[str, Any
     return out.hits, results
 
 
-def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mode, str, int]:
-    """The effective mode, the stripped query text and the depth; 400 on bad input."""
+_NONE_PASSED = PassedOptions()
+
+
+def _passed(body: MatrixSearchRequest, mode: Mode) -> PassedOptions:
+    """filter (and in hybrid mode prefer, prf: sent only then) as vectord's structs; a bad
+    one is a 400 naming its field, with the words vectord's own decoding would use."""
+    given = {key: value for key, value in (("filter", body.filter), ("prefer", body.prefer),
+                                           ("prf", body.prf))
+             if value is not None and (key == "filter" or mode == "hybrid")}
+    if not given:
+        return _NONE_PASSED
+    try:
+        return msgspec.convert(given, PassedOptions)
+    except msgspec.ValidationError as exc:
+        field = validation_field(str(exc))
+        raise InvalidArgument(f"{field or 'body'}: {exc}", field=field) from None
+
+
+def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig
+                     ) -> tuple[Mode, str, int, PassedOptions]:
+    """matrixd's one check of a search: what its decoding cannot know (the configured
+    limits, fields that depend on each other) and the free-form options as vectord's
+    structs. Returns the effective mode, the stripped query text, the depth and those
+    options; 400 on bad input. vectord checks its request once more, on its own."""
     validate.corpora(body.corpora, cfg.max_corpora)
     if body.corpus_weights is not None:
         validate.corpus_weights(body.corpus_weights, body.corpora if body.corpora is not None
@@ -141,7 +177,7 @@ def _validate_search(body: MatrixSearchRequest, cfg: MatrixdConfig) -> tuple[Mod
                               field="playbook_max_distance")
     if body.relevance is not None and not body.relevance.focus.path.strip():
         raise InvalidArgument("relevance.focus.path: must not be empty", field="relevance.focus.path")
-    return mode, text, per_corpus_k
+    return mode, text, per_corpus_k, _passed(body, mode)
 
 
 def _downgrade_rules(body: MatrixSearchRequest, cfg: MatrixdConfig) -> downgrade.Rules:
@@ -183,19 +219,19 @@ def _raise_request_fault(results: list[CorpusResult], body: MatrixSearchRequest)
 
 
 def _skipped(results: list[CorpusResult], vectors: spaces.Vectors | None, mode: str,
-             body: MatrixSearchRequest) -> list[dict[str, str]]:
+             body: MatrixSearchRequest) -> list[SkippedCorpus]:
     """The corpora searched without their vector branch, each with the reason (an
     embedding that failed, else vectord's) and what was searched instead. A corpus named
     in `corpora` is the caller's explicit ask: without allow_partial, its skip is a 502."""
-    out = []
+    out: list[SkippedCorpus] = []
     for r in results:
         if r.skipped is None:
             continue
         reason = (vectors.failed.get(r.corpus) if vectors is not None else None) or r.skipped
-        out.append({"corpus": r.corpus, "reason": reason,
-                    "searched": "lexical" if mode == "hybrid" else "none"})
+        out.append(SkippedCorpus(corpus=r.corpus, reason=reason,
+                                 searched="lexical" if mode == "hybrid" else "none"))
     if out and body.corpora is not None and not body.allow_partial:
-        detail = "; ".join(f"corpus {s['corpus']!r}: {s['reason']}" for s in out)
+        detail = "; ".join(f"corpus {s.corpus!r}: {s.reason}" for s in out)
         raise UpstreamError(f"{detail} (allow_partial answers without its vector branch)")
     return out
 
@@ -215,7 +251,7 @@ async def _visible_names(deps: Deps) -> list[str]:
     """The corpora a suggestion may name: vectord's list, which it limits to the caller's
     scope (never the spaces cache, which holds every corpus)."""
     try:
-        return [str(c["name"]) for c in await deps.vectord.list_corpora()]
+        return [c.name for c in await deps.vectord.list_corpora()]
     except LakehouseError:
         return []  # the refusal stands without a suggestion
 
@@ -235,11 +271,11 @@ def _raise_unavailable(failed: list[CorpusResult], total: int) -> None:
             raise Unavailable(describe(failed[0].error), code=code)
 
 
-async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
-    """One matrix search: validate, embed, fan out, merge, boost, filter; the response body."""
+async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
+    """One matrix search: validate, embed, fan out, merge, boost, filter; the answer."""
     cfg = deps.cfg
     started = time.perf_counter()
-    mode, text, per_corpus_k = _validate_search(body, cfg)
+    mode, text, per_corpus_k, passed = _validate_search(body, cfg)
     rules = _downgrade_rules(body, cfg)
     requested_mode = mode
     degraded: list[str] = []
@@ -277,25 +313,6 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
         vectors = await spaces.embed_all(deps, text, default, body.corpora, excluded)
         embed_ms = round((embed_ms or 0.0) + _ms(t0), 2)
 
-    # The depth of the merged list: room for the boost and the filters to reorder it.
-    vbody: dict[str, Any] = {"mode": mode, "k": max(body.k, per_corpus_k)}
-    if mode in ("vector", "hybrid"):
-        vbody["query_vector"] = vector
-        if vectors is not None:
-            vbody["query_vectors"] = vectors.query_vectors
-    if mode != "vector":
-        vbody["query_text"] = text
-    for key in ("filter", "language", "ef_search"):
-        if getattr(body, key) is not None:
-            vbody[key] = getattr(body, key)
-    if mode == "hybrid":
-        for key in _FUSION_FIELDS:
-            if getattr(body, key) is not None:
-                vbody[key] = getattr(body, key)
-    for key in _SHAPING_FIELDS:
-        if getattr(body, key) is not None:
-            vbody[key] = msgspec.to_builtins(getattr(body, key))
-
     # The playbook: looked up before the fan-out, so that the answers its
     # entries raise ride along as `include` and are scored even when retrieval misses them.
     use_playbook = body.use_playbook
@@ -317,14 +334,10 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
     # competes at its boosted strength; other modes boost the merged list below.
     in_fusion = mode == "hybrid"
     include = lookup.include(body.corpora, with_factors=in_fusion) if use_playbook else []
-    if include:
-        vbody["include"] = include
-    if body.corpus_weights:
-        vbody["corpus_weights"] = body.corpus_weights
-    if body.corpora is None:
-        vbody["exclude_corpora"] = excluded
+    req = _vectord_request(body, mode, text, per_corpus_k, passed, vector, vectors,
+                           include, excluded)
     search_meta: dict[str, Any] = {}
-    merged, results = await _search_all(deps, body.corpora, vbody, search_meta)
+    merged, results = await _search_all(deps, req, search_meta)
 
     _raise_request_fault(results, body)
     skipped = _skipped(results, vectors, mode, body)
@@ -352,65 +365,82 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> dict[str, Any]:
 
     hits = hits[:body.k]
     for i, h in enumerate(hits):
-        h["rank"] = i + 1
+        h.rank = i + 1
     if body.highlight:
         chars = body.highlight.fragment_chars if isinstance(body.highlight, Highlight) else (
             Highlight().fragment_chars)
         await semantic.apply(deps, hits, chars, default, vectors)
 
-    out: dict[str, Any] = {
-        "mode": mode,
-        "requested_mode": requested_mode,
-        "k": body.k,
-        "hits": hits,
-        "corpora": [{"corpus": r.corpus, "hits": r.hits, "ms": r.ms,
-                     "status": "ok" if r.error is None else "failed"} for r in results],
-        "failed_corpora": [{"corpus": r.corpus, "error": describe(r.error),
-                            "status": r.error.status, "code": r.error.code}
-                           for r in failed if r.error is not None],
-        "skipped_corpora": skipped,
-        "degraded": degraded,
-        "playbook_boosted": boosted,
-        "embed_ms": embed_ms,
-        "took_ms": _ms(started),
-    }
+    out = MatrixAnswer(
+        mode=mode, requested_mode=requested_mode, k=body.k, hits=hits,
+        corpora=[CorpusStatus(corpus=r.corpus, hits=r.hits, ms=r.ms,
+                              status="ok" if r.error is None else "failed") for r in results],
+        failed_corpora=[FailedCorpus(corpus=r.corpus, error=describe(r.error),
+                                     status=r.error.status, code=r.error.code)
+                        for r in failed if r.error is not None],
+        skipped_corpora=skipped, degraded=degraded, playbook_boosted=boosted,
+        embed_ms=embed_ms, took_ms=_ms(started))
     if body.use_playbook:
-        out["playbook"] = {
-            "corpus": playbook_name, "entries": len(lookup.matches), "boosted": boosted,
-            "demoted": sum(1 for h in hits if h.get("boost_factor", 1.0) > 1.0),
-            "included": len(include), "recalled": sum(1 for h in hits if h.get("from_playbook")),
-            "missing": int(search_meta.get("include_missing", 0)), "ms": playbook_ms,
-            "match": "lexical" if lookup.lexical else "vector"}
+        out.playbook = PlaybookSummary(
+            corpus=playbook_name, entries=len(lookup.matches), boosted=boosted,
+            demoted=sum(1 for h in hits if h.boost_factor > 1.0), included=len(include),
+            recalled=sum(1 for h in hits if h.from_playbook is True),
+            missing=int(search_meta.get("include_missing", 0)), ms=playbook_ms,
+            match="lexical" if lookup.lexical else "vector")
     if "facets" in search_meta:
-        out["facets"] = search_meta["facets"]
+        out.facets = search_meta["facets"]
     if rules.active:
-        out["downgrade"] = {**rules.to_json(), "downgraded": downgraded}
+        out.downgrade = {**rules.to_json(), "downgraded": downgraded}
     if relevance_info is not None:
-        out["relevance"] = relevance_info
+        out.relevance = relevance_info
     log.info("search_done", corpora=len(results), failed=len(failed), mode=mode, k=body.k,
-             hits=len(hits), boosted=boosted, ms=out["took_ms"])
+             hits=len(hits), boosted=boosted, ms=out.took_ms)
     return out
 
 
-def _filter_hits(hits: list[dict[str, Any]], opt: RelevanceOption
-                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _vectord_request(body: MatrixSearchRequest, mode: Mode, text: str, per_corpus_k: int,
+                     passed: PassedOptions, vector: list[float] | None,
+                     vectors: spaces.Vectors | None, include: list[IncludeRef],
+                     excluded: list[str]) -> MultiSearchRequest:
+    """The one request sent to vectord, built from values matrixd's check passed (a
+    struct built, not decoded: nothing is checked again on this side)."""
+    hybrid = mode == "hybrid"
+    with_vector = mode in ("vector", "hybrid")
+    return MultiSearchRequest(
+        mode=mode,
+        # The depth of the merged list: room for the boost and the filters to reorder it.
+        k=max(body.k, per_corpus_k),
+        query_vector=vector if with_vector else None,
+        query_vectors=vectors.query_vectors if with_vector and vectors is not None else None,
+        query_text=text if mode != "vector" else None,
+        filter=passed.filter, language=body.language, ef_search=body.ef_search,
+        fusion=body.fusion if hybrid else None, rrf_k=body.rrf_k if hybrid else None,
+        weights=body.weights if hybrid else None,
+        candidates=body.candidates if hybrid else None,
+        prefer=passed.prefer, prf=passed.prf,
+        corpora=body.corpora,
+        exclude_corpora=excluded if body.corpora is None else [],
+        corpus_weights=body.corpus_weights or None,
+        include=include,
+        # Shaping as asked; a field not given keeps vectord's default.
+        **{key: getattr(body, key) for key in _SHAPING_FIELDS if getattr(body, key) is not None})
+
+
+def _filter_hits(hits: list[RankedHit], opt: RelevanceOption
+                 ) -> tuple[list[RankedHit], dict[str, Any]]:
     """Apply the relevance filter to merged hits; source is metadata path/source, else id."""
     chunks = []
     for h in hits:
-        raw_meta = h.get("metadata")
-        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-        src = meta.get("path") or meta.get("source") or h.get("id") or ""
-        chunks.append(Chunk(text=str(h.get("text") or ""), source=str(src)))
+        src = h.metadata.get("path") or h.metadata.get("source") or h.id
+        chunks.append(Chunk(text=h.text, source=str(src)))
     scored = relevance.score(opt.focus, chunks, opt.threshold)
-    kept: list[dict[str, Any]] = []
+    kept: list[RankedHit] = []
     dropped: list[dict[str, Any]] = []
     for h, s in zip(hits, scored, strict=True):
-        h["relevance"] = {"score": s.total, "signals": s.signals}
+        h.relevance = {"score": s.total, "signals": s.signals}
         if s.kept:
             kept.append(h)
         else:
-            dropped.append({"corpus": h["corpus"], "id": h["id"], "score": s.total,
+            dropped.append({"corpus": h.corpus, "id": h.id, "score": s.total,
                             "signals": s.signals})
     return kept, {"threshold": opt.threshold, "kept": len(kept), "dropped": dropped}
-
-

@@ -12,11 +12,11 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import structlog
 
+from internal.api.responses import RankedHit
 from internal.clients.embed import Embedding
 from internal.common.errors import LakehouseError
 from internal.matrixd import spaces
@@ -62,24 +62,22 @@ def best(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> int:
     return int(np.argmax(sims))
 
 
-async def apply(deps: Deps, hits: list[dict[str, Any]], fragment_chars: int,
+async def apply(deps: Deps, hits: list[RankedHit], fragment_chars: int,
                 default: Embedding | None, vectors: spaces.Vectors | None) -> int:
     """Gives each "lead" text fragment the most similar passage instead; how many."""
     if deps.embed is None or default is None:
         return 0
     query_of: dict[str, Sequence[float]] = {default.model: default.vectors[0]}
     for qv in (vectors.query_vectors if vectors is not None else []):
-        model, vec = qv.get("model"), qv.get("vector")
-        if isinstance(model, str) and isinstance(vec, list):
-            query_of[model] = vec
+        query_of[qv.model] = qv.vector
     model_of = {c: s.model for s in await spaces.spaces(deps) for c in s.corpora}
-    todo: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
+    todo: dict[str, list[tuple[RankedHit, list[str]]]] = {}
     for h in hits:
-        kinds = h.get("highlight_kind")
+        kinds = h.highlight_kind
         if not isinstance(kinds, dict) or kinds.get("text") != LEAD:
             continue
-        model = model_of.get(str(h.get("corpus"))) or default.model
-        cut = passages(str(h.get("text") or ""), fragment_chars)
+        model = model_of.get(h.corpus) or default.model
+        cut = passages(h.text, fragment_chars)
         if cut and model in query_of:
             todo.setdefault(model, []).append((h, cut))
     done = 0
@@ -94,7 +92,8 @@ async def apply(deps: Deps, hits: list[dict[str, Any]], fragment_chars: int,
         for h, cut in items:
             i = best(query_of[model], got.vectors[at:at + len(cut)])
             at += len(cut)
-            h["highlight"]["text"] = [html.escape(cut[i], quote=True)]
-            h["highlight_kind"]["text"] = SEMANTIC
+            if isinstance(h.highlight, dict) and isinstance(h.highlight_kind, dict):
+                h.highlight["text"] = [html.escape(cut[i], quote=True)]
+                h.highlight_kind["text"] = SEMANTIC
             done += 1
     return done

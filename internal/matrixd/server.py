@@ -29,6 +29,7 @@ from internal.api.matrixd import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
+from internal.api.responses import MatrixCorpora, MatrixCorpus, PlaybookDeleted, PlaybookList
 from internal.api.validate import corpus_name
 from internal.clients.embed import EmbedClient, make_client
 from internal.clients.vectord import VectordClient
@@ -66,15 +67,16 @@ async def corpora_handler(request: web.Request) -> web.Response:
         if exc.status >= 500 and exc.status != 503:  # a 503 (PostgreSQL down) stays one
             raise UpstreamError(describe(exc)) from None
         raise
-    keep = ("name", "count", "dim", "model", "metric", "language")
-    return json_response({"corpora": [{k: r.get(k) for k in keep} for r in rows]})
+    return json_response(MatrixCorpora(corpora=[
+        MatrixCorpus(name=r.name, count=r.count, dim=r.dim, model=r.model, metric=r.metric,
+                     language=r.language) for r in rows]))
 
 
 async def search_handler(request: web.Request) -> web.Response:
     body = await read_json(request, MatrixSearchRequest)
     out = await run_search(request.app[DEPS], body)
-    if out.get("mode") in strategy.STRATEGIES and not out.get("degraded"):
-        request.app[COSTS].observe(out["mode"], float(out.get("took_ms") or 0.0))
+    if out.mode in strategy.STRATEGIES and not out.degraded:
+        request.app[COSTS].observe(out.mode, out.took_ms)
     return json_response(out)
 
 
@@ -140,8 +142,8 @@ async def list_playbooks_handler(request: web.Request) -> web.Response:
     with as_service():
         entries = await playbook.list_entries(deps, name, answer_id, answer_corpus, limit)
     scope = caller()
-    entries = [e for e in entries if scope is None or scope.sees(e["answer_corpus"])]
-    return json_response({"playbook_corpus": name, "entries": entries})
+    entries = [e for e in entries if scope is None or scope.sees(e.answer_corpus)]
+    return json_response(PlaybookList(playbook_corpus=name, entries=entries))
 
 
 async def delete_playbook_handler(request: web.Request) -> web.Response:
@@ -154,7 +156,7 @@ async def delete_playbook_handler(request: web.Request) -> web.Response:
     with as_service():
         await playbook.delete_entry(deps, name, pid, caller())
     log.info("playbook_deleted", corpus=name, playbook_id=pid)
-    return json_response({"deleted": pid, "playbook_corpus": name})
+    return json_response(PlaybookDeleted(deleted=pid, playbook_corpus=name))
 
 
 # ---- relevance ---------------------------------------------------------------------------

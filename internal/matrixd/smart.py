@@ -12,8 +12,9 @@ import asyncio
 import math
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import structlog
 
 from internal.api.matrixd import (
@@ -25,6 +26,7 @@ from internal.api.matrixd import (
     SearchOptions,
     SmartSearchRequest,
 )
+from internal.api.responses import FailedCorpus, MatrixAnswer, RankedHit, SkippedCorpus
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode
 from internal.common.errors import InvalidArgument, PayloadTooLarge
@@ -121,7 +123,7 @@ async def resolve_corpora(deps: Deps, corpora: list[str] | None) -> list[str]:
     if corpora is not None:
         return corpora
     rows = await deps.vectord.list_corpora()
-    names = [str(r["name"]) for r in rows if r.get("name") != deps.cfg.playbook_corpus]
+    names = [r.name for r in rows if r.name != deps.cfg.playbook_corpus]
     if not names:
         raise InvalidArgument("corpora: there is no corpus to search yet", field="corpora")
     return names
@@ -191,7 +193,7 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     depth = min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH))
     results: dict[int, list[dict[str, Any]]] = {}
     ran: list[tuple[SubQuery, list[dict[str, Any]]]] = []
-    responses: list[dict[str, Any]] = []
+    responses: list[MatrixAnswer] = []
     iterations: list[dict[str, Any]] = []
     tried = {q.text.lower() for q in plan.sub_queries}
     pending = list(plan.sub_queries)
@@ -205,14 +207,14 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
             outs = await asyncio.gather(*(run_search(deps, _request(body, corpora, q, depth))
                                           for q in wave))
             for q, resp in zip(wave, outs, strict=True):
-                hits = list(resp.get("hits") or [])
+                hits = _as_json(resp.hits)
                 if body.context:
                     hits = context.smooth(hits, group=deps.cfg.context_group,
                                           position=deps.cfg.context_position)
                 results[q.id] = hits
                 ran.append((q, hits))
                 responses.append(resp)
-                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.get("took_ms"),
+                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.took_ms,
                                 "best_confidence": round(max(
                                     (reflect.confidence(h) for h in hits), default=0.0), 4)})
         fused = fuse(ran, plan)
@@ -245,12 +247,12 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
         "requested_mode": "smart",
         "k": body.k,
         "hits": hits,
-        "corpora": first.get("corpora", []),
-        "failed_corpora": _union(responses, "failed_corpora", "corpus"),
-        "skipped_corpora": _union(responses, "skipped_corpora", "corpus"),
-        "degraded": sorted({d for r in responses for d in r.get("degraded") or []}),
+        "corpora": first.corpora,
+        "failed_corpora": _union([r.failed_corpora for r in responses]),
+        "skipped_corpora": _union([r.skipped_corpora for r in responses]),
+        "degraded": sorted({d for r in responses for d in r.degraded}),
         "playbook_boosted": _boosted(hits),
-        "embed_ms": round(sum(float(r.get("embed_ms") or 0) for r in responses), 2),
+        "embed_ms": round(sum(r.embed_ms or 0.0 for r in responses), 2),
         "analysis": a.to_dict(),
         "plan": _plan_dict(plan),
         "iterations": iterations,
@@ -260,6 +262,19 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     }
     log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
              stopped=stopped, hits=len(hits), ms=out["took_ms"])
+    return out
+
+
+def _json(answer: MatrixAnswer) -> dict[str, Any]:
+    """A search's answer as a JSON object, which search_auto extends with its choice."""
+    out: dict[str, Any] = msgspec.to_builtins(answer)
+    return out
+
+
+def _as_json(hits: list[RankedHit]) -> list[dict[str, Any]]:
+    """A search's hits as JSON objects, which the fusion of sub-queries and the context
+    smoothing extend with their own keys (`sub_queries`, `context_score`)."""
+    out: list[dict[str, Any]] = msgspec.to_builtins(hits)
     return out
 
 
@@ -278,11 +293,15 @@ def _plan_dict(plan: Plan) -> dict[str, Any]:
     return plan.to_dict()
 
 
-def _union(responses: list[dict[str, Any]], field: str, by: str) -> list[dict[str, Any]]:
-    seen: dict[Any, dict[str, Any]] = {}
-    for r in responses:
-        for row in r.get(field) or []:
-            seen.setdefault(row.get(by), row)
+C = TypeVar("C", FailedCorpus, SkippedCorpus)
+
+
+def _union(lists: list[list[C]]) -> list[C]:
+    """Each corpus's first row among the searches' lists."""
+    seen: dict[str, C] = {}
+    for rows in lists:
+        for row in rows:
+            seen.setdefault(row.corpus, row)
     return list(seen.values())
 
 
@@ -318,11 +337,11 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
         q = strategy.quoted(text) if choice.strategy == "keyword" else None
         mode: Mode = _MODES[choice.strategy]
         deep = choice.strategy == "hybrid" and body.context
-        out = await run_search(deps, _search(
+        out = _json(await run_search(deps, _search(
             body, corpora, q or text,
-            min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode))
+            min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode)))
         if deep:
-            smoothed = context.smooth(out.get("hits") or [], group=deps.cfg.context_group,
+            smoothed = context.smooth(out["hits"], group=deps.cfg.context_group,
                                       position=deps.cfg.context_position)
             ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
             out["hits"] = _ranked(ranked[:body.k])
@@ -332,7 +351,8 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
             costs.observe("keyword", _ms(t0))
             t0 = time.perf_counter()
             ran, reason = "lexical", f"{reason}; no exact match, so lexical"
-            out = await run_search(deps, _search(body, corpora, q or text, body.k, "lexical"))
+            out = _json(await run_search(deps, _search(body, corpora, q or text, body.k,
+                                                       "lexical")))
     costs.observe(ran, _ms(t0))
     out["strategy"] = ran
     out["reason"] = reason

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from internal.api.vectord import Space
+from internal.api.vectord import QueryVector, Space
 from internal.clients.embed import Embedding
 from internal.common.errors import LakehouseError
 from internal.matrixd.deps import Deps
@@ -68,7 +68,7 @@ def other_models(known: Sequence[Space], corpora: Sequence[str] | None,
 class Vectors:
     """The query vectors to send (one per model) and why a corpus's model gave none."""
 
-    query_vectors: list[dict[str, object]]
+    query_vectors: list[QueryVector]
     failed: dict[str, str]  # corpus -> reason
 
 
@@ -79,7 +79,7 @@ async def embed_all(deps: Deps, text: str, default: Embedding, corpora: Sequence
     assert deps.embed is not None
     embed = deps.embed
     others = other_models(await spaces(deps), corpora, excluded, default.model)
-    vectors: list[dict[str, object]] = [{"model": default.model, "vector": default.vectors[0]}]
+    vectors = [QueryVector(model=default.model, vector=default.vectors[0])]
     failed: dict[str, str] = {}
 
     async def one(model: str) -> Embedding | LakehouseError:
@@ -91,7 +91,7 @@ async def embed_all(deps: Deps, text: str, default: Embedding, corpora: Sequence
     results = await asyncio.gather(*(one(m) for m in others))
     for (model, names), got in zip(others.items(), results, strict=True):
         if isinstance(got, Embedding):
-            vectors.append({"model": model, "vector": got.vectors[0]})
+            vectors.append(QueryVector(model=model, vector=got.vectors[0]))
             continue
         reason = f"the query could not be embedded by model {model!r}: {got.message}"
         failed.update(dict.fromkeys(names, reason))

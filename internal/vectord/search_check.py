@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from internal.api import validate
-from internal.api.vectord import MAX_K, MODES, SearchRequest
+from internal.api.vectord import MAX_K, SearchRequest
 from internal.common.errors import InvalidArgument
 from internal.vectord import fusion, fusion_sql, prf
 from internal.vectord.filters import build_where, is_filtered
@@ -13,13 +12,9 @@ from internal.vectord.store import Store
 
 
 def check(store: Store, req: SearchRequest) -> Options:
-    """Check every request-wide field (400 naming it); nothing here depends on a corpus."""
-    validate.k(req.k)
-    if req.mode not in MODES:
-        raise InvalidArgument(f"mode: {req.mode!r} is not available", field="mode")
-    if req.ef_search is not None and not 1 <= req.ef_search <= MAX_K:
-        raise InvalidArgument(f"ef_search: must be in 1..{MAX_K}, got {req.ef_search}",
-                              field="ef_search")
+    """Check the request-wide fields its decoding cannot (400 naming one); nothing here
+    depends on a corpus. What the wire type's annotations hold (k, mode, ef_search, every
+    range) was checked when the request was decoded, and is not checked again."""
     where, params = build_where(req.filter)
     text = ""
     if req.mode == "keyword":

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
+from internal.api.vectord import SearchRequest
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
@@ -79,10 +80,10 @@ async def test_cli_ingest_ranks_like_the_harness(base_cfg: Config, vectord_url: 
                 runs: dict[str, dict[str, list[str]]] = {cli: {}, harness: {}}
                 for corpus, run in runs.items():
                     for q, text in ds.queries.items():
-                        body = {"mode": mode, "query_text": text, "k": 10,
-                                **({"query_vector": vectors[q]} if mode == "hybrid" else {})}
-                        res = await vc.search(corpus, body)
-                        run[q] = [h["id"] for h in res["hits"]]
+                        req = SearchRequest(mode=mode, query_text=text, k=10,
+                                            query_vector=vectors[q] if mode == "hybrid" else None)
+                        res = await vc.search(corpus, req)
+                        run[q] = [h.id for h in res.hits]
                 assert runs[cli] == runs[harness], mode
                 ndcg = evaluate(runs[cli], ds.qrels)["ndcg@10"]
                 assert ndcg > 0, mode

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from internal.api.matrixd import MatrixSearchRequest, RecordRequest
+from internal.api.matrixd import MatrixSearchRequest, RecordRequest, SmartSearchRequest
 from internal.api.validate import NAME_RE
 from internal.api.vectord import CreateCorpus, SearchRequest
 from internal.common.web import decode
@@ -30,7 +30,8 @@ def test_document_states_the_limits() -> None:
     for field in ("k", "ef_search", "candidates"):
         got = _prop(doc, "SearchRequest", field)
         assert (got["minimum"], got["maximum"]) == (1, 1000), field
-    assert _prop(doc, "SearchRequest", "rrf_k")["maximum"] == 100_000
+    for struct in ("SearchRequest", "MatrixSearchRequest", "SmartSearchRequest"):
+        assert _prop(doc, struct, "rrf_k")["maximum"] == 100_000, struct  # one range
     assert (_prop(doc, "SearchRequest", "bm25_b")["minimum"], _prop(doc, "SearchRequest", "bm25_b")["maximum"]) == (0, 1)
     assert _prop(doc, "SearchRequest", "bm25_k1")["maximum"] == 100
     assert _prop(doc, "SearchRequest", "query_text")["maxLength"] == 16384
@@ -58,6 +59,8 @@ def test_document_states_the_limits() -> None:
     (CreateCorpus, {"name": "ok", "dim": 2001}, "dim"),
     (MatrixSearchRequest, {"corpora": ["a"], "per_corpus_k": 5000}, "per_corpus_k"),
     (MatrixSearchRequest, {"corpora": []}, "corpora"),
+    (SmartSearchRequest, {"query_text": "q", "rrf_k": 100_001}, "rrf_k"),
+    (SmartSearchRequest, {"query_text": "q", "candidates": 0}, "candidates"),
     (RecordRequest, {"query_text": "q", "answer_id": "", "answer_corpus": "c", "score": 1},
      "answer_id"),
 ])

@@ -133,6 +133,19 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
                             {"query_text": "pets", "answer_id": "d0", "answer_corpus": name,
                              "score": 1.0})
     await c.call("GET", "/v1/matrix/playbooks")
+    # The typed path matrixd -> vectord with every part of its request: the playbook's
+    # `include` (with factors in hybrid), the query vectors, filter, prefer, feedback and
+    # shaping; vectord's Hit structs come back and matrixd's answer still decodes strictly.
+    for mode in MODES:
+        shaped: dict[str, Any] = {"query_text": "cats" if mode == "keyword" else "pets",
+                                  "mode": mode, "corpora": [name], "k": 3, "use_playbook": True,
+                                  "filter": {"tags_any": ["t"]}, "highlight": True,
+                                  "facets": ["tags"], "group_by": "metadata.n"}
+        if mode == "hybrid":
+            shaped.update(prefer={"tags_any": ["t"]}, prf={"docs": 2, "terms": 3})
+        typed = await c.call("POST", "/v1/matrix/search", shaped)
+        assert typed.hits and typed.playbook is not None and typed.facets, mode
+        assert all(h.from_playbook is not None and h.highlight for h in typed.hits), mode
     await c.call("DELETE", "/v1/matrix/playbooks/{playbook_id}",
                  playbook_id=str(recorded.playbook_id))
     await c.call("POST", "/v1/matrix/relevance",
@@ -165,6 +178,13 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     assert missing.error.code
     bad = await c.error("POST", "/v1/matrix/search", "matrixd", {"query_text": "x", "k": 0}, 400)
     assert bad.error.field == "k"
+    # matrixd's own check turns the free-form options into vectord's structs: a bad one is
+    # the caller's 400 naming it, before any corpus is searched (this one does not exist).
+    for opts, field in (({"filter": {"tags_anny": ["t"]}}, "filter.tags_anny"),
+                        ({"prf": {"docs": "two"}}, "prf.docs")):
+        bad = await c.error("POST", "/v1/matrix/search", "matrixd",
+                            {"query_text": "x", "corpora": ["no_such_corpus"], **opts}, 400)
+        assert bad.error.field == field, bad
     bad = await c.error("POST", "/v1/embed", "embedd", {"texts": "not a list"}, 400)
     assert bad.error.field == "texts"
 

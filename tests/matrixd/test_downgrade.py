@@ -6,8 +6,10 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
+from internal.api.responses import RankedHit
 from internal.matrixd import downgrade
 from internal.matrixd.downgrade import Rules
 
@@ -15,14 +17,14 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 def hit(id_: str, distance: float | None = None, score: float | None = None,
-        age_days: float | None = None, corpus: str = "c") -> dict[str, Any]:
-    updated = None if age_days is None else (NOW - timedelta(days=age_days)).isoformat()
-    return {"id": id_, "corpus": corpus, "distance": distance, "score": score,
-            "updated_at": updated}
+        age_days: float = 0.0, corpus: str = "c") -> RankedHit:
+    return RankedHit(id=id_, corpus=corpus, distance=distance, score=score, ranks={},
+                     scores={}, text="", title=None, tags=[], metadata={}, language="english",
+                     updated_at=NOW - timedelta(days=age_days))
 
 
-def ids(hits: list[dict[str, Any]]) -> list[str]:
-    return [h["id"] for h in hits]
+def ids(hits: list[RankedHit]) -> list[str]:
+    return [h.id for h in hits]
 
 
 def test_off_by_default_is_identity() -> None:
@@ -30,7 +32,7 @@ def test_off_by_default_is_identity() -> None:
     assert not Rules().active
     assert downgrade.apply(hits, Rules(), "distance", NOW, {("c", "a")}) == 0
     assert ids(hits) == ["a", "b"]
-    assert all("downgraded" not in h for h in hits)
+    assert all(h.downgraded is msgspec.UNSET for h in hits)  # absent from the answer
 
 
 def test_weak_by_distance_in_vector_mode() -> None:
@@ -38,7 +40,7 @@ def test_weak_by_distance_in_vector_mode() -> None:
     n = downgrade.apply(hits, Rules(max_distance=0.5), "distance", NOW)
     assert n == 2
     assert ids(hits) == ["a", "c", "e", "b", "d"]  # 0.50 is not above 0.5; order kept in groups
-    assert [h["downgraded"] for h in hits] == [[], [], [], ["weak"], ["weak"]]
+    assert [h.downgraded for h in hits] == [[], [], [], ["weak"], ["weak"]]
 
 
 def test_max_distance_does_not_apply_to_score_modes() -> None:
@@ -52,7 +54,7 @@ def test_weak_by_score_in_score_modes() -> None:
     n = downgrade.apply(hits, Rules(min_score=0.5), "score", NOW)
     assert n == 1
     assert ids(hits) == ["a", "c", "d", "b"]  # no score: never weak; 0.5 is not below 0.5
-    assert hits[-1]["downgraded"] == ["weak"]
+    assert hits[-1].downgraded == ["weak"]
 
 
 def test_min_score_does_not_apply_to_vector_mode() -> None:
@@ -61,18 +63,19 @@ def test_min_score_does_not_apply_to_vector_mode() -> None:
 
 
 def test_stale_by_age() -> None:
-    hits = [hit("old", 0.1, age_days=40), hit("new", 0.2, age_days=2), hit("none", 0.3),
+    hits = [hit("old", 0.1, age_days=40), hit("new", 0.2, age_days=2), hit("now", 0.3),
             hit("older", 0.4, age_days=400)]
-    hits[2]["updated_at"] = "not a date"
     n = downgrade.apply(hits, Rules(max_age_days=30), "distance", NOW)
     assert n == 2
-    assert ids(hits) == ["new", "none", "old", "older"]
-    assert hits[2]["downgraded"] == ["stale"]
+    assert ids(hits) == ["new", "now", "old", "older"]
+    assert hits[2].downgraded == ["stale"]
 
 
-def test_stale_reads_a_utc_z_timestamp() -> None:
-    h = hit("z", 0.1)
-    h["updated_at"] = "2026-01-01T00:00:00Z"
+def test_stale_reads_the_answers_utc_z_timestamp() -> None:
+    """updated_at as vectord's answer carries it, decoded into the hit's datetime."""
+    sent = {**msgspec.to_builtins(hit("z", 0.1)), "updated_at": "2026-01-01T00:00:00Z"}
+    h = msgspec.json.decode(msgspec.json.encode(sent), type=RankedHit)
+    assert h.updated_at == datetime(2026, 1, 1, tzinfo=UTC)
     assert downgrade.reasons(h, Rules(max_age_days=30), "distance", NOW) == ["stale"]
 
 
@@ -80,8 +83,8 @@ def test_disputed_only_the_marked_answer_and_corpus() -> None:
     hits = [hit("t", 0.1, corpus="docs"), hit("t", 0.2, corpus="wiki"), hit("u", 0.3, corpus="docs")]
     n = downgrade.apply(hits, Rules(disputed=True), "distance", NOW, {("docs", "t")})
     assert n == 1
-    assert [(h["corpus"], h["id"]) for h in hits] == [("wiki", "t"), ("docs", "u"), ("docs", "t")]
-    assert hits[-1]["downgraded"] == ["disputed"]
+    assert [(h.corpus, h.id) for h in hits] == [("wiki", "t"), ("docs", "u"), ("docs", "t")]
+    assert hits[-1].downgraded == ["disputed"]
 
 
 def test_disputed_off_ignores_entries() -> None:
@@ -94,7 +97,7 @@ def test_several_reasons_in_order() -> None:
     downgrade.apply(hits, Rules(max_distance=0.5, max_age_days=30, disputed=True), "distance", NOW,
                     {("c", "t")})
     assert ids(hits) == ["u", "t"]
-    assert hits[1]["downgraded"] == ["weak", "stale", "disputed"]
+    assert hits[1].downgraded == ["weak", "stale", "disputed"]
 
 
 def test_combine_lays_request_over_config() -> None:

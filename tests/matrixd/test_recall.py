@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import msgspec
+
+from internal.api.responses import RankedHit
+from internal.api.vectord import IncludeRef
 from internal.matrixd import playbook
 from internal.matrixd.boost import Match, PlaybookEntry
 
@@ -22,19 +28,30 @@ def test_include_only_raised_answers_of_searched_corpora_nearest_first() -> None
         m("c", "docs", -0.5, 0.01),   # nearer wrong mark decides against c
         m("c", "docs", 1.0, 0.20),
     ])
-    assert lookup.include(["docs", "wiki"]) == [{"corpus": "docs", "id": "a"},
-                                                {"corpus": "wiki", "id": "b"}]
+    assert lookup.include(["docs", "wiki"]) == [IncludeRef(corpus="docs", id="a"),
+                                                IncludeRef(corpus="wiki", id="b")]
 
 
 def test_include_is_capped() -> None:
     lookup = playbook.Lookup("pb", [m(f"d{i}", "docs", 1.0, i / 1000) for i in range(150)])
     got = lookup.include(["docs"])
     assert len(got) == playbook.MAX_INCLUDE
-    assert got[0] == {"corpus": "docs", "id": "d0"}
+    assert got[0] == IncludeRef(corpus="docs", id="d0")
 
 
 def test_mark_recalled() -> None:
-    hits = [{"id": "a", "included": True}, {"id": "b"}, {"id": "c", "included": False}]
+    """`included` gives way to `from_playbook` in the answer (the key, not only its value)."""
+    hits = [hit("a", included=True), hit("b"), hit("c", included=False)]
     assert playbook.mark_recalled(hits) == 1
-    assert hits == [{"id": "a", "from_playbook": True}, {"id": "b", "from_playbook": False},
-                    {"id": "c", "from_playbook": False}]
+    answer = [msgspec.to_builtins(h) for h in hits]
+    assert [(h["id"], h["from_playbook"]) for h in answer] == [("a", True), ("b", False),
+                                                                ("c", False)]
+    assert all("included" not in h for h in answer)
+    assert list(answer[0])[-5:] == ["corpus_rank", "from_playbook", "boost_factor",
+                                    "original_distance", "rank"]  # the order they are set in
+
+
+def hit(id_: str, included: bool = False) -> RankedHit:
+    return RankedHit(id=id_, corpus="c", distance=0.1, score=None, ranks={}, scores={}, text="",
+                     title=None, tags=[], metadata={}, language="english",
+                     updated_at=datetime(2026, 1, 1, tzinfo=UTC), included=included)

@@ -8,7 +8,9 @@ import tarfile
 from pathlib import Path
 
 import aiohttp
+import msgspec
 
+from internal.api.vectord import SearchRequest
 from internal.clients.embed import Embedding
 from internal.clients.vectord import VectordClient
 from internal.common.upstream import Upstream
@@ -226,14 +228,14 @@ async def test_german_page_found_by_german_query_in_lexical_mode(
     assert (await syncer.request_run()).errors == []
     # Neither word appears in this form on the page ("Verzeichnisstruktur", "behalte"):
     # only German stems join them.
-    query = {"mode": "lexical", "query_text": "Verzeichnisstrukturen behalten", "k": 5}
-    found = await vectord.search(corpus, {**query, "language": "de"})
-    top = found["hits"][0]
-    assert top["id"] in {f"pages.de/common/{p}.md#0" for p in ("7z", "7za", "7zr")}
-    assert "Verzeichnisstrukturen" not in top["text"] and top["language"] == "german"
-    assert top["ranks"]["lexical"] == 1
-    plain = await vectord.search(corpus, {**query, "language": "simple"})
-    assert top["id"] not in {h["id"] for h in plain["hits"]}
+    query = SearchRequest(mode="lexical", query_text="Verzeichnisstrukturen behalten", k=5)
+    found = await vectord.search(corpus, msgspec.structs.replace(query, language="de"))
+    top = found.hits[0]
+    assert top.id in {f"pages.de/common/{p}.md#0" for p in ("7z", "7za", "7zr")}
+    assert "Verzeichnisstrukturen" not in top.text and top.language == "german"
+    assert top.ranks["lexical"] == 1
+    plain = await vectord.search(corpus, msgspec.structs.replace(query, language="simple"))
+    assert top.id not in {h.id for h in plain.hits}
 
 
 async def test_corpus_of_another_model_fails_the_run_up_front(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from internal.api.vectord import SearchError
+from internal.api.vectord import Hit, MultiSearchRequest, SearchError
 from internal.clients.vectord import VectordClient
 from internal.common.errors import InvalidArgument, ServiceError
 from tests.vectord.vdata import call, item, make_corpus, unique, unit
@@ -104,12 +104,14 @@ async def test_client_search_many(vectord_url: str, http: aiohttp.ClientSession)
     a = await _filled(http, vectord_url, 0, 10)
     client = VectordClient(http, vectord_url)
     missing = unique("gone")
-    out = await client.search_many([a, missing], {"mode": "vector",
-                                                  "query_vector": unit(8, 2), "k": 2})
-    assert out.hits[0]["id"] == "doc-0002" and out.results[0].hits == 2
+    out = await client.search_many(MultiSearchRequest(
+        corpora=[a, missing], mode="vector", query_vector=unit(8, 2), k=2), Hit)
+    assert isinstance(out.hits[0], Hit)
+    assert out.hits[0].id == "doc-0002" and out.results[0].hits == 2
     assert out.results[1].status == 404 and isinstance(out.results[1].error, SearchError)
     assert out.results[1].error.code == "not_found"
     with pytest.raises(ServiceError) as info:
-        await client.search_many([a], {"mode": "vector", "query_vector": unit(8, 2), "k": 0})
+        await client.search_many(MultiSearchRequest(  # built unchecked: vectord checks it
+            corpora=[a], mode="vector", query_vector=unit(8, 2), k=0), Hit)
     assert info.value.status == 400 and info.value.field == "k"
     assert isinstance(info.value, InvalidArgument)  # vectord's 400 is an InvalidArgument too
