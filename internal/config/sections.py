@@ -70,7 +70,8 @@ class GatewayConfig:
     # Connections to each daemon address, and the longest wait for a free one (503 after).
     upstream_connections: int = 128
     upstream_wait: float = 5.0
-    # Fair shares between clients (a token's hash; an address when auth is off): requests
+    # Fair shares between clients (a key's id, an admin token's hash; an address when auth
+    # is off): requests
     # in flight per client and for all, requests waiting per client (429 with Retry-After
     # past it), and the longest wait for a place (429 after). Far above one user's needs:
     # `lakehouse ingest` keeps 2 batches in flight, the console a few searches.

@@ -48,11 +48,20 @@ class LaneStats:
     calls: int = 0
     texts: int = 0
     wait_max_s: float = 0.0  # longest any text waited for its model call to start
+    wait_total_s: float = 0.0  # every text's wait, summed (mean wait: over texts)
     call_max_s: float = 0.0  # longest model call (for the bulk lane: one slice)
+
+    def started(self, start: float, enqueued: Sequence[float]) -> None:
+        """A model call started at `start` for texts that arrived at `enqueued`."""
+        self.calls += 1
+        self.texts += len(enqueued)
+        self.wait_max_s = max(self.wait_max_s, start - min(enqueued))
+        self.wait_total_s += sum(start - t for t in enqueued)
 
     def as_dict(self, pending: int) -> dict[str, object]:
         return {"pending": pending, "calls": self.calls, "texts": self.texts,
                 "wait_max_ms": round(self.wait_max_s * 1000, 3),
+                "wait_total_ms": round(self.wait_total_s * 1000, 3),
                 "call_max_ms": round(self.call_max_s * 1000, 3)}
 
 
@@ -142,9 +151,7 @@ class Coalescer:
             self.calls += 1
             stats = self.stats[lane]
             start = time.monotonic()
-            stats.calls += 1
-            stats.texts += len(batch)
-            stats.wait_max_s = max(stats.wait_max_s, start - min(it.enqueued for it in batch))
+            stats.started(start, [it.enqueued for it in batch])
             try:
                 enc = await loop.run_in_executor(executor, self._run, [it.text for it in batch])
             except Exception as exc:  # the worker must outlive one failed call; waiters get why

@@ -118,6 +118,11 @@ class FairShares:
         estimate = c.mean_seconds * waiting / self.shares.per_client
         return min(MAX_RETRY_AFTER, max(1, math.ceil(estimate)))
 
+    @property
+    def waiting(self) -> int:
+        """Requests of all clients waiting for a place."""
+        return len(self._owner)
+
     def load(self, client: str) -> tuple[int, int]:
         """(in flight, waiting) of `client`."""
         c = self._clients.get(client)

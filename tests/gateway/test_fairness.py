@@ -85,3 +85,4 @@ def test_an_idle_client_is_forgotten() -> None:
 def test_shares_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Shares(total=0, per_client=1, queue=1)
+
