@@ -82,6 +82,9 @@ class GatewayConfig:
     # more only queue inside the daemons, where a place that frees cannot go to another
     # client first. Past it a search waits at the gateway, clients served in turn.
     search_in_flight: int = 0
+    # Search places beyond search_in_flight for a client with nothing in flight or
+    # waiting: it starts at once, never waiting for a busy client's place.
+    light_in_flight: int = 0
     queue_timeout: float = 30.0
 
     def search_slots(self) -> int:
@@ -96,6 +99,8 @@ class GatewayConfig:
             raise ValueError("queue_timeout: must be positive")
         if self.search_in_flight < 0:
             raise ValueError("search_in_flight: must be 0 (twice the cores) or more")
+        if self.light_in_flight < 0:
+            raise ValueError("light_in_flight: must be 0 or more")
         if self.body_timeout <= 0 or self.upstream_wait <= 0:
             raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
         if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:

@@ -8,6 +8,11 @@ clients together `total` in flight. A request past its client's queue is refused
 the waiting requests of the clients in turn (round robin, oldest first within a client),
 so a client with a long queue cannot take every place that frees while another waits:
 a second client waits for at most one place to free, never behind the first's queue.
+
+`light` places more (0: none) are for light clients only: a request of a client with
+nothing in flight and nothing waiting runs at once while fewer than `total + light`
+requests are in flight, so a client asking now and then never waits for a busy one's
+place; the places that free go to waiting requests only up to `total`.
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ class Shares:
     total: int
     per_client: int
     queue: int
+    light: int = 0  # places beyond total for a client with nothing in flight or waiting
 
     def __post_init__(self) -> None:
-        if self.total < 1 or self.per_client < 1 or self.queue < 0:
-            raise ValueError("total and per_client must be >= 1, queue >= 0")
+        if self.total < 1 or self.per_client < 1 or self.queue < 0 or self.light < 0:
+            raise ValueError("total and per_client must be >= 1, queue and light >= 0")
 
 
 @dataclass(frozen=True)
@@ -69,8 +75,9 @@ class FairShares:
         c = self._clients.setdefault(client, _Client())
         # Places free now only while no one waits for them: waiters left over are those
         # whose own client is at its limit, so running this one jumps no one's turn.
-        if not c.waiting and c.in_flight < self.shares.per_client and \
-                self.in_flight < self.shares.total:
+        if not c.waiting and c.in_flight < self.shares.per_client and (
+                self.in_flight < self.shares.total or (
+                    c.in_flight == 0 and self.in_flight < self.shares.total + self.shares.light)):
             c.in_flight += 1
             self.in_flight += 1
             return Decision("run")

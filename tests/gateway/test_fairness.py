@@ -86,3 +86,24 @@ def test_shares_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Shares(total=0, per_client=1, queue=1)
 
+
+def test_a_light_client_runs_beside_the_places_a_busy_one_holds() -> None:
+    """light places: a client with nothing in flight starts at once past the total; a
+    second request of it, and freed places, keep to the total."""
+    fair = FairShares(Shares(total=2, per_client=8, queue=10, light=1))
+    assert [fair.arrive("busy").action for _ in range(3)] == ["run", "run", "wait"]
+    assert fair.arrive("light").action == "run"  # in the light place
+    assert fair.in_flight == 3 and fair.waiting == 1
+    second = fair.arrive("light")
+    assert second.action == "wait"  # it has one in flight now: a place like anyone's
+    assert fair.arrive("third").action == "wait"  # the light place is taken
+    assert fair.release("light") == []  # 3 -> 2 in flight: still the total, no one starts
+    assert fair.release("busy") != []  # 2 -> 1: a waiter starts
+
+
+def test_without_light_places_a_newcomer_waits_for_the_total() -> None:
+    fair = FairShares(Shares(total=2, per_client=8, queue=10))
+    fair.arrive("busy"), fair.arrive("busy")
+    assert fair.arrive("light").action == "wait"
+    with pytest.raises(ValueError):
+        Shares(total=2, per_client=1, queue=1, light=-1)
