@@ -90,6 +90,7 @@ class Coalescer:
         self._wakeup = asyncio.Event()
         both = (Lane.INTERACTIVE, Lane.BULK)
         self._tasks = [asyncio.create_task(self._worker(executor, both)) for _ in range(workers)]
+        self._reserved_idle = 0  # reserved workers waiting for a question
         if reserved:
             assert reserved_executor is not None
             self._tasks += [asyncio.create_task(self._worker(reserved_executor, (Lane.INTERACTIVE,)))
@@ -127,15 +128,30 @@ class Coalescer:
         return batch
 
     def _ready(self, lanes: Sequence[Lane]) -> Lane | None:
-        return next((lane for lane in lanes if self._pending[lane]), None)
+        """The lane a worker serving `lanes` takes next, None: nothing for it. A shared
+        worker leaves the questions an idle reserved worker can take to it (its thread
+        runs at normal priority, and the shared one's next bulk slice is not lost)."""
+        shared = len(lanes) > 1
+        for lane in lanes:
+            pending = len(self._pending[lane])
+            if shared and lane is Lane.INTERACTIVE:
+                pending -= self._reserved_idle * self.batch_size
+            if pending > 0:
+                return lane
+        return None
 
     async def _worker(self, executor: Executor, lanes: Sequence[Lane]) -> None:
         loop = asyncio.get_running_loop()
+        reserved = len(lanes) == 1
         while True:
             lane = self._ready(lanes)
             while lane is None:
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                self._reserved_idle += reserved
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._reserved_idle -= reserved
                 lane = self._ready(lanes)
             pending = self._pending[lane]
             if len(pending) < self.batch_size and self.max_wait > 0:

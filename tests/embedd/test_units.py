@@ -116,3 +116,28 @@ async def test_reserved_worker_serves_questions_only() -> None:
         await co.close()
     assert all(name.startswith("shared") for name in threads["bulk"])
     assert any(name.startswith("reserved") for name in threads["question"])
+
+
+async def test_an_idle_reserved_worker_takes_the_question_the_shared_keep_to_bulk() -> None:
+    """While the reserved worker waits, a question is its: the shared worker (a lower
+    OS priority) keeps on the documents instead of taking the question from it."""
+    threads: dict[str, set[str]] = {"bulk": set(), "question": set()}
+
+    def run(texts: list[str]) -> Encoded:
+        time.sleep(0.005)
+        kind = "question" if texts[0].startswith("q") else "bulk"
+        threads[kind].add(threading.current_thread().name)
+        return fake_model(texts)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="shared") as shared, \
+            ThreadPoolExecutor(1, thread_name_prefix="reserved") as reserved:
+        co = Coalescer(run, shared, batch_size=1, max_wait=0.0, workers=1,
+                       reserved=1, reserved_executor=reserved)
+        await asyncio.sleep(0.01)  # the workers are up and waiting
+        bulk = asyncio.create_task(co.embed([f"doc{i}" for i in range(30)], Lane.BULK))
+        for i in range(5):
+            await co.embed([f"q{i}"], Lane.INTERACTIVE)
+        await bulk
+        await co.close()
+    assert threads["question"] and all(n.startswith("reserved") for n in threads["question"])
+    assert all(name.startswith("shared") for name in threads["bulk"])
