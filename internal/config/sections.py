@@ -85,6 +85,9 @@ class GatewayConfig:
     # Search places beyond search_in_flight for a client with nothing in flight or
     # waiting: it starts at once, never waiting for a busy client's place.
     light_in_flight: int = 0
+    # Mark a light client's searches (nothing else in flight or waiting) for the daemons:
+    # embedd embeds their question before the other questions waiting.
+    light_priority: bool = False
     queue_timeout: float = 30.0
 
     def search_slots(self) -> int:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from internal.common import priority
 from internal.embedd.local import Encoded
 
 
@@ -104,7 +105,10 @@ class Coalescer:
         """Vectors for texts in order; truncated lists indices into texts."""
         loop = asyncio.get_running_loop()
         items = [_Item(t, loop.create_future()) for t in texts]
-        self._pending[lane].extend(items)
+        if lane is Lane.INTERACTIVE and priority.light():  # a light client's question: next
+            self._pending[lane].extendleft(reversed(items))
+        else:
+            self._pending[lane].extend(items)
         self._wakeup.set()
         results = await asyncio.gather(*(it.future for it in items))
         if not results:

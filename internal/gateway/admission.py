@@ -29,6 +29,8 @@ from internal.gateway.metrics import Metrics
 # Routes outside the shares: the MCP session itself (its tool calls come back to /v1 as
 # the same client and are counted there), health, metrics and the console's files.
 _LIMITED_PREFIX = "/v1/"
+# Set on a light client's search (light_priority on): the proxy sends Lakehouse-Priority.
+LIGHT_KEY = "lakehouse_light"
 
 
 def client_of(request: web.Request, auth_on: bool) -> str:
@@ -70,10 +72,12 @@ class Admission:
         self._waiters: dict[int, asyncio.Future[None]] = {}
 
     @contextlib.asynccontextmanager
-    async def place(self, client: str) -> AsyncIterator[None]:
-        """Hold one of `client`'s places while the body runs; TooManyRequests
-        (`rate_limited`) when refused."""
+    async def place(self, client: str) -> AsyncIterator[bool]:
+        """Hold one of `client`'s places while the body runs, which gets whether the
+        client is light (nothing else in flight or waiting in this lane when it came);
+        TooManyRequests (`rate_limited`) when refused."""
         arrived = time.perf_counter()
+        light = self.policy.load(client) == (0, 0)
         decision = self.policy.arrive(client)
         if decision.action == "reject":
             self.metrics.observe_rejected(self.lane, client)
@@ -88,7 +92,7 @@ class Admission:
         self._observe_load(client)
         started = time.perf_counter()
         try:
-            yield
+            yield light
         finally:
             self._release(client, time.perf_counter() - started)
 
@@ -139,10 +143,11 @@ def is_search(request: web.Request, read_posts: frozenset[str]) -> bool:
 
 
 def make_middleware(searches: Admission, writes: Admission, read_posts: frozenset[str],
-                    auth_on: bool) -> Middleware:
+                    auth_on: bool, light_priority: bool = False) -> Middleware:
     """Each /v1 request held to its client's share of its lane: searches and reads share
     `searches` (few places: a question never waits behind many others' questions in the
-    daemons), writes share `writes` (a bulk load never takes a search's place)."""
+    daemons), writes share `writes` (a bulk load never takes a search's place). With
+    `light_priority`, a light client's search is marked for the daemons (LIGHT_KEY)."""
 
     @web.middleware
     async def admission_middleware(request: web.Request, handler: Handler
@@ -150,7 +155,9 @@ def make_middleware(searches: Admission, writes: Admission, read_posts: frozense
         if not request.path.startswith(_LIMITED_PREFIX):
             return await handler(request)
         lane = searches if is_search(request, read_posts) else writes
-        async with lane.place(client_of(request, auth_on)):
+        async with lane.place(client_of(request, auth_on)) as light:
+            if light_priority and light and lane is searches:
+                request[LIGHT_KEY] = True
             return await handler(request)
 
     return admission_middleware

@@ -77,7 +77,8 @@ def make_app(cfg: Config) -> web.Application:
     writes = Admission("write", Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
                        g.queue_timeout, metrics)
     app.middlewares.append(admission.make_middleware(searches, writes, READ_POSTS,
-                                                     auth_on=bool(g.tokens)))
+                                                     auth_on=bool(g.tokens),
+                                                     light_priority=g.light_priority))
     document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:

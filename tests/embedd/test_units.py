@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from internal.common import priority
 from internal.embedd.cache import LRUCache, key
 from internal.embedd.coalesce import Coalescer, Lane
 from internal.embedd.local import Encoded
@@ -141,3 +142,25 @@ async def test_an_idle_reserved_worker_takes_the_question_the_shared_keep_to_bul
         await co.close()
     assert threads["question"] and all(n.startswith("reserved") for n in threads["question"])
     assert all(name.startswith("shared") for name in threads["bulk"])
+
+
+async def test_a_light_clients_question_is_embedded_before_the_others_waiting() -> None:
+    order: list[str] = []
+
+    def run(texts: list[str]) -> Encoded:
+        time.sleep(0.01)
+        order.extend(texts)
+        return fake_model(texts)
+
+    async def light(text: str) -> None:
+        priority.PRIORITY.set(priority.LIGHT)  # as embedd's middleware does for the request
+        await co.embed([text], Lane.INTERACTIVE)
+
+    with ThreadPoolExecutor(1) as ex:
+        co = Coalescer(run, ex, batch_size=1, max_wait=0.0, workers=1)
+        busy = [asyncio.create_task(co.embed([f"q{i}"], Lane.INTERACTIVE)) for i in range(6)]
+        await asyncio.sleep(0)  # the busy client's questions are queued
+        await asyncio.create_task(light("light"))
+        await asyncio.gather(*busy)
+        await co.close()
+    assert order.index("light") <= 1, order  # after the call in flight at most
