@@ -24,6 +24,19 @@ from internal.gateway.labels import OTHER, ClientLabels
 # unseen this long gives its label back (bounded cardinality; internal.gateway.labels).
 MAX_CLIENT_LABELS = 64
 CLIENT_LABEL_IDLE_SECONDS = 600.0
+# embedd's lane figures (GET /v1/embed/lanes, its /readyz `lanes`) -> gauges:
+# (field, scale to the metric's unit, metric, help).
+_EMBED_LANE_GAUGES = (
+    ("pending", 1.0, "lakehouse_embed_lane_pending",
+     "Texts waiting in each embedd lane for a model call (the lane's queue depth)"),
+    ("texts", 1.0, "lakehouse_embed_lane_texts",
+     "Texts each embedd lane has embedded since embedd started"),
+    ("wait_total_ms", 0.001, "lakehouse_embed_lane_wait_seconds_sum",
+     "Every text's wait for its model call, summed since embedd started (/ texts: the "
+     "mean wait)"),
+    ("wait_max_ms", 0.001, "lakehouse_embed_lane_wait_max_seconds",
+     "The longest a text waited for its model call since embedd started"),
+)
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -78,20 +91,9 @@ class Metrics:
             "per lane (the lane's queue depth)", ("lane",), registry=self.registry)
         self.client_labels = ClientLabels(MAX_CLIENT_LABELS, CLIENT_LABEL_IDLE_SECONDS)
         # embedd's lanes (interactive, bulk), as its /readyz reports them at each scrape.
-        embed = ("embedd", "model", "lane")
-        self.embed_pending = Gauge(
-            "lakehouse_embed_lane_pending", "Texts waiting in each embedd lane for a model "
-            "call (the lane's queue depth)", embed, registry=self.registry)
-        self.embed_texts = Gauge(
-            "lakehouse_embed_lane_texts", "Texts each embedd lane has embedded since embedd "
-            "started", embed, registry=self.registry)
-        self.embed_wait = Gauge(
-            "lakehouse_embed_lane_wait_seconds_sum", "Every text's wait for its model call, "
-            "summed since embedd started (÷ texts: the mean wait)", embed,
-            registry=self.registry)
-        self.embed_wait_max = Gauge(
-            "lakehouse_embed_lane_wait_max_seconds", "The longest a text waited for its "
-            "model call since embedd started", embed, registry=self.registry)
+        self.embed_lanes = [(field, scale, Gauge(name, doc, ("embedd", "model", "lane"),
+                                                 registry=self.registry))
+                            for field, scale, name, doc in _EMBED_LANE_GAUGES]
         self._lanes: set[str] = set()
         # Labelled children by label values: prometheus_client's labels() validates and
         # locks on every call, a few microseconds each, four times a proxied request.
@@ -153,13 +155,10 @@ class Metrics:
         for m in models:
             lanes = m.get("lanes")
             for lane, st in (lanes.items() if isinstance(lanes, dict) else ()):
-                if not isinstance(st, dict):
-                    continue
-                labels = (embedd, str(m.get("id", "?")), str(lane))
-                self.embed_pending.labels(*labels).set(float(st.get("pending") or 0))
-                self.embed_texts.labels(*labels).set(float(st.get("texts") or 0))
-                self.embed_wait.labels(*labels).set(float(st.get("wait_total_ms") or 0) / 1000)
-                self.embed_wait_max.labels(*labels).set(float(st.get("wait_max_ms") or 0) / 1000)
+                if isinstance(st, dict):
+                    for field, scale, gauge in self.embed_lanes:
+                        gauge.labels(embedd, str(m.get("id", "?")), str(lane)).set(
+                            float(st.get(field) or 0) * scale)
 
     def observe_ha(self, ha: Mapping[str, Any] | None) -> None:
         """The Patroni cluster vectord follows (its /readyz `ha`), when there is one."""

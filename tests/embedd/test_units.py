@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -75,13 +76,19 @@ async def test_coalescer_failure_reaches_every_waiter() -> None:
     assert all(isinstance(r, RuntimeError) for r in results)
 
 
-async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
-    order: list[str] = []
-
+def in_order(order: list[str]) -> Callable[[list[str]], Encoded]:
+    """A model call of 10 ms that notes its texts in `order`."""
     def run(texts: list[str]) -> Encoded:
         time.sleep(0.01)
         order.extend(texts)
         return fake_model(texts)
+
+    return run
+
+
+async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
+    order: list[str] = []
+    run = in_order(order)
 
     with ThreadPoolExecutor(1) as ex:
         co = Coalescer(run, ex, batch_size=1, max_wait=0.0, workers=1)
@@ -97,31 +104,9 @@ async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
     assert asked.wait_s <= co.stats[Lane.BULK].call_max_s + 0.01
 
 
-async def test_reserved_worker_serves_questions_only() -> None:
-    threads: dict[str, set[str]] = {"bulk": set(), "question": set()}
-
-    def run(texts: list[str]) -> Encoded:
-        time.sleep(0.005)
-        kind = "question" if texts[0].startswith("q") else "bulk"
-        threads[kind].add(threading.current_thread().name)
-        return fake_model(texts)
-
-    with ThreadPoolExecutor(1, thread_name_prefix="shared") as shared, \
-            ThreadPoolExecutor(1, thread_name_prefix="reserved") as reserved:
-        co = Coalescer(run, shared, batch_size=1, max_wait=0.0, workers=1,
-                       reserved=1, reserved_executor=reserved)
-        bulk = asyncio.create_task(co.embed([f"doc{i}" for i in range(30)], Lane.BULK))
-        for i in range(5):
-            await co.embed([f"q{i}"], Lane.INTERACTIVE)
-        await bulk
-        await co.close()
-    assert all(name.startswith("shared") for name in threads["bulk"])
-    assert any(name.startswith("reserved") for name in threads["question"])
-
-
-async def test_an_idle_reserved_worker_takes_the_question_the_shared_keep_to_bulk() -> None:
-    """While the reserved worker waits, a question is its: the shared worker (a lower
-    OS priority) keeps on the documents instead of taking the question from it."""
+async def test_reserved_worker_serves_questions_only_and_takes_them_when_idle() -> None:
+    """The reserved worker never embeds documents; while it waits, a question is its: the
+    shared worker (a lower OS priority) keeps on the documents instead of taking it."""
     threads: dict[str, set[str]] = {"bulk": set(), "question": set()}
 
     def run(texts: list[str]) -> Encoded:
@@ -146,11 +131,7 @@ async def test_an_idle_reserved_worker_takes_the_question_the_shared_keep_to_bul
 
 async def test_a_light_clients_question_is_embedded_before_the_others_waiting() -> None:
     order: list[str] = []
-
-    def run(texts: list[str]) -> Encoded:
-        time.sleep(0.01)
-        order.extend(texts)
-        return fake_model(texts)
+    run = in_order(order)
 
     async def light(text: str) -> None:
         priority.PRIORITY.set(priority.LIGHT)  # as embedd's middleware does for the request
