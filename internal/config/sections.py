@@ -88,6 +88,9 @@ class GatewayConfig:
     # Mark a light client's searches (nothing else in flight or waiting) for the daemons:
     # embedd embeds their question before the other questions waiting.
     light_priority: bool = False
+    # Clients that searched within this many seconds share the search places evenly
+    # (each at most search places / such clients, at least 1; 0: off).
+    share_seconds: float = 0.0
     queue_timeout: float = 30.0
 
     def search_slots(self) -> int:
@@ -102,8 +105,9 @@ class GatewayConfig:
             raise ValueError("queue_timeout: must be positive")
         if self.search_in_flight < 0:
             raise ValueError("search_in_flight: must be 0 (twice the cores) or more")
-        if self.light_in_flight < 0:
-            raise ValueError("light_in_flight: must be 0 or more")
+        if self.light_in_flight < 0 or self.share_seconds < 0:
+            raise ValueError("light_in_flight: light_in_flight and share_seconds must be 0 "
+                             "or more")
         if self.body_timeout <= 0 or self.upstream_wait <= 0:
             raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
         if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:

@@ -78,7 +78,7 @@ class Admission:
         TooManyRequests (`rate_limited`) when refused."""
         arrived = time.perf_counter()
         light = self.policy.load(client) == (0, 0)
-        decision = self.policy.arrive(client)
+        decision = self.policy.arrive(client, time.monotonic())
         if decision.action == "reject":
             self.metrics.observe_rejected(self.lane, client)
             self._observe_load(client)
@@ -120,7 +120,7 @@ class Admission:
             self._waiters.pop(ticket, None)
 
     def _release(self, client: str, seconds: float) -> None:
-        for ticket in self.policy.release(client, seconds):
+        for ticket in self.policy.release(client, seconds, time.monotonic()):
             waiter = self._waiters.get(ticket)
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)

@@ -107,3 +107,29 @@ def test_without_light_places_a_newcomer_waits_for_the_total() -> None:
     assert fair.arrive("light").action == "wait"
     with pytest.raises(ValueError):
         Shares(total=2, per_client=1, queue=1, light=-1)
+
+
+def test_clients_seen_lately_share_the_places_evenly() -> None:
+    """share_seconds: alone a client has every place; while another has been seen within
+    the window each has total // active; the window passed, the first has them again."""
+    fair = FairShares(Shares(total=4, per_client=32, queue=10, share_seconds=10))
+    assert [fair.arrive("busy", 0).action for _ in range(5)] == ["run"] * 4 + ["wait"]
+    assert fair.limit() == 32
+    assert fair.arrive("calm", 1).action == "wait"  # every place is taken
+    assert fair.limit() == 2
+    started = fair.release("busy", 0.1, 1.1)  # busy holds 3: over its 2, calm's turn
+    assert len(started) == 1 and fair.load("calm") == (1, 0)
+    assert fair.release("busy", 0.1, 1.2) == []  # busy holds 2 with 1 waiting: its share
+    fair.release("calm", 0.1, 1.3)
+    assert fair.load("busy") == (2, 1) and fair.limit() == 2  # calm seen 0.3 s ago
+    assert fair.release("busy", 0.1, 12.0) != []  # calm unseen for 11 s: all places busy's
+    assert fair.limit() == 32
+
+
+def test_a_busy_client_counts_as_seen_however_long_ago_it_came() -> None:
+    fair = FairShares(Shares(total=4, per_client=32, queue=10, share_seconds=10))
+    fair.arrive("slow", 0)  # one request that runs long
+    fair.arrive("other", 0)
+    fair.release("other", 0.1, 0.1)
+    fair.arrive("third", 30)  # other is forgotten, slow is not: it is in flight
+    assert fair.limit() == 2
