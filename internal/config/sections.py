@@ -84,13 +84,13 @@ class GatewayConfig:
     search_in_flight: int = 0
     # Search places beyond search_in_flight for a client with nothing in flight or
     # waiting: it starts at once, never waiting for a busy client's place.
-    light_in_flight: int = 0
+    light_in_flight: int = 1
     # Mark a light client's searches (nothing else in flight or waiting) for the daemons:
     # embedd embeds their question before the other questions waiting.
-    light_priority: bool = False
+    light_priority: bool = True
     # Clients that searched within this many seconds share the search places evenly
     # (each at most search places / such clients, at least 1; 0: off).
-    share_seconds: float = 0.0
+    share_seconds: float = 10.0
     queue_timeout: float = 30.0
 
     def search_slots(self) -> int:
