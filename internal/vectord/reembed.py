@@ -154,19 +154,9 @@ class Reembedder:
             model, dim = job.model, job.dim
             vectors = functools.partial(self._vectors, self.embed, job)
             try:
-                rows = await store.reembed_pending(corpus_id, 2 * BATCH)
-                if len(rows) >= BATCH:
-                    # Two batches: the second is embedded while the first is stored, so
-                    # embedd's bulk lane is not idle while PostgreSQL writes.
-                    first, second = rows[:BATCH], rows[BATCH:]
-                    later = asyncio.ensure_future(vectors(second)) if second else None
-                    try:
-                        await store.reembed_fill(corpus_id, first, await vectors(first))
-                        if later is not None:
-                            await store.reembed_fill(corpus_id, second, await later)
-                    finally:
-                        if later is not None and not later.done():
-                            later.cancel()
+                rows = await store.reembed_pending(corpus_id, BATCH)
+                if len(rows) == BATCH:
+                    await store.reembed_fill(corpus_id, rows, await vectors(rows))
                     continue
                 # The last few: the graph over the new vectors, then the rest embedded
                 # under the write lock and the switch, in one transaction.
