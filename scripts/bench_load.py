@@ -19,6 +19,11 @@ from another): documents/s alone and under searches, from the total times. Idle 
 measured before and after the bulk jobs.
 Then fairness: client A runs the default search at concurrency 32, client B (another
 loopback address, 127.0.0.2) asks one question a second; B's p95 against B alone.
+`--fairness-only` runs that case alone; with `--config NAME:VAR=VALUE,...` (repeatable)
+once per configuration, each on a stack of its own started with those variables set, all
+stacks up at once and measured in turn for `--fair-rounds` rounds (a machine shared with
+other work loads each configuration alike), then a table of them all (B's p95 against its
+own alone and against all the configurations' B alone pooled).
 
 Targets (DECISIONS.md, "Embedding: lanes"): p95 during each bulk job <= 2x idle p95; bulk
 documents/s under searches >= 0.85x alone; B's p95 <= 2x B alone.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -40,7 +46,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,6 +230,85 @@ async def fairness(gateway: str, questions: Questions, seconds: float
     return alone, beside, a
 
 
+async def warm_up(http: aiohttp.ClientSession, gateway: str, questions: Questions) -> None:
+    """Every part has answered a few searches."""
+    warm = Searches()
+    for _ in range(20):
+        await search(http, gateway, questions.next(), warm)
+
+
+async def interleaved(args: argparse.Namespace, gateways: list[str]
+                      ) -> list[tuple[Searches, Searches, Searches]]:
+    """`fairness` on every stack in turn, `--fair-rounds` times (each round starting one
+    stack later), so each configuration meets the machine's other load alike: per stack
+    (B alone, B beside A, A), the rounds merged."""
+    questions = Questions(Path(args.data))
+    async with aiohttp.ClientSession() as http:
+        for gateway in gateways:
+            for name in CORPORA:
+                await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
+                          "--corpus", name, "--quiet")
+            await warm_up(http, gateway, questions)
+    merged = [(Searches(), Searches(), Searches()) for _ in gateways]
+    for r in range(args.fair_rounds):
+        for k in range(len(gateways)):
+            i = (k + r) % len(gateways)
+            got = await fairness(gateways[i], questions, args.fair_seconds)
+            for into, part in zip(merged[i], got, strict=True):
+                into.ms += part.ms
+                into.statuses.update(part.statuses)
+    return merged
+
+
+def parse_config(text: str) -> tuple[str, dict[str, str]]:
+    """"NAME:VAR=VALUE,VAR=VALUE" -> (NAME, the variables)."""
+    name, _, assignments = text.partition(":")
+    env = dict(a.split("=", 1) for a in assignments.split(",") if a.strip())
+    return name.strip(), {k.strip(): v.strip() for k, v in env.items()}
+
+
+def compare_configs(args: argparse.Namespace, tmp: Path) -> None:
+    """The fairness case for every --config, each on a stack of its own, all in this run,
+    interleaved (`interleaved`)."""
+    configs = [parse_config(c) for c in args.config]
+    print(f"# bench_load --fairness-only: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"{os.cpu_count()} cores; {len(configs)} configurations, a stack each, all up at "
+          f"once; {args.fair_rounds} rounds, each: every stack in turn, B alone "
+          f"{args.fair_seconds:g} s then B beside A {args.fair_seconds:g} s (A at "
+          f"concurrency 32, B one search a second)")
+    with contextlib.ExitStack() as stacks:
+        gateways = []
+        for i, (name, env) in enumerate(configs):
+            print(f"== {name}: {' '.join(f'{k}={v}' for k, v in env.items()) or 'the defaults'}",
+                  flush=True)
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)  # read when the stack starts
+            try:
+                gateways.append(stacks.enter_context(running_stack(tmp / f"stack{i}")))
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+        results = asyncio.run(interleaved(args, gateways))
+    total = args.fair_rounds * args.fair_seconds
+    for (name, _), (b_alone, b_beside, a) in zip(configs, results, strict=True):
+        print(f"== {name}")
+        print_fairness(total, b_alone, b_beside, a)
+    pooled = [ms for b_alone, _, _ in results for ms in b_alone.ms]
+    p95 = pct(pooled, 95)
+    print(f"B alone, all configurations pooled: n {len(pooled)}, p50 {pct(pooled, 50):.1f} "
+          f"/ p95 {p95:.1f} ms")
+    print(f"{'configuration':<34} {'alone p95':>9} {'beside p50':>10} {'p95':>7} {'max':>7} "
+          f"{'/alone':>7} {'/pooled':>8} {'A answered':>10}")
+    for (name, _), (b_alone, b_beside, a) in zip(configs, results, strict=True):
+        b95 = pct(b_beside.ms, 95)
+        print(f"{name:<34} {pct(b_alone.ms, 95):>9.1f} {pct(b_beside.ms, 50):>10.1f} "
+              f"{b95:>7.1f} {max(b_beside.ms, default=float('nan')):>7.1f} "
+              f"{b95 / pct(b_alone.ms, 95):>6.2f}x {b95 / p95:>7.2f}x {len(a.ms):>10}")
+
+
 async def lanes(session: aiohttp.ClientSession, gateway: str) -> dict[str, Any]:
     async with session.get(f"{gateway}/v1/embed/lanes") as r:
         out: dict[str, Any] = (await r.json())["models"][0]["lanes"]
@@ -242,9 +327,7 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
             await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
                       "--corpus", name, "--quiet")
         if args.fairness_only:
-            warm = Searches()
-            for _ in range(20):
-                await search(http, gateway, questions.next(), warm)
+            await warm_up(http, gateway, questions)
             b_alone, b_beside, a = await fairness(gateway, questions, args.fair_seconds)
             print_fairness(args.fair_seconds, b_alone, b_beside, a)
             return
@@ -258,10 +341,7 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         n_ingest = len(tagged_docs(data, ("cranfield", "cisi"), "x")[:cut])
         wikis = {f"wk_{mode}_{r}": write_wiki(tmp / f"wk_{mode}_{r}", data, f"wk_{mode}_{r}",
                                               n_pages) for mode, r in runs}
-        # Warm-up: every part has answered a few searches.
-        warm = Searches()
-        for _ in range(20):
-            await search(http, gateway, questions.next(), warm)
+        await warm_up(http, gateway, questions)
 
         async def idle_job() -> float:
             await asyncio.sleep(args.idle_seconds)
@@ -348,23 +428,43 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=2,
                         help="runs of each bulk job alone and under searches (alternating)")
-    parser.add_argument("--fair-seconds", type=float, default=40.0)
+    parser.add_argument("--fair-seconds", type=float, default=40.0,
+                        help="B alone, then B beside A, this long each (with --config: "
+                        "per round)")
+    parser.add_argument("--fair-rounds", type=int, default=3,
+                        help="with --config: rounds over the configurations")
     parser.add_argument("--fairness-only", action="store_true",
                         help="only the fairness case (the example corpora, no bulk jobs)")
     parser.add_argument("--limit", type=int, default=0,
                         help="at most this many documents per bulk job (0: all; a quick check)")
+    parser.add_argument("--config", action="append", default=[],
+                        metavar="NAME:VAR=VALUE,...",
+                        help="with --fairness-only: one configuration (a stack of its own "
+                        "with these variables set); repeatable")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-load-"))
-    proc, urls = start_stack(tmp / "stack")
+    if args.config:
+        if not args.fairness_only:
+            parser.error("--config needs --fairness-only")
+        compare_configs(args, tmp)
+        return 0
+    with running_stack(tmp / "stack") as gateway:
+        asyncio.run(main_async(args, gateway, tmp))
+    return 0
+
+
+@contextlib.contextmanager
+def running_stack(where: Path) -> Iterator[str]:
+    """`lakehouse up` on free ports for the block: its gateway's URL."""
+    proc, urls = start_stack(where)
     try:
-        asyncio.run(main_async(args, urls["gateway"], tmp))
+        yield urls["gateway"]
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(120)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return 0
 
 
 if __name__ == "__main__":

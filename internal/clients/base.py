@@ -19,6 +19,7 @@ from internal.common.errors import (
     from_service,
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, note_written
+from internal.common.priority import PRIORITY, PRIORITY_HEADER
 from internal.common.upstream import Upstream, addresses_of, failover
 from internal.common.web import REQUEST_ID_HEADER
 
@@ -132,6 +133,9 @@ class ServiceClient:
         lsn = REQUEST_LSN.get()
         if lsn:  # the write the caller must see, for every call made on its behalf
             headers[LSN_HEADER] = lsn
+        priority = PRIORITY.get()
+        if priority:  # a light client's search, for every call made on its behalf
+            headers[PRIORITY_HEADER] = priority
         data = _encoder.encode(body) if body is not None else None
         status, raw, retry_after = await self._send(
             method, path, data, headers, timeout or self.timeout,

@@ -29,6 +29,7 @@ from internal.common.errors import (
     TooManyRequests,
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, WRITTEN, format_lsn, parse_lsn
+from internal.common.priority import PRIORITY, PRIORITY_HEADER, of_header
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -158,6 +159,7 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
     # bind/reset rather than the bound_contextvars context manager: same effect, less CPU.
     tokens = structlog.contextvars.bind_contextvars(request_id=rid)
     lsn_token = REQUEST_LSN.set(request.headers.get(LSN_HEADER) or None)
+    priority_token = PRIORITY.set(of_header(request.headers.get(PRIORITY_HEADER)))
     written: list[int] = []
     written_token = WRITTEN.set(written)
     try:
@@ -177,6 +179,7 @@ async def context_middleware(request: web.Request, handler: Handler) -> web.Stre
     finally:
         WRITTEN.reset(written_token)
         REQUEST_LSN.reset(lsn_token)
+        PRIORITY.reset(priority_token)
         structlog.contextvars.reset_contextvars(**tokens)
 
 

@@ -70,7 +70,8 @@ class GatewayConfig:
     # Connections to each daemon address, and the longest wait for a free one (503 after).
     upstream_connections: int = 128
     upstream_wait: float = 5.0
-    # Fair shares between clients (a token's hash; an address when auth is off): requests
+    # Fair shares between clients (a key's id, an admin token's hash; an address when auth
+    # is off): requests
     # in flight per client and for all, requests waiting per client (429 with Retry-After
     # past it), and the longest wait for a place (429 after). Far above one user's needs:
     # `lakehouse ingest` keeps 2 batches in flight, the console a few searches.
@@ -81,6 +82,15 @@ class GatewayConfig:
     # more only queue inside the daemons, where a place that frees cannot go to another
     # client first. Past it a search waits at the gateway, clients served in turn.
     search_in_flight: int = 0
+    # Search places beyond search_in_flight for a client with nothing in flight or
+    # waiting: it starts at once, never waiting for a busy client's place.
+    light_in_flight: int = 1
+    # Mark a light client's searches (nothing else in flight or waiting) for the daemons:
+    # embedd embeds their question before the other questions waiting.
+    light_priority: bool = True
+    # Clients that searched within this many seconds share the search places evenly
+    # (each at most search places / such clients, at least 1; 0: off).
+    share_seconds: float = 10.0
     queue_timeout: float = 30.0
 
     def search_slots(self) -> int:
@@ -95,6 +105,9 @@ class GatewayConfig:
             raise ValueError("queue_timeout: must be positive")
         if self.search_in_flight < 0:
             raise ValueError("search_in_flight: must be 0 (twice the cores) or more")
+        if self.light_in_flight < 0 or self.share_seconds < 0:
+            raise ValueError("light_in_flight: light_in_flight and share_seconds must be 0 "
+                             "or more")
         if self.body_timeout <= 0 or self.upstream_wait <= 0:
             raise ValueError("body_timeout: body_timeout and upstream_wait must be positive")
         if self.buffer_bytes < 1 or self.stream_slots < 1 or self.upstream_connections < 1:

@@ -150,9 +150,7 @@ class RemoteLanes:
         finally:
             self._waiting[lane] -= n
         start = time.monotonic()
-        stats.calls += 1
-        stats.texts += n
-        stats.wait_max_s = max(stats.wait_max_s, start - enqueued)
+        stats.started(start, [enqueued] * n)
         try:
             return Embedded(await call(), start - enqueued)
         finally:

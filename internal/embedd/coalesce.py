@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from internal.common import priority
 from internal.embedd.local import Encoded
 
 
@@ -48,11 +49,20 @@ class LaneStats:
     calls: int = 0
     texts: int = 0
     wait_max_s: float = 0.0  # longest any text waited for its model call to start
+    wait_total_s: float = 0.0  # every text's wait, summed (mean wait: over texts)
     call_max_s: float = 0.0  # longest model call (for the bulk lane: one slice)
+
+    def started(self, start: float, enqueued: Sequence[float]) -> None:
+        """A model call started at `start` for texts that arrived at `enqueued`."""
+        self.calls += 1
+        self.texts += len(enqueued)
+        self.wait_max_s = max(self.wait_max_s, start - min(enqueued))
+        self.wait_total_s += sum(start - t for t in enqueued)
 
     def as_dict(self, pending: int) -> dict[str, object]:
         return {"pending": pending, "calls": self.calls, "texts": self.texts,
                 "wait_max_ms": round(self.wait_max_s * 1000, 3),
+                "wait_total_ms": round(self.wait_total_s * 1000, 3),
                 "call_max_ms": round(self.call_max_s * 1000, 3)}
 
 
@@ -81,6 +91,7 @@ class Coalescer:
         self._wakeup = asyncio.Event()
         both = (Lane.INTERACTIVE, Lane.BULK)
         self._tasks = [asyncio.create_task(self._worker(executor, both)) for _ in range(workers)]
+        self._reserved_idle = 0  # reserved workers waiting for a question
         if reserved:
             assert reserved_executor is not None
             self._tasks += [asyncio.create_task(self._worker(reserved_executor, (Lane.INTERACTIVE,)))
@@ -94,7 +105,10 @@ class Coalescer:
         """Vectors for texts in order; truncated lists indices into texts."""
         loop = asyncio.get_running_loop()
         items = [_Item(t, loop.create_future()) for t in texts]
-        self._pending[lane].extend(items)
+        if lane is Lane.INTERACTIVE and priority.light():  # a light client's question: next
+            self._pending[lane].extendleft(reversed(items))
+        else:
+            self._pending[lane].extend(items)
         self._wakeup.set()
         results = await asyncio.gather(*(it.future for it in items))
         if not results:
@@ -118,15 +132,30 @@ class Coalescer:
         return batch
 
     def _ready(self, lanes: Sequence[Lane]) -> Lane | None:
-        return next((lane for lane in lanes if self._pending[lane]), None)
+        """The lane a worker serving `lanes` takes next, None: nothing for it. A shared
+        worker leaves the questions an idle reserved worker can take to it (its thread
+        runs at normal priority, and the shared one's next bulk slice is not lost)."""
+        shared = len(lanes) > 1
+        for lane in lanes:
+            pending = len(self._pending[lane])
+            if shared and lane is Lane.INTERACTIVE:
+                pending -= self._reserved_idle * self.batch_size
+            if pending > 0:
+                return lane
+        return None
 
     async def _worker(self, executor: Executor, lanes: Sequence[Lane]) -> None:
         loop = asyncio.get_running_loop()
+        reserved = len(lanes) == 1
         while True:
             lane = self._ready(lanes)
             while lane is None:
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                self._reserved_idle += reserved
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._reserved_idle -= reserved
                 lane = self._ready(lanes)
             pending = self._pending[lane]
             if len(pending) < self.batch_size and self.max_wait > 0:
@@ -142,9 +171,7 @@ class Coalescer:
             self.calls += 1
             stats = self.stats[lane]
             start = time.monotonic()
-            stats.calls += 1
-            stats.texts += len(batch)
-            stats.wait_max_s = max(stats.wait_max_s, start - min(it.enqueued for it in batch))
+            stats.started(start, [it.enqueued for it in batch])
             try:
                 enc = await loop.run_in_executor(executor, self._run, [it.text for it in batch])
             except Exception as exc:  # the worker must outlive one failed call; waiters get why

@@ -73,8 +73,10 @@ async def readyz(request: web.Request) -> web.Response:
     service = request.app.get(SERVICE)
     if service is None:
         return json_response({"status": "degraded", "components": {"model": "loading"}}, 503)
+    # Each model's lanes ride along: the gateway's /metrics reads them from here.
     return json_response({"status": "ok",
-                          "components": {b.kind: "ok" for b in service.backends}})
+                          "components": {b.kind: "ok" for b in service.backends},
+                          "lanes": service.lanes()["models"]})
 
 
 def make_app(cfg: Config) -> web.Application:

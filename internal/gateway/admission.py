@@ -1,9 +1,11 @@
 """The gateway's admission of each /v1 request: FairShares driven on the event loop.
 
-Who a client is is `client_of`'s answer: the hash of its bearer token when auth is on,
-else its address. Nothing of a token is kept or shown but that hash (metric labels,
-logs). A request past its client's share is answered 429 `rate_limited` with
-Retry-After; a request that waited `queue_timeout` seconds for a place likewise.
+Who a client is is `client_of`'s answer (DECISIONS.md, "Fairness: a client is its key"):
+the key's id when an API key or a tenant token authenticated (a tenant token counts as
+its signing key), 12 hex digits of the SHA-256 of a `[gateway] tokens` token, the peer's
+address with auth off. Nothing of a secret is kept or shown (metric labels, logs). A
+request past its client's share is answered 429 `rate_limited` with Retry-After; a
+request that waited `queue_timeout` seconds for a place likewise.
 """
 
 from __future__ import annotations
@@ -17,25 +19,37 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from internal.common.access import ADMIN, Scope
 from internal.common.errors import TooManyRequests
 from internal.common.web import Handler
 from internal.gateway.fairness import FairShares, Shares
+from internal.gateway.keyauth import SCOPE_KEY
 from internal.gateway.metrics import Metrics
 
 # Routes outside the shares: the MCP session itself (its tool calls come back to /v1 as
 # the same client and are counted there), health, metrics and the console's files.
 _LIMITED_PREFIX = "/v1/"
+# Set on a light client's search (light_priority on): the proxy sends Lakehouse-Priority.
+LIGHT_KEY = "lakehouse_light"
 
 
 def client_of(request: web.Request, auth_on: bool) -> str:
-    """The client a request is counted against: `t:` and 12 hex digits of the SHA-256 of
-    its bearer token when auth is on (the auth middleware has checked it), else `a:` and
-    its address (a token presented to an open stack proves nothing)."""
-    if auth_on:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            return "t:" + hashlib.sha256(token.strip().encode()).hexdigest()[:12]
-    return f"a:{request.remote or 'unknown'}"
+    """The client a request is counted against: `k:` and the key's id (an API key, or the
+    key that signed a tenant token: one application is one client however many tokens it
+    signs), `t:` and 12 hex digits of the SHA-256 of an admin token (`[gateway] tokens`),
+    or with auth off `a:` and the peer's address (a token presented to an open stack
+    proves nothing). With auth on the credential must have been checked already: the
+    keys middleware runs first, and a request it has not seen is a programming error."""
+    if not auth_on:
+        return f"a:{request.remote or 'unknown'}"
+    scope: Scope | None = request.get(SCOPE_KEY)
+    if scope is None:
+        raise RuntimeError("admission before authentication: the keys middleware must "
+                           "run first")
+    if scope.key_id != ADMIN.key_id:
+        return f"k:{scope.key_id}"
+    _, _, token = request.headers.get("Authorization", "").partition(" ")
+    return "t:" + hashlib.sha256(token.strip().encode()).hexdigest()[:12]
 
 
 def _refusal(message: str, retry_after: int) -> TooManyRequests:
@@ -46,22 +60,27 @@ def _refusal(message: str, retry_after: int) -> TooManyRequests:
 
 
 class Admission:
-    """Runs, queues or refuses each request by its client's share (FairShares)."""
+    """Runs, queues or refuses each request of one lane (`search` or `write`) by its
+    client's share (FairShares)."""
 
-    def __init__(self, shares: Shares, queue_timeout: float, metrics: Metrics) -> None:
+    def __init__(self, lane: str, shares: Shares, queue_timeout: float,
+                 metrics: Metrics) -> None:
+        self.lane = lane
         self.policy = FairShares(shares)
         self.queue_timeout = queue_timeout
         self.metrics = metrics
         self._waiters: dict[int, asyncio.Future[None]] = {}
 
     @contextlib.asynccontextmanager
-    async def place(self, client: str) -> AsyncIterator[None]:
-        """Hold one of `client`'s places while the body runs; TooManyRequests
-        (`rate_limited`) when refused."""
+    async def place(self, client: str) -> AsyncIterator[bool]:
+        """Hold one of `client`'s places while the body runs, which gets whether the
+        client is light (nothing else in flight or waiting in this lane when it came);
+        TooManyRequests (`rate_limited`) when refused."""
         arrived = time.perf_counter()
-        decision = self.policy.arrive(client)
+        light = self.policy.load(client) == (0, 0)
+        decision = self.policy.arrive(client, time.monotonic())
         if decision.action == "reject":
-            self.metrics.observe_rejected(client)
+            self.metrics.observe_rejected(self.lane, client)
             self._observe_load(client)
             raise _refusal(f"too many requests from this client (more than "
                            f"{self.policy.shares.per_client} in flight and "
@@ -69,11 +88,11 @@ class Admission:
                            f"{decision.retry_after} s", decision.retry_after)
         if decision.action == "wait":
             await self._wait(client, decision.ticket)
-        self.metrics.observe_wait(client, time.perf_counter() - arrived)
+        self.metrics.observe_wait(self.lane, client, time.perf_counter() - arrived)
         self._observe_load(client)
         started = time.perf_counter()
         try:
-            yield
+            yield light
         finally:
             self._release(client, time.perf_counter() - started)
 
@@ -86,7 +105,7 @@ class Admission:
                 await asyncio.shield(waiter)
         except TimeoutError:
             if self.policy.cancel(ticket):
-                self.metrics.observe_rejected(client)
+                self.metrics.observe_rejected(self.lane, client)
                 self._observe_load(client)
                 retry = self.policy.retry_after(client)
                 raise _refusal(f"waited {self.queue_timeout:g} s for a place among this "
@@ -101,15 +120,15 @@ class Admission:
             self._waiters.pop(ticket, None)
 
     def _release(self, client: str, seconds: float) -> None:
-        for ticket in self.policy.release(client, seconds):
+        for ticket in self.policy.release(client, seconds, time.monotonic()):
             waiter = self._waiters.get(ticket)
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
         self._observe_load(client)
 
     def _observe_load(self, client: str) -> None:
-        self.metrics.observe_load(client, *self.policy.load(client))
-
+        self.metrics.observe_load(self.lane, client, *self.policy.load(client),
+                                  self.policy.in_flight, self.policy.waiting)
 
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -124,10 +143,11 @@ def is_search(request: web.Request, read_posts: frozenset[str]) -> bool:
 
 
 def make_middleware(searches: Admission, writes: Admission, read_posts: frozenset[str],
-                    auth_on: bool) -> Middleware:
+                    auth_on: bool, light_priority: bool = False) -> Middleware:
     """Each /v1 request held to its client's share of its lane: searches and reads share
     `searches` (few places: a question never waits behind many others' questions in the
-    daemons), writes share `writes` (a bulk load never takes a search's place)."""
+    daemons), writes share `writes` (a bulk load never takes a search's place). With
+    `light_priority`, a light client's search is marked for the daemons (LIGHT_KEY)."""
 
     @web.middleware
     async def admission_middleware(request: web.Request, handler: Handler
@@ -135,7 +155,9 @@ def make_middleware(searches: Admission, writes: Admission, read_posts: frozense
         if not request.path.startswith(_LIMITED_PREFIX):
             return await handler(request)
         lane = searches if is_search(request, read_posts) else writes
-        async with lane.place(client_of(request, auth_on)):
+        async with lane.place(client_of(request, auth_on)) as light:
+            if light_priority and light and lane is searches:
+                request[LIGHT_KEY] = True
             return await handler(request)
 
     return admission_middleware

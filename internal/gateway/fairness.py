@@ -8,6 +8,18 @@ clients together `total` in flight. A request past its client's queue is refused
 the waiting requests of the clients in turn (round robin, oldest first within a client),
 so a client with a long queue cannot take every place that frees while another waits:
 a second client waits for at most one place to free, never behind the first's queue.
+
+`light` places more (0: none) are for light clients only: a request of a client with
+nothing in flight and nothing waiting runs at once while fewer than `total + light`
+requests are in flight, so a client asking now and then never waits for a busy one's
+place; the places that free go to waiting requests only up to `total`.
+
+With `share_seconds` (0: off), the clients that sent a request within that many seconds
+(or have one in flight or waiting) share `total` evenly: each may have at most
+`total // active` in flight (at least 1; `per_client` still caps it). A client alone has
+every place; a busy client beside one asking once a second keeps half, so the light
+one's request finds a place free instead of four searches sharing the cores with it.
+The caller passes the time (`now`), so the policy stays free of clocks.
 """
 
 from __future__ import annotations
@@ -29,10 +41,14 @@ class Shares:
     total: int
     per_client: int
     queue: int
+    light: int = 0  # places beyond total for a client with nothing in flight or waiting
+    share_seconds: float = 0.0  # clients seen within it share total evenly (0: off)
 
     def __post_init__(self) -> None:
-        if self.total < 1 or self.per_client < 1 or self.queue < 0:
-            raise ValueError("total and per_client must be >= 1, queue >= 0")
+        if self.total < 1 or self.per_client < 1 or self.queue < 0 or self.light < 0 or \
+                self.share_seconds < 0:
+            raise ValueError("total and per_client must be >= 1, queue, light and "
+                             "share_seconds >= 0")
 
 
 @dataclass(frozen=True)
@@ -63,14 +79,18 @@ class FairShares:
         self._turns: OrderedDict[str, None] = OrderedDict()
         self._owner: dict[int, str] = {}  # waiting ticket -> client
         self._next_ticket = 1
+        # share_seconds: client -> when it was last seen, oldest first.
+        self._seen: OrderedDict[str, float] = OrderedDict()
 
-    def arrive(self, client: str) -> Decision:
-        """A request of `client` arrives."""
+    def arrive(self, client: str, now: float = 0.0) -> Decision:
+        """A request of `client` arrives at `now` (seconds, any fixed origin)."""
         c = self._clients.setdefault(client, _Client())
+        self._see(client, now)
         # Places free now only while no one waits for them: waiters left over are those
         # whose own client is at its limit, so running this one jumps no one's turn.
-        if not c.waiting and c.in_flight < self.shares.per_client and \
-                self.in_flight < self.shares.total:
+        if not c.waiting and c.in_flight < self.limit() and (
+                self.in_flight < self.shares.total or (
+                    c.in_flight == 0 and self.in_flight < self.shares.total + self.shares.light)):
             c.in_flight += 1
             self.in_flight += 1
             return Decision("run")
@@ -83,9 +103,10 @@ class FairShares:
         self._turns.setdefault(client, None)
         return Decision("wait", ticket)
 
-    def release(self, client: str, seconds: float = 0.0) -> list[int]:
-        """A request of `client` that ran for `seconds` ends: the waiting tickets that
-        run now (the caller wakes them)."""
+    def release(self, client: str, seconds: float = 0.0, now: float = 0.0) -> list[int]:
+        """A request of `client` that ran for `seconds` ends at `now`: the waiting tickets
+        that run now (the caller wakes them)."""
+        self._see(None, now)
         c = self._clients[client]
         c.in_flight -= 1
         self.in_flight -= 1
@@ -118,6 +139,11 @@ class FairShares:
         estimate = c.mean_seconds * waiting / self.shares.per_client
         return min(MAX_RETRY_AFTER, max(1, math.ceil(estimate)))
 
+    @property
+    def waiting(self) -> int:
+        """Requests of all clients waiting for a place."""
+        return len(self._owner)
+
     def load(self, client: str) -> tuple[int, int]:
         """(in flight, waiting) of `client`."""
         c = self._clients.get(client)
@@ -130,7 +156,7 @@ class FairShares:
             client = next(iter(self._turns))
             self._turns.move_to_end(client)
             c = self._clients[client]
-            if c.in_flight >= self.shares.per_client:
+            if c.in_flight >= self.limit():
                 skipped += 1
                 continue
             skipped = 0
@@ -142,6 +168,32 @@ class FairShares:
             self.in_flight += 1
             started.append(ticket)
         return started
+
+    def limit(self) -> int:
+        """How many requests one client may have in flight now."""
+        active = len(self._seen)
+        if active <= 1:
+            return self.shares.per_client
+        return min(self.shares.per_client, max(1, self.shares.total // active))
+
+    def _see(self, client: str | None, now: float) -> None:
+        """Note `client` seen at `now`; forget the clients unseen for share_seconds with
+        nothing in flight or waiting (a busy one counts as seen now)."""
+        window = self.shares.share_seconds
+        if window <= 0:
+            return
+        if client is not None:
+            self._seen[client] = now
+            self._seen.move_to_end(client)
+        while self._seen:
+            oldest, seen = next(iter(self._seen.items()))
+            if now - seen < window:
+                break
+            if oldest in self._clients:
+                self._seen[oldest] = now
+                self._seen.move_to_end(oldest)
+            else:
+                del self._seen[oldest]
 
     def _forget(self, client: str) -> None:
         """Drop an idle client's record (bounded memory however many clients came and

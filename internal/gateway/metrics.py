@@ -18,9 +18,25 @@ from prometheus_client import (
 )
 
 from internal.common.web import Handler
+from internal.gateway.labels import OTHER, ClientLabels
 
-# Clients named in labels; later ones share the label "other" (bounded cardinality).
+# Clients named in labels at once; the others share the label "other", and a client
+# unseen this long gives its label back (bounded cardinality; internal.gateway.labels).
 MAX_CLIENT_LABELS = 64
+CLIENT_LABEL_IDLE_SECONDS = 600.0
+# embedd's lane figures (GET /v1/embed/lanes, its /readyz `lanes`) -> gauges:
+# (field, scale to the metric's unit, metric, help).
+_EMBED_LANE_GAUGES = (
+    ("pending", 1.0, "lakehouse_embed_lane_pending",
+     "Texts waiting in each embedd lane for a model call (the lane's queue depth)"),
+    ("texts", 1.0, "lakehouse_embed_lane_texts",
+     "Texts each embedd lane has embedded since embedd started"),
+    ("wait_total_ms", 0.001, "lakehouse_embed_lane_wait_seconds_sum",
+     "Every text's wait for its model call, summed since embedd started (/ texts: the "
+     "mean wait)"),
+    ("wait_max_ms", 0.001, "lakehouse_embed_lane_wait_max_seconds",
+     "The longest a text waited for its model call since embedd started"),
+)
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -52,20 +68,33 @@ class Metrics:
         self.replica_up = Gauge(
             "lakehouse_read_replica_up", "1 when the standby takes searches, else 0",
             ("replica",), registry=self.registry)
+        lane_client = ("lane", "client")
         self.client_in_flight = Gauge(
-            "lakehouse_gateway_client_in_flight", "Requests of each client in flight "
-            "(client: a hash of its token, or its address when auth is off)", ("client",),
-            registry=self.registry)
+            "lakehouse_gateway_client_in_flight", "Requests of each client in flight, per "
+            "lane (search, write); client: a key's id, a hash of a token, or an address "
+            "when auth is off", lane_client, registry=self.registry)
         self.client_queued = Gauge(
-            "lakehouse_gateway_client_queued", "Requests of each client waiting for a place",
-            ("client",), registry=self.registry)
+            "lakehouse_gateway_client_queued", "Requests of each client waiting for a "
+            "place, per lane", lane_client, registry=self.registry)
         self.client_wait = Histogram(
             "lakehouse_gateway_client_wait_seconds", "Time a request waited for a place "
-            "among its client's share", ("client",), buckets=_BUCKETS, registry=self.registry)
+            "among its client's share, per lane", lane_client, buckets=_BUCKETS,
+            registry=self.registry)
         self.client_rejected = Counter(
             "lakehouse_gateway_client_rejected", "Requests answered 429: past the client's "
-            "share", ("client",), registry=self.registry)
-        self._client_labels: set[str] = set()
+            "share, per lane", lane_client, registry=self.registry)
+        self.lane_in_flight = Gauge(
+            "lakehouse_gateway_lane_in_flight", "Requests of all clients in flight, per lane",
+            ("lane",), registry=self.registry)
+        self.lane_queued = Gauge(
+            "lakehouse_gateway_lane_queued", "Requests of all clients waiting for a place, "
+            "per lane (the lane's queue depth)", ("lane",), registry=self.registry)
+        self.client_labels = ClientLabels(MAX_CLIENT_LABELS, CLIENT_LABEL_IDLE_SECONDS)
+        # embedd's lanes (interactive, bulk), as its /readyz reports them at each scrape.
+        self.embed_lanes = [(field, scale, Gauge(name, doc, ("embedd", "model", "lane"),
+                                                 registry=self.registry))
+                            for field, scale, name, doc in _EMBED_LANE_GAUGES]
+        self._lanes: set[str] = set()
         # Labelled children by label values: prometheus_client's labels() validates and
         # locks on every call, a few microseconds each, four times a proxied request.
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
@@ -92,26 +121,44 @@ class Metrics:
         latency.observe(seconds)
 
     def client_label(self, client: str) -> str:
-        """The client's label, or "other" once MAX_CLIENT_LABELS clients have one."""
-        if client in self._client_labels:
-            return client
-        if len(self._client_labels) >= MAX_CLIENT_LABELS:
-            return "other"
-        self._client_labels.add(client)
-        return client
+        """The client's label, or "other" while MAX_CLIENT_LABELS others hold one."""
+        return self.client_labels.label(client, time.monotonic())
 
-    def observe_load(self, client: str, in_flight: int, queued: int) -> None:
+    def observe_load(self, lane: str, client: str, in_flight: int, queued: int,
+                     lane_in_flight: int, lane_queued: int) -> None:
+        """A client's and its lane's requests in flight and waiting, after a change."""
+        self._lanes.add(lane)
+        self.lane_in_flight.labels(lane).set(lane_in_flight)
+        self.lane_queued.labels(lane).set(lane_queued)
         label = self.client_label(client)
-        if label == "other":  # a sum of many clients is not one client's load
+        if label == OTHER:  # a sum of many clients is not one client's load
             return
-        self.client_in_flight.labels(label).set(in_flight)
-        self.client_queued.labels(label).set(queued)
+        self.client_in_flight.labels(lane, label).set(in_flight)
+        self.client_queued.labels(lane, label).set(queued)
 
-    def observe_wait(self, client: str, seconds: float) -> None:
-        self.client_wait.labels(self.client_label(client)).observe(seconds)
+    def observe_wait(self, lane: str, client: str, seconds: float) -> None:
+        self.client_wait.labels(lane, self.client_label(client)).observe(seconds)
 
-    def observe_rejected(self, client: str) -> None:
-        self.client_rejected.labels(self.client_label(client)).inc()
+    def observe_rejected(self, lane: str, client: str) -> None:
+        self.client_rejected.labels(lane, self.client_label(client)).inc()
+
+    def expire_clients(self) -> None:
+        """Drop the series of clients unseen for CLIENT_LABEL_IDLE_SECONDS (at a scrape)."""
+        for client in self.client_labels.expire(time.monotonic()):
+            for lane in self._lanes:
+                for metric in (self.client_in_flight, self.client_queued, self.client_wait,
+                               self.client_rejected):
+                    metric.remove(lane, client)  # absent series: nothing happens
+
+    def observe_embed_lanes(self, embedd: str, models: list[dict[str, Any]]) -> None:
+        """One embedd's lanes per model (its /readyz `lanes`)."""
+        for m in models:
+            lanes = m.get("lanes")
+            for lane, st in (lanes.items() if isinstance(lanes, dict) else ()):
+                if isinstance(st, dict):
+                    for field, scale, gauge in self.embed_lanes:
+                        gauge.labels(embedd, str(m.get("id", "?")), str(lane)).set(
+                            float(st.get(field) or 0) * scale)
 
     def observe_ha(self, ha: Mapping[str, Any] | None) -> None:
         """The Patroni cluster vectord follows (its /readyz `ha`), when there is one."""
@@ -162,6 +209,7 @@ class Metrics:
         return metrics_middleware
 
     async def handler(self, _: web.Request) -> web.Response:
+        self.expire_clients()
         body = generate_latest(self.registry)
         resp = web.Response(body=body)
         resp.headers["Content-Type"] = CONTENT_TYPE_LATEST

@@ -17,8 +17,10 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from internal.common.access import SCOPE_HEADER
 from internal.common.access import encode as encode_scope
 from internal.common.errors import PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout
+from internal.common.priority import LIGHT, PRIORITY_HEADER
 from internal.common.upstream import Upstream, failover
 from internal.common.web import REQUEST_ID_HEADER, request_id
+from internal.gateway.admission import LIGHT_KEY
 from internal.gateway.keyauth import SCOPE_KEY
 from internal.gateway.metrics import Metrics
 
@@ -33,7 +35,7 @@ HOP_BY_HOP = frozenset({
 # token instead); forwarding headers a client wrote itself would let it pose as any
 # address, so they are dropped and X-Forwarded-For is set from the connection.
 _DROP_FROM_REQUEST = HOP_BY_HOP | {"authorization", "lakehouse-scope", "x-forwarded-for",
-                                   "forwarded",
+                                   "forwarded", "lakehouse-priority",
                                    "x-real-ip", "x-forwarded-host", "x-forwarded-proto"}
 _DROP_KEEP_AUTH = _DROP_FROM_REQUEST - {"authorization"}
 _CHUNK = 64 * 1024
@@ -189,6 +191,8 @@ class Proxy:
         headers[REQUEST_ID_HEADER] = request_id(request)
         if request.remote:
             headers["X-Forwarded-For"] = request.remote
+        if request.get(LIGHT_KEY):  # the gateway's mark, never the client's own
+            headers[PRIORITY_HEADER] = LIGHT
         if self.authorization and not keep_auth:
             headers["Authorization"] = self.authorization
             scope = request.get(SCOPE_KEY)

@@ -43,14 +43,16 @@ def _is_ok(entry: Any) -> bool:
     return entry in ("ok", True)
 
 
-async def check(session: aiohttp.ClientSession, upstreams: dict[str, Upstream]
-                ) -> tuple[bool, dict[str, Any]]:
+async def check(session: aiohttp.ClientSession, upstreams: dict[str, Upstream],
+                bodies: dict[str, Any] | None = None) -> tuple[bool, dict[str, Any]]:
     """(all ready, per-component status); an upstream with several addresses is
-    ready when one of them is."""
+    ready when one of them is. `bodies`, when given, gets every address's answer."""
     probes = [(name, addr) for name, up in upstreams.items() for addr in up.addresses]
     results = await asyncio.gather(*(_probe(session, addr) for _, addr in probes))
     components: dict[str, Any] = {}
     for (name, addr), (status, body) in zip(probes, results, strict=True):
+        if bodies is not None:
+            bodies[addr] = body
         state = "ok" if status == 200 else ("unavailable" if status == 0 else "not_ready")
         entry = {"status": state, "address": addr, "detail": body}
         prev = components.get(name)
@@ -73,3 +75,9 @@ def replicas_of(components: dict[str, Any]) -> list[dict[str, Any]]:
     comps = detail.get("components") if isinstance(detail, dict) else None
     found = comps.get("read_replicas") if isinstance(comps, dict) else None
     return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
+
+
+def embed_lanes_of(body: Any) -> list[dict[str, Any]]:
+    """embedd's lanes per model from its /readyz answer (none: an empty list)."""
+    found = body.get("lanes") if isinstance(body, dict) else None
+    return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import structlog
@@ -69,14 +70,16 @@ def make_app(cfg: Config) -> web.Application:
     keyring = Keyring(cfg.gateway.tokens, None)
     if cfg.gateway.tokens:
         app.middlewares.append(make_keys_middleware(keyring, OPEN_PATHS | console.OPEN_PATHS))
-    # After auth: a client is counted by a token that was checked.
+    # After auth: a client is counted by the credential that was checked (its key's id).
     g = cfg.gateway
-    searches = Admission(Shares(g.search_slots(), g.client_in_flight, g.client_queue),
+    searches = Admission("search", Shares(g.search_slots(), g.client_in_flight, g.client_queue,
+                                          g.light_in_flight, g.share_seconds),
                          g.queue_timeout, metrics)
-    writes = Admission(Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
+    writes = Admission("write", Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
                        g.queue_timeout, metrics)
     app.middlewares.append(admission.make_middleware(searches, writes, READ_POSTS,
-                                                     auth_on=bool(g.tokens)))
+                                                     auth_on=bool(g.tokens),
+                                                     light_priority=g.light_priority))
     document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def session_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -116,10 +119,15 @@ def make_app(cfg: Config) -> web.Application:
                              status=200 if ready else 503)
 
     async def metrics_handler(request: web.Request) -> web.Response:
-        # The standbys' lag is vectord's to measure: asked for at each scrape.
-        _, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
+        # The standbys' lag is vectord's to measure, embedd's lanes embedd's: asked for
+        # at each scrape.
+        upstreams = request.app[UPSTREAMS]
+        bodies: dict[str, Any] = {}
+        _, components = await readiness.check(request.app[SESSION], upstreams, bodies)
         metrics.observe_replicas(readiness.replicas_of(components))
         metrics.observe_ha(ha_of(components))
+        for address in upstreams["embedd"].addresses:
+            metrics.observe_embed_lanes(address, readiness.embed_lanes_of(bodies.get(address)))
         return await metrics.handler(request)
 
     async def openapi_json(_: web.Request) -> web.Response:

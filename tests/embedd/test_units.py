@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from internal.common import priority
 from internal.embedd.cache import LRUCache, key
 from internal.embedd.coalesce import Coalescer, Lane
 from internal.embedd.local import Encoded
@@ -74,13 +76,19 @@ async def test_coalescer_failure_reaches_every_waiter() -> None:
     assert all(isinstance(r, RuntimeError) for r in results)
 
 
-async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
-    order: list[str] = []
-
+def in_order(order: list[str]) -> Callable[[list[str]], Encoded]:
+    """A model call of 10 ms that notes its texts in `order`."""
     def run(texts: list[str]) -> Encoded:
         time.sleep(0.01)
         order.extend(texts)
         return fake_model(texts)
+
+    return run
+
+
+async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
+    order: list[str] = []
+    run = in_order(order)
 
     with ThreadPoolExecutor(1) as ex:
         co = Coalescer(run, ex, batch_size=1, max_wait=0.0, workers=1)
@@ -96,7 +104,9 @@ async def test_coalescer_serves_interactive_before_queued_bulk() -> None:
     assert asked.wait_s <= co.stats[Lane.BULK].call_max_s + 0.01
 
 
-async def test_reserved_worker_serves_questions_only() -> None:
+async def test_reserved_worker_serves_questions_only_and_takes_them_when_idle() -> None:
+    """The reserved worker never embeds documents; while it waits, a question is its: the
+    shared worker (a lower OS priority) keeps on the documents instead of taking it."""
     threads: dict[str, set[str]] = {"bulk": set(), "question": set()}
 
     def run(texts: list[str]) -> Encoded:
@@ -109,10 +119,29 @@ async def test_reserved_worker_serves_questions_only() -> None:
             ThreadPoolExecutor(1, thread_name_prefix="reserved") as reserved:
         co = Coalescer(run, shared, batch_size=1, max_wait=0.0, workers=1,
                        reserved=1, reserved_executor=reserved)
+        await asyncio.sleep(0.01)  # the workers are up and waiting
         bulk = asyncio.create_task(co.embed([f"doc{i}" for i in range(30)], Lane.BULK))
         for i in range(5):
             await co.embed([f"q{i}"], Lane.INTERACTIVE)
         await bulk
         await co.close()
+    assert threads["question"] and all(n.startswith("reserved") for n in threads["question"])
     assert all(name.startswith("shared") for name in threads["bulk"])
-    assert any(name.startswith("reserved") for name in threads["question"])
+
+
+async def test_a_light_clients_question_is_embedded_before_the_others_waiting() -> None:
+    order: list[str] = []
+    run = in_order(order)
+
+    async def light(text: str) -> None:
+        priority.PRIORITY.set(priority.LIGHT)  # as embedd's middleware does for the request
+        await co.embed([text], Lane.INTERACTIVE)
+
+    with ThreadPoolExecutor(1) as ex:
+        co = Coalescer(run, ex, batch_size=1, max_wait=0.0, workers=1)
+        busy = [asyncio.create_task(co.embed([f"q{i}"], Lane.INTERACTIVE)) for i in range(6)]
+        await asyncio.sleep(0)  # the busy client's questions are queued
+        await asyncio.create_task(light("light"))
+        await asyncio.gather(*busy)
+        await co.close()
+    assert order.index("light") <= 1, order  # after the call in flight at most

@@ -22,6 +22,7 @@ def stub_app(name: str, *, postgres_ok: bool = True) -> web.Application:
         resp.headers["X-Seen-Custom"] = request.headers.get("X-Custom", "")
         resp.headers["X-Seen-TE"] = request.headers.get("TE", "")
         resp.headers["X-Seen-XFF"] = request.headers.get("X-Forwarded-For", "")
+        resp.headers["X-Seen-Priority"] = request.headers.get("Lakehouse-Priority", "")
         resp.headers["Server"] = "Python/3.11 aiohttp/3.x"
         return resp
 

@@ -77,3 +77,26 @@ async def test_health_and_metrics_are_outside_the_shares(
     async with http.post(f"{base}/v1/matrix/slow", json={}) as resp:
         assert resp.status == 429  # while /v1 writes are held to the share
     (await held).release()
+
+
+async def test_a_light_clients_search_is_marked_for_the_daemons(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    """light_priority: a search of a client with nothing else in flight goes on with
+    `Lakehouse-Priority: light`; a busy client's does not, whatever it sends itself."""
+    base = await gateway(tokens=("token-busy", "token-calm"))  # light_priority: the default
+    busy = {"Authorization": "Bearer token-busy"}
+    calm = {"Authorization": "Bearer token-calm"}
+    held = asyncio.ensure_future(http.get(f"{base}/v1/matrix/slow", headers=busy))  # a read
+    await asyncio.sleep(0.3)
+    async with http.post(f"{base}/v1/matrix/search", json={},
+                         headers={**busy, "Lakehouse-Priority": "light"}) as resp:
+        assert resp.status == 200 and resp.headers["X-Seen-Priority"] == ""
+    async with http.post(f"{base}/v1/matrix/search", json={}, headers=calm) as resp:
+        assert resp.status == 200 and resp.headers["X-Seen-Priority"] == "light"
+    async with http.post(f"{base}/v1/vectors/corpora/x/items", json={}, headers=calm) as resp:
+        assert resp.headers["X-Seen-Priority"] == ""  # writes are never marked
+    (await held).release()
+    off = await gateway(light_priority=False)
+    async with http.post(f"{off}/v1/matrix/search", json={},
+                         headers={"Lakehouse-Priority": "light"}) as resp:
+        assert resp.headers["X-Seen-Priority"] == ""  # turned off; a client's own dropped

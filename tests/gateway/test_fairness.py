@@ -85,3 +85,51 @@ def test_an_idle_client_is_forgotten() -> None:
 def test_shares_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Shares(total=0, per_client=1, queue=1)
+
+
+def test_a_light_client_runs_beside_the_places_a_busy_one_holds() -> None:
+    """light places: a client with nothing in flight starts at once past the total; a
+    second request of it, and freed places, keep to the total."""
+    fair = FairShares(Shares(total=2, per_client=8, queue=10, light=1))
+    assert [fair.arrive("busy").action for _ in range(3)] == ["run", "run", "wait"]
+    assert fair.arrive("light").action == "run"  # in the light place
+    assert fair.in_flight == 3 and fair.waiting == 1
+    second = fair.arrive("light")
+    assert second.action == "wait"  # it has one in flight now: a place like anyone's
+    assert fair.arrive("third").action == "wait"  # the light place is taken
+    assert fair.release("light") == []  # 3 -> 2 in flight: still the total, no one starts
+    assert fair.release("busy") != []  # 2 -> 1: a waiter starts
+
+
+def test_without_light_places_a_newcomer_waits_for_the_total() -> None:
+    fair = FairShares(Shares(total=2, per_client=8, queue=10))
+    fair.arrive("busy"), fair.arrive("busy")
+    assert fair.arrive("light").action == "wait"
+    with pytest.raises(ValueError):
+        Shares(total=2, per_client=1, queue=1, light=-1)
+
+
+def test_clients_seen_lately_share_the_places_evenly() -> None:
+    """share_seconds: alone a client has every place; while another has been seen within
+    the window each has total // active; the window passed, the first has them again."""
+    fair = FairShares(Shares(total=4, per_client=32, queue=10, share_seconds=10))
+    assert [fair.arrive("busy", 0).action for _ in range(5)] == ["run"] * 4 + ["wait"]
+    assert fair.limit() == 32
+    assert fair.arrive("calm", 1).action == "wait"  # every place is taken
+    assert fair.limit() == 2
+    started = fair.release("busy", 0.1, 1.1)  # busy holds 3: over its 2, calm's turn
+    assert len(started) == 1 and fair.load("calm") == (1, 0)
+    assert fair.release("busy", 0.1, 1.2) == []  # busy holds 2 with 1 waiting: its share
+    fair.release("calm", 0.1, 1.3)
+    assert fair.load("busy") == (2, 1) and fair.limit() == 2  # calm seen 0.3 s ago
+    assert fair.release("busy", 0.1, 12.0) != []  # calm unseen for 11 s: all places busy's
+    assert fair.limit() == 32
+
+
+def test_a_busy_client_counts_as_seen_however_long_ago_it_came() -> None:
+    fair = FairShares(Shares(total=4, per_client=32, queue=10, share_seconds=10))
+    fair.arrive("slow", 0)  # one request that runs long
+    fair.arrive("other", 0)
+    fair.release("other", 0.1, 0.1)
+    fair.arrive("third", 30)  # other is forgotten, slow is not: it is in flight
+    assert fair.limit() == 2
