@@ -54,6 +54,7 @@ VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)
 RETURNING {CORPUS_COLUMNS}"""
 
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
+DELETE_ATTEMPTS = 3  # a delete that PostgreSQL chose as a deadlock's victim goes again
 
 
 class Store(ItemsPart, SearchPart, ReembedPart):
@@ -230,6 +231,25 @@ class Store(ItemsPart, SearchPart, ReembedPart):
             return [str(r[0]) for r in await cur.fetchall()]
 
     async def delete_corpus(self, name: str) -> None:
+        # A re-embedding's CREATE INDEX CONCURRENTLY waits for this transaction while the
+        # DROP waits for its lock: PostgreSQL breaks the deadlock by failing one side.
+        # When it fails the delete, the delete goes again (the index build is then past
+        # its wait, and the DROP waits for it to end): the caller's delete never fails
+        # for a re-embedding it did not know of.
+        for attempt in range(DELETE_ATTEMPTS):
+            try:
+                corpus = await self._delete_corpus_once(name)
+                break
+            except Unavailable as exc:  # the pool's 503 for any operational error
+                if (not isinstance(exc.__cause__, psycopg.errors.DeadlockDetected)
+                        or attempt == DELETE_ATTEMPTS - 1):
+                    raise
+                log.info("corpus_delete_retried", corpus=name, reason="deadlock")
+        self._cache.pop(name, None)
+        self.spaces_changed.set()  # the background reclaimer deletes its space rows
+        self.lex.forget(corpus.id)
+
+    async def _delete_corpus_once(self, name: str) -> Corpus:
         async with self.pool.connection() as conn, conn.transaction():
             corpus = await self._fetch_corpus(conn, name)
             if corpus is None:
@@ -240,9 +260,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
             await lexical.drop_corpus(conn, corpus.id)
             await space_index.forget(conn, corpus)
             await reembed_store.cancel(conn, corpus.id)
-        self._cache.pop(name, None)
-        self.spaces_changed.set()  # the background reclaimer deletes its space rows
-        self.lex.forget(corpus.id)
+        return corpus
 
     async def build_index(self, name: str) -> dict[str, Any]:
         """Build the corpus's HNSW index if missing (after a deferred bulk load)."""

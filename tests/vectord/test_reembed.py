@@ -208,6 +208,25 @@ async def test_deleting_a_corpus_mid_reembed_cancels_it(http: aiohttp.ClientSess
     assert status == 404, body
 
 
+async def test_deleting_a_corpus_at_any_moment_of_a_reembed_succeeds(
+        http: aiohttp.ClientSession, env: Env) -> None:
+    """A delete that meets the re-embedding's index build (CREATE INDEX CONCURRENTLY waits
+    for the delete's transaction, the DROP for the build's lock: a deadlock PostgreSQL
+    breaks by failing one) is never the caller's 503: vectord deletes again. The moment is
+    a matter of timing (first seen in the contract test's run); 30 deletes, 10 ms apart
+    into the job, cross every phase of this small corpus's re-embedding."""
+    for delay_ms in range(0, 300, 10):
+        name, _ = await local_corpus(http, env, 30)
+        url = f"{env.vectord}{C}/{name}"
+        status, body = await call(http, "POST", f"{url}/reembed", {"model": NEW})
+        assert status == 202, body
+        await asyncio.sleep(delay_ms / 1000)
+        status, body = await call(http, "DELETE", url)
+        assert status == 200, (delay_ms, body)
+        status, body = await call(http, "GET", url)
+        assert status == 404, (delay_ms, body)
+
+
 async def test_a_reembed_goes_on_after_its_vectord_stops(
         base_cfg: Config, http: aiohttp.ClientSession, env: Env) -> None:
     """The job's state is in PostgreSQL: stopped half-way (its vectord gone, the model
