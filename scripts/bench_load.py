@@ -25,6 +25,12 @@ stacks up at once and measured in turn for `--fair-rounds` rounds (a machine sha
 other work loads each configuration alike), then a table of them all (B's p95 against its
 own alone and against all the configurations' B alone pooled).
 
+It also prints the machine's CPU busy share in each phase (all processes: meaningful on
+an otherwise quiet machine) and each bulk job's ceiling under the searches: a CPU-bound
+job that yields the CPU to the searches (embedd's bulk threads run at nice +10) keeps at
+most what the searches leave, 1 - S of the machine, against the B it takes alone:
+min(1, (1 - S) / B) of its speed alone.
+
 Targets (DECISIONS.md, "Embedding: lanes"): p95 during each bulk job <= 2x idle p95; bulk
 documents/s under searches >= 0.85x alone; B's p95 <= 2x B alone.
 
@@ -49,16 +55,19 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import numpy as np
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_gateway import start_stack  # noqa: E402
+
+T = TypeVar("T")
 
 CORPORA = ["handbook", "tickets"]
 MODEL = "all-MiniLM-L6-v2"
@@ -200,6 +209,30 @@ def row(label: str, s: Searches, idle_p95: float) -> str:
     return (f"{label:<34} {len(s.ms):>8} {pct(s.ms, 50):>8.1f} {pct(s.ms, 95):>8.1f} "
             f"{max(s.ms, default=float('nan')):>8.1f} {pct(s.ms, 95) / idle_p95:>8.2f}x"
             f"{f'  ({bad} not 200: {dict(s.statuses)})' if bad else ''}")
+
+
+class Busy:
+    """The machine's CPU busy share over phases (psutil.cpu_times: every process, so a
+    quiet machine is what makes it the stack's): per label, busy and total CPU seconds."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, list[float]] = {}
+
+    async def measure(self, label: str, work: Awaitable[T]) -> T:
+        t0 = psutil.cpu_times()
+        try:
+            return await work
+        finally:
+            t1 = psutil.cpu_times()
+            total = sum(t1) - sum(t0)
+            free = (t1.idle - t0.idle) + (getattr(t1, "iowait", 0.0) - getattr(t0, "iowait", 0.0))
+            got = self.seconds.setdefault(label, [0.0, 0.0])
+            got[0] += total - free
+            got[1] += total
+
+    def share(self, label: str) -> float:
+        busy, total = self.seconds.get(label, [0.0, 0.0])
+        return busy / total if total else float("nan")
 
 
 async def fairness(gateway: str, questions: Questions, seconds: float
@@ -362,7 +395,9 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
             "ingest": ("in", ingest, n_ingest, True),
             "reembed": ("re", reembed, n_reembed, False),
             "sync": ("wk", sync, n_pages, True)}
-        _, idle = await while_searching(http, gateway, questions, think, idle_job)
+        busy = Busy()
+        _, idle = await busy.measure("searches", while_searching(
+            http, gateway, questions, think, idle_job))
         seconds: dict[tuple[str, str], list[float]] = {}
         during: dict[str, Searches] = {job: Searches() for job in jobs}
         for r in range(args.rounds):
@@ -372,13 +407,15 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
                 for mode in modes:
                     run = runner(f"{prefix}_{mode}_{r}")
                     if mode == "alone":
-                        took = await run()
+                        took = await busy.measure(f"{job} alone", run())
                     else:
-                        took, got = await while_searching(http, gateway, questions, think, run)
+                        took, got = await busy.measure(f"{job} searched", while_searching(
+                            http, gateway, questions, think, run))
                         during[job].ms += got.ms
                         during[job].statuses.update(got.statuses)
                     seconds.setdefault((job, mode), []).append(took)
-        _, idle_after = await while_searching(http, gateway, questions, think, idle_job)
+        _, idle_after = await busy.measure("searches", while_searching(
+            http, gateway, questions, think, idle_job))
         idle.ms += idle_after.ms
         idle.statuses.update(idle_after.statuses)
         idle_p95 = pct(idle.ms, 95)
@@ -403,6 +440,12 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
         alone_s, searched_s = speeds[job]
         print(f"{job + ' (' + unit + ')':<34} {alone_s:>8.2f} {searched_s:>11.2f} "
               f"{searched_s / alone_s:>7.2f}x")
+    searches_busy = busy.share("searches")
+    print(f"machine CPU busy: the searches alone {searches_busy:.0%}; "
+          + "; ".join(f"{job} alone {busy.share(job + ' alone'):.0%}, searched "
+                      f"{busy.share(job + ' searched'):.0%}, ceiling "
+                      f"{min(1.0, (1 - searches_busy) / busy.share(job + ' alone')):.2f}x"
+                      for job in ("ingest", "reembed", "sync")))
     print_fairness(args.fair_seconds, b_alone, b_beside, a)
     inter, bulk = lane_stats["interactive"], lane_stats["bulk"]
     print(f"embedd lanes: interactive {inter['texts']} texts, longest wait "
