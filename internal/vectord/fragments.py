@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left, bisect_right
 
 START = "\x02"
 STOP = "\x03"
@@ -53,11 +54,12 @@ def spans(marked: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(plain), out
 
 
-def _window(text: str, marks: list[tuple[int, int]], first: int, size: int
+def _window(text: str, starts: list[int], ends: list[int], first: int, size: int
             ) -> tuple[int, int]:
     """About `size` characters around the mark `first`, at word boundaries, a third of
-    the room before it; a mark the edges would cut is left out whole."""
-    s, e = marks[first]
+    the room before it; a mark the edges would cut is left out whole (the marks are in
+    text order and do not overlap, so the one an edge falls in is found by bisection)."""
+    s, e = starts[first], ends[first]
     room = max(0, size - (e - s))
     lo = max(0, s - room // 3)
     hi = min(len(text), lo + max(size, e - s))
@@ -68,34 +70,45 @@ def _window(text: str, marks: list[tuple[int, int]], first: int, size: int
     if hi < len(text):
         cut = text.rfind(" ", e, hi)
         hi = cut if cut >= 0 else hi
-    for ms, me in marks:
-        if ms < lo < me:
-            lo = me
-        if ms < hi < me:
-            hi = ms
+    j = bisect_left(starts, hi) - 1  # the last mark starting before hi
+    if j >= 0 and hi < ends[j]:
+        hi = starts[j]
+    j = bisect_left(starts, lo) - 1
+    if j >= 0 and lo < ends[j]:
+        lo = ends[j]
     return lo, hi
 
 
 def best(marked: str, pre: str, post: str, fragment_chars: int, fragments: int) -> list[str]:
-    """The best fragments of a field ts_headline marked, best first: those holding the
-    most distinct marked words (then the most marks, then the earliest), not
-    overlapping; escaped, with pre/post around the marks. Empty when nothing is marked."""
+    """The best fragments of a field ts_headline marked (`best_of`)."""
     text, marks = spans(marked)
+    return best_of(text, marks, pre, post, fragment_chars, fragments)
+
+
+def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
+            fragment_chars: int, fragments: int) -> list[str]:
+    """The best fragments of a text with these marked words ((start, end), in text
+    order, not overlapping), best first: those holding the most distinct marked words
+    (then the most marks, then the earliest), not overlapping; escaped, with pre/post
+    around the marks. Empty when nothing is marked."""
     if not marks:
         return []
+    starts = [s for s, _ in marks]
+    ends = [e for _, e in marks]
+    words = [text[s:e].lower() for s, e in marks]
     scored = []
     for i in range(len(marks)):
-        lo, hi = _window(text, marks, i, fragment_chars)
-        inside = [(s, e) for s, e in marks if lo <= s and e <= hi]
-        words = {text[s:e].lower() for s, e in inside}
-        scored.append((-len(words), -len(inside), lo, hi, inside))
+        lo, hi = _window(text, starts, ends, i, fragment_chars)
+        a = bisect_left(starts, lo)
+        b = max(a, bisect_right(ends, hi))
+        scored.append((-len(set(words[a:b])), a - b, lo, hi, a, b))
     scored.sort(key=lambda t: (t[0], t[1], t[2]))
     chosen: list[tuple[int, int, list[tuple[int, int]]]] = []
-    for _, _, lo, hi, inside in scored:
+    for _, _, lo, hi, a, b in scored:
         if len(chosen) == fragments:
             break
-        if inside and all(hi <= clo or lo >= chi for clo, chi, _ in chosen):
-            chosen.append((lo, hi, inside))
+        if a < b and all(hi <= clo or lo >= chi for clo, chi, _ in chosen):
+            chosen.append((lo, hi, marks[a:b]))
     return [_render(text, lo, hi, inside, pre, post) for lo, hi, inside in chosen]
 
 

@@ -30,11 +30,11 @@ from internal.api.vectord import (
 )
 from internal.vectord import (
     engine,
-    fragments,
     merge,
     ordering,
     search_check,
     search_reads,
+    shaping_highlight,
     shaping_sql,
 )
 from internal.vectord.options import Options
@@ -104,7 +104,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
         for o in found.outcomes:  # each corpus's share of the hits shown
             o.hits = sum(1 for h in hits if h.corpus == o.name)
     if plan.highlight is not None:
-        await _highlight(req, plan.highlight, store, corpora, hits)
+        await shaping_highlight.highlight(store, p, req.query_text, plan.highlight, corpora, hits)
     found.hits = hits
     return Shaped(found, msgspec.UNSET if facets is None else facets)
 
@@ -199,38 +199,6 @@ async def _lexemes(store: Store, p: Options, req: SearchRequest,
         return None
     stats = await search_reads.union_stats(store, replace(p, text=req.query_text), corpora)
     return None if stats is None else stats.lexemes
-
-
-async def _highlight(req: SearchRequest, hl: Highlight, store: Store,
-                     corpora: dict[str, Corpus], hits: list[Hit]) -> None:
-    """Each hit's `highlight` and `highlight_kind` (lexical marks, else the field's lead)."""
-    if not hits:
-        return
-    marked: dict[str, dict[str, tuple[str, str]]] = {}
-    text = (req.query_text or "").strip()
-    if text:
-        by_corpus: dict[str, list[str]] = {}
-        for h in hits:
-            by_corpus.setdefault(h.corpus, []).append(h.id)
-        names = [c for c in by_corpus if c in corpora]
-        read = await asyncio.gather(*(shaping_sql.headlines(
-            store, corpora[c], by_corpus[c], text, fragments.headline_options())
-            for c in names))
-        marked = dict(zip(names, read, strict=True))
-    for h in hits:
-        row = marked.get(h.corpus, {}).get(h.id)
-        out: dict[str, list[str]] = {}
-        kinds: dict[str, str] = {}
-        for name in hl.fields:
-            stored = h.title if name == "title" else h.text
-            got = (fragments.best(row[0 if name == "title" else 1], hl.pre, hl.post,
-                                  hl.fragment_chars, hl.fragments) if row is not None else [])
-            if got:
-                out[name], kinds[name] = got, fragments.LEXICAL
-            else:
-                out[name] = fragments.lead(stored or "", hl.fragment_chars)
-                kinds[name] = fragments.LEAD
-        h.highlight, h.highlight_kind = out, kinds
 
 
 # ---- facets -------------------------------------------------------------------------------

@@ -13,30 +13,29 @@ from internal.vectord import fragments, lexical, schema
 from internal.vectord.ordering import Facet
 from internal.vectord.store import Store
 
-# The query is stemmed in each item's own language (the lexemes BM25 can match it by: a
-# document carries lexemes of its language only), OR-ed into a tsquery in the statement;
-# translate() takes the sentinels out of the stored text before ts_headline marks it
-# (fragments.py: a stored sentinel must never open a mark).
+# The query's lexemes (as the lexical layer matched them) OR-ed into a tsquery; each
+# item's words are stemmed in its own language by ts_headline. translate() takes the
+# sentinels out of the stored text before ts_headline marks it (fragments.py: a stored
+# sentinel must never open a mark).
 _HEADLINES = """
 SELECT i.id,
        ts_headline(i.language, translate(coalesce(i.title, ''), %(hl_sentinels)s,
                    %(hl_spaces)s), q.q, %(hl_opts)s) AS title,
        ts_headline(i.language, translate(i.text, %(hl_sentinels)s, %(hl_spaces)s), q.q,
                    %(hl_opts)s) AS text
-FROM {table} i, LATERAL (
-  SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q
-  FROM unnest(tsvector_to_array(to_tsvector(i.language, %(hl_text)s))) l) q
-WHERE i.id = ANY(%(hl_ids)s::text[]) AND q.q IS NOT NULL"""
+FROM {table} i, (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q
+                 FROM unnest(%(hl_lexemes)s::text[]) l) q
+WHERE i.id = ANY(%(hl_ids)s::text[])"""
 
 
-async def headlines(store: Store, corpus: Corpus, ids: Sequence[str], text: str,
+async def headlines(store: Store, corpus: Corpus, ids: Sequence[str], lexemes: Sequence[str],
                     options: str) -> dict[str, tuple[str, str]]:
-    """id -> (title, text) as ts_headline marks them with the query's lexemes in the
-    item's language (items none of whose lexemes the query has: absent)."""
+    """id -> (title, text) as ts_headline marks the words whose lexeme (in the item's
+    language) is one of `lexemes` (not empty)."""
     stmt = sql.SQL(_HEADLINES).format(table=schema.items_table(corpus.id))
     async with store.reads.connection() as conn:
         cur = await conn.execute(stmt, {
-            "hl_ids": list(ids), "hl_text": text, "hl_opts": options,
+            "hl_ids": list(ids), "hl_lexemes": list(lexemes), "hl_opts": options,
             "hl_sentinels": fragments.SENTINELS, "hl_spaces": " " * len(fragments.SENTINELS)})
         return {row[0]: (row[1], row[2]) for row in await cur.fetchall()}
 

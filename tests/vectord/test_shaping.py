@@ -3,10 +3,15 @@ facets, diversity, recency; and no option -> the very same answer as before."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import pytest
 
+from internal.config import Config
+from internal.vectord import shaping_highlight
+from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
 C = "/v1/vectors/corpora"
@@ -67,6 +72,48 @@ async def test_highlight_marks_stemmed_words_per_language_and_escapes_markup(
                         highlight={"fields": ["text"]})
     frag = next(h for h in out["hits"] if h["id"] == "d004")["highlight"]["text"][0]
     assert frag.count("<mark>") == 1 and "&lt;script&gt;" in frag and "\x02" not in frag
+
+
+TRICKY = [  # words PostgreSQL's parser reads otherwise than as plain words, next to plain ones
+    ("english", "Running runs ran: the runner's run. See http://x.org/run/runs.html or run@x.org"),
+    ("english", "IL-2 and anti-IL-2 receptor; 2.5-fold, 2 of 3,000 cells; HIV/AIDS and HIV-1 in 2"),
+    ("english", "A well-known <b>cell</b> &amp; cells_in vitro; the cell.Cells, e.g. cell-cycle"),
+    ("english", "Emergency emergencies added adding; being beings; skies sky dying die"),
+    ("german", "Die Häuser am See; das Haus, des Hauses; Häuser-Reihe und 2-Häuser"),
+    ("simple", "Runs RUN running 42 x42"),
+]
+
+
+@pytest.fixture(scope="module")
+async def sql_engine(base_cfg: Config) -> AsyncIterator[str]:
+    """A vectord scoring BM25 in PostgreSQL: every highlight is ts_headline's there."""
+    from internal.vectord.server import make_app
+
+    server = await serve(make_app(with_section(base_cfg, "vectord", lexical_engine="sql")))
+    yield url_of(server)
+    await server.close()
+
+
+async def test_highlights_from_the_index_equal_postgresqls(
+        vectord_url: str, sql_engine: str, http: aiohttp.ClientSession) -> None:
+    name = await _corpus(http, vectord_url, [
+        _it(i, text, title=text[:24], language=lang) for i, (lang, text) in enumerate(TRICKY)],
+        language="auto")
+    taken = dict.fromkeys(shaping_highlight.MARKED, 0)
+    for query in ("runs", "cell HIV 2", "IL-2 fold", "emergency add being sky die",
+                  "Häuser", "run 42", "x.org", "well-known cells"):
+        q = {"mode": "lexical", "query_text": query, "k": 10,
+             "highlight": {"pre": "[", "post": "]", "fragment_chars": 40, "fragments": 3}}
+        before = dict(shaping_highlight.MARKED)
+        memory = await _search(http, vectord_url, name, **q)
+        for way, n in shaping_highlight.MARKED.items():
+            taken[way] += n - before[way]
+        sql = await _search(http, sql_engine, name, **q)
+        assert memory["hits"], query
+        assert ([(h["id"], h["highlight"], h["highlight_kind"]) for h in memory["hits"]]
+                == [(h["id"], h["highlight"], h["highlight_kind"]) for h in sql["hits"]]), query
+    # Both ways were taken: marks proven from the index, and PostgreSQL's where they were not.
+    assert taken["python"] > 0 and taken["postgres"] > 0, taken
 
 
 async def test_group_by_parent_returns_one_hit_per_page(
