@@ -140,4 +140,9 @@ def lead(text: str, fragment_chars: int) -> list[str]:
 
 def strip_sentinels(text: str) -> str:
     """The text without the sentinel characters (each becomes a space)."""
-    return text.translate({ord(c): " " for c in SENTINELS})
+    if START not in text and STOP not in text:
+        return text
+    return text.translate(_NO_SENTINELS)
+
+
+_NO_SENTINELS = {ord(c): " " for c in SENTINELS}

@@ -26,23 +26,20 @@ from collections.abc import Mapping
 
 import Stemmer
 
-# A word part (letters and digits). The parser reads "-1" in "IL-1" as a signed integer:
-# such a lexeme is never matched here, its count falls short and PostgreSQL marks it.
+# A word part (letters and digits); a signed integer's lexeme ("-1" of "IL-1").
 _WORD = re.compile(r"[^\W_]+")
+_SIGNED = re.compile(r"-\d+")
 # A hyphenated word's lexeme ("well-known"): ts_headline marks its parts, never the whole.
 _COMPOUND = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
-_JOINS = frozenset("/@:\\")
 # Accented letters to their base letter, one character for one (positions stay).
 _FOLD = str.maketrans("àáâãäåèéêëìíîïòóôõöùúûüýÿçñ", "aaaaaaeeeeiiiiooooouuuuyycn")
-_NUMBER_JOINS = frozenset("-.+")
 # Languages (regconfig names) whose words PostgreSQL stems with the Snowball stemmer of
 # the same name; "simple" only lower-cases. Any other: None (PostgreSQL marks them).
 _SNOWBALL = frozenset(Stemmer.algorithms()) - {"porter"}
 _stemmers: dict[str, Stemmer.Stemmer] = {}
-# Lower-cased word -> lexeme per language, and the candidates' pattern of a query.
+# Lower-cased word -> lexeme per language, for words seen before.
 _LEXEMES: dict[str, dict[str, str]] = {}
-_HEADS: dict[str, tuple[str, ...]] = {}
-KEPT = 200_000  # entries of each; a dict is cleared past it
+KEPT = 200_000  # words per language; the table is cleared past it
 
 
 def stems(language: str) -> bool:
@@ -71,22 +68,16 @@ def _lexemes(language: str, words: set[str]) -> dict[str, str]:
     return seen
 
 
-def _heads(lexemes: Mapping[str, int]) -> tuple[str, ...]:
-    """What a word that may stem to one of the lexemes begins with: the lexeme less its
-    last letter (a Snowball stem is the word's beginning, but for a final y made i). A
-    word this misses makes its lexeme's count fall short of the index's, so `marks`
-    answers None rather than leave it unmarked."""
-    key = "\x00".join(sorted(lexemes))
-    got = _HEADS.get(key)
-    if got is None:
-        if len(_HEADS) >= KEPT:
-            _HEADS.clear()
-        got = _HEADS[key] = tuple(sorted({t[:max(1, len(t) - 1)].translate(_FOLD)
-                                          for t in lexemes if _WORD.fullmatch(t)}))
-    return got
+def _head(lexeme: str) -> str:
+    """What a word that may stem to the lexeme begins with: the lexeme less its last
+    letter (a Snowball stem is the word's beginning, but for a final y made i), accents
+    folded. A word this misses makes its lexeme's count fall short of the index's, so
+    `marks` answers None rather than leave it unmarked."""
+    head = lexeme[:max(1, len(lexeme) - 1)]
+    return head if head.isascii() else head.translate(_FOLD)
 
 
-def _candidates(low: str, heads: tuple[str, ...]) -> list[tuple[str, int, int]]:
+def _candidates(low: str, heads: list[str]) -> list[tuple[str, int, int]]:
     """The whole word parts of `low` that begin with a head, in text order (str.find:
     a few times faster than one regular expression over the text); accents folded on
     both sides, as stemmers fold some (German "Häuser" is "haus")."""
@@ -103,17 +94,59 @@ def _candidates(low: str, heads: tuple[str, ...]) -> list[tuple[str, int, int]]:
     return [found[i] for i in sorted(found)]
 
 
-def _plain(text: str, start: int, end: int, digits: bool) -> bool:
-    """Whether the word at text[start:end] stands where PostgreSQL's parser reads it as a
-    word (part) too: not inside what it reads as a URL, host, file path, e-mail address
-    or number."""
+MARK, OTHER, UNSURE = 1, 0, -1  # how PostgreSQL reads a word found here (`_reading`)
+
+
+def _chained(text: str, dash: int) -> bool:
+    """Whether the word part before text[dash] (a hyphen) is itself joined by a hyphen to
+    one before it ("anti-IL" in "anti-IL-2"): the parser then ends a compound there."""
+    i = dash
+    while i > 0 and text[i - 1].isalnum():
+        i -= 1
+    return i < dash and i >= 2 and text[i - 1] == "-" and text[i - 2].isalnum()
+
+
+def _reading(text: str, start: int, end: int) -> int:
+    """How PostgreSQL's parser reads the word part text[start:end] (maximal, letters and
+    digits), as observed with ts_debug on PostgreSQL 18's default parser: MARK, as this
+    word (part); OTHER, inside another token: a file path, host, e-mail address or
+    decimal (`hiv/aids`, `x.org`, `levels.1`, `2.5`), or the signed integer "-2" of
+    "IL-2" or "2-3-4"; UNSURE, next to what may be an HTML tag or entity, a URL's scheme
+    or a sign. An OTHER that is wrong leaves its lexeme's count short (`marks`: None)."""
     before = text[start - 1] if start else " "
     after = text[end] if end < len(text) else " "
     then = text[end + 1] if end + 1 < len(text) else " "
-    if before in _JOINS or after in _JOINS or (after == "." and then.isalnum()):
-        return False
-    return not digits or (before not in _NUMBER_JOINS and after not in _NUMBER_JOINS
-                          and not (after == "," and then.isalnum()))
+    if (before in "<&+" or after == ">" or (before == "/" and text[start - 2:start] == "</")
+            or (after == ":" and text.startswith("//", end + 1))):
+        return UNSURE
+    if before in "/@\\" or after in "/@\\" or (after == "." and then.isalnum()):
+        return OTHER
+    if before == ".":
+        return OTHER if start > 1 and text[start - 2].isalnum() else UNSURE
+    if text[start:end].isdigit() and before == "-" and not _chained(text, start - 1):
+        return OTHER  # "-2": a signed integer, its own lexeme
+    return MARK
+
+
+def _signed(text: str, lexeme: str) -> list[tuple[int, int]] | None:
+    """Where the parser reads the signed integer `lexeme` ("-2"): a hyphen and those
+    digits, no more digits or letters after, the hyphen not ending a compound's part, not
+    in a path, host or decimal; None next to what may be a tag, entity or sign."""
+    out = []
+    i = text.find(lexeme)
+    while i >= 0:
+        end = i + len(lexeme)
+        before = text[i - 1] if i else " "
+        after = text[end] if end < len(text) else " "
+        then = text[end + 1] if end + 1 < len(text) else " "
+        if not after.isalnum():
+            if before in "<&+" or after == ">":
+                return None
+            if not (before in "/@\\." or after in "/@\\" or (after == "." and then.isalnum())
+                    or _chained(text, i)):
+                out.append((i, end))
+        i = text.find(lexeme, i + 1)
+    return out
 
 
 def marks(text: str, language: str, lexemes: Mapping[str, int]
@@ -121,25 +154,40 @@ def marks(text: str, language: str, lexemes: Mapping[str, int]
     """The (start, end) of each word of `text` whose lexeme (in `language`) is one of
     `lexemes`, in text order; None unless each lexeme is carried by exactly as many words
     as its count (the index's term frequency of the lexeme in this field; a compound's
-    is not checked, it is never marked) and each of those words stands where PostgreSQL
-    reads it as a word too (`_plain`), or when the language is not one stemmed here."""
+    is not checked, it is never marked) and PostgreSQL's parser surely reads each of those
+    words as this module does (`_reading`), or when the language is not one stemmed here."""
     if not stems(language):
         return None
+    # Only the lexemes the field holds: a word stemmed here to one it lacks is one that
+    # PostgreSQL stems or reads otherwise, and does not mark either.
+    held = {lx: n for lx, n in lexemes.items() if n and not _COMPOUND.fullmatch(lx)}
+    if not held:
+        return []
     low = text.lower()
     if len(low) != len(text):
         return None  # lower-casing changed the length: leave it to PostgreSQL
-    found = _candidates(low, _heads(lexemes))
+    heads = sorted({_head(lx) for lx in held if _WORD.fullmatch(lx)})
+    found = _candidates(low, heads)
     table = _lexemes(language, {w for w, _, _ in found})
     out: list[tuple[int, int]] = []
     counts: dict[str, int] = {}
     for word, s, e in found:
         lx = table[word]
-        if lx in lexemes:
-            if not _plain(low, s, e, not lx.isalpha()):
+        if lx in held:
+            how = _reading(low, s, e)
+            if how == UNSURE:
                 return None
-            out.append((s, e))
-            counts[lx] = counts.get(lx, 0) + 1
-    for lx, n in lexemes.items():
-        if counts.get(lx, 0) != n and not _COMPOUND.fullmatch(lx):
-            return None
+            if how == MARK:
+                out.append((s, e))
+                counts[lx] = counts.get(lx, 0) + 1
+    for lx in held:
+        if _SIGNED.fullmatch(lx):
+            got = _signed(low, lx)
+            if got is None:
+                return None
+            out += got
+            counts[lx] = len(got)
+    out.sort()
+    if counts != held:
+        return None
     return out

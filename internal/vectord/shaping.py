@@ -34,14 +34,13 @@ from internal.vectord import (
     ordering,
     search_check,
     search_reads,
+    shaping_facets,
     shaping_highlight,
-    shaping_sql,
 )
 from internal.vectord.options import Options
 from internal.vectord.store import Store
 
 DEPTH = 10  # a reordering search ranks this many times k candidates (at most MAX_K)
-Facets = dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def check(req: SearchRequest) -> Plan:
 @dataclass
 class Shaped:
     result: engine.Result
-    facets: Facets | msgspec.UnsetType = msgspec.UNSET
+    facets: shaping_facets.Facets | msgspec.UnsetType = msgspec.UNSET
 
 
 async def search(store: Store, names: Sequence[str], req: SearchRequest,
@@ -94,7 +93,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
     if plan.facets:
         found, facets = await asyncio.gather(
             engine.search(store, names, deep, corpus_weights, p, include),
-            _facets(store, p, names, plan.facets, req.facet_size))
+            shaping_facets.facets(store, p, names, plan.facets, req.facet_size))
     else:
         found, facets = await engine.search(store, names, deep, corpus_weights, p, include), None
     corpora = {o.name: o.corpus for o in found.outcomes if o.corpus is not None}
@@ -199,31 +198,3 @@ async def _lexemes(store: Store, p: Options, req: SearchRequest,
         return None
     stats = await search_reads.union_stats(store, replace(p, text=req.query_text), corpora)
     return None if stats is None else stats.lexemes
-
-
-# ---- facets -------------------------------------------------------------------------------
-
-async def _facets(store: Store, p: Options, names: Sequence[str],
-                  facets: list[ordering.Facet], size: int) -> Facets:
-    """Counts per facet over the corpora's match sets, summed across corpora."""
-    got = await asyncio.gather(*(store.corpus(n) for n in names), return_exceptions=True)
-    corpora = [c for c in got if isinstance(c, Corpus)]
-    counts: list[dict[str, int]] = [{} for _ in facets]
-    lexemes: list[str] | None = None
-    if p.text.strip():
-        lexemes = await _lexemes(store, p, p.req, corpora)
-        if lexemes is None:  # no query word occurs: nothing matches
-            return {f.name: {} for f in facets}
-    rows = await asyncio.gather(*(shaping_sql.facet_counts(
-        store, c, facets, p.where, p.params, lexemes) for c in corpora))
-    for corpus, per in zip(corpora, rows, strict=True):
-        for i, f in enumerate(facets):
-            if f.kind == "corpus":
-                n = sum(c for _, c in per[i])
-                if n:
-                    counts[i][corpus.name] = counts[i].get(corpus.name, 0) + n
-            else:
-                ordering.add_counts(counts[i], per[i])
-    return {f.name: ordering.top_counts(counts[i], size, by_value=f.kind == "month")
-            for i, f in enumerate(facets)}
-

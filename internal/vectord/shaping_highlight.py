@@ -31,10 +31,12 @@ FIELDS = ("title", "text")
 MARKED = {"python": 0, "postgres": 0}
 
 
-async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus]
+async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus], *,
+                        trust: bool = True
                         ) -> tuple[list[str], dict[int, postings.CorpusIndex]]:
     """The query's lexemes some corpus holds, and each corpus's in-memory index view
-    (by corpus id) holding them: the search's own, so with a warm cache no statement;
+    (by corpus id) holding them: the search's own, so with a warm cache and `trust` no
+    statement (else one that reads the corpora's versions and brings the index to them);
     no views with the "sql" engine (the lexemes read by a statement then)."""
     if not p.text.strip() or not corpora:
         return [], {}
@@ -44,7 +46,7 @@ async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus]
     langs, auto = union_languages(p.req, corpora)
     try:
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto,
-                                       lexical_memory.fw(p), trust=True)
+                                       lexical_memory.fw(p), trust=trust)
     except psycopg.errors.UndefinedTable:  # a corpus dropped since the search: no marks
         return [], {}
     if prep.stats is None:

@@ -10,6 +10,7 @@ from psycopg import sql
 
 from internal.api.vectord import Corpus
 from internal.vectord import fragments, lexical, schema
+from internal.vectord.lexversions import VERSION_OF
 from internal.vectord.ordering import Facet
 from internal.vectord.store import Store
 
@@ -51,26 +52,48 @@ _WITH_LEXEME = """
     AND id IN (SELECT item_id FROM {postings} WHERE lexeme = ANY(%(fc_lexemes)s::text[]))"""
 
 
-def _part(f: Facet, i: int) -> sql.Composable:
-    """SELECT facet index, value, count over m for one facet."""
-    idx = sql.Literal(i)
-    if f.kind == "corpus":
-        return sql.SQL("SELECT {i}, '', count(*) FROM m").format(i=idx)
+def _values(f: Facet) -> sql.Composable:
+    """A row's values of a (non-corpus) facet as a text[] over `m`: its tags, the month of
+    a date, or a metadata value (once per element when it is a list); NULLs are dropped
+    where they are counted."""
     if f.kind == "tags":
-        return sql.SQL("SELECT {i}, t, count(*) FROM m, unnest(m.tags) t GROUP BY t").format(i=idx)
+        return sql.SQL("m.tags")
     if f.kind == "month":
         date = (sql.SQL("to_char(m.updated_at AT TIME ZONE 'UTC', 'YYYY-MM')")
                 if f.key == "updated_at" else
                 sql.SQL("substring(m.metadata->>{k} from '^\\d{{4}}-\\d{{2}}')").format(
                     k=sql.Literal(f.key)))
-        return sql.SQL("SELECT {i}, v, count(*) FROM m, LATERAL (SELECT {d}) x(v) "
-                       "WHERE v IS NOT NULL GROUP BY v").format(i=idx, d=date)
-    # A metadata value counts once per element when it is a list.
+        return sql.SQL("ARRAY[{d}]").format(d=date)
     return sql.SQL(
-        "SELECT {i}, v, count(*) FROM m, LATERAL jsonb_array_elements_text(CASE jsonb_typeof("
-        "m.metadata->{k}) WHEN 'array' THEN m.metadata->{k} ELSE jsonb_build_array("
-        "m.metadata->{k}) END) x(v) WHERE m.metadata ? {k} AND v IS NOT NULL GROUP BY v"
-    ).format(i=idx, k=sql.Literal(f.key))
+        "ARRAY(SELECT jsonb_array_elements_text(CASE jsonb_typeof(m.metadata->{k}) "
+        "WHEN 'array' THEN m.metadata->{k} ELSE jsonb_build_array(m.metadata->{k}) END) "
+        "WHERE m.metadata ? {k})").format(k=sql.Literal(f.key))
+
+
+def _part(f: Facet, i: int) -> sql.Composable:
+    """SELECT facet index, value, count over m for one facet."""
+    idx = sql.Literal(i)
+    if f.kind == "corpus":
+        return sql.SQL("SELECT {i}, '', count(*) FROM m").format(i=idx)
+    return sql.SQL("SELECT {i}, v, count(*) FROM m, unnest({vals}) v WHERE v IS NOT NULL "
+                   "GROUP BY v").format(i=idx, vals=_values(f))
+
+
+# Every item's values of one facet, with the version of the corpus they are at (one
+# snapshot: the version moves with every write that changes a row).
+_VALUES = "SELECT m.id, {vals}, " + VERSION_OF + " FROM {table} m"
+
+
+async def facet_values(store: Store, corpus: Corpus, f: Facet
+                       ) -> tuple[int, list[tuple[str, list[str] | None]]]:
+    """The corpus's version and each item's values of the facet, read at that version."""
+    stmt = sql.SQL(_VALUES).format(vals=_values(f), table=schema.items_table(corpus.id))
+    async with store.reads.connection() as conn:
+        cur = await conn.execute(stmt, {"lex_corpus_id": corpus.id})
+        rows = await cur.fetchall()
+    if not rows:
+        return -1, []  # no item: no version to hold them at (no match set either)
+    return int(rows[0][2]), [(r[0], r[1]) for r in rows]
 
 
 async def facet_counts(store: Store, corpus: Corpus, facets: Sequence[Facet],

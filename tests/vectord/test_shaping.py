@@ -3,6 +3,7 @@ facets, diversity, recency; and no option -> the very same answer as before."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import aiohttp
 import pytest
 
 from internal.config import Config
-from internal.vectord import shaping_highlight
+from internal.vectord import shaping_facets, shaping_highlight
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
@@ -188,6 +189,50 @@ async def test_facet_counts_equal_filtered_lexical_searches(
     assert status == 200, out
     [(tag, n)] = out["facets"]["tags"].items()
     assert n == await count({"type": "ticket", "tags_any": [tag]}, [a, b])
+
+
+async def test_facets_from_the_index_equal_the_statements_also_after_a_write(
+        vectord_url: str, sql_engine: str, http: aiohttp.ClientSession) -> None:
+    words = ["printer toner", "printer jam", "vpn drop", "printer vpn", "toner order"]
+    meta: list[Any] = ["ticket", ["page", "faq"], 3, None, "page"]
+    items = [_it(i, words[i % 5], tags=[f"t{i % 3}", "all", "all"][: 1 + i % 3],
+                 metadata={"date": f"2026-0{1 + i % 4}-1{i % 9}",
+                           **({"type": meta[i % 5]} if i % 7 else {})})
+             for i in range(40)]
+    name = await _corpus(http, vectord_url, items)
+    q = {"mode": "lexical", "query_text": "printer toner", "k": 3, "facets": [
+        "corpus", "tags", "type", {"field": "metadata.date", "interval": "month"},
+        {"field": "updated_at", "interval": "month"}]}
+
+    async def both() -> dict[str, Any]:
+        before = shaping_facets.COUNTED["memory"]
+        for _ in range(100):  # until the index holds the corpus whole (loaded in the background)
+            memory = await _search(http, vectord_url, name, **q)
+            if shaping_facets.COUNTED["memory"] > before:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the facets were never counted from the index")
+        sql = await _search(http, sql_engine, name, **q)
+        assert memory["facets"] == sql["facets"]
+        facets: dict[str, Any] = memory["facets"]
+        return facets
+
+    first = await both()
+    types: dict[str, int] = {}
+    for it in items:
+        kind = it["metadata"].get("type")
+        if "vpn drop" not in it["text"] and kind is not None:  # a match, of a type
+            for v in kind if isinstance(kind, list) else [kind]:
+                types[str(v)] = types.get(str(v), 0) + 1
+    assert first["type"] == types and first["tags"]["all"] > 0
+    status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [
+        _it(0, "printer toner", tags=["new"], metadata={"type": "memo"}),
+        _it(99, "printer", tags=["new"])]})
+    assert status == 200, body
+    after = await both()  # the values read again at the corpus's new version
+    assert after["tags"]["new"] == 2 and after["type"]["memo"] == 1
+    assert after["corpus"][name] == first["corpus"][name] + 1
 
 
 async def test_diversity_pushes_copies_down(vectord_url: str,
