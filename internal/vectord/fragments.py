@@ -114,13 +114,15 @@ def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
 
 def _render(text: str, lo: int, hi: int, inside: list[tuple[int, int]], pre: str,
             post: str) -> str:
+    """text[lo:hi] escaped, its marks between pre and post: the marks laid in as the
+    sentinels (which the text no longer holds), escaped in one pass, then replaced."""
     parts = ["…" if lo > 0 else ""]
     pos = lo
     for s, e in inside:
-        parts += [_esc(text[pos:s]), pre, _esc(text[s:e]), post]
+        parts += [text[pos:s], START, text[s:e], STOP]
         pos = e
-    parts += [_esc(text[pos:hi]), "…" if hi < len(text) else ""]
-    return "".join(parts).strip()
+    parts += [text[pos:hi], "…" if hi < len(text) else ""]
+    return _esc("".join(parts)).replace(START, pre).replace(STOP, post).strip()
 
 
 def _esc(text: str) -> str:

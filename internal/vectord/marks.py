@@ -77,12 +77,12 @@ def _head(lexeme: str) -> str:
     return head if head.isascii() else head.translate(_FOLD)
 
 
-def _candidates(low: str, heads: list[str]) -> list[tuple[str, int, int]]:
+def _candidates(low: str, heads: list[str], fold: bool) -> list[tuple[str, int, int]]:
     """The whole word parts of `low` that begin with a head, in text order (str.find:
-    a few times faster than one regular expression over the text); accents folded on
-    both sides, as stemmers fold some (German "Häuser" is "haus")."""
+    a few times faster than one regular expression over the text); `fold`: accents
+    folded on both sides, as most stemmers fold some (German "Häuser" is "haus")."""
     found: dict[int, tuple[str, int, int]] = {}
-    folded = low if low.isascii() else low.translate(_FOLD)
+    folded = low if not fold or low.isascii() else low.translate(_FOLD)
     for head in heads:
         i = folded.find(head)
         while i >= 0:
@@ -95,6 +95,7 @@ def _candidates(low: str, heads: list[str]) -> list[tuple[str, int, int]]:
 
 
 MARK, OTHER, UNSURE = 1, 0, -1  # how PostgreSQL reads a word found here (`_reading`)
+_PLAIN = frozenset(" \t\n,;()[]\"'")  # around a word of letters: `_reading` says MARK
 
 
 def _chained(text: str, dash: int) -> bool:
@@ -167,14 +168,19 @@ def marks(text: str, language: str, lexemes: Mapping[str, int]
     if len(low) != len(text):
         return None  # lower-casing changed the length: leave it to PostgreSQL
     heads = sorted({_head(lx) for lx in held if _WORD.fullmatch(lx)})
-    found = _candidates(low, heads)
+    found = _candidates(low, heads, language != "english")
     table = _lexemes(language, {w for w, _, _ in found})
     out: list[tuple[int, int]] = []
     counts: dict[str, int] = {}
+    n = len(low)
     for word, s, e in found:
         lx = table[word]
         if lx in held:
-            how = _reading(low, s, e)
+            if (s == 0 or low[s - 1] in _PLAIN) and (e == n or low[e] in _PLAIN) and (
+                    word.isalpha()):
+                how = MARK  # the common case, spelled out: a word between spaces
+            else:
+                how = _reading(low, s, e)
             if how == UNSURE:
                 return None
             if how == MARK:

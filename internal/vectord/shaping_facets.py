@@ -36,7 +36,7 @@ async def facets(store: Store, p: Options, names: Sequence[str],
     lexemes: list[str] | None = None
     views: dict[int, postings.CorpusIndex] = {}
     if p.text.strip():
-        lexemes, views = await shaping_highlight.query_lexemes(store, p, corpora, trust=False)
+        lexemes, views = await _current_lexemes(store, p, corpora)
         if not lexemes:  # no query word occurs: nothing matches
             return {f.name: {} for f in fields}
     rows = await asyncio.gather(*(_corpus_counts(store, p, c, fields, lexemes, views.get(c.id))
@@ -52,6 +52,20 @@ async def facets(store: Store, p: Options, names: Sequence[str],
                 ordering.add_counts(counts[i], per[i])
     return {f.name: ordering.top_counts(counts[i], size, by_value=f.kind == "month")
             for i, f in enumerate(fields)}
+
+
+async def _current_lexemes(store: Store, p: Options, corpora: list[Corpus]
+                           ) -> tuple[list[str], dict[int, postings.CorpusIndex]]:
+    """The query's lexemes and the index views, at the corpora's current versions: the
+    cached views when the versions (read in the statement the concurrent searches share)
+    are theirs, else brought up to date by a statement of their own."""
+    lexemes, views = await shaping_highlight.query_lexemes(store, p, corpora)
+    if views:
+        now = await store.lex.versions.current(store.reads, list(views))
+        if any(ix.version != now.get(cid) for cid, ix in views.items()):
+            lexemes, views = await shaping_highlight.query_lexemes(store, p, corpora,
+                                                                   trust=False)
+    return lexemes, views
 
 
 async def _corpus_counts(store: Store, p: Options, corpus: Corpus, fields: list[ordering.Facet],
@@ -80,7 +94,11 @@ async def _from_memory(store: Store, corpus: Corpus, fields: list[ordering.Facet
     entries = [ix.entries.get(t) for t in lexemes]
     if any(e is None for e in entries):
         return None
-    ords = np.unique(np.concatenate([e.ords for e in entries if e is not None]))
+    held = np.zeros(len(ix.ids), dtype=bool)  # the match set, by ordinal
+    for e in entries:
+        if e is not None:
+            held[e.ords] = True
+    ords = np.flatnonzero(held).astype(np.int32)
     out: Counts = []
     for f in fields:
         if f.kind == "corpus":

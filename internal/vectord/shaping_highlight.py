@@ -58,17 +58,25 @@ def term_counts(ix: postings.CorpusIndex, lexemes: Sequence[str], ids: Sequence[
                 ) -> dict[str, dict[str, tuple[int, int]]] | None:
     """Per item id, each lexeme's term frequency in its title and its text (0, 0 when it
     lacks the lexeme); None when the view does not hold every lexeme."""
+    entries = [ix.entries.get(t) for t in lexemes]
+    if any(e is None for e in entries):
+        return None
     ords = {o: i for i in ids if (o := ix.ord_of.get(i)) is not None}
     out: dict[str, dict[str, tuple[int, int]]] = {i: dict.fromkeys(lexemes, (0, 0))
                                                   for i in ids}
+    held = [e for e in entries if e is not None and e.df]
+    if not held or not ords:
+        return out
+    # One pass over every posting of the query's lexemes, not one per lexeme.
+    every = np.concatenate([e.ords for e in held])
+    ends = np.cumsum([e.df for e in held])
+    names = [t for t, e in zip(lexemes, entries, strict=True) if e is not None and e.df]
     wanted = np.fromiter(ords, dtype=np.int32, count=len(ords))
-    for t in lexemes:
-        e = ix.entries.get(t)
-        if e is None:
-            return None
-        for at in np.flatnonzero(np.isin(e.ords, wanted)):
-            tf = e.tf[at]
-            out[ords[int(e.ords[at])]][t] = (int(tf[0]), int(tf[1]))
+    for at in np.flatnonzero(np.isin(every, wanted)).tolist():
+        li = int(np.searchsorted(ends, at, side="right"))
+        e = held[li]
+        tf = e.tf[at - (int(ends[li - 1]) if li else 0)]
+        out[ords[int(every[at])]][names[li]] = (int(tf[0]), int(tf[1]))
     return out
 
 
