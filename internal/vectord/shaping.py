@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from internal.api.vectord import (
     MAX_K,
@@ -30,12 +29,11 @@ from internal.api.vectord import (
 )
 from internal.vectord import (
     engine,
-    merge,
     ordering,
     search_check,
-    search_reads,
     shaping_facets,
     shaping_highlight,
+    shaping_sql,
 )
 from internal.vectord.options import Options
 from internal.vectord.store import Store
@@ -171,30 +169,17 @@ def _grouped(hits: list[Hit], key: str, per_corpus: bool, size: int) -> list[Hit
 async def _diverse(store: Store, corpora: dict[str, Corpus], hits: list[Hit],
                    diversity: float, k: int, vector: bool) -> list[Hit]:
     """The k hits maximal marginal relevance picks, by the corpora's stored vectors."""
-    position = {name: i for i, name in enumerate(corpora)}
-    by_pos = {i: corpora[name] for name, i in position.items()}
-    wanted: dict[int, list[str]] = {}
+    wanted: dict[str, list[str]] = {}
     for h in hits:
-        if h.corpus in position:
-            wanted.setdefault(position[h.corpus], []).append(h.id)
-    rows = await search_reads.read_rows(store, by_pos, wanted, search_reads.FEEDBACK_VECTORS)
-    vecs = {r["key"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in rows}
+        if h.corpus in corpora:
+            wanted.setdefault(h.corpus, []).append(h.id)
+    read = await asyncio.gather(*(shaping_sql.vectors(store, corpora[name], ids)
+                                  for name, ids in wanted.items()))
+    vecs = dict(zip(wanted, read, strict=True))
     relevance = [-_key(h, True) if vector else _key(h, False) for h in hits]
     picked = ordering.mmr(
         relevance,
-        [vecs.get(merge.key(h.id, position[h.corpus])) if h.corpus in position else None
-         for h in hits],
+        [vecs.get(h.corpus, {}).get(h.id) for h in hits],
         [(corpora[h.corpus].model, corpora[h.corpus].dim) if h.corpus in corpora else h.corpus
          for h in hits], diversity, k)
     return [hits[i] for i in picked]
-
-
-# ---- highlights ---------------------------------------------------------------------------
-
-async def _lexemes(store: Store, p: Options, req: SearchRequest,
-                   corpora: Sequence[Corpus]) -> list[str] | None:
-    """The query's lexemes that occur in the corpora (the lexical layer's), None: none."""
-    if not req.query_text or not req.query_text.strip() or not corpora:
-        return None
-    stats = await search_reads.union_stats(store, replace(p, text=req.query_text), corpora)
-    return None if stats is None else stats.lexemes
