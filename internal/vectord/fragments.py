@@ -93,6 +93,8 @@ def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
     around the marks. Empty when nothing is marked."""
     if not marks:
         return []
+    if len(text) <= fragment_chars:  # every mark's window is the whole text
+        return [_render(text, 0, len(text), marks, pre, post)]
     starts = [s for s, _ in marks]
     ends = [e for _, e in marks]
     words = [text[s:e].lower() for s, e in marks]

@@ -101,7 +101,8 @@ async def highlight(store: Store, p: Options, req_text: str | None, hl: Highligh
     if not hits:
         return
     found: dict[tuple[str, str], dict[str, tuple[str, Spans]]] = {}
-    text = (req_text or "").strip()
+    # The search's own text (not stripped: the key of the query's lexemes it cached).
+    text = p.text or req_text or ""
     searched = [c for c in corpora.values() if any(h.corpus == c.name for h in hits)]
     lexemes, views = await query_lexemes(store, replace(p, text=text), searched)
     if lexemes:
