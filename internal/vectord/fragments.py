@@ -58,18 +58,27 @@ def _window(text: str, starts: list[int], ends: list[int], first: int, size: int
             ) -> tuple[int, int]:
     """About `size` characters around the mark `first`, at word boundaries, a third of
     the room before it; a mark the edges would cut is left out whole (the marks are in
-    text order and do not overlap, so the one an edge falls in is found by bisection)."""
+    text order and do not overlap, so the one an edge falls in is found by bisection).
+    Spelled with comparisons, not min/max: it runs once per mark of every hit."""
     s, e = starts[first], ends[first]
-    room = max(0, size - (e - s))
-    lo = max(0, s - room // 3)
-    hi = min(len(text), lo + max(size, e - s))
-    lo = max(0, min(lo, hi - size))
+    n = len(text)
+    width = e - s
+    lo = s - (size - width) // 3 if size > width else s
+    if lo < 0:
+        lo = 0
+    hi = lo + (size if size > width else width)
+    if hi > n:
+        hi = n
+    if hi - size < lo:
+        lo = hi - size if hi > size else 0
     if lo > 0:
         cut = text.find(" ", lo, s)
-        lo = cut + 1 if cut >= 0 else lo
-    if hi < len(text):
+        if cut >= 0:
+            lo = cut + 1
+    if hi < n:
         cut = text.rfind(" ", e, hi)
-        hi = cut if cut >= 0 else hi
+        if cut >= 0:
+            hi = cut
     j = bisect_left(starts, hi) - 1  # the last mark starting before hi
     if j >= 0 and hi < ends[j]:
         hi = starts[j]

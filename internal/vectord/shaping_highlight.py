@@ -71,8 +71,9 @@ def term_counts(ix: postings.CorpusIndex, lexemes: Sequence[str], ids: Sequence[
     every = np.concatenate([e.ords for e in held])
     ends = np.cumsum([e.df for e in held])
     names = [t for t, e in zip(lexemes, entries, strict=True) if e is not None and e.df]
-    wanted = np.fromiter(ords, dtype=np.int32, count=len(ords))
-    for at in np.flatnonzero(np.isin(every, wanted)).tolist():
+    wanted = np.zeros(max(len(ix.ids), int(every.max()) + 1), dtype=bool)
+    wanted[list(ords)] = True
+    for at in np.flatnonzero(wanted[every]).tolist():
         li = int(np.searchsorted(ends, at, side="right"))
         e = held[li]
         tf = e.tf[at - (int(ends[li - 1]) if li else 0)]
