@@ -182,12 +182,15 @@ async def test_facet_counts_equal_filtered_lexical_searches(
         assert n == await count({"date": {"field": "date", "after": after + "T00:00:00Z",
                                           "before": before + "Z"}}, [a, b]), month
     assert sum(facets["type"].values()) == total
-    # With a filter: over the items that pass it.
+    # With a filter: over the items that pass it, always counted by PostgreSQL (so is a
+    # scoped key's or tenant token's forced filter, ANDed into the request's filter).
+    memory = shaping_facets.COUNTED["memory"]
     status, out = await call(http, "POST", f"{vectord_url}{M}", {
         "corpora": [a, b], "mode": "lexical", "query_text": "printer", "k": 1,
         "filter": {"type": "ticket"}, "facets": ["tags"], "facet_size": 1})
     assert status == 200, out
     [(tag, n)] = out["facets"]["tags"].items()
+    assert shaping_facets.COUNTED["memory"] == memory
     assert n == await count({"type": "ticket", "tags_any": [tag]}, [a, b])
 
 
