@@ -334,6 +334,27 @@ def on_stack(prefix: str, work: Callable[[str], Coroutine[Any, Any, None]]) -> i
     return 0
 
 
+def on_stacks(prefix: str, roots: dict[str, Path],
+              work: Callable[[dict[str, str]], Coroutine[Any, Any, None]]) -> int:
+    """work(each side's gateway URL) on a stack of each checkout, stopped and removed
+    afterwards (in reverse order)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        gateways = {}
+        for side, root in roots.items():
+            proc, urls = start_stack(tmp / side, root.resolve())
+            procs.append(proc)
+            gateways[side] = urls["gateway"]
+        asyncio.run(work(gateways))
+    finally:
+        for proc in reversed(procs):
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(120)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)

@@ -8,10 +8,14 @@ group_by / facets (corpus, tags, type) / diversity, and with all of them. p50/p9
 search at a time, each text through every variant in a turn shuffled a text (seeded), so
 the machine's swings fall on all alike; QPS at concurrency 16, variants in alternating
 order each round. Prints each variant's p50 against the plain default's measured in the
-same run (targets: highlight <= +15%, facets <= +25%).
+same run (targets: highlight <= +15%, facets <= +25%). With --baseline DIR (a checkout of
+another commit, e.g. `git archive REV | tar -x -C DIR`), both stacks run side by side and
+every text goes through every (side, variant) in one shuffled turn: candidates measured
+in one run.
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
-        .venv/bin/python scripts/bench_shaping.py --beir ../shared/data [--queries 300] [--rounds 2]
+        .venv/bin/python scripts/bench_shaping.py --beir ../shared/data [--queries 300] \\
+        [--rounds 2] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gateway import (
     CONCURRENCY,
+    ROOT,
     beir_queries,
     load_beir,
     load_line,
-    on_stack,
+    on_stacks,
     run_texts,
 )
 
@@ -47,40 +52,44 @@ OPTIONS: dict[str, dict[str, Any]] = {
 OPTIONS["all"] = {k: v for opts in OPTIONS.values() for k, v in opts.items()}
 
 
-async def measure(args: argparse.Namespace, url: str) -> None:
+async def measure(args: argparse.Namespace, urls: dict[str, str]) -> None:
     connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
     async with aiohttp.ClientSession(connector=connector) as session:
-        n = await load_beir(session, url, CORPUS, args.beir)
+        for url in urls.values():
+            n = await load_beir(session, url, CORPUS, args.beir)
         texts: list[str | None] = list(beir_queries(args.beir, args.queries))
         bodies = {label: {"corpora": [CORPUS], "k": 10, **opts} for label, opts in OPTIONS.items()}
-        for body in bodies.values():
-            await run_texts(session, url, body, texts[:30])  # warm-up
-        labels = list(bodies)
-        seq: dict[str, list[float]] = {label: [] for label in labels}
-        wall = dict.fromkeys(labels, 0.0)
-        done = dict.fromkeys(labels, 0)
+        runs = [(side, label) for side in urls for label in bodies]
+        for side, label in runs:
+            await run_texts(session, urls[side], bodies[label], texts[:30])  # warm-up
+        seq: dict[tuple[str, str], list[float]] = {r: [] for r in runs}
+        wall = dict.fromkeys(runs, 0.0)
+        done = dict.fromkeys(runs, 0)
         rng = random.Random(7)
         for rnd in range(args.rounds):
             for text in texts[:args.sequential]:
-                for label in rng.sample(labels, len(labels)):
-                    got, _ = await run_texts(session, url, bodies[label], [text])
-                    seq[label] += got
-            for label in (labels if rnd % 2 == 0 else labels[::-1]):
-                got, secs = await run_texts(session, url, bodies[label], texts)
-                wall[label] += secs
-                done[label] += len(got)
+                for side, label in rng.sample(runs, len(runs)):
+                    got, _ = await run_texts(session, urls[side], bodies[label], [text])
+                    seq[(side, label)] += got
+            for side, label in (runs if rnd % 2 == 0 else runs[::-1]):
+                got, secs = await run_texts(session, urls[side], bodies[label], texts)
+                wall[(side, label)] += secs
+                done[(side, label)] += len(got)
         print(f"\none corpus of {n:,} documents (SciFact + Cranfield + CISI), the default search "
               f"(hybrid, k 10) through the gateway, {len(texts)} SciFact queries as text, "
               f"{args.rounds} rounds; p50/p95 one at a time ({args.sequential} texts a round, "
-              f"every variant in a shuffled turn), QPS at concurrency {CONCURRENCY}\n")
-        print("| options | p50 ms | p95 ms | QPS @16 | p50 vs none |")
-        print("|---|---:|---:|---:|---:|")
-        base = statistics.median(seq["none"])
-        for label in labels:
-            xs = sorted(seq[label])
+              f"every variant{' of both sides' if len(urls) > 1 else ''} in a shuffled turn), "
+              f"QPS at concurrency {CONCURRENCY}\n")
+        many = len(urls) > 1
+        print(f"| {'side | ' if many else ''}options | p50 ms | p95 ms | QPS @16 | p50 vs none |")
+        print(f"|{'---|' if many else ''}---|---:|---:|---:|---:|")
+        for side, label in runs:
+            base = statistics.median(seq[(side, "none")])
+            xs = sorted(seq[(side, label)])
             p50 = statistics.median(xs)
-            print(f"| {label} | {p50:.2f} | {xs[int(len(xs) * 0.95) - 1]:.2f} | "
-                  f"{done[label] / wall[label]:.0f} | {(p50 / base - 1) * 100:+.1f}% |")
+            print(f"| {side + ' | ' if many else ''}{label} | {p50:.2f} | "
+                  f"{xs[int(len(xs) * 0.95) - 1]:.2f} | {done[(side, label)] / wall[(side, label)]:.0f}"
+                  f" | {(p50 / base - 1) * 100:+.1f}% |")
         print("\n" + load_line())
 
 
@@ -90,8 +99,12 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--sequential", type=int, default=100, help="texts a round one at a time")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="a checkout of another commit, measured alongside in the same run")
     args = ap.parse_args()
-    return on_stack("lakehouse-bench-shaping-", lambda url: measure(args, url))
+    roots = {"this": ROOT} if args.baseline is None else {"this": ROOT,
+                                                           "baseline": args.baseline}
+    return on_stacks("lakehouse-bench-shaping-", roots, lambda urls: measure(args, urls))
 
 if __name__ == "__main__":
     raise SystemExit(main())

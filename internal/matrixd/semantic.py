@@ -1,6 +1,7 @@
-"""Semantic highlight fragments: for a hit whose text holds none of the question's words
-(vectord's highlight kind "lead": the vector layer alone found it), the passage most
-similar to the question by the hit corpus's own model, marked `highlight_kind: "semantic"`.
+"""Semantic highlight fragments: for a hit none of whose fields holds the question's words
+(vectord's highlight kind "lead" for its text and no "lexical" field: the vector layer
+alone found it), the passage most similar to the question by the hit corpus's own model,
+marked `highlight_kind: "semantic"`. A hit whose title matched keeps its text's lead.
 
 The passages are cut here (`passages`, no I/O), embedded by embedd with the corpus's
 model in one call per model, and compared with the query vector of that model (the one
@@ -25,7 +26,7 @@ from internal.matrixd.deps import Deps
 log = structlog.get_logger()
 
 MAX_PASSAGES = 8  # per hit: the embedding call stays one small batch
-LEAD, SEMANTIC = "lead", "semantic"
+LEAD, SEMANTIC, LEXICAL = "lead", "semantic", "lexical"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _SPACE = re.compile(r"\s+")
 
@@ -74,8 +75,9 @@ async def apply(deps: Deps, hits: list[RankedHit], fragment_chars: int,
     todo: dict[str, list[tuple[RankedHit, list[str]]]] = {}
     for h in hits:
         kinds = h.highlight_kind
-        if not isinstance(kinds, dict) or kinds.get("text") != LEAD:
-            continue
+        if (not isinstance(kinds, dict) or kinds.get("text") != LEAD
+                or LEXICAL in kinds.values()):
+            continue  # the hit's words matched (its title): not a vector-only hit
         model = model_of.get(h.corpus) or default.model
         cut = passages(h.text, fragment_chars)
         if cut and model in query_of:

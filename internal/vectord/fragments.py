@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left, bisect_right
 
 START = "\x02"
 STOP = "\x03"
@@ -53,61 +54,86 @@ def spans(marked: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(plain), out
 
 
-def _window(text: str, marks: list[tuple[int, int]], first: int, size: int
+def _window(text: str, starts: list[int], ends: list[int], first: int, size: int
             ) -> tuple[int, int]:
     """About `size` characters around the mark `first`, at word boundaries, a third of
-    the room before it; a mark the edges would cut is left out whole."""
-    s, e = marks[first]
-    room = max(0, size - (e - s))
-    lo = max(0, s - room // 3)
-    hi = min(len(text), lo + max(size, e - s))
-    lo = max(0, min(lo, hi - size))
+    the room before it; a mark the edges would cut is left out whole (the marks are in
+    text order and do not overlap, so the one an edge falls in is found by bisection).
+    Spelled with comparisons, not min/max: it runs once per mark of every hit."""
+    s, e = starts[first], ends[first]
+    n = len(text)
+    width = e - s
+    lo = s - (size - width) // 3 if size > width else s
+    if lo < 0:
+        lo = 0
+    hi = lo + (size if size > width else width)
+    if hi > n:
+        hi = n
+    if hi - size < lo:
+        lo = hi - size if hi > size else 0
     if lo > 0:
         cut = text.find(" ", lo, s)
-        lo = cut + 1 if cut >= 0 else lo
-    if hi < len(text):
+        if cut >= 0:
+            lo = cut + 1
+    if hi < n:
         cut = text.rfind(" ", e, hi)
-        hi = cut if cut >= 0 else hi
-    for ms, me in marks:
-        if ms < lo < me:
-            lo = me
-        if ms < hi < me:
-            hi = ms
+        if cut >= 0:
+            hi = cut
+    j = bisect_left(starts, hi) - 1  # the last mark starting before hi
+    if j >= 0 and hi < ends[j]:
+        hi = starts[j]
+    j = bisect_left(starts, lo) - 1
+    if j >= 0 and lo < ends[j]:
+        lo = ends[j]
     return lo, hi
 
 
 def best(marked: str, pre: str, post: str, fragment_chars: int, fragments: int) -> list[str]:
-    """The best fragments of a field ts_headline marked, best first: those holding the
-    most distinct marked words (then the most marks, then the earliest), not
-    overlapping; escaped, with pre/post around the marks. Empty when nothing is marked."""
+    """The best fragments of a field ts_headline marked (`best_of`)."""
     text, marks = spans(marked)
+    return best_of(text, marks, pre, post, fragment_chars, fragments)
+
+
+def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
+            fragment_chars: int, fragments: int) -> list[str]:
+    """The best fragments of a text with these marked words ((start, end), in text
+    order, not overlapping), best first: those holding the most distinct marked words
+    (then the most marks, then the earliest), not overlapping; escaped, with pre/post
+    around the marks. Empty when nothing is marked."""
     if not marks:
         return []
+    if len(text) <= fragment_chars:  # every mark's window is the whole text
+        return [_render(text, 0, len(text), marks, pre, post)]
+    starts = [s for s, _ in marks]
+    ends = [e for _, e in marks]
+    words = [text[s:e].lower() for s, e in marks]
     scored = []
     for i in range(len(marks)):
-        lo, hi = _window(text, marks, i, fragment_chars)
-        inside = [(s, e) for s, e in marks if lo <= s and e <= hi]
-        words = {text[s:e].lower() for s, e in inside}
-        scored.append((-len(words), -len(inside), lo, hi, inside))
+        lo, hi = _window(text, starts, ends, i, fragment_chars)
+        a = bisect_left(starts, lo)
+        b = max(a, bisect_right(ends, hi))
+        scored.append((-len(set(words[a:b])), a - b, lo, hi, a, b))
     scored.sort(key=lambda t: (t[0], t[1], t[2]))
     chosen: list[tuple[int, int, list[tuple[int, int]]]] = []
-    for _, _, lo, hi, inside in scored:
+    for _, _, lo, hi, a, b in scored:
         if len(chosen) == fragments:
             break
-        if inside and all(hi <= clo or lo >= chi for clo, chi, _ in chosen):
-            chosen.append((lo, hi, inside))
+        if a < b and all(hi <= clo or lo >= chi for clo, chi, _ in chosen):
+            chosen.append((lo, hi, marks[a:b]))
     return [_render(text, lo, hi, inside, pre, post) for lo, hi, inside in chosen]
 
 
 def _render(text: str, lo: int, hi: int, inside: list[tuple[int, int]], pre: str,
             post: str) -> str:
+    """text[lo:hi] escaped, its marks between pre and post: the marks laid in as the
+    sentinels (which the text no longer holds), escaped in one pass, then replaced."""
     parts = ["…" if lo > 0 else ""]
     pos = lo
     for s, e in inside:
-        parts += [_esc(text[pos:s]), pre, _esc(text[s:e]), post]
+        parts += [text[pos:s], START, text[s:e], STOP]
         pos = e
-    parts += [_esc(text[pos:hi]), "…" if hi < len(text) else ""]
-    return "".join(parts).strip()
+    parts += [text[pos:hi], "…" if hi < len(text) else ""]
+    return _esc("".join(parts)).replace(START, pre).replace(STOP, post).strip()
 
 
 def _esc(text: str) -> str:
@@ -127,4 +153,9 @@ def lead(text: str, fragment_chars: int) -> list[str]:
 
 def strip_sentinels(text: str) -> str:
     """The text without the sentinel characters (each becomes a space)."""
-    return text.translate({ord(c): " " for c in SENTINELS})
+    if START not in text and STOP not in text:
+        return text
+    return text.translate(_NO_SENTINELS)
+
+
+_NO_SENTINELS = {ord(c): " " for c in SENTINELS}

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from internal.api.vectord import (
     MAX_K,
@@ -30,18 +29,16 @@ from internal.api.vectord import (
 )
 from internal.vectord import (
     engine,
-    fragments,
-    merge,
     ordering,
     search_check,
-    search_reads,
+    shaping_facets,
+    shaping_highlight,
     shaping_sql,
 )
 from internal.vectord.options import Options
 from internal.vectord.store import Store
 
 DEPTH = 10  # a reordering search ranks this many times k candidates (at most MAX_K)
-Facets = dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,7 @@ def check(req: SearchRequest) -> Plan:
 @dataclass
 class Shaped:
     result: engine.Result
-    facets: Facets | msgspec.UnsetType = msgspec.UNSET
+    facets: shaping_facets.Facets | msgspec.UnsetType = msgspec.UNSET
 
 
 async def search(store: Store, names: Sequence[str], req: SearchRequest,
@@ -94,7 +91,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
     if plan.facets:
         found, facets = await asyncio.gather(
             engine.search(store, names, deep, corpus_weights, p, include),
-            _facets(store, p, names, plan.facets, req.facet_size))
+            shaping_facets.facets(store, p, names, plan.facets, req.facet_size))
     else:
         found, facets = await engine.search(store, names, deep, corpus_weights, p, include), None
     corpora = {o.name: o.corpus for o in found.outcomes if o.corpus is not None}
@@ -104,7 +101,7 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
         for o in found.outcomes:  # each corpus's share of the hits shown
             o.hits = sum(1 for h in hits if h.corpus == o.name)
     if plan.highlight is not None:
-        await _highlight(req, plan.highlight, store, corpora, hits)
+        await shaping_highlight.highlight(store, p, req.query_text, plan.highlight, corpora, hits)
     found.hits = hits
     return Shaped(found, msgspec.UNSET if facets is None else facets)
 
@@ -172,90 +169,17 @@ def _grouped(hits: list[Hit], key: str, per_corpus: bool, size: int) -> list[Hit
 async def _diverse(store: Store, corpora: dict[str, Corpus], hits: list[Hit],
                    diversity: float, k: int, vector: bool) -> list[Hit]:
     """The k hits maximal marginal relevance picks, by the corpora's stored vectors."""
-    position = {name: i for i, name in enumerate(corpora)}
-    by_pos = {i: corpora[name] for name, i in position.items()}
-    wanted: dict[int, list[str]] = {}
+    wanted: dict[str, list[str]] = {}
     for h in hits:
-        if h.corpus in position:
-            wanted.setdefault(position[h.corpus], []).append(h.id)
-    rows = await search_reads.read_rows(store, by_pos, wanted, search_reads.FEEDBACK_VECTORS)
-    vecs = {r["key"]: np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in rows}
+        if h.corpus in corpora:
+            wanted.setdefault(h.corpus, []).append(h.id)
+    read = await asyncio.gather(*(shaping_sql.vectors(store, corpora[name], ids)
+                                  for name, ids in wanted.items()))
+    vecs = dict(zip(wanted, read, strict=True))
     relevance = [-_key(h, True) if vector else _key(h, False) for h in hits]
     picked = ordering.mmr(
         relevance,
-        [vecs.get(merge.key(h.id, position[h.corpus])) if h.corpus in position else None
-         for h in hits],
+        [vecs.get(h.corpus, {}).get(h.id) for h in hits],
         [(corpora[h.corpus].model, corpora[h.corpus].dim) if h.corpus in corpora else h.corpus
          for h in hits], diversity, k)
     return [hits[i] for i in picked]
-
-
-# ---- highlights ---------------------------------------------------------------------------
-
-async def _lexemes(store: Store, p: Options, req: SearchRequest,
-                   corpora: Sequence[Corpus]) -> list[str] | None:
-    """The query's lexemes that occur in the corpora (the lexical layer's), None: none."""
-    if not req.query_text or not req.query_text.strip() or not corpora:
-        return None
-    stats = await search_reads.union_stats(store, replace(p, text=req.query_text), corpora)
-    return None if stats is None else stats.lexemes
-
-
-async def _highlight(req: SearchRequest, hl: Highlight, store: Store,
-                     corpora: dict[str, Corpus], hits: list[Hit]) -> None:
-    """Each hit's `highlight` and `highlight_kind` (lexical marks, else the field's lead)."""
-    if not hits:
-        return
-    marked: dict[str, dict[str, tuple[str, str]]] = {}
-    text = (req.query_text or "").strip()
-    if text:
-        by_corpus: dict[str, list[str]] = {}
-        for h in hits:
-            by_corpus.setdefault(h.corpus, []).append(h.id)
-        names = [c for c in by_corpus if c in corpora]
-        read = await asyncio.gather(*(shaping_sql.headlines(
-            store, corpora[c], by_corpus[c], text, fragments.headline_options())
-            for c in names))
-        marked = dict(zip(names, read, strict=True))
-    for h in hits:
-        row = marked.get(h.corpus, {}).get(h.id)
-        out: dict[str, list[str]] = {}
-        kinds: dict[str, str] = {}
-        for name in hl.fields:
-            stored = h.title if name == "title" else h.text
-            got = (fragments.best(row[0 if name == "title" else 1], hl.pre, hl.post,
-                                  hl.fragment_chars, hl.fragments) if row is not None else [])
-            if got:
-                out[name], kinds[name] = got, fragments.LEXICAL
-            else:
-                out[name] = fragments.lead(stored or "", hl.fragment_chars)
-                kinds[name] = fragments.LEAD
-        h.highlight, h.highlight_kind = out, kinds
-
-
-# ---- facets -------------------------------------------------------------------------------
-
-async def _facets(store: Store, p: Options, names: Sequence[str],
-                  facets: list[ordering.Facet], size: int) -> Facets:
-    """Counts per facet over the corpora's match sets, summed across corpora."""
-    got = await asyncio.gather(*(store.corpus(n) for n in names), return_exceptions=True)
-    corpora = [c for c in got if isinstance(c, Corpus)]
-    counts: list[dict[str, int]] = [{} for _ in facets]
-    lexemes: list[str] | None = None
-    if p.text.strip():
-        lexemes = await _lexemes(store, p, p.req, corpora)
-        if lexemes is None:  # no query word occurs: nothing matches
-            return {f.name: {} for f in facets}
-    rows = await asyncio.gather(*(shaping_sql.facet_counts(
-        store, c, facets, p.where, p.params, lexemes) for c in corpora))
-    for corpus, per in zip(corpora, rows, strict=True):
-        for i, f in enumerate(facets):
-            if f.kind == "corpus":
-                n = sum(c for _, c in per[i])
-                if n:
-                    counts[i][corpus.name] = counts[i].get(corpus.name, 0) + n
-            else:
-                ordering.add_counts(counts[i], per[i])
-    return {f.name: ordering.top_counts(counts[i], size, by_value=f.kind == "month")
-            for i, f in enumerate(facets)}
-

@@ -26,7 +26,7 @@ from internal.common.errors import Conflict, NotFound, Unavailable
 from internal.config import VectordConfig
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import lexical, reembed_store, schema, space_index
+from internal.vectord import facet_values, lexical, reembed_store, schema, space_index
 from internal.vectord.lexindex import LexIndex
 from internal.vectord.store_items import ItemsPart, wal_position_on
 from internal.vectord.store_items import PreparedItem as PreparedItem
@@ -73,6 +73,8 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         self.cfg = cfg
         # The in-memory lexical index of this process (lexical_engine "memory").
         self.lex = LexIndex(cfg.lexical_cache_mb * 2**20)
+        # Facet values by the index's ordinals, per corpus version (shaping_facets.py).
+        self.facet_values = facet_values.Cache()
         self.db = db
         self._cache: dict[str, tuple[float, Corpus]] = {}
         # (hnsw.ef_search, hnsw.iterative_scan) last set on each pooled connection.
@@ -248,6 +250,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         self._cache.pop(name, None)
         self.spaces_changed.set()  # the background reclaimer deletes its space rows
         self.lex.forget(corpus.id)
+        self.facet_values.forget(corpus.id)
 
     async def _delete_corpus_once(self, name: str) -> Corpus:
         async with self.pool.connection() as conn, conn.transaction():

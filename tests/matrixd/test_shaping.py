@@ -81,17 +81,22 @@ async def test_a_vector_only_hit_gets_its_most_similar_passage(
         vec, emb = VectordClient(s, vectord_url), EmbedClient(s, embedd_url)
         e = await emb.embed([text])
         await vec.create_corpus(name, e.dim, model=e.model)
-        await vec.upsert(name, [{"id": "f1", "vector": e.vectors[0], "text": text}], model=e.model)
+        await vec.upsert(name, [{"id": "f1", "vector": e.vectors[0], "text": text},
+                                {"id": "f2", "vector": e.vectors[0], "text": "Opening hours.",
+                                 "title": "Lift notes"}], model=e.model)
     server = await start_matrix(base_cfg, vectord_url, embedd_url)
     try:
         status, out = await post(http, f"{url_of(server)}/v1/matrix/search", {
-            "query_text": "when will the lift be fixed", "corpora": [name], "k": 1,
+            "query_text": "when will the lift be fixed", "corpora": [name], "k": 2,
             "highlight": {"fragment_chars": 60}})
         assert status == 200, out
-        [hit] = out["hits"]
+        hit = next(h for h in out["hits"] if h["id"] == "f1")
         assert hit["highlight_kind"]["text"] == "semantic"
         assert hit["highlight"]["text"] == [
             "The elevator on the east side is under repair until May."]
+        # A hit whose title holds the question's words was found by them: its text's lead.
+        titled = next(h for h in out["hits"] if h["id"] == "f2")
+        assert titled["highlight_kind"] == {"title": "lexical", "text": "lead"}
     finally:
         await server.close()
         async with aiohttp.ClientSession() as s:

@@ -3,10 +3,16 @@ facets, diversity, recency; and no option -> the very same answer as before."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import pytest
 
+from internal.config import Config
+from internal.vectord import shaping_facets, shaping_highlight
+from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
 C = "/v1/vectors/corpora"
@@ -67,6 +73,48 @@ async def test_highlight_marks_stemmed_words_per_language_and_escapes_markup(
                         highlight={"fields": ["text"]})
     frag = next(h for h in out["hits"] if h["id"] == "d004")["highlight"]["text"][0]
     assert frag.count("<mark>") == 1 and "&lt;script&gt;" in frag and "\x02" not in frag
+
+
+TRICKY = [  # words PostgreSQL's parser reads otherwise than as plain words, next to plain ones
+    ("english", "Running runs ran: the runner's run. See http://x.org/run/runs.html or run@x.org"),
+    ("english", "IL-2 and anti-IL-2 receptor; 2.5-fold, 2 of 3,000 cells; HIV/AIDS and HIV-1 in 2"),
+    ("english", "A well-known <b>cell</b> &amp; cells_in vitro; the cell.Cells, e.g. cell-cycle"),
+    ("english", "Emergency emergencies added adding; being beings; skies sky dying die"),
+    ("german", "Die Häuser am See; das Haus, des Hauses; Häuser-Reihe und 2-Häuser"),
+    ("simple", "Runs RUN running 42 x42"),
+]
+
+
+@pytest.fixture(scope="module")
+async def sql_engine(base_cfg: Config) -> AsyncIterator[str]:
+    """A vectord scoring BM25 in PostgreSQL: every highlight is ts_headline's there."""
+    from internal.vectord.server import make_app
+
+    server = await serve(make_app(with_section(base_cfg, "vectord", lexical_engine="sql")))
+    yield url_of(server)
+    await server.close()
+
+
+async def test_highlights_from_the_index_equal_postgresqls(
+        vectord_url: str, sql_engine: str, http: aiohttp.ClientSession) -> None:
+    name = await _corpus(http, vectord_url, [
+        _it(i, text, title=text[:24], language=lang) for i, (lang, text) in enumerate(TRICKY)],
+        language="auto")
+    taken = dict.fromkeys(shaping_highlight.MARKED, 0)
+    for query in ("runs", "cell HIV 2", "IL-2 fold", "emergency add being sky die",
+                  "Häuser", "run 42", "x.org", "well-known cells"):
+        q = {"mode": "lexical", "query_text": query, "k": 10,
+             "highlight": {"pre": "[", "post": "]", "fragment_chars": 40, "fragments": 3}}
+        before = dict(shaping_highlight.MARKED)
+        memory = await _search(http, vectord_url, name, **q)
+        for way, n in shaping_highlight.MARKED.items():
+            taken[way] += n - before[way]
+        sql = await _search(http, sql_engine, name, **q)
+        assert memory["hits"], query
+        assert ([(h["id"], h["highlight"], h["highlight_kind"]) for h in memory["hits"]]
+                == [(h["id"], h["highlight"], h["highlight_kind"]) for h in sql["hits"]]), query
+    # Both ways were taken: marks proven from the index, and PostgreSQL's where they were not.
+    assert taken["python"] > 0 and taken["postgres"] > 0, taken
 
 
 async def test_group_by_parent_returns_one_hit_per_page(
@@ -134,13 +182,60 @@ async def test_facet_counts_equal_filtered_lexical_searches(
         assert n == await count({"date": {"field": "date", "after": after + "T00:00:00Z",
                                           "before": before + "Z"}}, [a, b]), month
     assert sum(facets["type"].values()) == total
-    # With a filter: over the items that pass it.
+    # With a filter: over the items that pass it, always counted by PostgreSQL (so is a
+    # scoped key's or tenant token's forced filter, ANDed into the request's filter).
+    memory = shaping_facets.COUNTED["memory"]
     status, out = await call(http, "POST", f"{vectord_url}{M}", {
         "corpora": [a, b], "mode": "lexical", "query_text": "printer", "k": 1,
         "filter": {"type": "ticket"}, "facets": ["tags"], "facet_size": 1})
     assert status == 200, out
     [(tag, n)] = out["facets"]["tags"].items()
+    assert shaping_facets.COUNTED["memory"] == memory
     assert n == await count({"type": "ticket", "tags_any": [tag]}, [a, b])
+
+
+async def test_facets_from_the_index_equal_the_statements_also_after_a_write(
+        vectord_url: str, sql_engine: str, http: aiohttp.ClientSession) -> None:
+    words = ["printer toner", "printer jam", "vpn drop", "printer vpn", "toner order"]
+    meta: list[Any] = ["ticket", ["page", "faq"], 3, None, "page"]
+    items = [_it(i, words[i % 5], tags=[f"t{i % 3}", "all", "all"][: 1 + i % 3],
+                 metadata={"date": f"2026-0{1 + i % 4}-1{i % 9}",
+                           **({"type": meta[i % 5]} if i % 7 else {})})
+             for i in range(40)]
+    name = await _corpus(http, vectord_url, items)
+    q = {"mode": "lexical", "query_text": "printer toner", "k": 3, "facets": [
+        "corpus", "tags", "type", {"field": "metadata.date", "interval": "month"},
+        {"field": "updated_at", "interval": "month"}]}
+
+    async def both() -> dict[str, Any]:
+        before = shaping_facets.COUNTED["memory"]
+        for _ in range(100):  # until the index holds the corpus whole (loaded in the background)
+            memory = await _search(http, vectord_url, name, **q)
+            if shaping_facets.COUNTED["memory"] > before:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the facets were never counted from the index")
+        sql = await _search(http, sql_engine, name, **q)
+        assert memory["facets"] == sql["facets"]
+        facets: dict[str, Any] = memory["facets"]
+        return facets
+
+    first = await both()
+    types: dict[str, int] = {}
+    for it in items:
+        kind = it["metadata"].get("type")
+        if "vpn drop" not in it["text"] and kind is not None:  # a match, of a type
+            for v in kind if isinstance(kind, list) else [kind]:
+                types[str(v)] = types.get(str(v), 0) + 1
+    assert first["type"] == types and first["tags"]["all"] > 0
+    status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [
+        _it(0, "printer toner", tags=["new"], metadata={"type": "memo"}),
+        _it(99, "printer", tags=["new"])]})
+    assert status == 200, body
+    after = await both()  # the values read again at the corpus's new version
+    assert after["tags"]["new"] == 2 and after["type"]["memo"] == 1
+    assert after["corpus"][name] == first["corpus"][name] + 1
 
 
 async def test_diversity_pushes_copies_down(vectord_url: str,

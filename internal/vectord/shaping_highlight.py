@@ -1,0 +1,143 @@
+"""Highlights of the hits shown (docs/API.md, "Shaping results").
+
+A word is marked when its lexeme, in the item's language, is one of the query's lexemes
+as the lexical layer matched them (the query stemmed in every language of the searched
+corpora, only lexemes some corpus holds: BM25's own). With the in-memory lexical index
+the marks are found in Python from the hits' text, already read with the hits, and
+proven equal to PostgreSQL's by the index's term frequencies (marks.py): no statement.
+A hit whose counts disagree, a language PyStemmer lacks, or the "sql" engine: PostgreSQL's
+ts_headline over those hits only (shaping_sql.headlines), with the same lexemes. The
+fragments are cut and escaped by fragments.py either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import psycopg
+
+from internal.api.vectord import Corpus, Highlight, Hit
+from internal.vectord import fragments, lexical_memory, marks, postings, search_reads, shaping_sql
+from internal.vectord.lexical_options import union_languages
+from internal.vectord.options import Options
+from internal.vectord.store import Store
+
+Spans = list[tuple[int, int]]
+FIELDS = ("title", "text")
+# Hits highlighted by each way since start (tests, the benchmark's notes).
+MARKED = {"python": 0, "postgres": 0}
+
+
+async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus], *,
+                        trust: bool = True
+                        ) -> tuple[list[str], dict[int, postings.CorpusIndex]]:
+    """The query's lexemes some corpus holds, and each corpus's in-memory index view
+    (by corpus id) holding them: the search's own, so with a warm cache and `trust` no
+    statement (else one that reads the corpora's versions and brings the index to them);
+    no views with the "sql" engine (the lexemes read by a statement then)."""
+    if not p.text.strip() or not corpora:
+        return [], {}
+    if not lexical_memory.in_memory(store):
+        stats = await search_reads.union_stats(store, p, corpora)
+        return (stats.lexemes if stats is not None else []), {}
+    langs, auto = union_languages(p.req, corpora)
+    try:
+        prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto,
+                                       lexical_memory.fw(p), trust=trust)
+    except psycopg.errors.UndefinedTable:  # a corpus dropped since the search: no marks
+        return [], {}
+    if prep.stats is None:
+        return [], {}
+    return prep.stats.lexemes, {c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}
+
+
+def term_counts(ix: postings.CorpusIndex, lexemes: Sequence[str], ids: Sequence[str]
+                ) -> dict[str, dict[str, tuple[int, int]]] | None:
+    """Per item id, each lexeme's term frequency in its title and its text (0, 0 when it
+    lacks the lexeme); None when the view does not hold every lexeme."""
+    entries = [ix.entries.get(t) for t in lexemes]
+    if any(e is None for e in entries):
+        return None
+    ords = {o: i for i in ids if (o := ix.ord_of.get(i)) is not None}
+    out: dict[str, dict[str, tuple[int, int]]] = {i: dict.fromkeys(lexemes, (0, 0))
+                                                  for i in ids}
+    held = [e for e in entries if e is not None and e.df]
+    if not held or not ords:
+        return out
+    # One pass over every posting of the query's lexemes, not one per lexeme.
+    every = np.concatenate([e.ords for e in held])
+    ends = np.cumsum([e.df for e in held])
+    names = [t for t, e in zip(lexemes, entries, strict=True) if e is not None and e.df]
+    wanted = np.zeros(max(len(ix.ids), int(every.max()) + 1), dtype=bool)
+    wanted[list(ords)] = True
+    for at in np.flatnonzero(wanted[every]).tolist():
+        li = int(np.searchsorted(ends, at, side="right"))
+        e = held[li]
+        tf = e.tf[at - (int(ends[li - 1]) if li else 0)]
+        out[ords[int(every[at])]][names[li]] = (int(tf[0]), int(tf[1]))
+    return out
+
+
+def python_marks(h: Hit, counts: dict[str, tuple[int, int]], fields: Sequence[str]
+                 ) -> dict[str, tuple[str, Spans]] | None:
+    """Each field's text (sentinels out, as for PostgreSQL) and marks, None when any
+    field's marks are not proven PostgreSQL's."""
+    out: dict[str, tuple[str, Spans]] = {}
+    for name in fields:
+        col = FIELDS.index(name)
+        text = fragments.strip_sentinels((h.title if name == "title" else h.text) or "")
+        got = marks.marks(text, h.language, {t: c[col] for t, c in counts.items()})
+        if got is None:
+            return None
+        out[name] = (text, got)
+    return out
+
+
+async def highlight(store: Store, p: Options, req_text: str | None, hl: Highlight,
+                    corpora: dict[str, Corpus], hits: list[Hit]) -> None:
+    """Each hit's `highlight` and `highlight_kind` (lexical marks, else the field's lead)."""
+    if not hits:
+        return
+    found: dict[tuple[str, str], dict[str, tuple[str, Spans]]] = {}
+    # The search's own text (not stripped: the key of the query's lexemes it cached).
+    text = p.text or req_text or ""
+    searched = [c for c in corpora.values() if any(h.corpus == c.name for h in hits)]
+    lexemes, views = await query_lexemes(store, replace(p, text=text), searched)
+    if lexemes:
+        ask: dict[str, list[str]] = {}
+        for c in searched:
+            mine = [h for h in hits if h.corpus == c.name]
+            ix = views.get(c.id)
+            counts = term_counts(ix, lexemes, [h.id for h in mine]) if ix is not None else None
+            for h in mine:
+                got = python_marks(h, counts[h.id], hl.fields) if counts is not None else None
+                if got is None:
+                    ask.setdefault(c.name, []).append(h.id)
+                else:
+                    found[(c.name, h.id)] = got
+        MARKED["python"] += len(found)
+        MARKED["postgres"] += sum(len(ids) for ids in ask.values())
+        read = await asyncio.gather(*(shaping_sql.headlines(
+            store, corpora[name], ids, lexemes, fragments.headline_options())
+            for name, ids in ask.items()))
+        for name, rows in zip(ask, read, strict=True):
+            for i, (title, body) in rows.items():
+                found[(name, i)] = {"title": fragments.spans(title),
+                                    "text": fragments.spans(body)}
+    for h in hits:
+        row = found.get((h.corpus, h.id))
+        out: dict[str, list[str]] = {}
+        kinds: dict[str, str] = {}
+        for name in hl.fields:
+            frags = (fragments.best_of(*row[name], hl.pre, hl.post, hl.fragment_chars,
+                                       hl.fragments) if row is not None else [])
+            if frags:
+                out[name], kinds[name] = frags, fragments.LEXICAL
+            else:
+                stored = h.title if name == "title" else h.text
+                out[name] = fragments.lead(stored or "", hl.fragment_chars)
+                kinds[name] = fragments.LEAD
+        h.highlight, h.highlight_kind = out, kinds
