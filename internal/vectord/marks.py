@@ -3,14 +3,17 @@
 A word of a stored field is marked when its lexeme is one of the query's (as the lexical
 layer matched them). PostgreSQL's lexeme of a word is its default parser's token run
 through the item language's dictionary: a word of letters through that language's
-Snowball stemmer, one with digits lower-cased ("simple"). This module does the same with
-PyStemmer (Snowball 2.2, as PostgreSQL 18's) over the word parts of the text (letters
-and digits; `_`, `-`, `.` and the rest split them, as PostgreSQL's parser splits a
-compound into its parts, which are what ts_headline marks).
+Snowball stemmer, one with digits lower-cased ("simple"). This module reads the word
+parts of the text (letters and digits; `_`, `-`, `.` and the rest split them, as
+PostgreSQL's parser splits a compound into its parts, which are what ts_headline marks)
+and looks their lexemes up in a table of words PostgreSQL itself stemmed (`wanted` names
+the words a text needs that the table lacks; the caller has PostgreSQL stem them, one
+statement for all the hits, and `learn`s them): the lexemes are PostgreSQL's own, of
+whatever version, with no stemmer of our own to keep in step with it.
 
 The two can disagree: the parser reads `x.org/run`, `HIV/AIDS`, e-mail addresses and
 numbers (`2.5`, `-1`, the `2` of `anti-IL-2`) as tokens of their own, a stop word has
-no lexeme, a newer Snowball stems a few words otherwise. So a marked word must stand
+no lexeme. So a marked word must stand
 where the parser reads a word too (`_plain`: not next to `/`, `@`, `:`, `\\` or inside a
 dotted name; a number not next to `-`, `.`, `+` or a thousands comma), and for every
 query lexeme the marked words must be exactly as many as the lexical index's term
@@ -24,8 +27,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import Stemmer
-
 # A word part (letters and digits); a signed integer's lexeme ("-1" of "IL-1").
 _WORD = re.compile(r"[^\W_]+")
 _SIGNED = re.compile(r"-\d+")
@@ -33,39 +34,22 @@ _SIGNED = re.compile(r"-\d+")
 _COMPOUND = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 # Accented letters to their base letter, one character for one (positions stay).
 _FOLD = str.maketrans("àáâãäåèéêëìíîïòóôõöùúûüýÿçñ", "aaaaaaeeeeiiiiooooouuuuyycn")
-# Languages (regconfig names) whose words PostgreSQL stems with the Snowball stemmer of
-# the same name; "simple" only lower-cases. Any other: None (PostgreSQL marks them).
-_SNOWBALL = frozenset(Stemmer.algorithms()) - {"porter"}
-_stemmers: dict[str, Stemmer.Stemmer] = {}
-# Lower-cased word -> lexeme per language, for words seen before.
+# Lower-cased word -> its lexeme as PostgreSQL stems it ("" for none: a stop word), per
+# language (regconfig name), learnt from PostgreSQL.
 _LEXEMES: dict[str, dict[str, str]] = {}
 KEPT = 200_000  # words per language; the table is cleared past it
 
 
-def stems(language: str) -> bool:
-    """Whether this module stems `language` as PostgreSQL does."""
-    return language == "simple" or language in _SNOWBALL
+def _table(language: str) -> dict[str, str]:
+    return _LEXEMES.setdefault(language, {})
 
 
-def _lexemes(language: str, words: set[str]) -> dict[str, str]:
-    """The language's word -> lexeme table, holding at least `words`."""
-    seen = _LEXEMES.setdefault(language, {})
-    new = [w for w in words if w not in seen]
-    if new:
-        if len(seen) + len(new) > KEPT:
-            seen.clear()
-            new = list(words)
-        if language == "simple":
-            seen.update(zip(new, new, strict=True))
-        else:
-            stemmer = _stemmers.get(language)
-            if stemmer is None:
-                stemmer = _stemmers[language] = Stemmer.Stemmer(language)
-            # A word with a digit is PostgreSQL's numword or integer: "simple", no stem.
-            alpha = [w for w in new if w.isalpha()]
-            seen.update(zip(alpha, stemmer.stemWords(alpha), strict=True))
-            seen.update((w, w) for w in new if not w.isalpha())
-    return seen
+def learn(language: str, lexemes: Mapping[str, str]) -> None:
+    """Words PostgreSQL stemmed in `language` (word -> lexeme, "" for none)."""
+    seen = _table(language)
+    if len(seen) + len(lexemes) > KEPT:
+        seen.clear()
+    seen.update(lexemes)
 
 
 def _head(lexeme: str) -> str:
@@ -150,31 +134,54 @@ def _signed(text: str, lexeme: str) -> list[tuple[int, int]] | None:
     return out
 
 
+def _words(text: str, language: str, lexemes: Mapping[str, int]
+           ) -> tuple[str, dict[str, int], list[tuple[str, int, int]]] | None:
+    """(the text lower-cased, the lexemes the field holds, the word parts that may carry
+    them, in text order); None when lower-casing changed the length."""
+    # Only the lexemes the field holds: a word stemmed to one it lacks is one that
+    # PostgreSQL reads otherwise, and does not mark either.
+    held = {lx: n for lx, n in lexemes.items() if n and not _COMPOUND.fullmatch(lx)}
+    low = text.lower()
+    if len(low) != len(text):
+        return None  # lower-casing changed the length: leave it to PostgreSQL
+    if not held:
+        return low, held, []
+    heads = sorted({_head(lx) for lx in held if _WORD.fullmatch(lx)})
+    return low, held, _candidates(low, heads, language != "english")
+
+
+def wanted(text: str, language: str, lexemes: Mapping[str, int]) -> set[str]:
+    """The words `marks` will look up in `text` that PostgreSQL has not stemmed yet (none
+    for "simple", which only lower-cases)."""
+    got = _words(text, language, lexemes) if language != "simple" else None
+    if got is None:
+        return set()
+    table = _table(language)
+    return {w for w, _, _ in got[2] if w not in table}
+
+
 def marks(text: str, language: str, lexemes: Mapping[str, int]
           ) -> list[tuple[int, int]] | None:
     """The (start, end) of each word of `text` whose lexeme (in `language`) is one of
     `lexemes`, in text order; None unless each lexeme is carried by exactly as many words
     as its count (the index's term frequency of the lexeme in this field; a compound's
     is not checked, it is never marked) and PostgreSQL's parser surely reads each of those
-    words as this module does (`_reading`), or when the language is not one stemmed here."""
-    if not stems(language):
+    words as this module does (`_reading`), or when a word is not in the table of words
+    PostgreSQL stemmed (`wanted`, `learn`)."""
+    got = _words(text, language, lexemes)
+    if got is None:
         return None
-    # Only the lexemes the field holds: a word stemmed here to one it lacks is one that
-    # PostgreSQL stems or reads otherwise, and does not mark either.
-    held = {lx: n for lx, n in lexemes.items() if n and not _COMPOUND.fullmatch(lx)}
+    low, held, found = got
     if not held:
         return []
-    low = text.lower()
-    if len(low) != len(text):
-        return None  # lower-casing changed the length: leave it to PostgreSQL
-    heads = sorted({_head(lx) for lx in held if _WORD.fullmatch(lx)})
-    found = _candidates(low, heads, language != "english")
-    table = _lexemes(language, {w for w, _, _ in found})
+    table = None if language == "simple" else _table(language)
     out: list[tuple[int, int]] = []
     counts: dict[str, int] = {}
     n = len(low)
     for word, s, e in found:
-        lx = table[word]
+        lx = word if table is None else table.get(word)
+        if lx is None:
+            return None  # a word PostgreSQL has not stemmed for us: it marks this one
         if lx in held:
             if (s == 0 or low[s - 1] in _PLAIN) and (e == n or low[e] in _PLAIN) and (
                     word.isalpha()):
@@ -188,11 +195,11 @@ def marks(text: str, language: str, lexemes: Mapping[str, int]
                 counts[lx] = counts.get(lx, 0) + 1
     for lx in held:
         if _SIGNED.fullmatch(lx):
-            got = _signed(low, lx)
-            if got is None:
+            signed = _signed(low, lx)
+            if signed is None:
                 return None
-            out += got
-            counts[lx] = len(got)
+            out += signed
+            counts[lx] = len(signed)
     out.sort()
     if counts != held:
         return None

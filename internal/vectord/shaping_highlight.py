@@ -5,7 +5,9 @@ as the lexical layer matched them (the query stemmed in every language of the se
 corpora, only lexemes some corpus holds: BM25's own). With the in-memory lexical index
 the marks are found in Python from the hits' text, already read with the hits, and
 proven equal to PostgreSQL's by the index's term frequencies (marks.py): no statement.
-A hit whose counts disagree, a language PyStemmer lacks, or the "sql" engine: PostgreSQL's
+The words' lexemes are PostgreSQL's own: the words a search needs that no search has
+needed before are stemmed by one statement per language, then kept (marks.learn).
+A hit whose counts disagree, or the "sql" engine: PostgreSQL's
 ts_headline over those hits only (shaping_sql.headlines), with the same lexemes. The
 fragments are cut and escaped by fragments.py either way.
 """
@@ -81,6 +83,31 @@ def term_counts(ix: postings.CorpusIndex, lexemes: Sequence[str], ids: Sequence[
     return out
 
 
+def _field(h: Hit, name: str) -> str:
+    """The field's text as PostgreSQL reads it for highlights (sentinels out)."""
+    return fragments.strip_sentinels((h.title if name == "title" else h.text) or "")
+
+
+async def learn_words(store: Store, counted: Sequence[tuple[Hit, dict[str, tuple[int, int]]]],
+                      fields: Sequence[str]) -> None:
+    """Have PostgreSQL stem the words the hits' marks will look up that it has not
+    stemmed yet: one statement per language, none once the words are known."""
+    want: dict[str, set[str]] = {}
+    for h, counts in counted:
+        for name in fields:
+            col = FIELDS.index(name)
+            words = marks.wanted(_field(h, name), h.language,
+                                 {t: c[col] for t, c in counts.items()})
+            if words:
+                want.setdefault(h.language, set()).update(words)
+    if not want:
+        return
+    got = await asyncio.gather(*(shaping_sql.lexemes_of(store, language, sorted(words))
+                                 for language, words in want.items()))
+    for language, table in zip(want, got, strict=True):
+        marks.learn(language, table)
+
+
 def python_marks(h: Hit, counts: dict[str, tuple[int, int]], fields: Sequence[str]
                  ) -> dict[str, tuple[str, Spans]] | None:
     """Each field's text (sentinels out, as for PostgreSQL) and marks, None when any
@@ -88,7 +115,7 @@ def python_marks(h: Hit, counts: dict[str, tuple[int, int]], fields: Sequence[st
     out: dict[str, tuple[str, Spans]] = {}
     for name in fields:
         col = FIELDS.index(name)
-        text = fragments.strip_sentinels((h.title if name == "title" else h.text) or "")
+        text = _field(h, name)
         got = marks.marks(text, h.language, {t: c[col] for t, c in counts.items()})
         if got is None:
             return None
@@ -108,16 +135,19 @@ async def highlight(store: Store, p: Options, req_text: str | None, hl: Highligh
     lexemes, views = await query_lexemes(store, replace(p, text=text), searched)
     if lexemes:
         ask: dict[str, list[str]] = {}
+        counted: list[tuple[Hit, dict[str, tuple[int, int]] | None]] = []
         for c in searched:
             mine = [h for h in hits if h.corpus == c.name]
             ix = views.get(c.id)
             counts = term_counts(ix, lexemes, [h.id for h in mine]) if ix is not None else None
-            for h in mine:
-                got = python_marks(h, counts[h.id], hl.fields) if counts is not None else None
-                if got is None:
-                    ask.setdefault(c.name, []).append(h.id)
-                else:
-                    found[(c.name, h.id)] = got
+            counted += [(h, counts[h.id] if counts is not None else None) for h in mine]
+        await learn_words(store, [(h, cn) for h, cn in counted if cn is not None], hl.fields)
+        for h, cn in counted:
+            got = python_marks(h, cn, hl.fields) if cn is not None else None
+            if got is None:
+                ask.setdefault(h.corpus, []).append(h.id)
+            else:
+                found[(h.corpus, h.id)] = got
         MARKED["python"] += len(found)
         MARKED["postgres"] += sum(len(ids) for ids in ask.values())
         read = await asyncio.gather(*(shaping_sql.headlines(

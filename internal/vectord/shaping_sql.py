@@ -43,6 +43,21 @@ async def headlines(store: Store, corpus: Corpus, ids: Sequence[str], lexemes: S
         return {row[0]: (row[1], row[2]) for row in await cur.fetchall()}
 
 
+# Each word's lexeme as PostgreSQL stems it in the language ("" for none, or for a word
+# its parser would cut in more than one token: never marked from Python then).
+LEXEMES_OF = """
+SELECT w, (SELECT CASE WHEN count(*) = 1 THEN min(lexeme) ELSE '' END
+           FROM unnest(to_tsvector(%(cfg)s::regconfig, w)))
+FROM unnest(%(words)s::text[]) AS w"""
+
+
+async def lexemes_of(store: Store, language: str, words: Sequence[str]) -> dict[str, str]:
+    """word -> its lexeme in `language` (a regconfig name), as PostgreSQL stems it."""
+    async with store.reads.connection() as conn:
+        cur = await conn.execute(LEXEMES_OF, {"cfg": language, "words": list(words)})
+        return {str(row[0]): str(row[1] or "") for row in await cur.fetchall()}
+
+
 _VECTORS = "SELECT id, embedding FROM {table} WHERE id = ANY(%(ids)s::text[])"
 
 
