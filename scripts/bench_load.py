@@ -395,6 +395,7 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
             "ingest": ("in", ingest, n_ingest, True),
             "reembed": ("re", reembed, n_reembed, False),
             "sync": ("wk", sync, n_pages, True)}
+        jobs = {job: spec for job, spec in jobs.items() if job in args.jobs}
         busy = Busy()
         _, idle = await busy.measure("searches", while_searching(
             http, gateway, questions, think, idle_job))
@@ -432,11 +433,15 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
           f"{args.rounds}x alone and {args.rounds}x searched, alternating; idle before and after")
     print(f"{'searches':<34} {'n':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/idle':>9}")
     print(row("idle", idle, idle_p95))
-    print(row(f"during ingest ({n_ingest} docs)", during["ingest"], idle_p95))
-    print(row(f"during reembed ({n_reembed} docs)", during["reembed"], idle_p95))
-    print(row(f"during wiki sync ({n_pages} pages)", during["sync"], idle_p95))
+    labels = {"ingest": f"during ingest ({n_ingest} docs)",
+              "reembed": f"during reembed ({n_reembed} docs)",
+              "sync": f"during wiki sync ({n_pages} pages)"}
+    for job in speeds:
+        print(row(labels[job], during[job], idle_p95))
     print(f"{'bulk job':<34} {'alone/s':>8} {'searched/s':>11} {'ratio':>8}")
     for job, unit in (("ingest", "docs"), ("reembed", "docs"), ("sync", "pages")):
+        if job not in speeds:
+            continue
         alone_s, searched_s = speeds[job]
         print(f"{job + ' (' + unit + ')':<34} {alone_s:>8.2f} {searched_s:>11.2f} "
               f"{searched_s / alone_s:>7.2f}x")
@@ -445,7 +450,7 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
           + "; ".join(f"{job} alone {busy.share(job + ' alone'):.0%}, searched "
                       f"{busy.share(job + ' searched'):.0%}, ceiling "
                       f"{min(1.0, (1 - searches_busy) / busy.share(job + ' alone')):.2f}x"
-                      for job in ("ingest", "reembed", "sync")))
+                      for job in speeds))
     print_fairness(args.fair_seconds, b_alone, b_beside, a)
     inter, bulk = lane_stats["interactive"], lane_stats["bulk"]
     print(f"embedd lanes: interactive {inter['texts']} texts, longest wait "
@@ -469,6 +474,8 @@ def main() -> int:
     parser.add_argument("--think", type=float, default=0.1,
                         help="seconds a searching client waits between its searches")
     parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--jobs", type=lambda v: v.split(","), default=["ingest", "reembed", "sync"],
+                        help="the bulk jobs to measure, comma-separated (ingest,reembed,sync)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="runs of each bulk job alone and under searches (alternating)")
     parser.add_argument("--fair-seconds", type=float, default=40.0,
