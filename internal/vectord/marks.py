@@ -134,10 +134,14 @@ def _signed(text: str, lexeme: str) -> list[tuple[int, int]] | None:
     return out
 
 
-def _words(text: str, language: str, lexemes: Mapping[str, int]
-           ) -> tuple[str, dict[str, int], list[tuple[str, int, int]]] | None:
+# A field's text lower-cased, the lexemes it holds, the word parts that may carry them.
+Words = tuple[str, dict[str, int], list[tuple[str, int, int]]]
+
+
+def words(text: str, language: str, lexemes: Mapping[str, int]) -> Words | None:
     """(the text lower-cased, the lexemes the field holds, the word parts that may carry
-    them, in text order); None when lower-casing changed the length."""
+    them, in text order); None when lower-casing changed the length. Found once a field:
+    `unknown` and `marks_in` both read it."""
     # Only the lexemes the field holds: a word stemmed to one it lacks is one that
     # PostgreSQL reads otherwise, and does not mark either.
     held = {lx: n for lx, n in lexemes.items() if n and not _COMPOUND.fullmatch(lx)}
@@ -150,14 +154,18 @@ def _words(text: str, language: str, lexemes: Mapping[str, int]
     return low, held, _candidates(low, heads, language != "english")
 
 
-def wanted(text: str, language: str, lexemes: Mapping[str, int]) -> set[str]:
-    """The words `marks` will look up in `text` that PostgreSQL has not stemmed yet (none
-    for "simple", which only lower-cases)."""
-    got = _words(text, language, lexemes) if language != "simple" else None
-    if got is None:
+def unknown(found: Words | None, language: str) -> set[str]:
+    """The words of `found` that PostgreSQL has not stemmed for us yet (none for
+    "simple", which only lower-cases)."""
+    if found is None or language == "simple":
         return set()
     table = _table(language)
-    return {w for w, _, _ in got[2] if w not in table}
+    return {w for w, _, _ in found[2] if w not in table}
+
+
+def wanted(text: str, language: str, lexemes: Mapping[str, int]) -> set[str]:
+    """The words `marks` will look up in `text` that PostgreSQL has not stemmed yet."""
+    return unknown(words(text, language, lexemes), language)
 
 
 def marks(text: str, language: str, lexemes: Mapping[str, int]
@@ -168,17 +176,21 @@ def marks(text: str, language: str, lexemes: Mapping[str, int]
     is not checked, it is never marked) and PostgreSQL's parser surely reads each of those
     words as this module does (`_reading`), or when a word is not in the table of words
     PostgreSQL stemmed (`wanted`, `learn`)."""
-    got = _words(text, language, lexemes)
-    if got is None:
+    return marks_in(words(text, language, lexemes), language)
+
+
+def marks_in(found: Words | None, language: str) -> list[tuple[int, int]] | None:
+    """`marks` over a field's `words`."""
+    if found is None:
         return None
-    low, held, found = got
+    low, held, candidates = found
     if not held:
         return []
     table = None if language == "simple" else _table(language)
     out: list[tuple[int, int]] = []
     counts: dict[str, int] = {}
     n = len(low)
-    for word, s, e in found:
+    for word, s, e in candidates:
         lx = word if table is None else table.get(word)
         if lx is None:
             return None  # a word PostgreSQL has not stemmed for us: it marks this one

@@ -88,18 +88,29 @@ def _field(h: Hit, name: str) -> str:
     return fragments.strip_sentinels((h.title if name == "title" else h.text) or "")
 
 
-async def learn_words(store: Store, counted: Sequence[tuple[Hit, dict[str, tuple[int, int]]]],
-                      fields: Sequence[str]) -> None:
+# Per field shown: its text (sentinels out) and the words that may carry a query lexeme.
+Fields = dict[str, tuple[str, "marks.Words | None"]]
+
+
+def field_words(h: Hit, counts: dict[str, tuple[int, int]], fields: Sequence[str]) -> Fields:
+    """Each field's text and words, found once for both the stemming and the marks."""
+    out: Fields = {}
+    for name in fields:
+        col = FIELDS.index(name)
+        text = _field(h, name)
+        out[name] = (text, marks.words(text, h.language, {t: c[col] for t, c in counts.items()}))
+    return out
+
+
+async def learn_words(store: Store, counted: Sequence[tuple[Hit, Fields]]) -> None:
     """Have PostgreSQL stem the words the hits' marks will look up that it has not
     stemmed yet: one statement per language, none once the words are known."""
     want: dict[str, set[str]] = {}
-    for h, counts in counted:
-        for name in fields:
-            col = FIELDS.index(name)
-            words = marks.wanted(_field(h, name), h.language,
-                                 {t: c[col] for t, c in counts.items()})
-            if words:
-                want.setdefault(h.language, set()).update(words)
+    for h, fields in counted:
+        for _, found in fields.values():
+            new = marks.unknown(found, h.language)
+            if new:
+                want.setdefault(h.language, set()).update(new)
     if not want:
         return
     got = await asyncio.gather(*(shaping_sql.lexemes_of(store, language, sorted(words))
@@ -108,15 +119,12 @@ async def learn_words(store: Store, counted: Sequence[tuple[Hit, dict[str, tuple
         marks.learn(language, table)
 
 
-def python_marks(h: Hit, counts: dict[str, tuple[int, int]], fields: Sequence[str]
-                 ) -> dict[str, tuple[str, Spans]] | None:
+def python_marks(h: Hit, fields: Fields) -> dict[str, tuple[str, Spans]] | None:
     """Each field's text (sentinels out, as for PostgreSQL) and marks, None when any
     field's marks are not proven PostgreSQL's."""
     out: dict[str, tuple[str, Spans]] = {}
-    for name in fields:
-        col = FIELDS.index(name)
-        text = _field(h, name)
-        got = marks.marks(text, h.language, {t: c[col] for t, c in counts.items()})
+    for name, (text, found) in fields.items():
+        got = marks.marks_in(found, h.language)
         if got is None:
             return None
         out[name] = (text, got)
@@ -135,15 +143,16 @@ async def highlight(store: Store, p: Options, req_text: str | None, hl: Highligh
     lexemes, views = await query_lexemes(store, replace(p, text=text), searched)
     if lexemes:
         ask: dict[str, list[str]] = {}
-        counted: list[tuple[Hit, dict[str, tuple[int, int]] | None]] = []
+        counted: list[tuple[Hit, Fields | None]] = []
         for c in searched:
             mine = [h for h in hits if h.corpus == c.name]
             ix = views.get(c.id)
             counts = term_counts(ix, lexemes, [h.id for h in mine]) if ix is not None else None
-            counted += [(h, counts[h.id] if counts is not None else None) for h in mine]
-        await learn_words(store, [(h, cn) for h, cn in counted if cn is not None], hl.fields)
-        for h, cn in counted:
-            got = python_marks(h, cn, hl.fields) if cn is not None else None
+            counted += [(h, field_words(h, counts[h.id], hl.fields) if counts is not None
+                         else None) for h in mine]
+        await learn_words(store, [(h, f) for h, f in counted if f is not None])
+        for h, f in counted:
+            got = python_marks(h, f) if f is not None else None
             if got is None:
                 ask.setdefault(h.corpus, []).append(h.id)
             else:
