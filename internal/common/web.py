@@ -20,7 +20,7 @@ from aiohttp import web, web_protocol, web_server
 from aiohttp.http_exceptions import LineTooLong
 from aiohttp.web_request import BaseRequest
 
-from internal.common import jsonlimits
+from internal.common import jsonlimits, stackdump
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -389,5 +389,6 @@ def run(app: web.Application, host: str, port: int) -> None:
     # aiohttp builds one RequestHandler per connection by this module-level name and has
     # no option for another class; ours differs only in how parse errors are answered.
     web_server.RequestHandler = JsonErrorRequestHandler  # type: ignore[attr-defined]
+    app.on_startup.append(stackdump.install)
     web.run_app(app, host=host, port=port, access_log=None, print=None, handle_signals=True,
                 shutdown_timeout=SHUTDOWN_SECONDS)

@@ -23,11 +23,14 @@ import aiohttp
 import psutil
 import structlog
 
+from internal.common import stackdump
 from internal.stack.plan import ChildSpec
 
 log = structlog.get_logger()
 
 _PR_SET_PDEATHSIG = 1
+# How long a daemon killed after the grace has to log its stacks first (stackdump).
+STACK_DUMP_SECONDS = 0.5
 
 
 def _die_with_parent() -> None:
@@ -196,7 +199,14 @@ class Supervisor:
         try:
             await asyncio.wait_for(asyncio.gather(*waits), grace)
         except asyncio.TimeoutError:
-            log.warning("daemons_killed_after_grace", grace=grace)
+            stuck = [c.spec.name for c in self.children.values()
+                     if c.proc is not None and c.proc.returncode is None]
+            log.warning("daemons_killed_after_grace", grace=grace, daemons=stuck)
+            for child in self.children.values():  # each logs where it hangs, then dies
+                if child.proc is not None and child.proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        child.proc.send_signal(stackdump.SIGNAL)
+            await asyncio.sleep(STACK_DUMP_SECONDS)
         # Whatever is left (a stuck daemon, or a worker it spawned) is killed.
         _, alive = await asyncio.to_thread(psutil.wait_procs, procs, 0.1)
         for p in alive:

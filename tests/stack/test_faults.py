@@ -10,6 +10,7 @@ Then one SIGTERM under load stops every process of the stack, PostgreSQL include
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -138,11 +139,28 @@ async def test_one_sigterm_under_load_stops_everything(stack: upstack.Stack) -> 
     print(f"one SIGTERM under load: every process gone after {gone_at - sent:.2f} s")
     for line in stack.up_log().splitlines():
         if any(e in line for e in ("signal_received", "stack_stopping", "daemons_stopped",
-                                   "postgres_stopped", "daemon_stopping")):
+                                   "postgres_stopped", "daemon_stopping",
+                                   "daemons_killed_after_grace")):
             print("  ", line[:160])
+    for name in _stuck_daemons(stack.up_log()):
+        print(f"  {name} did not stop within the grace; its log ends:")
+        lines = (stack.logs / f"{name}.log").read_text().splitlines()
+        for line in lines[-12:]:
+            print("    ", line[:200])
+        for line in lines:  # where it hung: the stacks it logged before its SIGKILL
+            if '"task_stack"' in line or '"thread_stack"' in line:
+                print("    ", json.loads(line[line.index("{"):]).get("stack", "")[-3000:])
     assert gone_at - sent <= 15.0
     assert stack.proc.returncode == 0
     log = stack.up_log()
     assert log.count('"signal_received"') == 1
     assert '"stack_stopping"' in log
     assert '"daemons_killed_after_grace"' not in log
+
+
+def _stuck_daemons(up_log: str) -> list[str]:
+    """The daemons the supervisor named as killed after its grace, if any."""
+    for line in up_log.splitlines():
+        if '"daemons_killed_after_grace"' in line:
+            return list(json.loads(line[line.index("{"):]).get("daemons", []))
+    return []
