@@ -8,13 +8,13 @@ SIGTERM, and etcd goes last so that Patroni can still let go of the leader key.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from pathlib import Path
 
 import aiohttp
 import structlog
 
+from internal.common import waits
 from internal.config import Config
 from internal.ha import cluster, conf, patroni
 from internal.stack.supervisor import Supervisor
@@ -40,8 +40,7 @@ async def wait_leader(urls: list[str], timeout: float, stopping: asyncio.Event,
             if lead is not None and (not synchronous or any(
                     m.role == "sync_standby" and m.state == "streaming" for m in nodes or [])):
                 return lead
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stopping.wait(), 0.25)
+            await waits.event(stopping, 0.25)
     return None
 
 

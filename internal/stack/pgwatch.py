@@ -12,12 +12,12 @@ answers 503 while the server is away and reconnects by itself (internal/pg/resil
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 
 import structlog
 
+from internal.common import waits
 from internal.stack.supervisor import Backoff
 
 log = structlog.get_logger()
@@ -40,9 +40,7 @@ class PostgresWatch:
 
     async def _sleep(self, seconds: float) -> bool:
         """Wait, or return True at once when the stack is stopping."""
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.stopping.wait(), seconds)
-        return self.stopping.is_set()
+        return await waits.event(self.stopping, seconds)
 
     async def run(self) -> None:
         up_since = time.monotonic()

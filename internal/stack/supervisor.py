@@ -23,7 +23,7 @@ import aiohttp
 import psutil
 import structlog
 
-from internal.common import stackdump
+from internal.common import stackdump, waits
 from internal.stack.plan import ChildSpec
 
 log = structlog.get_logger()
@@ -142,8 +142,7 @@ class Supervisor:
                         ran_seconds=round(ran, 1), restart_in=delay)
             if self.on_event:
                 self.on_event("exited", child)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), delay)
+            await waits.event(self.stopping, delay)
             if self.stopping.is_set():
                 return
             await self._spawn(child)
@@ -175,8 +174,7 @@ class Supervisor:
                                 if self.on_event:
                                     self.on_event("ready", child)
                 if pending:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(self.stopping.wait(), 0.25)
+                    await waits.event(self.stopping, 0.25)
         return list(pending)
 
     async def stop(self, grace: float = 15.0) -> None:

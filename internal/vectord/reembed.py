@@ -20,6 +20,7 @@ import structlog
 
 from internal.api.vectord import MAX_DIM, Corpus, embed_text
 from internal.clients.embed import EmbedClient
+from internal.common import waits
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, Unavailable
 from internal.pg.resilient import CODE as POSTGRES_DOWN
 from internal.vectord.reembed_store import Job
@@ -86,8 +87,7 @@ class Reembedder:
                 raise
             except Exception as exc:
                 log.warning("reembed_scan_failed", error=str(exc))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), 30.0)
+            await waits.event(self.wake, 30.0)
             self.wake.clear()
 
     def _finished(self, corpus_id: int) -> Any:

@@ -32,7 +32,7 @@ from internal.api.vectord import (
     UpsertRequest,
 )
 from internal.clients.embed import make_client
-from internal.common import access, language
+from internal.common import access, language, waits
 from internal.common.auth import caller, protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
@@ -76,8 +76,7 @@ async def _maintain_spaces(store: Store) -> None:
             raise
         except Exception as exc:  # reported, retried on the next round
             log.warning("space_maintenance_failed", error=str(exc))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(store.spaces_changed.wait(), SPACE_MAINTENANCE_SECONDS)
+        await waits.event(store.spaces_changed, SPACE_MAINTENANCE_SECONDS)
         store.spaces_changed.clear()
 
 

@@ -1,0 +1,24 @@
+"""Waiting for an event at most so long, without ever losing a cancel.
+
+Python 3.11's `asyncio.wait_for(event.wait(), t)` returns the event's result when a
+cancel and the event come in the same turn of the loop, and the cancel is gone
+(CPython gh-86296, fixed in 3.12 by building wait_for on `asyncio.timeout`). A
+background loop of the form "work, then wait for a wake-up or a timeout" then runs on
+after its task was cancelled, and whoever awaits that task at shutdown waits forever:
+vectord's space upkeep, woken by every write, hung that way under load until the
+supervisor killed it after its stop grace. `asyncio.timeout` (3.11) keeps the cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+async def event(ev: asyncio.Event, seconds: float) -> bool:
+    """Wait until `ev` is set or `seconds` pass: True when set. A cancel always raises."""
+    try:
+        async with asyncio.timeout(seconds):
+            await ev.wait()
+    except TimeoutError:
+        return ev.is_set()
+    return True
