@@ -111,11 +111,14 @@ def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
     for i in range(len(marks)):
         lo, hi = _window(text, starts, ends, i, fragment_chars)
         a = bisect_left(starts, lo)
-        b = max(a, bisect_right(ends, hi))
-        scored.append((-len(set(words[a:b])), a - b, lo, hi, a, b))
-    scored.sort(key=lambda t: (t[0], t[1], t[2]))
+        b = bisect_right(ends, hi)
+        if b < a:
+            b = a
+        # A window of one mark holds one distinct word; `i` keeps ties in text order.
+        scored.append((-(len(set(words[a:b])) if b - a > 1 else b - a), a - b, lo, i, hi, a, b))
+    scored.sort()
     chosen: list[tuple[int, int, list[tuple[int, int]]]] = []
-    for _, _, lo, hi, a, b in scored:
+    for _, _, lo, _, hi, a, b in scored:
         if len(chosen) == fragments:
             break
         if a < b and all(hi <= clo or lo >= chi for clo, chi, _ in chosen):
@@ -136,13 +139,20 @@ def _render(text: str, lo: int, hi: int, inside: list[tuple[int, int]], pre: str
     return _esc("".join(parts)).replace(START, pre).replace(STOP, post).strip()
 
 
+def _flat(text: str) -> str:
+    """Each run of whitespace one space. Most text has none but single spaces: every
+    other whitespace character is unprintable, so `isprintable` (a C loop) finds them
+    without running the regular expression on every fragment."""
+    return text if text.isprintable() and "  " not in text else _SPACE.sub(" ", text)
+
+
 def _esc(text: str) -> str:
-    return html.escape(_SPACE.sub(" ", text), quote=True)
+    return html.escape(_flat(text), quote=True)
 
 
 def lead(text: str, fragment_chars: int) -> list[str]:
     """The field's beginning, at most fragment_chars, cut at a word's end; escaped."""
-    flat = _SPACE.sub(" ", strip_sentinels(text)).strip()
+    flat = _flat(strip_sentinels(text)).strip()
     if not flat:
         return []
     if len(flat) > fragment_chars:

@@ -24,6 +24,7 @@ None and the caller asks PostgreSQL (ts_headline).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -59,6 +60,16 @@ def _head(lexeme: str) -> str:
     `marks` answers None rather than leave it unmarked."""
     head = lexeme[:max(1, len(lexeme) - 1)]
     return head if head.isascii() else head.translate(_FOLD)
+
+
+@functools.lru_cache(maxsize=65536)
+def _shape(lexeme: str) -> str | None:
+    """None for a compound's lexeme (never marked), "" for one that is no single word
+    (a signed integer's), else its `_head`: the same query lexemes come back for every
+    field of every hit, so they are read once."""
+    if _COMPOUND.fullmatch(lexeme):
+        return None
+    return _head(lexeme) if _WORD.fullmatch(lexeme) else ""
 
 
 def _candidates(low: str, heads: list[str], fold: bool) -> list[tuple[str, int, int]]:
@@ -144,13 +155,13 @@ def words(text: str, language: str, lexemes: Mapping[str, int]) -> Words | None:
     `unknown` and `marks_in` both read it."""
     # Only the lexemes the field holds: a word stemmed to one it lacks is one that
     # PostgreSQL reads otherwise, and does not mark either.
-    held = {lx: n for lx, n in lexemes.items() if n and not _COMPOUND.fullmatch(lx)}
+    held = {lx: n for lx, n in lexemes.items() if n and _shape(lx) is not None}
     low = text.lower()
     if len(low) != len(text):
         return None  # lower-casing changed the length: leave it to PostgreSQL
     if not held:
         return low, held, []
-    heads = sorted({_head(lx) for lx in held if _WORD.fullmatch(lx)})
+    heads = sorted({h for lx in held if (h := _shape(lx))})
     return low, held, _candidates(low, heads, language != "english")
 
 
