@@ -86,7 +86,7 @@ class Reembedding(msgspec.Struct):
     error: str | None = None
 
 
-class Corpus(msgspec.Struct):
+class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one runs
     name: str
     dim: int
     metric: Literal["cosine", "l2", "ip"]
