@@ -106,6 +106,9 @@ from lakehouse.wire.responses import (
     ReembedStarted as ReembedStarted,
 )
 from lakehouse.wire.responses import (
+    RelevanceFocus as RelevanceFocus,
+)
+from lakehouse.wire.responses import (
     RelevanceResponse as RelevanceResponse,
 )
 from lakehouse.wire.responses import (

@@ -26,7 +26,13 @@ from internal.api.matrixd import (
     SearchOptions,
     SmartSearchRequest,
 )
-from internal.api.responses import FailedCorpus, MatrixAnswer, RankedHit, SkippedCorpus
+from internal.api.responses import (
+    AnalyzeResponse,
+    FailedCorpus,
+    MatrixAnswer,
+    RankedHit,
+    SkippedCorpus,
+)
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode
 from internal.common.errors import InvalidArgument, PayloadTooLarge
@@ -86,11 +92,11 @@ async def analyze_text(text: str, now: datetime) -> Analysis:
     return await asyncio.to_thread(analyze, pipeline, text, now)
 
 
-async def analyze_query(body: AnalyzeRequest) -> dict[str, Any]:
+async def analyze_query(body: AnalyzeRequest) -> AnalyzeResponse:
     """The analyze route's answer."""
     text = _query_text(body.query_text)
     now = _instant(body.now, "now")
-    return (await analyze_text(text, now)).to_dict()
+    return (await analyze_text(text, now)).to_wire()
 
 
 # ---- normalize ----------------------------------------------------------------------------
