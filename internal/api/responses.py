@@ -2,7 +2,7 @@
 (lakehouse.wire.responses), which /openapi.json and the daemons use from here; and the
 server's own build of one of them (`RankedHit`)."""
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -106,6 +106,9 @@ from lakehouse.wire.responses import (
     ReembedStarted as ReembedStarted,
 )
 from lakehouse.wire.responses import (
+    RelevanceFocus as RelevanceFocus,
+)
+from lakehouse.wire.responses import (
     RelevanceResponse as RelevanceResponse,
 )
 from lakehouse.wire.responses import (
@@ -146,6 +149,13 @@ from lakehouse.wire.shapes import Hit
 # ---- matrixd's hits as it builds them ----------------------------------------------------
 
 
+class HitRelevance(msgspec.Struct):
+    """A hit's `relevance` when the relevance filter ran."""
+
+    score: float
+    signals: dict[str, float]
+
+
 class RankedHit(Hit):
     """A hit as matrixd answers it: vectord's `Hit` (decoded straight into this struct)
     with matrixd's annotations. The client decodes it as `MatrixHit`, whose defaults say
@@ -158,7 +168,7 @@ class RankedHit(Hit):
     included: bool | msgspec.UnsetType = False  # type: ignore[assignment]
     corpus_rank: int = 0
     from_playbook: bool | msgspec.UnsetType = msgspec.UNSET
-    relevance: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    relevance: HitRelevance | msgspec.UnsetType = msgspec.UNSET
     downgraded: list[str] | msgspec.UnsetType = msgspec.UNSET
     boost_factor: float = 1.0
     original_distance: float | None = None
@@ -166,24 +176,100 @@ class RankedHit(Hit):
     rank: int = 0
 
 
-class MatrixAnswer(msgspec.Struct, kw_only=True):
-    """POST /v1/matrix/search's answer as matrixd builds it; the client reads it as
-    `MatrixSearchResponse`. The fields in the answer's order; those that apply only to
-    some searches (the playbook's summary, facets, the downgrade gate, the relevance
-    filter) UNSET, so absent, unless they do."""
+# The search answer's parts the client reads as JSON objects (`dict[str, Any]` on
+# MatrixSearchResponse and MatrixHit): built as structs here, in the answer's key order.
+
+class DroppedHit(msgspec.Struct):
+    """A hit the relevance filter dropped (the answer's `relevance.dropped`)."""
+
+    corpus: str
+    id: str
+    score: float
+    signals: dict[str, float]
+
+
+class RelevanceSummary(msgspec.Struct):
+    """The answer's `relevance`: the filter's threshold, how many hits it kept, the dropped."""
+
+    threshold: float
+    kept: int
+    dropped: list[DroppedHit]
+
+
+class DowngradeSummary(msgspec.Struct):
+    """The answer's `downgrade`: the gate's thresholds (0 is off) and how many it moved."""
+
+    max_distance: float
+    min_score: float
+    max_age_days: float
+    disputed: bool
+    downgraded: int
+
+
+H = TypeVar("H")
+
+
+class SearchHead(msgspec.Struct, Generic[H], kw_only=True):
+    """The keys every matrix search answer (plain, smart, auto) begins with, in order."""
 
     mode: str
     requested_mode: str
     k: int
-    hits: list[RankedHit]
+    hits: list[H]
     corpora: list[CorpusStatus]
     failed_corpora: list[FailedCorpus]
     skipped_corpora: list[SkippedCorpus]
     degraded: list[str]
     playbook_boosted: int
     embed_ms: float | None
+
+
+class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
+    """POST /v1/matrix/search's answer as matrixd builds it; the client reads it as
+    `MatrixSearchResponse`. The fields in the answer's order; those that apply only to
+    some searches (the playbook's summary, facets, the downgrade gate, the relevance
+    filter) UNSET, so absent, unless they do."""
+
     took_ms: float
     playbook: PlaybookSummary | msgspec.UnsetType = msgspec.UNSET
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
-    downgrade: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # its thresholds, `downgraded`
-    relevance: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # threshold, kept, dropped
+    downgrade: DowngradeSummary | msgspec.UnsetType = msgspec.UNSET
+    relevance: RelevanceSummary | msgspec.UnsetType = msgspec.UNSET
+
+
+class SmartAnswer(SearchHead[dict[str, Any]], kw_only=True):
+    """POST /v1/matrix/smart_search's answer as matrixd builds it; the client reads it as
+    `SmartSearchResponse`. Its hits are JSON objects: the fusion of the sub-queries and
+    the context smoothing add keys of their own (`sub_queries`, `context_score`)."""
+
+    analysis: AnalyzeResponse
+    plan: dict[str, Any]
+    iterations: list[dict[str, Any]]
+    stopped: str  # adequate | max_iterations | no_new_queries
+    searches: int
+    took_ms: float
+
+
+# search_auto's answer: the chosen search's, then the choice (SearchAutoResponse's keys).
+# msgspec structs take fields from one base only, so each kind declares the choice.
+
+class AutoAnswer(MatrixAnswer, kw_only=True):
+    """search_auto after a plain search. With context smoothing (hybrid) its hits are JSON
+    objects with `context_score`."""
+
+    hits: list[Any]
+    strategy: str  # keyword | lexical | vector | hybrid
+    reason: str
+    estimated_ms: float
+    estimate_source: str
+    budget_ms: float | None
+
+
+class SmartAutoAnswer(SmartAnswer, kw_only=True):
+    """search_auto after a smart search."""
+
+    strategy: str = "smart"
+    reason: str
+    estimated_ms: float
+    estimate_source: str
+    budget_ms: float | None

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import msgspec
 from msgspec import Meta
 
+from lakehouse.wire import responses as wire
 from lakehouse.wire.shapes import (  # shared with the client: defined there once
     MAX_BM25_K1 as MAX_BM25_K1,
 )
@@ -261,12 +262,11 @@ class Corpus(msgspec.Struct, frozen=True):
     # attached (its index deferred, or not migrated yet).
     space_id: int | None = None
 
-    def public(self, count: int) -> dict[str, Any]:
-        return {
-            "name": self.name, "dim": self.dim, "metric": self.metric,
-            "language": self.language, "model": self.model, "count": count,
-            "created_at": self.created_at,
-        }
+    def public(self, count: int, reembed: wire.Reembedding | None = None) -> wire.Corpus:
+        """The corpus as clients see it (`reembed` only while one runs)."""
+        return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
+                           language=self.language, model=self.model, count=count,
+                           created_at=self.created_at, reembed=reembed)
 
 
 class SearchResponse(msgspec.Struct):

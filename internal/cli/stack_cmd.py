@@ -65,14 +65,14 @@ def _status(args: argparse.Namespace) -> int:
 
         from internal.gateway.readiness import replicas_of
 
-        components = {k: msgspec.to_builtins(v) for k, v in answer.components.items()}
-        for r in replicas_of(components):
+        for r in replicas_of(answer):
             use = ", in use" if r.get("in_use") else ""
             why = f", {r['reason']}" if r.get("reason") else ""
             rows.append(("replica", str(r.get("state")),
                          f"lag {r.get('lag_seconds')}s{use}{why}  {r.get('replica')}"))
         from internal.ha.status import from_readyz
 
+        components = {k: msgspec.to_builtins(v) for k, v in answer.components.items()}
         for n in from_readyz(components) or []:  # the Patroni cluster, when there is one
             rows.append(("ha", str(n.get("state")), f"{n.get('name')} {n.get('role')} "
                          f"timeline {n.get('timeline')} lag {n.get('lag')}"))

@@ -30,6 +30,7 @@ from internal.common.errors import (
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, WRITTEN, format_lsn, parse_lsn
 from internal.common.priority import PRIORITY, PRIORITY_HEADER, of_header
+from lakehouse.wire.responses import Health
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -320,8 +321,11 @@ async def read_json(request: web.Request, type_: type[T]) -> T:
     return decode(raw, type_)
 
 
+_HEALTHY = Health(status="ok")
+
+
 async def healthz(_: web.Request) -> web.Response:
-    return json_response({"status": "ok"})
+    return json_response(_HEALTHY)
 
 
 # The Server header names no software or version (aiohttp's default says both).

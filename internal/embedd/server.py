@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import aiohttp
+import msgspec
 import structlog
 from aiohttp import web
 
 from internal.api.embedd import INTERACTIVE_PATH, LANE_HEADER, WAIT_HEADER, EmbedRequest
+from internal.api.responses import EmbedResponse
 from internal.common.auth import protect, service_token, token_ok
 from internal.common.daemon import serve
 from internal.common.errors import Unauthorized
@@ -42,8 +44,8 @@ async def _embed(request: web.Request, lane: Lane) -> web.Response:
     req = await read_json(request, EmbedRequest)
     out = await request.app[SERVICE].embed(req.texts, req.model, req.input_type or "document",
                                            lane)
-    resp = json_response({"model": out.model, "dim": out.dim,
-                          "vectors": out.vectors.tolist(), "truncated": out.truncated})
+    resp = json_response(EmbedResponse(model=out.model, dim=out.dim,
+                                       vectors=out.vectors.tolist(), truncated=out.truncated))
     resp.headers[LANE_HEADER] = lane.value
     resp.headers[WAIT_HEADER] = f"{out.wait_s * 1000:.3f}"
     return resp
@@ -94,7 +96,7 @@ def make_app(cfg: Config) -> web.Application:
                 backends.append(await open_backend(kind, ecfg, session))
             service = EmbedService(backends, ecfg.cache_size, ecfg.max_texts)
             app[SERVICE] = service
-            log.info("embedd_ready", models=service.models()["models"])
+            log.info("embedd_ready", models=msgspec.to_builtins(service.models().models))
             yield
         finally:
             for b in backends:

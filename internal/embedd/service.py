@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from internal.api.responses import ModelInfo, ModelsResponse
 from internal.common.errors import InvalidArgument, PayloadTooLarge
 from internal.embedd import cache as cache_mod
 from internal.embedd.backends import Backend
@@ -89,8 +90,6 @@ class EmbedService:
         return {"models": [{"id": b.model, "backend": b.kind, "lanes": b.lanes()}
                            for b in self.backends]}
 
-    def models(self) -> dict[str, object]:
-        return {
-            "default": self.default.model,
-            "models": [{"id": b.model, "backend": b.kind, "dim": b.dim} for b in self.backends],
-        }
+    def models(self) -> ModelsResponse:
+        return ModelsResponse(default=self.default.model, models=[
+            ModelInfo(id=b.model, backend=b.kind, dim=b.dim) for b in self.backends])

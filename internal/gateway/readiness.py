@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import msgspec
 
+from internal.api.responses import Component, Ready
 from internal.common.upstream import Upstream
 
 _TIMEOUT = aiohttp.ClientTimeout(total=3.0)
+State = Literal["ok", "unavailable", "not_ready"]
 
 
 async def _probe(session: aiohttp.ClientSession, address: str) -> tuple[int, Any]:
@@ -44,34 +46,39 @@ def _is_ok(entry: Any) -> bool:
 
 
 async def check(session: aiohttp.ClientSession, upstreams: dict[str, Upstream],
-                bodies: dict[str, Any] | None = None) -> tuple[bool, dict[str, Any]]:
+                bodies: dict[str, Any] | None = None) -> Ready:
     """(all ready, per-component status); an upstream with several addresses is
     ready when one of them is. `bodies`, when given, gets every address's answer."""
     probes = [(name, addr) for name, up in upstreams.items() for addr in up.addresses]
     results = await asyncio.gather(*(_probe(session, addr) for _, addr in probes))
-    components: dict[str, Any] = {}
+    components: dict[str, Component] = {}
     for (name, addr), (status, body) in zip(probes, results, strict=True):
         if bodies is not None:
             bodies[addr] = body
-        state = "ok" if status == 200 else ("unavailable" if status == 0 else "not_ready")
-        entry = {"status": state, "address": addr, "detail": body}
+        state: State = "ok" if status == 200 else ("unavailable" if status == 0 else "not_ready")
         prev = components.get(name)
-        if prev is None or (prev["status"] != "ok" and state == "ok"):
-            components[name] = entry
+        if prev is None or (prev.status != "ok" and state == "ok"):
+            components[name] = Component(status=state, address=addr, detail=body)
         pg = _postgres_of(body) if name == "vectord" else None
         if pg is not None and ("postgres" not in components or _is_ok(pg)):
-            components["postgres"] = {"status": "ok" if _is_ok(pg) else "not_ready",
-                                      "address": None, "detail": pg}
+            components["postgres"] = Component(status="ok" if _is_ok(pg) else "not_ready",
+                                               address=None, detail=pg)
     if "vectord" in upstreams and "postgres" not in components:
-        components["postgres"] = {"status": "unavailable", "address": None,
-                                  "detail": "unknown: vectord did not report it"}
-    ready = all(c["status"] == "ok" for c in components.values())
-    return ready, components
+        components["postgres"] = Component(status="unavailable", address=None,
+                                           detail="unknown: vectord did not report it")
+    ready = all(c.status == "ok" for c in components.values())
+    return Ready(status="ok" if ready else "degraded", components=components)
 
 
-def replicas_of(components: dict[str, Any]) -> list[dict[str, Any]]:
+def vectord_readyz(ready: Ready) -> Any:
+    """vectord's own /readyz answer, as the gateway's readiness holds it (None: none)."""
+    vectord = ready.components.get("vectord")
+    return None if vectord is None else vectord.detail
+
+
+def replicas_of(ready: Ready) -> list[dict[str, Any]]:
     """The read replicas vectord reported in its readyz (none: an empty list)."""
-    detail = components.get("vectord", {}).get("detail")
+    detail = vectord_readyz(ready)
     comps = detail.get("components") if isinstance(detail, dict) else None
     found = comps.get("read_replicas") if isinstance(comps, dict) else None
     return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []

@@ -24,7 +24,7 @@ from internal.gateway.keyauth import Keyring, make_keys_middleware, whoami
 from internal.gateway.metrics import Metrics
 from internal.gateway.proxy import Limits, Proxy
 from internal.gateway.routes import READ_POSTS, RETRY_SAFE_POSTS, ROUTES, TIMEOUT_FIELDS, Route
-from internal.ha.status import ha_of
+from internal.ha.status import ha_in
 
 log = structlog.get_logger()
 
@@ -112,20 +112,19 @@ def make_app(cfg: Config) -> web.Application:
     app.cleanup_ctx.append(session_ctx)
 
     async def readyz(request: web.Request) -> web.Response:
-        ready, components = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
-        metrics.observe_replicas(readiness.replicas_of(components))
-        metrics.observe_ha(ha_of(components))
-        return json_response({"status": "ok" if ready else "degraded", "components": components},
-                             status=200 if ready else 503)
+        ready = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
+        metrics.observe_replicas(readiness.replicas_of(ready))
+        metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
+        return json_response(ready, status=200 if ready.status == "ok" else 503)
 
     async def metrics_handler(request: web.Request) -> web.Response:
         # The standbys' lag is vectord's to measure, embedd's lanes embedd's: asked for
         # at each scrape.
         upstreams = request.app[UPSTREAMS]
         bodies: dict[str, Any] = {}
-        _, components = await readiness.check(request.app[SESSION], upstreams, bodies)
-        metrics.observe_replicas(readiness.replicas_of(components))
-        metrics.observe_ha(ha_of(components))
+        ready = await readiness.check(request.app[SESSION], upstreams, bodies)
+        metrics.observe_replicas(readiness.replicas_of(ready))
+        metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
         for address in upstreams["embedd"].addresses:
             metrics.observe_embed_lanes(address, readiness.embed_lanes_of(bodies.get(address)))
         return await metrics.handler(request)

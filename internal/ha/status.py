@@ -9,7 +9,12 @@ from typing import Any
 def ha_of(components: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The `ha` component vectord reported in the gateway's /readyz (None: no HA)."""
     vectord = components.get("vectord")
-    detail = vectord.get("detail") if isinstance(vectord, Mapping) else None
+    return ha_in(vectord.get("detail") if isinstance(vectord, Mapping) else None)
+
+
+def ha_in(vectord_readyz: Any) -> Mapping[str, Any] | None:
+    """The `ha` component of vectord's own /readyz answer (None: no HA)."""
+    detail = vectord_readyz
     comps = detail.get("components") if isinstance(detail, Mapping) else None
     ha = comps.get("ha") if isinstance(comps, Mapping) else None
     return ha if isinstance(ha, Mapping) else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from internal.api.responses import RankedHit
+from internal.api.responses import DowngradeSummary, RankedHit
 from internal.matrixd.boost import Ranking
 
 REASONS = ("weak", "stale", "disputed")
@@ -38,6 +38,12 @@ class Rules:
     @property
     def active(self) -> bool:
         return bool(self.max_distance or self.min_score or self.max_age_days or self.disputed)
+
+    def summary(self, downgraded: int) -> DowngradeSummary:
+        """The answer's `downgrade`: these thresholds and how many hits the gate moved."""
+        return DowngradeSummary(max_distance=self.max_distance, min_score=self.min_score,
+                                max_age_days=self.max_age_days, disputed=self.disputed,
+                                downgraded=downgraded)
 
     def to_json(self) -> dict[str, Any]:
         return {"max_distance": self.max_distance, "min_score": self.min_score,

@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 import structlog
 
 from internal.api.matrixd import RecordRequest
-from internal.api.responses import PlaybookEntryRow, RankedHit
+from internal.api.responses import PlaybookEntryRow, RankedHit, RecordResponse
 from internal.api.validate import corpus_name
 from internal.api.vectord import Filter, IncludeRef, Item, SearchRequest
 from internal.common.access import Scope
@@ -199,7 +198,7 @@ async def delete_entry(deps: Deps, corpus: str, playbook_id: str,
                        field="playbook_id")
 
 
-async def record(deps: Deps, body: RecordRequest) -> dict[str, Any]:
+async def record(deps: Deps, body: RecordRequest) -> RecordResponse:
     """Record (question, answer, score) in the playbook corpus (created on the first record,
     with the question's embedding model); the answer must exist. 400 naming the caller's
     field; vectord's other refusals are a 502."""
@@ -235,7 +234,7 @@ async def record(deps: Deps, body: RecordRequest) -> dict[str, Any]:
         raise _record_fault(exc) from None
     log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
              score=score, created=created)
-    return {"playbook_id": pid, "playbook_corpus": name, "created": created}
+    return RecordResponse(playbook_id=pid, playbook_corpus=name, created=created)
 
 
 # vectord's fields of the playbook item -> the record request's own fields.

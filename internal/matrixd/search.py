@@ -18,10 +18,13 @@ from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, PassedOptions, RelevanceOption
 from internal.api.responses import (
     CorpusStatus,
+    DroppedHit,
     FailedCorpus,
+    HitRelevance,
     MatrixAnswer,
     PlaybookSummary,
     RankedHit,
+    RelevanceSummary,
     SkippedCorpus,
 )
 from internal.api.validate import corpus_name
@@ -355,7 +358,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
         playbook.mark_recalled(hits)
 
     # relevance, downgrade, playbook: the order of the matrix components.
-    relevance_info: dict[str, Any] | None = None
+    relevance_info: RelevanceSummary | None = None
     if body.relevance is not None:
         hits, relevance_info = _filter_hits(hits, body.relevance)
     downgraded = downgrade.apply(hits, rules, ranking, datetime.now(UTC),
@@ -390,7 +393,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
     if "facets" in search_meta:
         out.facets = search_meta["facets"]
     if rules.active:
-        out.downgrade = {**rules.to_json(), "downgraded": downgraded}
+        out.downgrade = rules.summary(downgraded)
     if relevance_info is not None:
         out.relevance = relevance_info
     log.info("search_done", corpora=len(results), failed=len(failed), mode=mode, k=body.k,
@@ -427,7 +430,7 @@ def _vectord_request(body: MatrixSearchRequest, mode: Mode, text: str, per_corpu
 
 
 def _filter_hits(hits: list[RankedHit], opt: RelevanceOption
-                 ) -> tuple[list[RankedHit], dict[str, Any]]:
+                 ) -> tuple[list[RankedHit], RelevanceSummary]:
     """Apply the relevance filter to merged hits; source is metadata path/source, else id."""
     chunks = []
     for h in hits:
@@ -435,12 +438,12 @@ def _filter_hits(hits: list[RankedHit], opt: RelevanceOption
         chunks.append(Chunk(text=h.text, source=str(src)))
     scored = relevance.score(opt.focus, chunks, opt.threshold)
     kept: list[RankedHit] = []
-    dropped: list[dict[str, Any]] = []
+    dropped: list[DroppedHit] = []
     for h, s in zip(hits, scored, strict=True):
-        h.relevance = {"score": s.total, "signals": s.signals}
+        h.relevance = HitRelevance(score=s.total, signals=s.signals)
         if s.kept:
             kept.append(h)
         else:
-            dropped.append({"corpus": h.corpus, "id": h.id, "score": s.total,
-                            "signals": s.signals})
-    return kept, {"threshold": opt.threshold, "kept": len(kept), "dropped": dropped}
+            dropped.append(DroppedHit(corpus=h.corpus, id=h.id, score=s.total,
+                                      signals=s.signals))
+    return kept, RelevanceSummary(threshold=opt.threshold, kept=len(kept), dropped=dropped)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import structlog
@@ -29,7 +28,16 @@ from internal.api.matrixd import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
-from internal.api.responses import MatrixCorpora, MatrixCorpus, PlaybookDeleted, PlaybookList
+from internal.api.responses import (
+    MatrixCorpora,
+    MatrixCorpus,
+    NormalizeResponse,
+    PlaybookDeleted,
+    PlaybookList,
+    RelevanceFocus,
+    RelevanceResponse,
+    ScoredChunk,
+)
 from internal.api.validate import corpus_name
 from internal.clients.embed import EmbedClient, make_client
 from internal.clients.vectord import VectordClient
@@ -90,13 +98,13 @@ async def analyze_handler(request: web.Request) -> web.Response:
 async def normalize_handler(request: web.Request) -> web.Response:
     body = await read_json(request, NormalizeRequest)
     done = await smart.normalize_observations(request.app[DEPS], body)
-    return json_response({"observations": [n.to_dict() for n in done]})
+    return json_response(NormalizeResponse(observations=[n.to_wire() for n in done]))
 
 
 async def smart_search_handler(request: web.Request) -> web.Response:
     body = await read_json(request, SmartSearchRequest)
     out = await smart.smart_search(request.app[DEPS], body)
-    request.app[COSTS].observe("smart", float(out["took_ms"]))
+    request.app[COSTS].observe("smart", out.took_ms)
     return json_response(out)
 
 
@@ -175,19 +183,20 @@ async def relevance_handler(request: web.Request) -> web.Response:
     scored = relevance.score(body.focus, body.chunks, body.threshold)
     symbols = relevance.focus_symbols(body.focus)
 
-    def row(s: relevance.Scored) -> dict[str, Any]:
+    def row(s: relevance.Scored) -> ScoredChunk:
         c = body.chunks[s.index]
-        return {"index": s.index, "source": c.source, "doc_id": c.doc_id, "text": c.text,
-                "score": s.total, "signals": s.signals}
+        return ScoredChunk(index=s.index, source=c.source, doc_id=c.doc_id, text=c.text,
+                           score=s.total, signals=s.signals)
 
-    return json_response({
-        "threshold": body.threshold,
-        "kept": [row(s) for s in scored if s.kept],
-        "dropped": [row(s) for s in scored if not s.kept],
-        "focus": {"path": body.focus.path, "language": relevance.language_of(body.focus.path),
-                  "defined_symbols": sorted(symbols.defined),
-                  "imported_symbols": sorted(symbols.imported)},
-    })
+    return json_response(RelevanceResponse(
+        threshold=body.threshold,
+        kept=[row(s) for s in scored if s.kept],
+        dropped=[row(s) for s in scored if not s.kept],
+        focus=RelevanceFocus(path=body.focus.path,
+                             language=relevance.language_of(body.focus.path),
+                             defined_symbols=sorted(symbols.defined),
+                             imported_symbols=sorted(symbols.imported)),
+    ))
 
 
 # ---- readiness and app -------------------------------------------------------------------

@@ -26,7 +26,16 @@ from internal.api.matrixd import (
     SearchOptions,
     SmartSearchRequest,
 )
-from internal.api.responses import FailedCorpus, MatrixAnswer, RankedHit, SkippedCorpus
+from internal.api.responses import (
+    AnalyzeResponse,
+    AutoAnswer,
+    FailedCorpus,
+    MatrixAnswer,
+    RankedHit,
+    SkippedCorpus,
+    SmartAnswer,
+    SmartAutoAnswer,
+)
 from internal.api.validate import corpus_name
 from internal.api.vectord import Mode
 from internal.common.errors import InvalidArgument, PayloadTooLarge
@@ -86,11 +95,11 @@ async def analyze_text(text: str, now: datetime) -> Analysis:
     return await asyncio.to_thread(analyze, pipeline, text, now)
 
 
-async def analyze_query(body: AnalyzeRequest) -> dict[str, Any]:
+async def analyze_query(body: AnalyzeRequest) -> AnalyzeResponse:
     """The analyze route's answer."""
     text = _query_text(body.query_text)
     now = _instant(body.now, "now")
-    return (await analyze_text(text, now)).to_dict()
+    return (await analyze_text(text, now)).to_wire()
 
 
 # ---- normalize ----------------------------------------------------------------------------
@@ -183,7 +192,7 @@ def validate_smart(deps: Deps, body: SmartSearchRequest) -> tuple[str, datetime,
 
 
 async def smart_search(deps: Deps, body: SmartSearchRequest,
-                       analysis: Analysis | None = None) -> dict[str, Any]:
+                       analysis: Analysis | None = None) -> SmartAnswer:
     """Plan, run the sub-queries, merge, reflect, refine; until adequate or max_iterations."""
     started = time.perf_counter()
     text, now, bar = validate_smart(deps, body)
@@ -242,32 +251,26 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
         pending = new
     hits = fused[:body.k]
     first = responses[0]
-    out: dict[str, Any] = {
-        "mode": "smart",
-        "requested_mode": "smart",
-        "k": body.k,
-        "hits": hits,
-        "corpora": first.corpora,
-        "failed_corpora": _union([r.failed_corpora for r in responses]),
-        "skipped_corpora": _union([r.skipped_corpora for r in responses]),
-        "degraded": sorted({d for r in responses for d in r.degraded}),
-        "playbook_boosted": _boosted(hits),
-        "embed_ms": round(sum(r.embed_ms or 0.0 for r in responses), 2),
-        "analysis": a.to_dict(),
-        "plan": _plan_dict(plan),
-        "iterations": iterations,
-        "stopped": stopped,
-        "searches": len(responses),
-        "took_ms": _ms(started),
-    }
+    out = SmartAnswer(
+        mode="smart",
+        requested_mode="smart",
+        k=body.k,
+        hits=hits,
+        corpora=first.corpora,
+        failed_corpora=_union([r.failed_corpora for r in responses]),
+        skipped_corpora=_union([r.skipped_corpora for r in responses]),
+        degraded=sorted({d for r in responses for d in r.degraded}),
+        playbook_boosted=_boosted(hits),
+        embed_ms=round(sum(r.embed_ms or 0.0 for r in responses), 2),
+        analysis=a.to_wire(),
+        plan=_plan_dict(plan),
+        iterations=iterations,
+        stopped=stopped,
+        searches=len(responses),
+        took_ms=_ms(started),
+    )
     log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
-             stopped=stopped, hits=len(hits), ms=out["took_ms"])
-    return out
-
-
-def _json(answer: MatrixAnswer) -> dict[str, Any]:
-    """A search's answer as a JSON object, which search_auto extends with its choice."""
-    out: dict[str, Any] = msgspec.to_builtins(answer)
+             stopped=stopped, hits=len(hits), ms=out.took_ms)
     return out
 
 
@@ -311,7 +314,7 @@ _MODES: dict[str, Mode] = {"keyword": "keyword", "lexical": "lexical", "vector":
                            "hybrid": "hybrid"}
 
 async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostModel
-                      ) -> dict[str, Any]:
+                      ) -> AutoAnswer | SmartAutoAnswer:
     """Pick a strategy for the query (within the budget), run it, and learn its cost."""
     started = time.perf_counter()
     text, now = check_options(deps, body)
@@ -329,37 +332,40 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
     t0 = time.perf_counter()
     ran: strategy.Strategy = choice.strategy
     reason = choice.reason
+    # The chosen search's answer, then the choice (a shallow copy of its fields).
+    searched: MatrixAnswer | SmartAnswer
+    hits: list[Any] | None = None  # smoothed by context: JSON objects with context_score
     if choice.strategy == "smart":
         shared = {f: getattr(body, f) for f in SearchOptions.__struct_fields__}
-        out = await smart_search(deps, SmartSearchRequest(
+        searched = await smart_search(deps, SmartSearchRequest(
             **{**shared, "query_text": text, "corpora": corpora}), analysis=a)
     else:
         q = strategy.quoted(text) if choice.strategy == "keyword" else None
         mode: Mode = _MODES[choice.strategy]
         deep = choice.strategy == "hybrid" and body.context
-        out = _json(await run_search(deps, _search(
+        searched = await run_search(deps, _search(
             body, corpora, q or text,
-            min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode)))
+            min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode))
         if deep:
-            smoothed = context.smooth(out["hits"], group=deps.cfg.context_group,
+            smoothed = context.smooth(_as_json(searched.hits), group=deps.cfg.context_group,
                                       position=deps.cfg.context_position)
             ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
-            out["hits"] = _ranked(ranked[:body.k])
-            out["k"] = body.k
-            out["playbook_boosted"] = _boosted(out["hits"])
-        if choice.strategy == "keyword" and not out.get("hits"):
+            hits = _ranked(ranked[:body.k])
+        if choice.strategy == "keyword" and not searched.hits:
             costs.observe("keyword", _ms(t0))
             t0 = time.perf_counter()
             ran, reason = "lexical", f"{reason}; no exact match, so lexical"
-            out = _json(await run_search(deps, _search(body, corpora, q or text, body.k,
-                                                       "lexical")))
+            searched = await run_search(deps, _search(body, corpora, q or text, body.k,
+                                                      "lexical"))
     costs.observe(ran, _ms(t0))
-    out["strategy"] = ran
-    out["reason"] = reason
-    out["estimated_ms"] = choice.estimated_ms
-    out["estimate_source"] = choice.estimate_source
-    out["budget_ms"] = budget
-    out["took_ms"] = _ms(started)
+    fields = msgspec.structs.asdict(searched)
+    fields.update(strategy=ran, reason=reason, estimated_ms=choice.estimated_ms,
+                  estimate_source=choice.estimate_source, budget_ms=budget,
+                  took_ms=_ms(started))
+    if hits is not None:
+        fields.update(hits=hits, k=body.k, playbook_boosted=_boosted(hits))
+    out = (SmartAutoAnswer(**fields) if isinstance(searched, SmartAnswer)
+           else AutoAnswer(**fields))
     log.info("search_auto_done", strategy=ran, wanted=choice.wanted, estimated_ms=choice.estimated_ms,
-             budget_ms=budget, ms=out["took_ms"])
+             budget_ms=budget, ms=out.took_ms)
     return out

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import msgspec
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
+from internal.api.responses import AnalyzedEntity, AnalyzeResponse, TemporalRange
 from internal.understanding import temporal
 
 EntityType = Literal["person", "location", "organization", "unknown"]
@@ -89,25 +91,29 @@ class Analysis:
     def names(self, kind: EntityType) -> list[str]:
         return [e.name for e in self.entities if e.type == kind]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_wire(self) -> AnalyzeResponse:
         """The analyze route's answer."""
         rng = self.temporal_range
-        return {
-            "query": self.query,
-            "entities": [{"name": e.name, "type": e.type} for e in self.entities],
-            "persons": self.names("person"),
-            "locations": self.names("location"),
-            "organizations": self.names("organization"),
-            "temporal_range": None if rng is None else {
-                k: v for k, v in (("start", rng.start.isoformat() if rng.start else None),
-                                  ("end", rng.end.isoformat() if rng.end else None),
-                                  ("relative", rng.relative)) if v is not None},
-            "question_type": self.question_type,
-            "complexity": self.complexity,
-            "confidence": self.confidence,
-            "required_info_types": self.required_info_types,
-            "sub_queries": self.sub_queries,
-        }
+        return AnalyzeResponse(
+            query=self.query,
+            entities=[AnalyzedEntity(name=e.name, type=e.type) for e in self.entities],
+            persons=self.names("person"),
+            locations=self.names("location"),
+            organizations=self.names("organization"),
+            temporal_range=None if rng is None else TemporalRange(
+                start=rng.start.isoformat() if rng.start else None,
+                end=rng.end.isoformat() if rng.end else None, relative=rng.relative),
+            question_type=self.question_type,
+            complexity=self.complexity,
+            confidence=self.confidence,
+            required_info_types=self.required_info_types,
+            sub_queries=self.sub_queries,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analyze route's answer as JSON values (smart search's `analysis`)."""
+        out: dict[str, Any] = msgspec.to_builtins(self.to_wire())
+        return out
 
 
 # ---- entities -----------------------------------------------------------------------------

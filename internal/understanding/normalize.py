@@ -14,12 +14,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import yake
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from internal.api.responses import NormalizedObservation, Resolved
 from internal.understanding import temporal
 
 Kind = Literal["coreference", "temporal"]
@@ -67,11 +68,12 @@ class Normalized:
     resolved: list[Resolution]
     dates: list[str] = field(default_factory=list)  # ISO start dates anchored in the text
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "original": self.original, "keywords": self.keywords,
-                "resolved": [{"span": r.span, "replacement": r.replacement, "kind": r.kind}
-                             for r in self.resolved],
-                "dates": self.dates}
+    def to_wire(self) -> NormalizedObservation:
+        return NormalizedObservation(
+            text=self.text, original=self.original, keywords=self.keywords,
+            resolved=[Resolved(span=r.span, replacement=r.replacement, kind=r.kind)
+                      for r in self.resolved],
+            dates=self.dates)
 
 
 _kw_lock = threading.Lock()

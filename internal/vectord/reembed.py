@@ -15,9 +15,11 @@ import contextlib
 import functools
 from typing import Any
 
+import msgspec
 import psycopg
 import structlog
 
+from internal.api.responses import Reembedding, ReembedStarted
 from internal.api.vectord import MAX_DIM, Corpus, embed_text
 from internal.clients.embed import EmbedClient
 from internal.common import waits
@@ -44,7 +46,7 @@ class Reembedder:
         self.wake = asyncio.Event()
         self.running: set[int] = set()
 
-    async def start(self, corpus: Corpus, model: str) -> dict[str, Any]:
+    async def start(self, corpus: Corpus, model: str) -> ReembedStarted:
         """Check the model (400 naming it when embedd serves no such model; 409 when it
         is the corpus's already or a re-embedding runs) and begin; the progress."""
         model = model.strip()
@@ -68,11 +70,14 @@ class Reembedder:
         started = await self.store.start_reembed(corpus, probe.model, probe.dim)
         state = await self.store.reembed_progress(corpus)
         if not started:
-            raise Conflict(f"corpus {corpus.name!r} is being re-embedded already: {state}",
+            shown = None if state is None else msgspec.structs.asdict(state)
+            raise Conflict(f"corpus {corpus.name!r} is being re-embedded already: {shown}",
                            code="reembed_running", field="model")
         self.wake.set()
         log.info("reembed_started", corpus=corpus.name, model=probe.model, dim=probe.dim)
-        return state or {}
+        if state is None:  # the job is gone already (switched meanwhile): nothing left to do
+            state = Reembedding(model=probe.model, dim=probe.dim, done=0, total=0)
+        return ReembedStarted(corpus=corpus.name, **msgspec.structs.asdict(state))
 
     async def run_forever(self) -> None:
         """Run every pending job (at start-up, when woken, and every 30 s)."""

@@ -14,6 +14,15 @@ import structlog
 from aiohttp import web
 
 from internal.api import validate
+from internal.api.responses import (
+    CorpusDeleted,
+    CorpusList,
+    IdRow,
+    IdsPage,
+    ItemsDeleted,
+    StoredItem,
+    Upserted,
+)
 from internal.api.vectord import (
     MAX_IDS_PAGE,
     MAX_INCLUDE,
@@ -155,7 +164,8 @@ async def create_corpus(request: web.Request) -> web.Response:
 async def list_corpora(request: web.Request) -> web.Response:
     scope = caller()
     rows = await request.app[STORE].list_corpora()
-    return json_response({"corpora": [r for r in rows if scope is None or scope.sees(r["name"])]})
+    return json_response(CorpusList(
+        corpora=[r for r in rows if scope is None or scope.sees(r.name)]))
 
 
 async def get_corpus(request: web.Request) -> web.Response:
@@ -166,7 +176,7 @@ async def delete_corpus(request: web.Request) -> web.Response:
     name = _name(request)
     await request.app[STORE].delete_corpus(name)
     log.info("corpus_deleted", corpus=name)
-    return await _after_write(request, json_response({"deleted": name}))
+    return await _after_write(request, json_response(CorpusDeleted(deleted=name)))
 
 
 async def reembed(request: web.Request) -> web.Response:
@@ -174,9 +184,8 @@ async def reembed(request: web.Request) -> web.Response:
     body = await read_json(request, ReembedRequest)
     store = request.app[STORE]
     corpus = await store.corpus(_name(request), fresh=True)
-    state = await request.app[REEMBED].start(corpus, body.model)
-    return await _after_write(request, json_response({"corpus": corpus.name, **state},
-                                                     status=202))
+    started = await request.app[REEMBED].start(corpus, body.model)
+    return await _after_write(request, json_response(started, status=202))
 
 
 async def build_index(request: web.Request) -> web.Response:
@@ -236,7 +245,7 @@ async def upsert_items(request: web.Request) -> web.Response:
         return await store.upsert(corpus, prepared, model or None)
 
     done = await store.with_corpus(name, run_upsert)
-    return _written(json_response({"upserted": done.count}), done)
+    return _written(json_response(Upserted(upserted=done.count)), done)
 
 
 def _written(resp: web.Response, done: Written) -> web.Response:
@@ -250,7 +259,7 @@ async def get_item(request: web.Request) -> web.Response:
     store = request.app[STORE]
     item_id = request.match_info["id"]
 
-    async def run_get(corpus: Corpus) -> dict[str, Any]:
+    async def run_get(corpus: Corpus) -> StoredItem:
         return await store.get_item(corpus, item_id)
 
     return json_response(await store.with_corpus(_name(request), run_get))
@@ -269,7 +278,7 @@ async def delete_items(request: web.Request) -> web.Response:
         return await store.delete_items(corpus, body.ids)
 
     done = await store.with_corpus(name, run_delete)
-    return _written(json_response({"deleted": done.count}), done)
+    return _written(json_response(ItemsDeleted(deleted=done.count)), done)
 
 
 def _int_param(request: web.Request, key: str, default: int, lo: int, hi: int) -> int:
@@ -292,12 +301,12 @@ async def list_ids(request: web.Request) -> web.Response:
     after = request.query.get("after", "")
     limit = _int_param(request, "limit", 1000, 1, MAX_IDS_PAGE)
 
-    async def run_list(corpus: Corpus) -> list[dict[str, Any]]:
+    async def run_list(corpus: Corpus) -> list[IdRow]:
         return await store.list_ids(corpus, prefix, after, limit)
 
     rows = await store.with_corpus(name, run_list)
-    next_after = rows[-1]["id"] if len(rows) == limit else None
-    return json_response({"items": rows, "next_after": next_after})
+    next_after = rows[-1].id if len(rows) == limit else None
+    return json_response(IdsPage(items=rows, next_after=next_after))
 
 
 # --- search ------------------------------------------------------------------

@@ -19,6 +19,7 @@ import structlog
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from internal.api import responses as wire
 from internal.api.vectord import Corpus
 from internal.common import access
 from internal.common.auth import caller
@@ -192,20 +193,17 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         row = await cur.fetchone()
         return int(row[0]) if row else 0
 
-    async def describe(self, name: str) -> dict[str, Any]:
-        async def run(corpus: Corpus) -> dict[str, Any]:
+    async def describe(self, name: str) -> wire.Corpus:
+        async def run(corpus: Corpus) -> wire.Corpus:
             async with self.pool.connection() as conn:
                 fresh = await self._fetch_corpus(conn, corpus.name)
                 if fresh is None:
                     raise NotFound(f"corpus {name!r} not found")
-                out = fresh.public(await self.count(conn, fresh))
-            state = await self.reembed_progress(fresh)
-            if state is not None:
-                out["reembed"] = state
-            return out
+                count = await self.count(conn, fresh)
+            return fresh.public(count, await self.reembed_progress(fresh))
         return await self.with_corpus(name, run)
 
-    async def list_corpora(self) -> list[dict[str, Any]]:
+    async def list_corpora(self) -> list[wire.Corpus]:
         out = []
         async with self.pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)

@@ -11,9 +11,10 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import class_row, dict_row
 from psycopg.types.json import Jsonb
 
+from internal.api.responses import IdRow, StoredItem
 from internal.api.vectord import Corpus, Item
 from internal.common.errors import Conflict, InvalidArgument, NotFound
 from internal.common.hashing import content_hash
@@ -160,7 +161,7 @@ class ItemsPart(SharedIndexPart):
         diag = exc.diag.message_primary or "a size limit"
         return InvalidArgument(f"items: an item exceeds PostgreSQL's {diag}", field="items")
 
-    async def get_item(self, corpus: Corpus, item_id: str) -> dict[str, Any]:
+    async def get_item(self, corpus: Corpus, item_id: str) -> StoredItem:
         async with self.pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(sql.SQL(GET_ITEM).format(table=schema.items_table(corpus.id)),
@@ -168,9 +169,8 @@ class ItemsPart(SharedIndexPart):
             row = await cur.fetchone()
         if row is None:
             raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}")
-        row["vector"] = [float(x) for x in row.pop("embedding").to_numpy()]
-        row["corpus"] = corpus.name
-        return row
+        vector = [float(x) for x in row.pop("embedding").to_numpy()]
+        return StoredItem(vector=vector, corpus=corpus.name, **row)
 
     async def delete_items(self, corpus: Corpus, ids: list[str]) -> Written:
         async with self.write_connection() as conn:
@@ -181,9 +181,9 @@ class ItemsPart(SharedIndexPart):
         return done
 
     async def list_ids(self, corpus: Corpus, prefix: str, after: str, limit: int
-                       ) -> list[dict[str, Any]]:
+                       ) -> list[IdRow]:
         async with self.pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
+            cur = conn.cursor(row_factory=class_row(IdRow))
             await cur.execute(sql.SQL(LIST_IDS).format(table=schema.items_table(corpus.id)),
                               {"prefix": like_prefix(prefix), "after": after, "limit": limit})
             return await cur.fetchall()

@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from internal.api.responses import Reembedding
 from internal.api.vectord import Corpus
 from internal.vectord import lexical, reembed_store
 from internal.vectord.store_parts import SELECT_CORPUS_ID, StoreParts
@@ -28,7 +29,7 @@ class ReembedPart(StoreParts):
         async with self.pool.connection() as conn, conn.transaction():
             return await reembed_store.start(conn, corpus, model, dim)
 
-    async def reembed_progress(self, corpus: Corpus) -> dict[str, Any] | None:
+    async def reembed_progress(self, corpus: Corpus) -> Reembedding | None:
         """The running re-embedding of the corpus: model, dim, done of total, last error."""
         async with self.pool.connection() as conn:
             job = await reembed_store.job(conn, corpus.id)
@@ -38,8 +39,8 @@ class ReembedPart(StoreParts):
                 total, done = await reembed_store.progress(conn, corpus.id)
             except psycopg.errors.UndefinedColumn:  # switched meanwhile
                 return None
-        return {"model": job.model, "dim": job.dim, "done": done, "total": total,
-                "state": "running", "error": job.error}
+        return Reembedding(model=job.model, dim=job.dim, done=done, total=total,
+                           error=job.error)
 
     async def reembed_jobs(self) -> list[int]:
         async with self.pool.connection() as conn:

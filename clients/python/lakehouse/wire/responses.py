@@ -86,7 +86,7 @@ class Reembedding(msgspec.Struct):
     error: str | None = None
 
 
-class Corpus(msgspec.Struct):
+class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one runs
     name: str
     dim: int
     metric: Literal["cosine", "l2", "ip"]
@@ -239,7 +239,7 @@ class AnalyzedEntity(msgspec.Struct):
     type: Literal["person", "location", "organization", "unknown"]
 
 
-class TemporalRange(msgspec.Struct):
+class TemporalRange(msgspec.Struct, omit_defaults=True):  # a part not known is absent
     start: str | None = None
     end: str | None = None
     relative: str | None = None
