@@ -101,6 +101,7 @@ class Metrics:
         # observe_load's gauges by (lane,) and (lane, label): set two to four times a
         # search; a client's pair is dropped with its series (expire_clients).
         self._gauges: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self._waits: dict[tuple[str, str], Any] = {}  # observe_wait's children, likewise
 
     def _pair(self, kind: str, counter: Counter, histogram: Histogram, *labels: str
               ) -> tuple[Any, Any]:
@@ -148,7 +149,11 @@ class Metrics:
         pair[1].set(queued)
 
     def observe_wait(self, lane: str, client: str, seconds: float) -> None:
-        self.client_wait.labels(lane, self.client_label(client)).observe(seconds)
+        label = self.client_label(client)
+        child = self._waits.get((lane, label))
+        if child is None:
+            child = self._waits[(lane, label)] = self.client_wait.labels(lane, label)
+        child.observe(seconds)
 
     def observe_rejected(self, lane: str, client: str) -> None:
         self.client_rejected.labels(lane, self.client_label(client)).inc()
@@ -158,6 +163,7 @@ class Metrics:
         for client in self.client_labels.expire(time.monotonic()):
             for lane in self._lanes:
                 self._gauges.pop((lane, client), None)
+                self._waits.pop((lane, client), None)
                 for metric in (self.client_in_flight, self.client_queued, self.client_wait,
                                self.client_rejected):
                     metric.remove(lane, client)  # absent series: nothing happens
