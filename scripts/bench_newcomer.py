@@ -23,19 +23,8 @@ import time
 from pathlib import Path
 
 import aiohttp
-from bench_load import (
-    CORPORA,
-    ROOT,
-    Questions,
-    Searches,
-    cli,
-    parse_config,
-    pct,
-    running_stack,
-    search,
-    searching,
-    warm_up,
-)
+from bench_load import ROOT, Questions, Searches, pct, prepare, search, searching
+from bench_stacks import config_stacks, parse_config
 
 
 async def newcomer(gateway: str, questions: Questions, alone_for: float
@@ -64,12 +53,7 @@ async def newcomer(gateway: str, questions: Questions, alone_for: float
 async def measure(gateways: list[str], data: Path, rounds: int, alone_for: float
                   ) -> list[tuple[Searches, Searches, Searches]]:
     questions = Questions(data)
-    async with aiohttp.ClientSession() as http:
-        for gateway in gateways:
-            for name in CORPORA:
-                await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
-                          "--corpus", name, "--quiet")
-            await warm_up(http, gateway, questions)
+    await prepare(gateways, questions)
     merged = [(Searches(), Searches(), Searches()) for _ in gateways]
     for r in range(rounds):
         for k in range(len(gateways)):
@@ -97,20 +81,7 @@ def main() -> int:
           f"{args.alone_for:g} s (concurrency 32), B's first search, 4 more a second apart")
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-newcomer-"))
     with contextlib.ExitStack() as stacks:
-        gateways = []
-        for i, (name, env) in enumerate(configs):
-            print(f"== {name}: {' '.join(f'{k}={v}' for k, v in env.items()) or 'the defaults'}",
-                  flush=True)
-            saved = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)  # read when the stack starts
-            try:
-                gateways.append(stacks.enter_context(running_stack(tmp / f"stack{i}")))
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+        gateways = config_stacks(stacks, configs, tmp)
         results = asyncio.run(measure(gateways, Path(args.data), args.rounds, args.alone_for))
     print(f"{'configuration':<28} {'alone p50':>9} {'p95':>7} {'first p50':>9} {'max':>7} "
           f"{'next p50':>8} {'p95':>7}  statuses")
