@@ -46,13 +46,11 @@ import contextlib
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -65,7 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_gateway import start_stack  # noqa: E402
+from bench_stacks import config_stacks, parse_config, running_stack  # noqa: E402
 
 T = TypeVar("T")
 
@@ -270,18 +268,23 @@ async def warm_up(http: aiohttp.ClientSession, gateway: str, questions: Question
         await search(http, gateway, questions.next(), warm)
 
 
-async def interleaved(args: argparse.Namespace, gateways: list[str]
-                      ) -> list[tuple[Searches, Searches, Searches]]:
-    """`fairness` on every stack in turn, `--fair-rounds` times (each round starting one
-    stack later), so each configuration meets the machine's other load alike: per stack
-    (B alone, B beside A, A), the rounds merged."""
-    questions = Questions(Path(args.data))
+async def prepare(gateways: list[str], questions: Questions) -> None:
+    """docs/examples' corpora ingested into each stack, and each stack warmed up."""
     async with aiohttp.ClientSession() as http:
         for gateway in gateways:
             for name in CORPORA:
                 await cli(gateway, "ingest", str(ROOT / "docs" / "examples" / f"{name}.jsonl"),
                           "--corpus", name, "--quiet")
             await warm_up(http, gateway, questions)
+
+
+async def interleaved(args: argparse.Namespace, gateways: list[str]
+                      ) -> list[tuple[Searches, Searches, Searches]]:
+    """`fairness` on every stack in turn, `--fair-rounds` times (each round starting one
+    stack later), so each configuration meets the machine's other load alike: per stack
+    (B alone, B beside A, A), the rounds merged."""
+    questions = Questions(Path(args.data))
+    await prepare(gateways, questions)
     merged = [(Searches(), Searches(), Searches()) for _ in gateways]
     for r in range(args.fair_rounds):
         for k in range(len(gateways)):
@@ -291,13 +294,6 @@ async def interleaved(args: argparse.Namespace, gateways: list[str]
                 into.ms += part.ms
                 into.statuses.update(part.statuses)
     return merged
-
-
-def parse_config(text: str) -> tuple[str, dict[str, str]]:
-    """"NAME:VAR=VALUE,VAR=VALUE" -> (NAME, the variables)."""
-    name, _, assignments = text.partition(":")
-    env = dict(a.split("=", 1) for a in assignments.split(",") if a.strip())
-    return name.strip(), {k.strip(): v.strip() for k, v in env.items()}
 
 
 def compare_configs(args: argparse.Namespace, tmp: Path) -> None:
@@ -310,20 +306,7 @@ def compare_configs(args: argparse.Namespace, tmp: Path) -> None:
           f"{args.fair_seconds:g} s then B beside A {args.fair_seconds:g} s (A at "
           f"concurrency 32, B one search a second)")
     with contextlib.ExitStack() as stacks:
-        gateways = []
-        for i, (name, env) in enumerate(configs):
-            print(f"== {name}: {' '.join(f'{k}={v}' for k, v in env.items()) or 'the defaults'}",
-                  flush=True)
-            saved = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)  # read when the stack starts
-            try:
-                gateways.append(stacks.enter_context(running_stack(tmp / f"stack{i}")))
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+        gateways = config_stacks(stacks, configs, tmp)
         results = asyncio.run(interleaved(args, gateways))
     total = args.fair_rounds * args.fair_seconds
     for (name, _), (b_alone, b_beside, a) in zip(configs, results, strict=True):
@@ -501,20 +484,6 @@ def main() -> int:
     with running_stack(tmp / "stack") as gateway:
         asyncio.run(main_async(args, gateway, tmp))
     return 0
-
-
-@contextlib.contextmanager
-def running_stack(where: Path) -> Iterator[str]:
-    """`lakehouse up` on free ports for the block: its gateway's URL."""
-    proc, urls = start_stack(where)
-    try:
-        yield urls["gateway"]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 if __name__ == "__main__":

@@ -91,11 +91,19 @@ class GatewayConfig:
     # Clients that searched within this many seconds share the search places evenly
     # (each at most search places / such clients, at least 1; 0: off).
     share_seconds: float = 10.0
+    # Search places while one client is alone in the window (share_seconds on; 0: eight
+    # times the machine's cores): with no other client to keep apart, cheap searches
+    # need more in flight than search_in_flight to keep the cores busy.
+    alone_in_flight: int = 0
     queue_timeout: float = 30.0
 
     def search_slots(self) -> int:
         """search_in_flight, or twice the machine's cores when 0."""
         return self.search_in_flight or 2 * (os.cpu_count() or 1)
+
+    def alone_slots(self) -> int:
+        """alone_in_flight, or eight times the machine's cores when 0."""
+        return self.alone_in_flight or 8 * (os.cpu_count() or 1)
 
     def validate(self) -> None:
         if self.client_in_flight < 1 or self.max_in_flight < 1 or self.client_queue < 0:
@@ -105,6 +113,8 @@ class GatewayConfig:
             raise ValueError("queue_timeout: must be positive")
         if self.search_in_flight < 0:
             raise ValueError("search_in_flight: must be 0 (twice the cores) or more")
+        if self.alone_in_flight < 0:
+            raise ValueError("alone_in_flight: must be 0 (eight times the cores) or more")
         if self.light_in_flight < 0 or self.share_seconds < 0:
             raise ValueError("light_in_flight: light_in_flight and share_seconds must be 0 "
                              "or more")

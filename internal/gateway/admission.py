@@ -11,10 +11,8 @@ request that waited `queue_timeout` seconds for a place likewise.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import time
-from collections.abc import AsyncIterator
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -71,11 +69,11 @@ class Admission:
         self.metrics = metrics
         self._waiters: dict[int, asyncio.Future[None]] = {}
 
-    @contextlib.asynccontextmanager
-    async def place(self, client: str) -> AsyncIterator[bool]:
-        """Hold one of `client`'s places while the body runs, which gets whether the
-        client is light (nothing else in flight or waiting in this lane when it came);
-        TooManyRequests (`rate_limited`) when refused."""
+    async def enter(self, client: str) -> tuple[bool, float]:
+        """Take one of `client`'s places (waiting for it when the share says so): whether
+        the client is light (nothing else in flight or waiting in this lane when it came)
+        and when it started (for `leave`); TooManyRequests (`rate_limited`) when refused.
+        A plain pair of calls, not a context manager: this runs on every request."""
         arrived = time.perf_counter()
         light = self.policy.load(client) == (0, 0)
         decision = self.policy.arrive(client, time.monotonic())
@@ -88,13 +86,14 @@ class Admission:
                            f"{decision.retry_after} s", decision.retry_after)
         if decision.action == "wait":
             await self._wait(client, decision.ticket)
-        self.metrics.observe_wait(self.lane, client, time.perf_counter() - arrived)
-        self._observe_load(client)
         started = time.perf_counter()
-        try:
-            yield light
-        finally:
-            self._release(client, time.perf_counter() - started)
+        self.metrics.observe_wait(self.lane, client, started - arrived)
+        self._observe_load(client)
+        return light, started
+
+    def leave(self, client: str, started: float) -> None:
+        """Give back the place `enter` took at `started`."""
+        self._release(client, time.perf_counter() - started)
 
     async def _wait(self, client: str, ticket: int) -> None:
         waiter = asyncio.get_running_loop().create_future()
@@ -155,9 +154,13 @@ def make_middleware(searches: Admission, writes: Admission, read_posts: frozense
         if not request.path.startswith(_LIMITED_PREFIX):
             return await handler(request)
         lane = searches if is_search(request, read_posts) else writes
-        async with lane.place(client_of(request, auth_on)) as light:
+        client = client_of(request, auth_on)
+        light, started = await lane.enter(client)
+        try:
             if light_priority and light and lane is searches:
                 request[LIGHT_KEY] = True
             return await handler(request)
+        finally:
+            lane.leave(client, started)
 
     return admission_middleware

@@ -19,6 +19,12 @@ With `share_seconds` (0: off), the clients that sent a request within that many 
 `total // active` in flight (at least 1; `per_client` still caps it). A client alone has
 every place; a busy client beside one asking once a second keeps half, so the light
 one's request finds a place free instead of four searches sharing the cores with it.
+With `alone` (0: off; share_seconds on), a client alone in the window may have up to
+`alone` in flight, more than `total`: the few places keep many clients' requests from
+queueing inside the daemons, which does not arise with one client, while cheap requests
+(a vector search crosses five processes) need more than `total` in flight to keep the
+cores busy. A second client seen puts the lane back to `total` at once; its first request
+still starts in the light place, and the lone client's extra requests drain as they end.
 The caller passes the time (`now`), so the policy stays free of clocks.
 """
 
@@ -43,12 +49,13 @@ class Shares:
     queue: int
     light: int = 0  # places beyond total for a client with nothing in flight or waiting
     share_seconds: float = 0.0  # clients seen within it share total evenly (0: off)
+    alone: int = 0  # places for a client alone in the window (share_seconds on; 0: total)
 
     def __post_init__(self) -> None:
         if self.total < 1 or self.per_client < 1 or self.queue < 0 or self.light < 0 or \
-                self.share_seconds < 0:
-            raise ValueError("total and per_client must be >= 1, queue, light and "
-                             "share_seconds >= 0")
+                self.share_seconds < 0 or self.alone < 0:
+            raise ValueError("total and per_client must be >= 1, queue, light, "
+                             "share_seconds and alone >= 0")
 
 
 @dataclass(frozen=True)
@@ -85,12 +92,13 @@ class FairShares:
     def arrive(self, client: str, now: float = 0.0) -> Decision:
         """A request of `client` arrives at `now` (seconds, any fixed origin)."""
         c = self._clients.setdefault(client, _Client())
+        before = self.places()  # a lone client's places, when this client is new
         self._see(client, now)
         # Places free now only while no one waits for them: waiters left over are those
         # whose own client is at its limit, so running this one jumps no one's turn.
         if not c.waiting and c.in_flight < self.limit() and (
-                self.in_flight < self.shares.total or (
-                    c.in_flight == 0 and self.in_flight < self.shares.total + self.shares.light)):
+                self.in_flight < self.places() or (
+                    c.in_flight == 0 and self.in_flight < before + self.shares.light)):
             c.in_flight += 1
             self.in_flight += 1
             return Decision("run")
@@ -152,7 +160,7 @@ class FairShares:
     def _start_waiting(self) -> list[int]:
         started: list[int] = []
         skipped = 0  # clients in a row whose turn came but who are at their limit
-        while self.in_flight < self.shares.total and self._turns and skipped < len(self._turns):
+        while self.in_flight < self.places() and self._turns and skipped < len(self._turns):
             client = next(iter(self._turns))
             self._turns.move_to_end(client)
             c = self._clients[client]
@@ -168,6 +176,14 @@ class FairShares:
             self.in_flight += 1
             started.append(ticket)
         return started
+
+    def places(self) -> int:
+        """The requests of all clients that may be in flight now: `alone` while one client
+        is active in the window, else `total`."""
+        s = self.shares
+        if s.alone > s.total and s.share_seconds > 0 and len(self._seen) <= 1:
+            return s.alone
+        return s.total
 
     def limit(self) -> int:
         """How many requests one client may have in flight now."""

@@ -98,6 +98,10 @@ class Metrics:
         # Labelled children by label values: prometheus_client's labels() validates and
         # locks on every call, a few microseconds each, four times a proxied request.
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        # observe_load's gauges by (lane,) and (lane, label): set two to four times a
+        # search; a client's pair is dropped with its series (expire_clients).
+        self._gauges: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self._waits: dict[tuple[str, str], Any] = {}  # observe_wait's children, likewise
 
     def _pair(self, kind: str, counter: Counter, histogram: Histogram, *labels: str
               ) -> tuple[Any, Any]:
@@ -127,17 +131,29 @@ class Metrics:
     def observe_load(self, lane: str, client: str, in_flight: int, queued: int,
                      lane_in_flight: int, lane_queued: int) -> None:
         """A client's and its lane's requests in flight and waiting, after a change."""
-        self._lanes.add(lane)
-        self.lane_in_flight.labels(lane).set(lane_in_flight)
-        self.lane_queued.labels(lane).set(lane_queued)
+        lane_pair = self._gauges.get((lane,))
+        if lane_pair is None:
+            self._lanes.add(lane)
+            lane_pair = self._gauges[(lane,)] = (self.lane_in_flight.labels(lane),
+                                                 self.lane_queued.labels(lane))
+        lane_pair[0].set(lane_in_flight)
+        lane_pair[1].set(lane_queued)
         label = self.client_label(client)
         if label == OTHER:  # a sum of many clients is not one client's load
             return
-        self.client_in_flight.labels(lane, label).set(in_flight)
-        self.client_queued.labels(lane, label).set(queued)
+        pair = self._gauges.get((lane, label))
+        if pair is None:
+            pair = self._gauges[(lane, label)] = (self.client_in_flight.labels(lane, label),
+                                                  self.client_queued.labels(lane, label))
+        pair[0].set(in_flight)
+        pair[1].set(queued)
 
     def observe_wait(self, lane: str, client: str, seconds: float) -> None:
-        self.client_wait.labels(lane, self.client_label(client)).observe(seconds)
+        label = self.client_label(client)
+        child = self._waits.get((lane, label))
+        if child is None:
+            child = self._waits[(lane, label)] = self.client_wait.labels(lane, label)
+        child.observe(seconds)
 
     def observe_rejected(self, lane: str, client: str) -> None:
         self.client_rejected.labels(lane, self.client_label(client)).inc()
@@ -146,6 +162,8 @@ class Metrics:
         """Drop the series of clients unseen for CLIENT_LABEL_IDLE_SECONDS (at a scrape)."""
         for client in self.client_labels.expire(time.monotonic()):
             for lane in self._lanes:
+                self._gauges.pop((lane, client), None)
+                self._waits.pop((lane, client), None)
                 for metric in (self.client_in_flight, self.client_queued, self.client_wait,
                                self.client_rejected):
                     metric.remove(lane, client)  # absent series: nothing happens

@@ -73,7 +73,8 @@ def make_app(cfg: Config) -> web.Application:
     # After auth: a client is counted by the credential that was checked (its key's id).
     g = cfg.gateway
     searches = Admission("search", Shares(g.search_slots(), g.client_in_flight, g.client_queue,
-                                          g.light_in_flight, g.share_seconds),
+                                          g.light_in_flight, g.share_seconds,
+                                          g.alone_slots()),
                          g.queue_timeout, metrics)
     writes = Admission("write", Shares(g.max_in_flight, g.client_in_flight, g.client_queue),
                        g.queue_timeout, metrics)

@@ -133,3 +133,30 @@ def test_a_busy_client_counts_as_seen_however_long_ago_it_came() -> None:
     fair.release("other", 0.1, 0.1)
     fair.arrive("third", 30)  # other is forgotten, slow is not: it is in flight
     assert fair.limit() == 2
+
+
+def test_a_client_alone_has_the_alone_places_until_another_is_seen() -> None:
+    """alone: a client alone in the window has `alone` places, more than the total; a
+    second client starts at once (the light place beyond the lone client's places) and
+    puts the lane back to the total, so the lone client's next requests wait until it
+    is within its share; the window passed, it has the alone places again."""
+    fair = FairShares(Shares(total=4, per_client=32, queue=20, light=1, share_seconds=10,
+                             alone=16))
+    assert [fair.arrive("busy", 0).action for _ in range(17)] == ["run"] * 16 + ["wait"]
+    assert fair.places() == 16
+    assert fair.arrive("calm", 1).action == "run"  # beside 16 in flight, at once
+    assert fair.places() == 4 and fair.limit() == 2
+    assert fair.arrive("busy", 1).action == "wait"
+    for i in range(14):  # busy drains to its share (2) before a waiter of its starts
+        assert fair.release("busy", 0.1, 1 + i / 100) == []
+    fair.release("calm", 0.1, 1.2)
+    assert fair.release("busy", 0.1, 12.0) != []  # calm unseen for 11 s: alone again
+    assert fair.places() == 16
+
+
+def test_alone_places_need_the_window_and_more_than_the_total() -> None:
+    assert FairShares(Shares(total=4, per_client=32, queue=1, alone=16)).places() == 4
+    fair = FairShares(Shares(total=4, per_client=32, queue=1, share_seconds=10, alone=2))
+    assert fair.places() == 4
+    with pytest.raises(ValueError):
+        Shares(total=2, per_client=1, queue=1, alone=-1)
