@@ -33,7 +33,7 @@ from psycopg import sql
 
 from internal.api.vectord import Corpus
 from internal.pg import union
-from internal.vectord import lexical, postings
+from internal.vectord import corpus_words, lexical, postings
 from internal.vectord.lexversions import VERSIONS, Rows, Versions, id_array
 from internal.vectord.postings_union import UnionCache
 
@@ -132,6 +132,7 @@ class LexIndex:
         self.whole_loads = 0
         self.rows = Rows()
         self.versions = Versions()
+        self.words = corpus_words.Learner()  # a whole corpus's words stemmed for highlights
 
     async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
                       fixed: Sequence[str], auto: Sequence[bool],
@@ -237,6 +238,7 @@ class LexIndex:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.words.close()
         await self.versions.close()
 
     async def _load_whole(self, reads: Any, corpus_id: int) -> None:
@@ -273,6 +275,7 @@ class LexIndex:
                      lexemes=len(whole.entries), mb=round(whole.nbytes / 2**20, 1))
             self.cache.touch_all([whole], list(whole.entries))
             self.cache.evict(set())
+        self.words.later(reads, corpus_id, whole.version)
 
     def status(self, engine: str) -> dict[str, Any]:
         """What /readyz shows of the in-memory index."""
