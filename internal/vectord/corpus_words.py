@@ -18,13 +18,13 @@ logged and the highlights go on as before; never awaited by a search.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
 import structlog
 from psycopg import sql
 
+from internal.common import waits
 from internal.vectord import marks, schema
 
 log = structlog.get_logger()
@@ -123,7 +123,4 @@ class Learner:
     async def close(self) -> None:
         """Stop learning (on shutdown)."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await waits.stop(task)

@@ -17,7 +17,6 @@ The reads here are SQL only; the arithmetic is postings.py's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import re
 import time
@@ -32,6 +31,7 @@ import structlog
 from psycopg import sql
 
 from internal.api.vectord import Corpus
+from internal.common import waits
 from internal.pg import union
 from internal.vectord import corpus_words, lexical, postings
 from internal.vectord.lexversions import VERSIONS, Rows, Versions, id_array
@@ -234,10 +234,7 @@ class LexIndex:
     async def close(self) -> None:
         """Stop the background loader (on shutdown)."""
         task, self._whole_task = self._whole_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await waits.stop(task)
         await self.words.close()
         await self.versions.close()
 
