@@ -12,6 +12,7 @@ supervisor killed it after its stop grace. `asyncio.timeout` (3.11) keeps the ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 
 async def event(ev: asyncio.Event, seconds: float) -> bool:
@@ -22,3 +23,11 @@ async def event(ev: asyncio.Event, seconds: float) -> bool:
     except TimeoutError:
         return ev.is_set()
     return True
+
+
+async def stop(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task (if any) and wait until it has ended."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

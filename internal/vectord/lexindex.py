@@ -17,7 +17,6 @@ The reads here are SQL only; the arithmetic is postings.py's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import re
 import time
@@ -32,8 +31,9 @@ import structlog
 from psycopg import sql
 
 from internal.api.vectord import Corpus
+from internal.common import waits
 from internal.pg import union
-from internal.vectord import lexical, postings
+from internal.vectord import corpus_words, lexical, postings
 from internal.vectord.lexversions import VERSIONS, Rows, Versions, id_array
 from internal.vectord.postings_union import UnionCache
 
@@ -132,6 +132,7 @@ class LexIndex:
         self.whole_loads = 0
         self.rows = Rows()
         self.versions = Versions()
+        self.words = corpus_words.Learner()  # a whole corpus's words stemmed for highlights
 
     async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
                       fixed: Sequence[str], auto: Sequence[bool],
@@ -233,10 +234,8 @@ class LexIndex:
     async def close(self) -> None:
         """Stop the background loader (on shutdown)."""
         task, self._whole_task = self._whole_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await waits.stop(task)
+        await self.words.close()
         await self.versions.close()
 
     async def _load_whole(self, reads: Any, corpus_id: int) -> None:
@@ -273,6 +272,7 @@ class LexIndex:
                      lexemes=len(whole.entries), mb=round(whole.nbytes / 2**20, 1))
             self.cache.touch_all([whole], list(whole.entries))
             self.cache.evict(set())
+        self.words.later(reads, corpus_id, whole.version)
 
     def status(self, engine: str) -> dict[str, Any]:
         """What /readyz shows of the in-memory index."""

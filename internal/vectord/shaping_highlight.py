@@ -31,6 +31,8 @@ Spans = list[tuple[int, int]]
 FIELDS = ("title", "text")
 # Hits highlighted by each way since start (tests, the benchmark's notes).
 MARKED = {"python": 0, "postgres": 0}
+# The words stemmed at a search (shaping_sql.LEXEMES_OF): statements and words since start.
+STEMMED = {"statements": 0, "words": 0}
 
 
 async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus], *,
@@ -113,6 +115,8 @@ async def learn_words(store: Store, counted: Sequence[tuple[Hit, Fields]]) -> No
                 want.setdefault(h.language, set()).update(new)
     if not want:
         return
+    STEMMED["statements"] += len(want)
+    STEMMED["words"] += sum(len(w) for w in want.values())
     got = await asyncio.gather(*(shaping_sql.lexemes_of(store, language, sorted(words))
                                  for language, words in want.items()))
     for language, table in zip(want, got, strict=True):
