@@ -104,10 +104,11 @@ def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
         j = bisect_left(starts, hi) - 1
         if j >= 0 and hi < ends[j]:
             hi = starts[j]
-        j = bisect_left(starts, lo) - 1
-        if j >= 0 and lo < ends[j]:
-            lo = ends[j]
+        # The first mark starting at or after lo; still so once lo moves past the mark it
+        # cuts, as the marks do not overlap.
         a = bisect_left(starts, lo)
+        if a and lo < ends[a - 1]:
+            lo = ends[a - 1]
         b = bisect_right(ends, hi)
         if b < a:
             b = a
