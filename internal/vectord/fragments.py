@@ -54,40 +54,6 @@ def spans(marked: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(plain), out
 
 
-def _window(text: str, starts: list[int], ends: list[int], first: int, size: int
-            ) -> tuple[int, int]:
-    """About `size` characters around the mark `first`, at word boundaries, a third of
-    the room before it; a mark the edges would cut is left out whole (the marks are in
-    text order and do not overlap, so the one an edge falls in is found by bisection).
-    Spelled with comparisons, not min/max: it runs once per mark of every hit."""
-    s, e = starts[first], ends[first]
-    n = len(text)
-    width = e - s
-    lo = s - (size - width) // 3 if size > width else s
-    if lo < 0:
-        lo = 0
-    hi = lo + (size if size > width else width)
-    if hi > n:
-        hi = n
-    if hi - size < lo:
-        lo = hi - size if hi > size else 0
-    if lo > 0:
-        cut = text.find(" ", lo, s)
-        if cut >= 0:
-            lo = cut + 1
-    if hi < n:
-        cut = text.rfind(" ", e, hi)
-        if cut >= 0:
-            hi = cut
-    j = bisect_left(starts, hi) - 1  # the last mark starting before hi
-    if j >= 0 and hi < ends[j]:
-        hi = starts[j]
-    j = bisect_left(starts, lo) - 1
-    if j >= 0 and lo < ends[j]:
-        lo = ends[j]
-    return lo, hi
-
-
 def best(marked: str, pre: str, post: str, fragment_chars: int, fragments: int) -> list[str]:
     """The best fragments of a field ts_headline marked (`best_of`)."""
     text, marks = spans(marked)
@@ -106,16 +72,53 @@ def best_of(text: str, marks: list[tuple[int, int]], pre: str, post: str,
         return [_render(text, 0, len(text), marks, pre, post)]
     starts = [s for s, _ in marks]
     ends = [e for _, e in marks]
-    words = [text[s:e].lower() for s, e in marks]
     scored = []
+    # Each mark's window: about `size` characters around it, at word boundaries, a third
+    # of the room before it; a mark the edges would cut is left out whole (the marks are
+    # in text order and do not overlap, so the one an edge falls in is found by
+    # bisection). Spelled out in the loop with comparisons, not min/max: it runs once
+    # per mark of every hit shown.
+    n = len(text)
+    size = fragment_chars
+    find, rfind = text.find, text.rfind
+    words: list[str] | None = None
     for i in range(len(marks)):
-        lo, hi = _window(text, starts, ends, i, fragment_chars)
+        s, e = starts[i], ends[i]
+        width = e - s
+        lo = s - (size - width) // 3 if size > width else s
+        if lo < 0:
+            lo = 0
+        hi = lo + (size if size > width else width)
+        if hi > n:
+            hi = n
+        if hi - size < lo:
+            lo = hi - size if hi > size else 0
+        if lo > 0:
+            cut = find(" ", lo, s)
+            if cut >= 0:
+                lo = cut + 1
+        if hi < n:
+            cut = rfind(" ", e, hi)
+            if cut >= 0:
+                hi = cut
+        j = bisect_left(starts, hi) - 1
+        if j >= 0 and hi < ends[j]:
+            hi = starts[j]
+        # The first mark starting at or after lo; still so once lo moves past the mark it
+        # cuts, as the marks do not overlap.
         a = bisect_left(starts, lo)
+        if a and lo < ends[a - 1]:
+            lo = ends[a - 1]
         b = bisect_right(ends, hi)
         if b < a:
             b = a
         # A window of one mark holds one distinct word; `i` keeps ties in text order.
-        scored.append((-(len(set(words[a:b])) if b - a > 1 else b - a), a - b, lo, i, hi, a, b))
+        if b - a > 1:
+            if words is None:
+                words = [text[s:e].lower() for s, e in marks]
+            scored.append((-len(set(words[a:b])), a - b, lo, i, hi, a, b))
+        else:
+            scored.append((a - b, a - b, lo, i, hi, a, b))
     scored.sort()
     chosen: list[tuple[int, int, list[tuple[int, int]]]] = []
     for _, _, lo, _, hi, a, b in scored:
@@ -136,7 +139,13 @@ def _render(text: str, lo: int, hi: int, inside: list[tuple[int, int]], pre: str
         parts += [text[pos:s], START, text[s:e], STOP]
         pos = e
     parts += [text[pos:hi], "…" if hi < len(text) else ""]
-    return _esc("".join(parts)).replace(START, pre).replace(STOP, post).strip()
+    marked = "".join(parts)
+    # The sentinels are not printable, so `_flat` would run the regular expression on
+    # every fragment; the window's own text says whether there is whitespace to fold.
+    window = text[lo:hi]
+    if not (window.isprintable() and "  " not in window):
+        marked = _SPACE.sub(" ", marked)
+    return html.escape(marked, quote=True).replace(START, pre).replace(STOP, post).strip()
 
 
 def _flat(text: str) -> str:
@@ -144,10 +153,6 @@ def _flat(text: str) -> str:
     other whitespace character is unprintable, so `isprintable` (a C loop) finds them
     without running the regular expression on every fragment."""
     return text if text.isprintable() and "  " not in text else _SPACE.sub(" ", text)
-
-
-def _esc(text: str) -> str:
-    return html.escape(_flat(text), quote=True)
 
 
 def lead(text: str, fragment_chars: int) -> list[str]:

@@ -68,20 +68,20 @@ def term_counts(ix: postings.CorpusIndex, lexemes: Sequence[str], ids: Sequence[
     ords = {o: i for i in ids if (o := ix.ord_of.get(i)) is not None}
     out: dict[str, dict[str, tuple[int, int]]] = {i: dict.fromkeys(lexemes, (0, 0))
                                                   for i in ids}
-    held = [e for e in entries if e is not None and e.df]
-    if not held or not ords:
+    if not ords:
         return out
-    # One pass over every posting of the query's lexemes, not one per lexeme.
-    every = np.concatenate([e.ords for e in held])
-    ends = np.cumsum([e.df for e in held])
-    names = [t for t, e in zip(lexemes, entries, strict=True) if e is not None and e.df]
-    wanted = np.zeros(max(len(ix.ids), int(every.max()) + 1), dtype=bool)
+    # Each lexeme's postings of the hits: a gather through a mask of the hits' ordinals,
+    # with a spare False at its end that any larger ordinal is clipped to.
+    wanted = np.zeros(max(len(ix.ids), max(ords) + 1) + 1, dtype=bool)
     wanted[list(ords)] = True
-    for at in np.flatnonzero(wanted[every]).tolist():
-        li = int(np.searchsorted(ends, at, side="right"))
-        e = held[li]
-        tf = e.tf[at - (int(ends[li - 1]) if li else 0)]
-        out[ords[int(every[at])]][names[li]] = (int(tf[0]), int(tf[1]))
+    for t, e in zip(lexemes, entries, strict=True):
+        if e is None or not e.df:
+            continue
+        at = np.flatnonzero(np.take(wanted, e.ords, mode="clip"))
+        if len(at):
+            for o, (title, text) in zip(e.ords[at].tolist(), e.tf[at, :2].tolist(),
+                                        strict=True):
+                out[ords[o]][t] = (title, text)
     return out
 
 
