@@ -77,16 +77,19 @@ LEARNT = {"corpora": 0, "words": 0, "failures": 0}
 
 
 class Learner:
-    """Learns the words of the corpora loaded whole, one at a time, in one task."""
+    """Learns the words of the corpora loaded whole, one at a time, in one task; each
+    corpus once a process: a corpus written to is loaded whole again at each new version,
+    and reading all its words again for the few a write brings would cost the whole scan
+    each time (those few fall back to LEXEMES_OF)."""
 
     def __init__(self) -> None:
         self._queue: list[tuple[int, int]] = []  # (corpus id, version loaded)
-        self._done: dict[int, int] = {}  # corpus id -> version learnt
+        self._done: set[int] = set()  # corpus ids learnt
         self._task: asyncio.Task[None] | None = None
 
     def later(self, reads: Any, corpus_id: int, version: int) -> None:
-        """Learn the corpus's words (at `version` or later) unless done at that version."""
-        if self._done.get(corpus_id) == version or any(c == corpus_id for c, _ in self._queue):
+        """Learn the corpus's words unless they are learnt or queued already."""
+        if corpus_id in self._done or any(c == corpus_id for c, _ in self._queue):
             return
         self._queue.append((corpus_id, version))
         if self._task is None or self._task.done():
@@ -113,7 +116,7 @@ class Learner:
             if distinct[language] > len(table):
                 log.info("corpus_words_bounded", corpus_id=cid, language=language,
                          words=distinct[language], learnt=len(table))
-        self._done[cid] = version
+        self._done.add(cid)
         n = sum(len(t) for t in tables.values())
         LEARNT["corpora"] += 1
         LEARNT["words"] += n
