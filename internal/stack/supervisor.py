@@ -197,13 +197,13 @@ class Supervisor:
         try:
             await asyncio.wait_for(asyncio.gather(*waits), grace)
         except asyncio.TimeoutError:
-            stuck = [c.spec.name for c in self.children.values()
+            stuck = [c.proc for c in self.children.values()
                      if c.proc is not None and c.proc.returncode is None]
-            log.warning("daemons_killed_after_grace", grace=grace, daemons=stuck)
-            for child in self.children.values():  # each logs where it hangs, then dies
-                if child.proc is not None and child.proc.returncode is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        child.proc.send_signal(stackdump.SIGNAL)
+            log.warning("daemons_killed_after_grace", grace=grace,
+                        daemons=[c.spec.name for c in self.children.values() if c.proc in stuck])
+            for proc in stuck:  # each logs where it hangs, then dies
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(stackdump.SIGNAL)
             await asyncio.sleep(STACK_DUMP_SECONDS)
         # Whatever is left (a stuck daemon, or a worker it spawned) is killed.
         _, alive = await asyncio.to_thread(psutil.wait_procs, procs, 0.1)

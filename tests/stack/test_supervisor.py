@@ -7,6 +7,7 @@ import os
 import signal
 
 import psutil
+import structlog.testing
 
 from internal.config import Config
 from internal.stack.plan import ChildSpec, plan
@@ -40,9 +41,10 @@ def test_backoff_doubles_to_a_cap() -> None:
     assert [b.delay(n) for n in (1, 2, 3, 4, 5, 9)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
 
 
-def _fake(name: str) -> ChildSpec:
+def _fake(name: str, **env: str) -> ChildSpec:
     port = free_port()
-    return ChildSpec(name, "tests.stack.fake_daemon", "127.0.0.1", port, {"FAKE_PORT": str(port)})
+    return ChildSpec(name, "tests.stack.fake_daemon", "127.0.0.1", port,
+                     {"FAKE_PORT": str(port), **env})
 
 
 async def test_supervisor_restarts_a_killed_daemon() -> None:
@@ -67,4 +69,18 @@ async def test_supervisor_restarts_a_killed_daemon() -> None:
         await sup.stop()
     pids = set().union(*(c.pids for c in sup.children.values()))
     assert len(pids) == 3
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+async def test_a_daemon_that_hangs_on_stop_is_named_and_killed_after_the_grace() -> None:
+    sup = Supervisor([_fake("alpha"), _fake("stuck", FAKE_HANG_ON_STOP="1")])
+    await sup.start()
+    try:
+        assert await sup.wait_ready(60) == []
+    finally:
+        with structlog.testing.capture_logs() as logs:
+            await sup.stop(grace=1.0)
+    killed = [e for e in logs if e["event"] == "daemons_killed_after_grace"]
+    assert [e["daemons"] for e in killed] == [["stuck"]]
+    pids = set().union(*(c.pids for c in sup.children.values()))
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
