@@ -11,16 +11,19 @@ order each round. Prints each variant's p50 against the plain default's measured
 same run (targets: highlight <= +15%, facets <= +25%). With --baseline DIR (a checkout of
 another commit, e.g. `git archive REV | tar -x -C DIR`), both stacks run side by side and
 every text goes through every (side, variant) in one shuffled turn: candidates measured
-in one run.
+in one run. The texts repeat (rounds, variants), so embedd's cache serves the questions and
+the semantic passages after their first search; `--cold` turns that cache off on every
+stack (each text embedded afresh, as a question never asked before).
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
         .venv/bin/python scripts/bench_shaping.py --beir ../shared/data [--queries 300] \\
-        [--rounds 2] [--baseline DIR]
+        [--rounds 2] [--baseline DIR] [--cold]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -79,7 +82,8 @@ async def measure(args: argparse.Namespace, urls: dict[str, str]) -> None:
               f"(hybrid, k 10) through the gateway, {len(texts)} SciFact queries as text, "
               f"{args.rounds} rounds; p50/p95 one at a time ({args.sequential} texts a round, "
               f"every variant{' of both sides' if len(urls) > 1 else ''} in a shuffled turn), "
-              f"QPS at concurrency {CONCURRENCY}\n")
+              f"QPS at concurrency {CONCURRENCY}"
+              f"{'; embedd cache off' if args.cold else ''}\n")
         many = len(urls) > 1
         print(f"| {'side | ' if many else ''}options | p50 ms | p95 ms | QPS @16 | p50 vs none |")
         print(f"|{'---|' if many else ''}---|---:|---:|---:|---:|")
@@ -101,7 +105,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--baseline", type=Path, default=None,
                     help="a checkout of another commit, measured alongside in the same run")
+    ap.add_argument("--cold", action="store_true",
+                    help="embedd's cache off ([embedd] cache_size = 0) on every stack")
     args = ap.parse_args()
+    if args.cold:
+        os.environ["LAKEHOUSE_EMBEDD_CACHE_SIZE"] = "0"
     roots = {"this": ROOT} if args.baseline is None else {"this": ROOT,
                                                            "baseline": args.baseline}
     return on_stacks("lakehouse-bench-shaping-", roots, lambda urls: measure(args, urls))

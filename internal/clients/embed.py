@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from internal.api.embedd import INTERACTIVE_PATH
+from internal.api.embedd import INTERACTIVE_PATH, NEAREST_PATH, NearestResponse
 from internal.clients.base import ServiceClient
 from internal.common.upstream import Upstream, addresses_of
 
@@ -36,6 +36,17 @@ class EmbedClient(ServiceClient):
         out = await self.call("POST", path, body, idempotent=True)
         return Embedding(model=out["model"], dim=int(out["dim"]), vectors=out["vectors"],
                          truncated=list(out.get("truncated", [])))
+
+    async def nearest(self, query: Sequence[float], groups: list[list[str]],
+                      model: str | None = None) -> list[int]:
+        """Per group of passages (documents), the index of the one most similar to the
+        query vector (of `model`): embedded on the interactive lane, vectors kept in
+        embedd."""
+        body: dict[str, object] = {"query": list(query), "groups": groups}
+        if model:
+            body["model"] = model
+        out = await self.call_as(NearestResponse, "POST", NEAREST_PATH, body, idempotent=True)
+        return out.nearest
 
     async def models(self) -> dict[str, object]:
         out: dict[str, object] = await self.call("GET", "/v1/embed/models")

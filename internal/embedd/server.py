@@ -9,15 +9,24 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from internal.api.embedd import INTERACTIVE_PATH, LANE_HEADER, WAIT_HEADER, EmbedRequest
+from internal.api.embedd import (
+    INTERACTIVE_PATH,
+    LANE_HEADER,
+    NEAREST_PATH,
+    WAIT_HEADER,
+    EmbedRequest,
+    NearestRequest,
+    NearestResponse,
+)
 from internal.api.responses import EmbedResponse
 from internal.common.auth import protect, service_token, token_ok
 from internal.common.daemon import serve
-from internal.common.errors import Unauthorized
+from internal.common.errors import InvalidArgument, Unauthorized
 from internal.common.web import json_response, make_base_app, read_json
 from internal.config import Config
 from internal.embedd.backends import Backend
 from internal.embedd.coalesce import Lane
+from internal.embedd.nearest import nearest_each
 from internal.embedd.registry import open_backend
 from internal.embedd.service import EmbedService
 
@@ -56,11 +65,47 @@ async def embed_handler(request: web.Request) -> web.Response:
     return await _embed(request, Lane.BULK)
 
 
+def _service_only(request: web.Request) -> None:
+    """401 unless the service token came (the interactive lane's routes)."""
+    if not request.app[SERVICE_ONLY](request.headers.get("Authorization", "")):
+        raise Unauthorized(f"{request.path} takes the service token only")
+
+
 async def interactive_handler(request: web.Request) -> web.Response:
     """Questions of the daemons' search paths: the interactive lane."""
-    if not request.app[SERVICE_ONLY](request.headers.get("Authorization", "")):
-        raise Unauthorized(f"{INTERACTIVE_PATH} takes the service token only")
+    _service_only(request)
     return await _embed(request, Lane.INTERACTIVE)
+
+
+async def nearest_handler(request: web.Request) -> web.Response:
+    """Each group's passage nearest the query vector, embedded on the interactive lane
+    (a search's semantic highlights): indices only, never the vectors."""
+    _service_only(request)
+    req = await read_json(request, NearestRequest)
+    for i, group in enumerate(req.groups):
+        if not group:
+            raise InvalidArgument(f"groups[{i}]: must hold at least one text",
+                                  field=f"groups[{i}]")
+        for j, text in enumerate(group):
+            if not text.strip():
+                raise InvalidArgument(f"groups[{i}][{j}]: must not be empty or blank",
+                                      field=f"groups[{i}][{j}]")
+    service = request.app[SERVICE]
+    dim = service.pick(req.model).dim
+    if dim and len(req.query) != dim:
+        raise InvalidArgument(f"query: {len(req.query)} numbers, the model's vectors have "
+                              f"{dim}", field="query")
+    out = await service.embed([t for g in req.groups for t in g], req.model, "document",
+                              Lane.INTERACTIVE)
+    if len(req.query) != out.dim:
+        raise InvalidArgument(f"query: {len(req.query)} numbers, the model's vectors have "
+                              f"{out.dim}", field="query")
+    resp = json_response(NearestResponse(
+        model=out.model, nearest=nearest_each(req.query, out.vectors,
+                                              [len(g) for g in req.groups])))
+    resp.headers[LANE_HEADER] = Lane.INTERACTIVE.value
+    resp.headers[WAIT_HEADER] = f"{out.wait_s * 1000:.3f}"
+    return resp
 
 
 async def lanes_handler(request: web.Request) -> web.Response:
@@ -106,6 +151,7 @@ def make_app(cfg: Config) -> web.Application:
     app.cleanup_ctx.append(backends_ctx)
     app.router.add_post("/v1/embed", embed_handler)
     app.router.add_post(INTERACTIVE_PATH, interactive_handler)
+    app.router.add_post(NEAREST_PATH, nearest_handler)
     app.router.add_get("/v1/embed/models", models_handler)
     app.router.add_get("/v1/embed/lanes", lanes_handler)
     app.router.add_get("/readyz", readyz)

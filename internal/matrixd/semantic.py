@@ -3,9 +3,10 @@
 alone found it), the passage most similar to the question by the hit corpus's own model,
 marked `highlight_kind: "semantic"`. A hit whose title matched keeps its text's lead.
 
-The passages are cut here (`passages`, no I/O), embedded by embedd with the corpus's
-model in one call per model, and compared with the query vector of that model (the one
-the search itself used). Like vectord's fragments, the passage is HTML-escaped.
+The passages are cut here (`passages`, no I/O) and sent to embedd in one call per model
+(its interactive lane's `nearest` route): embedd embeds them with the corpus's model and
+answers, per hit, which is most similar to the query vector of that model (the one the
+search itself used); the vectors stay in embedd. Like vectord's fragments, the passage is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import html
 import re
 from collections.abc import Sequence
 
-import numpy as np
 import structlog
 
 from internal.api.responses import RankedHit
@@ -26,6 +26,10 @@ from internal.matrixd.deps import Deps
 log = structlog.get_logger()
 
 MAX_PASSAGES = 8  # per hit: the embedding call stays one small batch
+# Passages a search embeds in all: the vector-only hits in rank order take theirs while
+# it lasts, later ones keep their lead. The model costs about 10 ms of CPU a passage
+# here (DECISIONS.md, "Highlights: the semantic passages' cost").
+PASSAGE_BUDGET = 8
 LEAD, SEMANTIC, LEXICAL = "lead", "semantic", "lexical"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _SPACE = re.compile(r"\s+")
@@ -54,18 +58,11 @@ def passages(text: str, size: int) -> list[str]:
     return out[:MAX_PASSAGES]
 
 
-def best(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> int:
-    """The index of the vector most similar (cosine) to the query."""
-    q = np.asarray(query, dtype=np.float32)
-    m = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
-    sims = (m @ q) / np.where(norms > 0, norms, 1.0)
-    return int(np.argmax(sims))
-
-
 async def apply(deps: Deps, hits: list[RankedHit], fragment_chars: int,
                 default: Embedding | None, vectors: spaces.Vectors | None) -> int:
-    """Gives each "lead" text fragment the most similar passage instead; how many."""
+    """Gives each "lead" text fragment the most similar passage instead; how many.
+    A text of one passage needs no model call; the others are embedded while
+    PASSAGE_BUDGET lasts, in rank order (a later hit keeps its lead)."""
     if deps.embed is None or default is None:
         return 0
     query_of: dict[str, Sequence[float]] = {default.model: default.vectors[0]}
@@ -73,6 +70,8 @@ async def apply(deps: Deps, hits: list[RankedHit], fragment_chars: int,
         query_of[qv.model] = qv.vector
     model_of = {c: s.model for s in await spaces.spaces(deps) for c in s.corpora}
     todo: dict[str, list[tuple[RankedHit, list[str]]]] = {}
+    left = PASSAGE_BUDGET
+    done = 0
     for h in hits:
         kinds = h.highlight_kind
         if (not isinstance(kinds, dict) or kinds.get("text") != LEAD
@@ -80,22 +79,31 @@ async def apply(deps: Deps, hits: list[RankedHit], fragment_chars: int,
             continue  # the hit's words matched (its title): not a vector-only hit
         model = model_of.get(h.corpus) or default.model
         cut = passages(h.text, fragment_chars)
-        if cut and model in query_of:
+        if not cut or model not in query_of:
+            continue
+        if len(cut) == 1:  # the one passage is the most similar: no model call
+            done += _mark(h, cut[0])
+        elif len(cut) <= left:
             todo.setdefault(model, []).append((h, cut))
-    done = 0
+            left -= len(cut)
+        else:
+            left = 0  # spent: no later hit takes passages before this one
     for model, items in todo.items():
-        texts = [p for _, cut in items for p in cut]
         try:
-            got = await deps.embed.embed(texts, input_type="document", model=model)
+            nearest = await deps.embed.nearest(query_of[model], [cut for _, cut in items],
+                                               model=model)
         except LakehouseError as exc:  # the lead stays: the search still answers
             log.warning("semantic_highlight_failed", model=model, error=exc.message)
             continue
-        at = 0
-        for h, cut in items:
-            i = best(query_of[model], got.vectors[at:at + len(cut)])
-            at += len(cut)
-            if isinstance(h.highlight, dict) and isinstance(h.highlight_kind, dict):
-                h.highlight["text"] = [html.escape(cut[i], quote=True)]
-                h.highlight_kind["text"] = SEMANTIC
-            done += 1
+        for (h, cut), i in zip(items, nearest, strict=True):
+            done += _mark(h, cut[i])
     return done
+
+
+def _mark(h: RankedHit, passage: str) -> int:
+    """The hit's text fragment made `passage`, escaped and marked semantic; 1 if set."""
+    if not (isinstance(h.highlight, dict) and isinstance(h.highlight_kind, dict)):
+        return 0
+    h.highlight["text"] = [html.escape(passage, quote=True)]
+    h.highlight_kind["text"] = SEMANTIC
+    return 1

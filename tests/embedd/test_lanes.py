@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from internal.api.embedd import INTERACTIVE_PATH, LANE_HEADER, WAIT_HEADER
+from internal.api.embedd import INTERACTIVE_PATH, LANE_HEADER, NEAREST_PATH, WAIT_HEADER
 from internal.config import Config
 from internal.embedd.server import make_app
 from tests.helpers import serve, url_of, with_section
@@ -116,6 +116,40 @@ async def test_interactive_route_takes_the_service_token_only(http: aiohttp.Clie
         service = {"Authorization": "Bearer svc-token"}
         async with http.post(f"{url}{INTERACTIVE_PATH}", json=body, headers=service) as resp:
             assert resp.status == 200 and resp.headers[LANE_HEADER] == "interactive"
+        nearest = {"query": [1.0] * 384, "groups": [["one passage"]]}
+        async with http.post(f"{url}{NEAREST_PATH}", json=nearest, headers=client) as resp:
+            assert resp.status == 401
+        async with http.post(f"{url}{NEAREST_PATH}", json=nearest, headers=service) as resp:
+            assert resp.status == 200 and resp.headers[LANE_HEADER] == "interactive"
     finally:
         await server.close()
 
+
+
+async def test_nearest_names_each_groups_most_similar_passage(
+        http: aiohttp.ClientSession) -> None:
+    """The semantic highlights' route: passages embedded on the interactive lane, each
+    group's nearest index back (never the vectors); a bad body is a 400 naming its field."""
+    async with embedd() as url:
+        async with http.post(f"{url}{INTERACTIVE_PATH}", json={
+                "texts": ["when will the lift be repaired?"], "input_type": "query"}) as resp:
+            query = (await resp.json())["vectors"][0]
+        groups = [["The cafeteria opens at eight.", "The elevator is under repair until May.",
+                   "Visitors sign in at reception."],
+                  ["Elevator engineers come on Mondays.", "Towels are at the desk."]]
+        before = await lanes(http, url)
+        async with http.post(f"{url}{NEAREST_PATH}",
+                             json={"query": query, "groups": groups}) as resp:
+            assert resp.status == 200, await resp.text()
+            out = await resp.json()
+        assert out["nearest"] == [1, 0] and "vectors" not in out
+        after = await lanes(http, url)
+        assert after["interactive"]["texts"] - before["interactive"]["texts"] == 5
+        assert after["bulk"]["texts"] == before["bulk"]["texts"]
+        for body, field in (({"query": query, "groups": [[]]}, "groups[0]"),
+                            ({"query": query, "groups": [["a", " "]]}, "groups[0][1]"),
+                            ({"query": query[:10], "groups": [["a"]]}, "query"),
+                            ({"query": query, "groups": [["a"]], "k": 1}, "k")):
+            async with http.post(f"{url}{NEAREST_PATH}", json=body) as resp:
+                assert resp.status == 400, body
+                assert (await resp.json())["error"]["field"] == field, body

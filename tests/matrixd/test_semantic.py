@@ -1,8 +1,8 @@
-"""Semantic fragments' passages and choice (no I/O)."""
+"""Semantic fragments' passages (no I/O)."""
 
 from __future__ import annotations
 
-from internal.matrixd.semantic import MAX_PASSAGES, best, passages
+from internal.matrixd.semantic import MAX_PASSAGES, passages
 
 
 def test_passages_pack_sentences_and_cut_long_ones() -> None:
@@ -13,6 +13,3 @@ def test_passages_pack_sentences_and_cut_long_ones() -> None:
     assert len(passages("a. " * 100, 2)) == MAX_PASSAGES
     assert passages("", 20) == []
 
-
-def test_best_is_the_most_similar() -> None:
-    assert best([1.0, 0.0], [[0.0, 1.0], [0.9, 0.1], [-1.0, 0.0]]) == 1

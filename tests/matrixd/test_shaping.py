@@ -11,6 +11,8 @@ import pytest
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
+from internal.matrixd.semantic import PASSAGE_BUDGET, passages
+from tests.embedd.test_lanes import lanes
 from tests.helpers import url_of
 from tests.matrixd.test_server import post, start_matrix, unique
 
@@ -86,10 +88,16 @@ async def test_a_vector_only_hit_gets_its_most_similar_passage(
                                  "title": "Lift notes"}], model=e.model)
     server = await start_matrix(base_cfg, vectord_url, embedd_url)
     try:
+        before = await lanes(http, embedd_url)
         status, out = await post(http, f"{url_of(server)}/v1/matrix/search", {
             "query_text": "when will the lift be fixed", "corpora": [name], "k": 2,
             "highlight": {"fragment_chars": 60}})
         assert status == 200, out
+        # The passages are the search's own work: the interactive lane embeds them (the
+        # question and 4 passages), never behind a bulk load's documents.
+        after = await lanes(http, embedd_url)
+        assert after["interactive"]["texts"] - before["interactive"]["texts"] >= 4
+        assert after["bulk"]["texts"] == before["bulk"]["texts"]
         hit = next(h for h in out["hits"] if h["id"] == "f1")
         assert hit["highlight_kind"]["text"] == "semantic"
         assert hit["highlight"]["text"] == [
@@ -97,6 +105,48 @@ async def test_a_vector_only_hit_gets_its_most_similar_passage(
         # A hit whose title holds the question's words was found by them: its text's lead.
         titled = next(h for h in out["hits"] if h["id"] == "f2")
         assert titled["highlight_kind"] == {"title": "lexical", "text": "lead"}
+    finally:
+        await server.close()
+        async with aiohttp.ClientSession() as s:
+            await VectordClient(s, vectord_url).delete_corpus(name)
+
+
+async def test_semantic_passages_are_bounded_a_search(
+        base_cfg: Config, vectord_url: str, embedd_url: str,
+        http: aiohttp.ClientSession) -> None:
+    """The vector-only hits in rank order take passages while the search's budget lasts
+    (PASSAGE_BUDGET); a later one keeps its lead; a text of one passage needs no model
+    call. None of these texts holds the question's words."""
+    name = unique("budget")
+    long_a = ("The cafeteria opens at eight. Parking permits renew in January. Visitors "
+              "sign in at reception. The east stairs are closed for painting. Badges are "
+              "printed on the second floor.")
+    long_b = ("The gym opens at six. Showers are on level one. Towels are handed out at "
+              "the desk. Lockers are cleared every Friday. Classes are booked online.")
+    short = "Elevator repairs end in May."
+    texts = {"a": long_a, "b": long_b, "s": short}
+    async with aiohttp.ClientSession() as s:
+        vec, emb = VectordClient(s, vectord_url), EmbedClient(s, embedd_url)
+        e = await emb.embed(list(texts.values()))
+        await vec.create_corpus(name, e.dim, model=e.model)
+        await vec.upsert(name, [{"id": i, "vector": v, "text": t} for (i, t), v
+                                in zip(texts.items(), e.vectors, strict=True)], model=e.model)
+    server = await start_matrix(base_cfg, vectord_url, embedd_url)
+    try:
+        cut = {i: len(passages(t, 40)) for i, t in texts.items()}
+        assert cut["s"] == 1 and PASSAGE_BUDGET // 2 < cut["a"] <= PASSAGE_BUDGET
+        assert PASSAGE_BUDGET // 2 < cut["b"] <= PASSAGE_BUDGET
+        before = await lanes(http, embedd_url)
+        status, out = await post(http, f"{url_of(server)}/v1/matrix/search", {
+            "query_text": f"when will the lift be fixed {unique('q')}", "corpora": [name],
+            "k": 3, "mode": "vector", "highlight": {"fragment_chars": 40}})
+        assert status == 200, out
+        after = await lanes(http, embedd_url)
+        kinds = {h["id"]: h["highlight_kind"]["text"] for h in out["hits"]}
+        first, second = (i for i in (h["id"] for h in out["hits"]) if i != "s")
+        assert kinds == {"s": "semantic", first: "semantic", second: "lead"}, out["hits"]
+        # The question and the first long text's passages; none for the short text.
+        assert after["interactive"]["texts"] - before["interactive"]["texts"] == 1 + cut[first]
     finally:
         await server.close()
         async with aiohttp.ClientSession() as s:
