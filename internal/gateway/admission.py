@@ -68,6 +68,14 @@ class Admission:
         self.queue_timeout = queue_timeout
         self.metrics = metrics
         self._waiters: dict[int, asyncio.Future[None]] = {}
+        # The lane's and its clients' load gauges are read at a scrape, not set at every
+        # request's start and end (DECISIONS.md, "Speed: the gateway's load gauges").
+        metrics.at_scrape.append(self.publish)
+
+    def publish(self) -> None:
+        """The lane's and each named client's requests in flight and waiting, now."""
+        self.metrics.observe_load(self.lane, self.policy.in_flight, self.policy.waiting,
+                                  self.policy.loads())
 
     async def enter(self, client: str) -> tuple[bool, float]:
         """Take one of `client`'s places (waiting for it when the share says so): whether
@@ -75,37 +83,34 @@ class Admission:
         and when it started (for `leave`); TooManyRequests (`rate_limited`) when refused.
         A plain pair of calls, not a context manager: this runs on every request."""
         arrived = time.perf_counter()
+        label = self.metrics.client_label(client)
         light = self.policy.load(client) == (0, 0)
         decision = self.policy.arrive(client, time.monotonic())
         if decision.action == "reject":
-            self.metrics.observe_rejected(self.lane, client)
-            self._observe_load(client)
+            self.metrics.observe_rejected(self.lane, label)
             raise _refusal(f"too many requests from this client (more than "
                            f"{self.policy.shares.per_client} in flight and "
                            f"{self.policy.shares.queue} waiting); retry after "
                            f"{decision.retry_after} s", decision.retry_after)
         if decision.action == "wait":
-            await self._wait(client, decision.ticket)
+            await self._wait(client, label, decision.ticket)
         started = time.perf_counter()
-        self.metrics.observe_wait(self.lane, client, started - arrived)
-        self._observe_load(client)
+        self.metrics.observe_wait(self.lane, label, started - arrived)
         return light, started
 
     def leave(self, client: str, started: float) -> None:
         """Give back the place `enter` took at `started`."""
         self._release(client, time.perf_counter() - started)
 
-    async def _wait(self, client: str, ticket: int) -> None:
+    async def _wait(self, client: str, label: str, ticket: int) -> None:
         waiter = asyncio.get_running_loop().create_future()
         self._waiters[ticket] = waiter
-        self._observe_load(client)
         try:
             async with asyncio.timeout(self.queue_timeout):
                 await asyncio.shield(waiter)
         except TimeoutError:
             if self.policy.cancel(ticket):
-                self.metrics.observe_rejected(self.lane, client)
-                self._observe_load(client)
+                self.metrics.observe_rejected(self.lane, label)
                 retry = self.policy.retry_after(client)
                 raise _refusal(f"waited {self.queue_timeout:g} s for a place among this "
                                f"client's requests; retry after {retry} s", retry) from None
@@ -113,7 +118,6 @@ class Admission:
         except asyncio.CancelledError:  # the client went away
             if not self.policy.cancel(ticket):
                 self._release(client, 0.0)
-            self._observe_load(client)
             raise
         finally:
             self._waiters.pop(ticket, None)
@@ -123,11 +127,6 @@ class Admission:
             waiter = self._waiters.get(ticket)
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
-        self._observe_load(client)
-
-    def _observe_load(self, client: str) -> None:
-        self.metrics.observe_load(self.lane, client, *self.policy.load(client),
-                                  self.policy.in_flight, self.policy.waiting)
 
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -152,6 +152,10 @@ class FairShares:
         """Requests of all clients waiting for a place."""
         return len(self._owner)
 
+    def loads(self) -> dict[str, tuple[int, int]]:
+        """(in flight, waiting) of each client with either (the others are forgotten)."""
+        return {name: (c.in_flight, len(c.waiting)) for name, c in self._clients.items()}
+
     def load(self, client: str) -> tuple[int, int]:
         """(in flight, waiting) of `client`."""
         c = self._clients.get(client)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -98,10 +98,13 @@ class Metrics:
         # Labelled children by label values: prometheus_client's labels() validates and
         # locks on every call, a few microseconds each, four times a proxied request.
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
-        # observe_load's gauges by (lane,) and (lane, label): set two to four times a
-        # search; a client's pair is dropped with its series (expire_clients).
+        # observe_load's gauges by (lane,) and (lane, label), set at a scrape; a client's
+        # pair is dropped with its series (expire_clients).
         self._gauges: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._waits: dict[tuple[str, str], Any] = {}  # observe_wait's children, likewise
+        # Called at each scrape before the registry is read: gauges of state kept
+        # elsewhere (the admissions' loads), set then instead of on every request.
+        self.at_scrape: list[Callable[[], None]] = []
 
     def _pair(self, kind: str, counter: Counter, histogram: Histogram, *labels: str
               ) -> tuple[Any, Any]:
@@ -128,9 +131,11 @@ class Metrics:
         """The client's label, or "other" while MAX_CLIENT_LABELS others hold one."""
         return self.client_labels.label(client, time.monotonic())
 
-    def observe_load(self, lane: str, client: str, in_flight: int, queued: int,
-                     lane_in_flight: int, lane_queued: int) -> None:
-        """A client's and its lane's requests in flight and waiting, after a change."""
+    def observe_load(self, lane: str, lane_in_flight: int, lane_queued: int,
+                     clients: dict[str, tuple[int, int]]) -> None:
+        """A lane's requests in flight and waiting, and each named client's, read from the
+        admission at a scrape (never on a request's path): `clients` holds the busy ones,
+        (in flight, waiting); a named client not in it has neither."""
         lane_pair = self._gauges.get((lane,))
         if lane_pair is None:
             self._lanes.add(lane)
@@ -138,25 +143,29 @@ class Metrics:
                                                  self.lane_queued.labels(lane))
         lane_pair[0].set(lane_in_flight)
         lane_pair[1].set(lane_queued)
-        label = self.client_label(client)
-        if label == OTHER:  # a sum of many clients is not one client's load
-            return
-        pair = self._gauges.get((lane, label))
-        if pair is None:
-            pair = self._gauges[(lane, label)] = (self.client_in_flight.labels(lane, label),
-                                                  self.client_queued.labels(lane, label))
-        pair[0].set(in_flight)
-        pair[1].set(queued)
+        # The busy clients (seen now: a long request keeps its client's label) and those
+        # that came to this lane since their label was given (their waits' series).
+        named = [c for c in clients if self.client_label(c) != OTHER]
+        named += [label for ln, label in self._waits if ln == lane and label != OTHER]
+        for client in named:
+            if (lane, client) not in self._gauges:
+                self._gauges[(lane, client)] = (self.client_in_flight.labels(lane, client),
+                                                self.client_queued.labels(lane, client))
+        for key, pair in self._gauges.items():
+            if len(key) == 2 and key[0] == lane:
+                in_flight, queued = clients.get(key[1], (0, 0))
+                pair[0].set(in_flight)
+                pair[1].set(queued)
 
-    def observe_wait(self, lane: str, client: str, seconds: float) -> None:
-        label = self.client_label(client)
+    def observe_wait(self, lane: str, label: str, seconds: float) -> None:
+        """A request's wait for its place; `label`: its client's (client_label)."""
         child = self._waits.get((lane, label))
         if child is None:
             child = self._waits[(lane, label)] = self.client_wait.labels(lane, label)
         child.observe(seconds)
 
-    def observe_rejected(self, lane: str, client: str) -> None:
-        self.client_rejected.labels(lane, self.client_label(client)).inc()
+    def observe_rejected(self, lane: str, label: str) -> None:
+        self.client_rejected.labels(lane, label).inc()
 
     def expire_clients(self) -> None:
         """Drop the series of clients unseen for CLIENT_LABEL_IDLE_SECONDS (at a scrape)."""
@@ -228,6 +237,8 @@ class Metrics:
 
     async def handler(self, _: web.Request) -> web.Response:
         self.expire_clients()
+        for publish in self.at_scrape:
+            publish()
         body = generate_latest(self.registry)
         resp = web.Response(body=body)
         resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
