@@ -386,7 +386,8 @@ async def multi_search(request: web.Request) -> web.Response:
     if req.corpora is not None:
         validate.corpus_weights(req.corpus_weights or {}, req.corpora)
     p = engine.check(store, req)  # request-wide checks before any corpus is touched
-    shaping.check(req)
+    if shaping.asks(req):
+        shaping.check(req)
     names = await _searched(store, req)
     weights = validate.corpus_weights(req.corpus_weights or {}, names)
     if len(req.include) > MAX_INCLUDE:
