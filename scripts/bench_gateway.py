@@ -10,7 +10,7 @@ fixed per-request cost weighs most). A third path, a bare aiohttp proxy that rel
 body and the answer and does nothing else (scripts/bench_floors.py), is the floor: the
 overhead any aiohttp hop adds on this machine, measured in the same rounds.
 
-    .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 3]
+    .venv/bin/python scripts/bench_gateway.py [--items 2000] [--queries 400] [--rounds 4]
         [--baseline DIR]   # instead: this checkout against another (e.g. a worktree of
                            # an older commit), both through their gateways, alternating;
                            # each stack runs with its checkout's own .venv when it has one
@@ -359,7 +359,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=3)
+    # An even number: the sides take turns leading a round's QPS phase (with 3, one led twice).
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a checkout to compare with (e.g. a git worktree of an older "
                              "commit): both stacks run, their searches alternate")
