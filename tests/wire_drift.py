@@ -3,7 +3,13 @@ has no field for (msgspec drops them silently when decoding)."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import msgspec
 import msgspec.inspect as mi
+
+from internal.api.responses import Passthrough
 
 
 def unknown_fields(value: object, t: mi.Type, path: str = "") -> list[str]:
@@ -27,3 +33,15 @@ def unknown_fields(value: object, t: mi.Type, path: str = "") -> list[str]:
         found = [unknown_fields(value, m, path) for m in t.types]
         return min(found, key=len) if found else []
     return []
+
+
+def strictly(tp: Any, body: bytes) -> Any:
+    """The answer decoded into tp (msgspec's strict mode: no type coercion), with no field
+    left over."""
+    value = msgspec.json.decode(body, type=tp, strict=True)
+    if tp is Passthrough:  # declared as any JSON object: the daemon's own answer
+        assert isinstance(json.loads(body), dict)
+        return value
+    left = unknown_fields(json.loads(body), mi.type_info(tp))
+    assert not left, f"{tp.__name__}: fields the struct does not declare: {left}"
+    return value

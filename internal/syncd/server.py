@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import aiohttp
+import msgspec
 import structlog
 from aiohttp import web
 
+from internal.api.responses import SyncRun, SyncStatus
 from internal.clients.base import ServiceClient
 from internal.clients.embed import EmbedClient
 from internal.clients.matrixd import MatrixdClient
@@ -27,7 +28,7 @@ from internal.common.daemon import serve
 from internal.common.errors import Forbidden, InvalidArgument, LakehouseError, Unavailable
 from internal.common.web import json_response, make_base_app
 from internal.config import Config, ConfigError, SyncConfig
-from internal.syncd.runner import Syncer, SyncSettings
+from internal.syncd.runner import RunResult, Syncer, SyncSettings
 from internal.syncd.ticker import Ticker
 
 log = structlog.get_logger()
@@ -76,8 +77,9 @@ def _state(request: web.Request) -> SyncState:
     return state
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+def _answer(result: RunResult) -> SyncRun:
+    """A run's result as its wire struct (the timestamps read as UTC datetimes)."""
+    return msgspec.convert(result, SyncRun, from_attributes=True, strict=False)
 
 
 async def run_handler(request: web.Request) -> web.Response:
@@ -85,7 +87,7 @@ async def run_handler(request: web.Request) -> web.Response:
     _allowed(state, "write")
     with as_service():  # the caller may write the wiki corpus; the run is the stack's
         result = await state.syncer.request_run()
-    return json_response(result)
+    return json_response(_answer(result))
 
 
 def _allowed(state: SyncState, action: str) -> None:
@@ -100,19 +102,14 @@ async def status_handler(request: web.Request) -> web.Response:
     state = _state(request)
     _allowed(state, "read")
     s = state.syncer
-    last = s.last
-    body: dict[str, Any] = {
-        "wiki_dir": str(s.settings.wiki_dir),
-        "corpus": s.settings.corpus,
-        "interval": state.ticker.interval,
-        "running": s.running,
-        "runs": s.runs,
-        "last_run": last,
-        "last_run_at": last.started_at if last else None,
-        "last_finished_at": last.finished_at if last else None,
-        "next_run_at": _iso(state.ticker.next_run_at),
-    }
-    return json_response(body)
+    last = _answer(s.last) if s.last is not None else None
+    return json_response(SyncStatus(
+        wiki_dir=str(s.settings.wiki_dir), corpus=s.settings.corpus,
+        interval=state.ticker.interval, running=s.running, runs=s.runs, last_run=last,
+        last_run_at=last.started_at if last else None,
+        last_finished_at=last.finished_at if last else None,
+        next_run_at=datetime.fromtimestamp(state.ticker.next_run_at, UTC).replace(
+            microsecond=0)))
 
 
 async def readyz(request: web.Request) -> web.Response:

@@ -7,24 +7,21 @@ syncd (a wiki folder) and mcpd (JSON-RPC) are covered by their own tests."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import msgspec
-import msgspec.inspect as mi
 import pytest
 
-from internal.api.responses import ErrorBody, Passthrough
+from internal.api.responses import ErrorBody
 from internal.api.vectord import MODES
 from internal.config import Config
 from internal.gateway.routes import ROUTES, Route
 from internal.matrixd.server import make_app
 from internal.vectord.server import make_app as vectord_app
 from tests.helpers import serve, url_of, with_section
-from tests.wire_drift import unknown_fields
+from tests.wire_drift import strictly
 
 DAEMONS = ("embedd", "vectord", "matrixd")
 TEXTS = [
@@ -33,18 +30,6 @@ TEXTS = [
     "The Moon orbits the Earth roughly every twenty-seven days.",
     "Jupiter is the largest planet in the Solar System.",
 ]
-
-
-def strictly(tp: Any, body: bytes) -> Any:
-    """The answer decoded into tp (msgspec's strict mode: no type coercion), with no field
-    left over."""
-    value = msgspec.json.decode(body, type=tp, strict=True)
-    if tp is Passthrough:  # declared as any JSON object: the daemon's own answer
-        assert isinstance(json.loads(body), dict)
-        return value
-    left = unknown_fields(json.loads(body), mi.type_info(tp))
-    assert not left, f"{tp.__name__}: fields the struct does not declare: {left}"
-    return value
 
 
 class Contract:

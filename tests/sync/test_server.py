@@ -11,10 +11,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from internal.api.responses import SyncRun, SyncStatus
 from internal.config import Config, ConfigError
 from internal.syncd.server import make_app
 from tests.helpers import ROOT, serve, url_of, with_section
 from tests.sync.conftest import LANGUAGES, expected_pages
+from tests.wire_drift import strictly
 
 
 async def test_unconfigured_sync_answers_503(base_cfg: Config, http: aiohttp.ClientSession) -> None:
@@ -60,13 +62,16 @@ async def test_run_and_status_over_http(
     server = await serve(make_app(cfg))
     base = url_of(server)
     try:
+        # Each answer decodes strictly into its wire struct (the contract test's check).
         async with http.get(base + "/v1/sync/status") as resp:
+            strictly(SyncStatus, await resp.read())
             status = await resp.json()
         assert resp.status == 200
         assert status["last_run"] is None and status["running"] is False
         assert status["next_run_at"] and status["corpus"] == corpus
 
         async with http.post(base + "/v1/sync/run") as resp:
+            strictly(SyncRun, await resp.read())
             result = await resp.json()
         assert resp.status == 200
         assert {"added", "updated", "deleted", "unchanged", "errors", "seconds"} <= set(result)
@@ -78,7 +83,9 @@ async def test_run_and_status_over_http(
         assert (second["deleted"], second["added"]) == (1, 0)
 
         async with http.get(base + "/v1/sync/status") as resp:
+            done = strictly(SyncStatus, await resp.read())
             status = await resp.json()
+        assert done.last_run is not None and done.last_run_at == done.last_run.started_at
         assert status["runs"] == 2 and status["last_run"]["deleted"] == 1
         assert status["last_run_at"] and status["last_finished_at"]
         async with http.get(base + "/readyz") as resp:
