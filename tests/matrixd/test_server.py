@@ -213,7 +213,10 @@ async def test_missing_corpus_is_a_404_naming_it(http: aiohttp.ClientSession, ma
 async def test_a_mistyped_corpus_gets_the_nearest_name(http: aiohttp.ClientSession, matrix: str,
                                                        two_corpora: tuple[str, str]) -> None:
     a, _ = two_corpora
-    typo = a[:-2] + a[-1] + a[-2]  # two letters swapped
+    # Two letters swapped: the name's first two ("animals_…"), which always differ (the
+    # last two, from a random hex suffix, were the same one time in sixteen).
+    typo = a[1] + a[0] + a[2:]
+    assert typo != a
     for mode in ("hybrid", "keyword"):
         status, body = await post(http, f"{matrix}/v1/matrix/search",
                                   {"query_text": "cats", "mode": mode, "corpora": [typo]})
