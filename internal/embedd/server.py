@@ -91,15 +91,16 @@ async def nearest_handler(request: web.Request) -> web.Response:
                 raise InvalidArgument(f"groups[{i}][{j}]: must not be empty or blank",
                                       field=f"groups[{i}][{j}]")
     service = request.app[SERVICE]
-    dim = service.pick(req.model).dim
-    if dim and len(req.query) != dim:
-        raise InvalidArgument(f"query: {len(req.query)} numbers, the model's vectors have "
-                              f"{dim}", field="query")
+
+    def check_query(dim: int | None) -> None:
+        if dim and len(req.query) != dim:
+            raise InvalidArgument(f"query: {len(req.query)} numbers, the model's vectors "
+                                  f"have {dim}", field="query")
+
+    check_query(service.pick(req.model).dim)  # before the model runs, when the dim is known
     out = await service.embed([t for g in req.groups for t in g], req.model, "document",
                               Lane.INTERACTIVE)
-    if len(req.query) != out.dim:
-        raise InvalidArgument(f"query: {len(req.query)} numbers, the model's vectors have "
-                              f"{out.dim}", field="query")
+    check_query(out.dim)  # a remote model's dim is known after its first answer
     resp = json_response(NearestResponse(
         model=out.model, nearest=nearest_each(req.query, out.vectors,
                                               [len(g) for g in req.groups])))

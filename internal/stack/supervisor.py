@@ -197,11 +197,11 @@ class Supervisor:
         try:
             await asyncio.wait_for(asyncio.gather(*waits), grace)
         except asyncio.TimeoutError:
-            stuck = [c.proc for c in self.children.values()
+            stuck = [(c.spec.name, c.proc) for c in self.children.values()
                      if c.proc is not None and c.proc.returncode is None]
             log.warning("daemons_killed_after_grace", grace=grace,
-                        daemons=[c.spec.name for c in self.children.values() if c.proc in stuck])
-            for proc in stuck:  # each logs where it hangs, then dies
+                        daemons=[name for name, _ in stuck])
+            for _, proc in stuck:  # each logs where it hangs, then dies
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(stackdump.SIGNAL)
             await asyncio.sleep(STACK_DUMP_SECONDS)
