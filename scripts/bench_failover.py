@@ -8,7 +8,7 @@ the single embedded server. Prints in one run:
   500, through the gateway) into a new corpus of each stack, in alternating rounds, and
   the ratio HA / single node per round (synchronous replication waits for a standby's
   flush at every commit);
-- the timeline of each failure under 4 writers and 8 searchers (internal/ha/drill.py):
+- the timeline of each failure under 4 writers and 8 searchers (tests/ha/drill.py):
   fault -> new leader elected -> first write accepted again -> old node streaming as a
   replica, with writes acknowledged, writes lost (acknowledged but missing on a node:
   must be 0) and searches failed.
@@ -34,7 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from internal.ha import cluster, drill, patroni  # noqa: E402
+from internal.ha import patroni  # noqa: E402
+from internal.stack import cluster  # noqa: E402
+from tests.ha import drill  # noqa: E402
 from tests.stack import upstack  # noqa: E402
 
 C = "/v1/vectors/corpora"

@@ -22,7 +22,7 @@ LEADER = "leader"  # internal.ha.LEADER
 
 def _local_urls(cfg: Config) -> list[str]:
     """Patroni's REST APIs from [ha] patroni_urls, else the cluster `up --ha` made here."""
-    from internal.ha import cluster
+    from internal.stack import cluster
 
     if cfg.ha.patroni_urls:
         return list(cfg.ha.patroni_urls)
@@ -30,7 +30,7 @@ def _local_urls(cfg: Config) -> list[str]:
 
 
 def _pid(cfg: Config, name: str) -> int | None:
-    from internal.ha import cluster
+    from internal.stack import cluster
 
     return cluster.postmaster_pid(Path(cfg.ha.data_dir) / name)
 

@@ -1,6 +1,6 @@
 """What `lakehouse up --ha N` runs: etcd members and Patroni nodes, their ports and files.
 
-Pure: ports come in, configuration dicts go out; internal/ha/cluster.py writes them and
+Pure: ports come in, configuration dicts go out; internal/stack/cluster.py writes them and
 starts the processes. Patroni drives the embedded PostgreSQL 18 binaries (pgserver's
 bin/), one data directory a node, all on loopback.
 """

@@ -16,7 +16,8 @@ import structlog
 
 from internal.common import waits
 from internal.config import Config
-from internal.ha import cluster, conf, patroni
+from internal.ha import conf, patroni
+from internal.stack import cluster
 from internal.stack.supervisor import Supervisor
 
 log = structlog.get_logger()

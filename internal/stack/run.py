@@ -16,9 +16,9 @@ import structlog
 
 from internal.common.auth import check_exposure
 from internal.config import Config, ConfigError
-from internal.ha.cluster import Cluster
 from internal.pg.embedded import EmbeddedPostgres
 from internal.stack import ha_run, postgres
+from internal.stack.cluster import Cluster
 from internal.stack.pgwatch import PostgresWatch
 from internal.stack.plan import plan
 from internal.stack.supervisor import Child, Supervisor

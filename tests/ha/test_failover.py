@@ -24,7 +24,9 @@ import aiohttp
 import psutil
 import pytest
 
-from internal.ha import cluster, drill, patroni
+from internal.ha import patroni
+from internal.stack import cluster
+from tests.ha import drill
 from tests.helpers import ROOT
 from tests.stack import upstack
 

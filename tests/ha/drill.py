@@ -23,7 +23,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from internal.ha import cluster, patroni
+from internal.ha import patroni
+from internal.stack import cluster
 
 C = "/v1/vectors/corpora"
 DIM = 4

@@ -1,0 +1,28 @@
+"""The house stays readable at a glance: no module of the server or the client past 500
+lines, and every folder of Python code under internal/ a package (with `__init__.py`), so
+the import contracts see it (a folder without one is invisible to lint-imports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+MAX_LINES = 500
+TREES = (ROOT / "internal", ROOT / "clients" / "python" / "lakehouse")
+
+
+def python_files() -> list[Path]:
+    return sorted(p for tree in TREES for p in tree.rglob("*.py"))
+
+
+def test_no_module_passes_500_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in python_files()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert python_files() and long == {}
+
+
+def test_every_folder_of_python_code_is_a_package() -> None:
+    folders = {p.parent for p in python_files()}
+    missing = sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file())
+    assert folders and missing == []
