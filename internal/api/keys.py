@@ -71,6 +71,7 @@ class KeyAuth(msgspec.Struct):
     actions: list[str]
     corpora: list[str]
     expires_at: datetime | None
+    revoked_at: datetime | None = None
 
 
 def check(body: CreateKey) -> CreateKey:

@@ -105,10 +105,19 @@ def item_id(value: str, field: str) -> str:
     return value
 
 
+# Ids that cannot be read back: as a URL path segment they are a step of the path, which
+# browsers, curl and yarl resolve before sending (RFC 3986 §5.2.4, percent-encoded too).
+UNREADABLE_IDS = frozenset({".", ".."})
+
+
 def item(it: Item, index: int, expected_dim: int, metric: str) -> npt.NDArray[np.float32]:
     """Check one item of a batch; errors name `items[index].<field>`."""
     base = f"items[{index}]"
     item_id(it.id, f"{base}.id")
+    if it.id in UNREADABLE_IDS:
+        raise InvalidArgument(
+            f"{base}.id: {it.id!r} cannot be read back (in a URL it means a folder step, "
+            "which clients resolve before sending); any other id can", field=f"{base}.id")
     arr = vector(it.vector, expected_dim, metric, f"{base}.vector")
     _no_nul(it.text, f"{base}.text")
     if it.title is not None:

@@ -1,4 +1,4 @@
-"""Commands for people, through the gateway: corpora, ingest, search, record.
+"""Commands for people, through the gateway: reembed, ingest, search, record, playbooks.
 
 Every command talks to the stack through the public Python client (`lakehouse.AsyncClient`);
 what a command needs is imported when it runs, so `--help` loads none of it.
@@ -87,23 +87,6 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-# --- corpora -----------------------------------------------------------------
-
-def _corpora(args: argparse.Namespace) -> int:
-    async def work(client: AsyncClient) -> int:
-        corpora = await client.list_corpora()
-        if args.json:
-            print_json(corpora)
-            return 0
-        rows = [[c.name, str(c.count), str(c.dim), c.metric, c.language, c.model or ""]
-                for c in corpora]
-        print(_table(["corpus", "items", "dim", "metric", "language", "model"], rows) if rows
-              else "no corpora yet: lakehouse ingest FILE.jsonl --corpus NAME")
-        return 0
-
-    return _run(args, work)
-
-
 def _reembed(args: argparse.Namespace) -> int:
     async def work(client: AsyncClient) -> int:
         started = await client.reembed(args.corpus, args.model)
@@ -164,8 +147,7 @@ def _ingest(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return 1
 
-    from tqdm import tqdm
-
+    from internal.cli import progress as progress_bar
     from internal.cli.gateway_store import GatewayStore
     from internal.ingest import Pipeline, StackFailure, retrying
 
@@ -185,8 +167,8 @@ def _ingest(args: argparse.Namespace) -> int:
         if plan.empty:
             print(f"skipped {len(plan.empty)} documents with no title and no text: "
                   f"{_ids(plan.empty)}", file=sys.stderr)
-        bar = tqdm(total=len(docs), initial=plan.unchanged + len(plan.empty), unit="doc",
-                   desc=args.corpus, disable=args.quiet)
+        bar = progress_bar.bar(len(docs), initial=plan.unchanged + len(plan.empty),
+                               unit="doc", desc=args.corpus, disable=args.quiet)
         store = GatewayStore(client)
         bar.set_postfix_str(f"batch {args.batch}", refresh=False)
 
@@ -330,11 +312,6 @@ def _playbooks_delete(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("corpora", help="list the corpora and their sizes")
-    add_url_arg(p)
-    p.add_argument("--json", action="store_true", help="print the answer as JSON")
-    p.set_defaults(func=_corpora)
-
     p = sub.add_parser("reembed", help="embed a corpus again with another model, online",
                        usage="lakehouse reembed CORPUS --model MODEL [--wait]")
     p.add_argument("corpus")

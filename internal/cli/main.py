@@ -15,7 +15,8 @@ SUBCOMMAND_MODULES = (
     "internal.cli.stack_cmd",    # up, status
     "internal.cli.ha_cmd",       # ha status, ha switchover
     "internal.cli.backup_cmd",   # backup, restore
-    "internal.cli.client_cmd",   # corpora, ingest, search, record
+    "internal.cli.items_cmd",    # corpora [list|delete], items list|get|delete
+    "internal.cli.client_cmd",   # reembed, ingest, search, record, playbooks
     "internal.cli.smart_cmd",    # analyze, ask
     "internal.cli.keys_cmd",     # keys create|list|revoke
     "internal.cli.sync_cmd",     # sync
@@ -34,6 +35,12 @@ EXAMPLES = {
     "backup": "lakehouse backup backups/monday",
     "restore": "lakehouse restore backups/monday --force",
     "corpora": "lakehouse corpora",
+    "corpora list": "lakehouse corpora list --json",
+    "corpora delete": "lakehouse corpora delete old_notes --yes",
+    "items": "lakehouse items get wiki 'network.md#0'",
+    "items list": "lakehouse items list wiki --prefix network.md",
+    "items get": "lakehouse items get handbook vpn --json",
+    "items delete": "lakehouse items delete handbook vpn printer-jam",
     "reembed": "lakehouse reembed docs --model nomic-embed-text --wait",
     "ingest": "lakehouse ingest docs/examples/handbook.jsonl --corpus handbook",
     "search": 'lakehouse search "printer jams after new toner" --corpora handbook,tickets --k 3',
@@ -53,15 +60,31 @@ EXAMPLES = {
 }
 
 MAIN_EPILOG = """\
-example (`lakehouse COMMAND --help` for each command's options):
-  lakehouse up                     # in one terminal: the whole stack"""
+example: lakehouse up    # in one terminal: the whole stack
+`lakehouse COMMAND --help`: each command's options and an example"""
+
+
+def version() -> str:
+    """'lakehouse 0.1.0 (lakehouse-client 0.1.0)': the installed distributions' versions."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    def of(name: str) -> str:
+        try:
+            return installed(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"lakehouse {of('lakehouse')} (lakehouse-client {of('lakehouse-client')})"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.splitlines()[0],
-                                     epilog=MAIN_EPILOG,
+    # No description: the commands' list says it, and the help fits one screen.
+    parser = argparse.ArgumentParser(prog="lakehouse", epilog=MAIN_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="lakehouse.toml (default: $LAKEHOUSE_CONFIG, ./)")
+    parser.add_argument("--version", action="version", version=version(),
+                        help="print the installed versions and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:

@@ -51,8 +51,7 @@ def _print_result(result: RunResult, as_json: bool) -> None:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from internal.cli import progress as progress_bar
     from internal.cli.gateway_store import GatewayStore
     from internal.common import logs
     from internal.syncd.runner import Syncer, SyncSettings
@@ -73,8 +72,8 @@ def _sync(args: argparse.Namespace) -> int:
         batch_size=args.batch_size or cfg.sync.batch_size, chunk_chars=cfg.sync.chunk_chars)
 
     async def go() -> RunResult:
-        bar = tqdm(total=0, unit="chunk", desc=f"sync {args.corpus}", disable=args.quiet,
-                   file=sys.stderr)
+        bar = progress_bar.bar(0, unit="chunk", desc=f"sync {args.corpus}",
+                               disable=args.quiet)
 
         def progress(done: int, total: int) -> None:
             if bar.total != total:

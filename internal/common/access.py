@@ -6,9 +6,11 @@ names): no route decides by itself. I/O-free, so it is tested without a server.
 
 - A credential resolves to a `Scope` (actions, corpus patterns, optionally a forced
   filter for a tenant token); no scope denies (401).
-- An action the scope lacks is a 403 naming the action.
 - A corpus outside the scope answers exactly as a corpus that does not exist (the same
-  404 with the same message), so a key cannot learn which corpora exist beyond its own.
+  404 with the same message), whatever the route and the key's actions: decided before
+  the action, so a key cannot learn which corpora exist beyond its own.
+- An action the scope lacks is a 403 naming what the route does, the action it needs and
+  the actions the key has.
 """
 
 from __future__ import annotations
@@ -102,17 +104,30 @@ def not_found(corpus: str) -> NotFound:
     return NotFound(f"corpus {corpus!r} not found")
 
 
-def decide(scope: Scope | None, action: str, corpora: Iterable[str] = ()) -> Scope:
-    """The scope when it may do `action` on every one of `corpora`, else the denial:
-    Unauthorized (no scope), Forbidden (the action), NotFound (a corpus outside it)."""
+def decide(scope: Scope | None, action: str | Sequence[str], corpora: Iterable[str] = (),
+           doing: str = "") -> Scope:
+    """The scope when it sees every one of `corpora` and holds `action` (or one of
+    several), else the denial: Unauthorized (no scope), NotFound (a corpus outside it,
+    decided first: a corpus outside the key answers as a missing one whatever the route),
+    Forbidden naming the action `doing` needs and the actions the key has."""
     if scope is None:
-        raise Unauthorized("missing or invalid bearer token")
-    if not scope.may(action):
-        raise Forbidden(f"this key may not {action}", code="forbidden")
+        raise Unauthorized("missing bearer token")
     for corpus in corpora:
         if not scope.sees(corpus):
             raise not_found(corpus)
+    needs = (action,) if isinstance(action, str) else tuple(action)
+    if not any(scope.may(a) for a in needs):
+        raise Forbidden(forbidden_message(scope, needs, doing), code="forbidden")
     return scope
+
+
+def forbidden_message(scope: Scope, needs: Sequence[str], doing: str = "") -> str:
+    """'creating a corpus needs the admin action; this key has: search, write'."""
+    if INTERNAL in needs:
+        return f"{doing or 'this route'} is the stack's own"
+    wanted = " or ".join(needs)
+    has = ", ".join(scope.actions) or "no action"
+    return f"{doing or 'this route'} needs the {wanted} action; this key has: {has}"
 
 
 def visible(scope: Scope | None, names: Iterable[str]) -> list[str]:
@@ -138,7 +153,8 @@ Source = Literal["none", "path", "body", "list"]
 
 @dataclass(frozen=True)
 class Rule:
-    """One route's access: the actions any of which allows it, and where its corpora are.
+    """One route's access: the actions any of which allows it, where its corpora are, and
+    what the route does (said in a 403: "creating a corpus needs the admin action").
 
     corpora: "path" the {name} in the path (checked before the handler runs), "body"
     named in the body (the daemon checks them when it decodes it: vectord's corpus
@@ -149,6 +165,7 @@ class Rule:
     path: str  # the aiohttp template, as the daemons and the gateway register it
     actions: tuple[str, ...]
     corpora: Source = "none"
+    doing: str = ""
     pattern: re.Pattern[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -162,42 +179,46 @@ _R: tuple[str, ...] = ("read",)
 _W: tuple[str, ...] = ("write",)
 _F: tuple[str, ...] = ("feedback",)
 _A: tuple[str, ...] = ("admin",)
+# A write key ingests and syncs on its own: it reads a corpus's settings and its ids with
+# their content hashes (to skip what is stored) and embeds the texts it writes.
+_RSW: tuple[str, ...] = ("read", "search", "write")
 
 RULES: tuple[Rule, ...] = (
-    Rule("POST", "/v1/embed", _S),
-    Rule("GET", "/v1/embed/models", ("search", "read")),
-    Rule("POST", "/v1/vectors/corpora", _A),
+    Rule("POST", "/v1/embed", ("search", "write"), doing="embedding texts"),
+    Rule("GET", "/v1/embed/models", _RSW, doing="listing the embedding models"),
+    # Creating a corpus picks its model and dimension for everyone: admin, as deleting.
+    Rule("POST", "/v1/vectors/corpora", _A, doing="creating a corpus"),
     # matrixd's searches list and describe corpora as the caller: search keys may too.
-    Rule("GET", "/v1/vectors/corpora", ("read", "search"), "list"),
-    Rule("GET", _C, ("read", "search"), "path"),
-    Rule("DELETE", _C, _A, "path"),
-    Rule("POST", f"{_C}/index", _A, "path"),
-    Rule("POST", f"{_C}/reembed", _A, "path"),
-    Rule("POST", f"{_C}/items", _W, "path"),
-    Rule("POST", f"{_C}/items/delete", _W, "path"),
-    Rule("GET", f"{_C}/items/{{id}}", _R, "path"),
-    Rule("GET", f"{_C}/ids", _R, "path"),
-    Rule("POST", f"{_C}/search", _S, "path"),
-    Rule("POST", "/v1/vectors/search", _S, "body"),
-    Rule("GET", "/v1/vectors/spaces", ("search", "read"), "list"),
-    Rule("GET", "/v1/matrix/corpora", ("search", "read"), "list"),
-    Rule("POST", "/v1/matrix/search", _S, "body"),
-    Rule("POST", "/v1/matrix/playbooks/record", _F, "body"),
-    Rule("GET", "/v1/matrix/playbooks", _R, "list"),
-    Rule("DELETE", "/v1/matrix/playbooks/{playbook_id}", _F, "body"),
-    Rule("POST", "/v1/matrix/relevance", _S),
-    Rule("POST", "/v1/matrix/analyze", _S),
-    Rule("POST", "/v1/matrix/normalize", _S),
-    Rule("POST", "/v1/matrix/smart_search", _S, "body"),
-    Rule("POST", "/v1/matrix/search_auto", _S, "body"),
-    Rule("POST", "/v1/sync/run", _W, "body"),
-    Rule("GET", "/v1/sync/status", _R),
+    Rule("GET", "/v1/vectors/corpora", ("read", "search"), "list", "listing corpora"),
+    Rule("GET", _C, _RSW, "path", "reading a corpus"),
+    Rule("DELETE", _C, _A, "path", "deleting a corpus"),
+    Rule("POST", f"{_C}/index", _A, "path", "building a corpus's index"),
+    Rule("POST", f"{_C}/reembed", _A, "path", "re-embedding a corpus"),
+    Rule("POST", f"{_C}/items", _W, "path", "writing items"),
+    Rule("POST", f"{_C}/items/delete", _W, "path", "deleting items"),
+    Rule("GET", f"{_C}/items/{{id}}", _R, "path", "reading an item"),
+    Rule("GET", f"{_C}/ids", ("read", "write"), "path", "listing a corpus's ids"),
+    Rule("POST", f"{_C}/search", _S, "path", "searching"),
+    Rule("POST", "/v1/vectors/search", _S, "body", "searching"),
+    Rule("GET", "/v1/vectors/spaces", ("search", "read"), "list", "listing embedding spaces"),
+    Rule("GET", "/v1/matrix/corpora", ("search", "read"), "list", "listing corpora"),
+    Rule("POST", "/v1/matrix/search", _S, "body", "searching"),
+    Rule("POST", "/v1/matrix/playbooks/record", _F, "body", "recording feedback"),
+    Rule("GET", "/v1/matrix/playbooks", _R, "list", "listing feedback"),
+    Rule("DELETE", "/v1/matrix/playbooks/{playbook_id}", _F, "body", "deleting feedback"),
+    Rule("POST", "/v1/matrix/relevance", _S, doing="scoring relevance"),
+    Rule("POST", "/v1/matrix/analyze", _S, doing="analysing a query"),
+    Rule("POST", "/v1/matrix/normalize", _S, doing="normalising observations"),
+    Rule("POST", "/v1/matrix/smart_search", _S, "body", "searching"),
+    Rule("POST", "/v1/matrix/search_auto", _S, "body", "searching"),
+    Rule("POST", "/v1/sync/run", _W, "body", "running the wiki sync"),
+    Rule("GET", "/v1/sync/status", _R, doing="reading the wiki sync's status"),
     Rule("*", "/mcp", (CONNECT,)),
-    Rule("POST", "/v1/keys", _A),
-    Rule("GET", "/v1/keys", _A),
+    Rule("POST", "/v1/keys", _A, doing="creating a key"),
+    Rule("GET", "/v1/keys", _A, doing="listing keys"),
     Rule("GET", "/v1/keys/self", (CONNECT,)),
-    Rule("DELETE", "/v1/keys/{key_id}", _A),
-    Rule("GET", "/internal/keys/{key_id}", (INTERNAL,)),
+    Rule("DELETE", "/v1/keys/{key_id}", _A, doing="revoking a key"),
+    Rule("GET", "/internal/keys/{key_id}", (INTERNAL,), doing="looking a key up"),
 )
 
 # Anything no rule names (a passthrough to a route a daemon may add later) needs admin.
@@ -217,11 +238,9 @@ def rule_for(method: str, path: str) -> tuple[Rule, dict[str, str]]:
 
 
 def check_request(scope: Scope | None, method: str, path: str) -> Scope:
-    """`decide` for one request by the routes table: the action, and the corpus in its
-    path; corpora in a body are the handler's to check (with the same `decide`)."""
+    """`decide` for one request by the routes table: the corpus in its path, then the
+    action; corpora in a body are the handler's to check (with the same `decide`).
+    `path` as the router matches it (`rel_url.path_safe`: an id's encoded `/` kept)."""
     rule, params = rule_for(method, path)
-    if scope is None:
-        raise Unauthorized("missing or invalid bearer token")
-    action = next((a for a in rule.actions if scope.may(a)), rule.actions[0])
     corpora: Sequence[str] = (params["name"],) if rule.corpora == "path" else ()
-    return decide(scope, action, corpora)
+    return decide(scope, rule.actions, corpora, rule.doing or f"{method} {path}")

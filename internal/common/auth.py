@@ -54,13 +54,9 @@ def make_auth_middleware(tokens: Sequence[str], open_paths: Collection[str]) -> 
 
     @web.middleware
     async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path not in open_paths and not token_ok(
-                request.headers.get("Authorization", ""), encoded):
-            err = Unauthorized("missing or invalid bearer token")
-            resp = error_response(err.status, err.code, err.message, request_id(request))
-            # RFC 6750; MCP clients (the gateway serves /mcp) expect it on a 401.
-            resp.headers["WWW-Authenticate"] = 'Bearer realm="lakehouse"'
-            return resp
+        header = request.headers.get("Authorization", "")
+        if request.path not in open_paths and not token_ok(header, encoded):
+            return unauthorized(request, refusal(header))
         return await handler(request)
 
     return auth_middleware
@@ -111,8 +107,18 @@ def outgoing_scope() -> dict[str, str]:
     return {access.SCOPE_HEADER: access.encode(scope)}
 
 
-def unauthorized(request: web.Request, message: str = "missing or invalid bearer token"
-                 ) -> web.Response:
+def refusal(header: str, known: str = "a configured token") -> str:
+    """Why an Authorization header opens nothing here, saying no more than that."""
+    scheme, _, presented = header.partition(" ")
+    if not header:
+        return "missing bearer token (Authorization: Bearer <token>)"
+    if scheme.lower() != "bearer" or not presented.strip():
+        return "expected Authorization: Bearer <token>"
+    return f"unknown token: this port takes {known} only"
+
+
+def unauthorized(request: web.Request, message: str) -> web.Response:
+    """The 401 in the one error body, with RFC 6750's challenge (MCP clients expect it)."""
     err = Unauthorized(message)
     resp = error_response(err.status, err.code, err.message, request_id(request))
     resp.headers["WWW-Authenticate"] = 'Bearer realm="lakehouse"'
@@ -137,9 +143,12 @@ def make_scope_middleware(cfg: Config) -> Middleware:
         elif token_ok(header, admins):
             scope = access.ADMIN
         else:
-            return unauthorized(request)
+            return unauthorized(request, refusal(
+                header, "the admin tokens and the stack's service token (API keys and "
+                "tenant tokens enter through the gateway)"))
         request[KEY_ID_KEY] = scope.key_id  # a refusal's access line names the key too
-        access.check_request(scope, request.method, request.path)
+        # Matched as the router matches it: an id's encoded `/` (%2F) stays in its segment.
+        access.check_request(scope, request.method, request.rel_url.path_safe)
         token = CALLER.set(scope)
         bound = structlog.contextvars.bind_contextvars(key_id=scope.key_id)
         try:

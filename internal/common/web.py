@@ -59,6 +59,19 @@ def new_request_id() -> str:
     return f"{_RID_PREFIX}{next(_rid_numbers):016x}"
 
 
+_PARAM = re.compile(r"\{(\w+)\}")
+
+
+def route(template: str) -> str:
+    """An aiohttp route template whose plain `{param}` segments take any characters but `/`.
+
+    aiohttp's default segment pattern, `[^{}/]+`, refuses `{` and `}`, so an item id such
+    as `{.md#0` (a page named `{.md`) would find no route; `/` itself comes encoded (%2F)
+    and stays one segment: routing matches `rel_url.path_safe`, where %2F is kept.
+    """
+    return _PARAM.sub(r"{\1:[^/]+}", template)
+
+
 def error_body(code: str, message: str, request_id: str, field: str | None = None) -> dict[str, Any]:
     """The one error shape of every daemon (pinned by tests/test_error_shape.py)."""
     err: dict[str, Any] = {"code": code, "message": message}

@@ -64,7 +64,9 @@ def _errors(secured: bool) -> dict[str, Any]:
 _PATH_PARAMS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": vm.NAME_PATTERN},
     "id": {"type": "string", "minLength": 1, "maxLength": vm.MAX_ID_BYTES,
-           "description": f"at most {vm.MAX_ID_BYTES} bytes of UTF-8, no NUL"},
+           "description": f"at most {vm.MAX_ID_BYTES} bytes of UTF-8, no NUL, not '.' or "
+                          "'..'; percent-encoded as one path segment (RFC 3986: `/` as %2F, "
+                          "`#` %23, `?` %3F, `%` %25, `{` %7B)"},
 }
 _QUERY_PARAMS: dict[str, list[dict[str, Any]]] = {
     "/v1/vectors/corpora/{name}/ids": [

@@ -13,6 +13,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 from internal.common.access import SCOPE_HEADER
 from internal.common.access import encode as encode_scope
@@ -222,8 +223,11 @@ class Proxy:
                 data = body.head
             started = time.perf_counter()
             try:
+                # The path exactly as the client sent it (encoded=True): parsed again, yarl
+                # would resolve a `..` segment and send another route than the one checked.
                 return await session.request(
-                    request.method, f"{address}{request.rel_url.raw_path_qs}", headers=headers,
+                    request.method, URL(f"{address}{request.rel_url.raw_path_qs}", encoded=True),
+                    headers=headers,
                     data=data, timeout=_client_timeout(timeout, wait), allow_redirects=False)
             except aiohttp.ConnectionTimeoutError:
                 raise  # no free connection within `wait`: nothing sent, failover goes on

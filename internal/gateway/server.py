@@ -14,7 +14,7 @@ from internal.clients.base import ServiceClient
 from internal.common.auth import service_headers, service_token
 from internal.common.daemon import serve
 from internal.common.upstream import Upstream
-from internal.common.web import Handler, json_response, make_base_app
+from internal.common.web import Handler, json_response, make_base_app, route
 from internal.config import Config
 from internal.gateway import admission, console, openapi, readiness
 from internal.gateway.admission import Admission
@@ -137,8 +137,8 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_get("/metrics", metrics_handler)
     app.router.add_get("/openapi.json", openapi_json)
     app.router.add_get("/v1/keys/self", whoami)
-    for route in ROUTES:
-        app.router.add_route(route.method, route.path, _proxy_handler(cfg, route))
+    for r in ROUTES:
+        app.router.add_route(r.method, route(r.path), _proxy_handler(cfg, r))
     console.add_routes(app, cfg)
     return app
 

@@ -51,7 +51,7 @@ from internal.common.errors import (
     UpstreamError,
     describe,
 )
-from internal.common.web import json_response, make_base_app, read_json
+from internal.common.web import json_response, make_base_app, read_json, route
 from internal.config import Config
 from internal.matrixd import playbook, relevance, smart
 from internal.matrixd.deps import Deps
@@ -246,7 +246,7 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_post("/v1/matrix/search", search_handler)
     app.router.add_post("/v1/matrix/playbooks/record", record_handler)
     app.router.add_get("/v1/matrix/playbooks", list_playbooks_handler)
-    app.router.add_delete("/v1/matrix/playbooks/{playbook_id}", delete_playbook_handler)
+    app.router.add_delete(route("/v1/matrix/playbooks/{playbook_id}"), delete_playbook_handler)
     app.router.add_post("/v1/matrix/relevance", relevance_handler)
     app.router.add_post("/v1/matrix/analyze", analyze_handler)
     app.router.add_post("/v1/matrix/normalize", normalize_handler)

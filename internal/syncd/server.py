@@ -84,23 +84,24 @@ def _answer(result: RunResult) -> SyncRun:
 
 async def run_handler(request: web.Request) -> web.Response:
     state = _state(request)
-    _allowed(state, "write")
+    _allowed(state, "write", "running the wiki sync")
     with as_service():  # the caller may write the wiki corpus; the run is the stack's
         result = await state.syncer.request_run()
     return json_response(_answer(result))
 
 
-def _allowed(state: SyncState, action: str) -> None:
-    """The caller's scope must hold the synced corpus (a 403 that does not name it)."""
+def _allowed(state: SyncState, action: str, doing: str) -> None:
+    """The caller's scope must hold the synced corpus (a 403 that does not name it), then
+    the action."""
     scope = caller()
     if scope is not None and not scope.sees(state.syncer.settings.corpus):
-        raise Forbidden("this key may not use the synced corpus")
-    decide(scope or access.SERVICE, action)
+        raise Forbidden(f"{doing}: the synced corpus is outside this key")
+    decide(scope or access.SERVICE, action, doing=doing)
 
 
 async def status_handler(request: web.Request) -> web.Response:
     state = _state(request)
-    _allowed(state, "read")
+    _allowed(state, "read", "reading the wiki sync's status")
     s = state.syncer
     last = _answer(s.last) if s.last is not None else None
     return json_response(SyncStatus(

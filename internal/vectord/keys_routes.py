@@ -9,7 +9,7 @@ from aiohttp import web
 
 from internal.api import keys
 from internal.common.errors import NotFound
-from internal.common.web import json_response, read_json
+from internal.common.web import json_response, read_json, route
 from internal.pg.resilient import ResilientPool
 from internal.vectord import keys_store
 
@@ -42,7 +42,7 @@ def add_routes(app: web.Application, pool_of: Callable[[web.Application], Resili
 
     async def revoke(request: web.Request) -> web.Response:
         key_id = _id(request)
-        if not await keys_store.delete(pool_of(request.app), key_id):
+        if not await keys_store.revoke(pool_of(request.app), key_id):
             raise NotFound(f"key {key_id!r} not found", field="key_id")
         log.info("key_revoked", revoked_key=key_id)
         return json_response(keys.KeyRevoked(revoked=key_id))
@@ -55,5 +55,5 @@ def add_routes(app: web.Application, pool_of: Callable[[web.Application], Resili
 
     app.router.add_post("/v1/keys", create)
     app.router.add_get("/v1/keys", list_all)
-    app.router.add_delete("/v1/keys/{key_id}", revoke)
-    app.router.add_get("/internal/keys/{key_id}", lookup)
+    app.router.add_delete(route("/v1/keys/{key_id}"), revoke)
+    app.router.add_get(route("/internal/keys/{key_id}"), lookup)

@@ -18,14 +18,19 @@ RETURNING id, name, actions, corpora, expires_at, created_at, last_used_at
 """
 LIST_KEYS = """
 SELECT id, name, actions, corpora, expires_at, created_at, last_used_at
-FROM lakehouse_keys ORDER BY created_at, id
+FROM lakehouse_keys WHERE revoked_at IS NULL ORDER BY created_at, id
 """
-DELETE_KEY = "DELETE FROM lakehouse_keys WHERE id = %(id)s"
-# The gateway's lookup marks the key used (at most once a second per key and replica:
+# A revoked key's row is kept, marked: its holder is told why it opens nothing.
+REVOKE_KEY = """
+UPDATE lakehouse_keys SET revoked_at = now() WHERE id = %(id)s AND revoked_at IS NULL
+"""
+# The gateway's lookup marks a live key used (at most once a second per key and replica:
 # the gateway caches what it read for under a second).
 USE_KEY = """
-UPDATE lakehouse_keys SET last_used_at = now() WHERE id = %(id)s
-RETURNING id, secret_hash, signing_key, actions, corpora, expires_at
+UPDATE lakehouse_keys
+SET last_used_at = CASE WHEN revoked_at IS NULL THEN now() ELSE last_used_at END
+WHERE id = %(id)s
+RETURNING id, secret_hash, signing_key, actions, corpora, expires_at, revoked_at
 """
 
 
@@ -49,9 +54,10 @@ async def list_keys(pool: ResilientPool) -> list[KeyInfo]:
         return [KeyInfo(**r) for r in await cur.fetchall()]
 
 
-async def delete(pool: ResilientPool, key_id: str) -> bool:
+async def revoke(pool: ResilientPool, key_id: str) -> bool:
+    """Mark the key revoked; False when there is no live key of that id."""
     async with pool.connection() as conn:
-        cur = await conn.execute(DELETE_KEY, {"id": key_id})
+        cur = await conn.execute(REVOKE_KEY, {"id": key_id})
         return cur.rowcount > 0
 
 
@@ -64,4 +70,5 @@ async def use(pool: ResilientPool, key_id: str) -> KeyAuth | None:
         return None
     return KeyAuth(id=row["id"], secret_hash=bytes(row["secret_hash"]).hex(),
                    signing_key=bytes(row["signing_key"]).hex(), actions=list(row["actions"]),
-                   corpora=list(row["corpora"]), expires_at=row["expires_at"])
+                   corpora=list(row["corpora"]), expires_at=row["expires_at"],
+                   revoked_at=row["revoked_at"])

@@ -112,7 +112,7 @@ BEGIN
 END $$;
 """),
     # API keys (internal.vectord.keys_store): only the SHA-256 of a secret and the key
-    # tenant tokens are signed with (derived from the secret); a revoked key's row is gone.
+    # tenant tokens are signed with (derived from the secret).
     (7, """
 CREATE TABLE IF NOT EXISTS lakehouse_keys (
     id           text PRIMARY KEY,
@@ -125,6 +125,10 @@ CREATE TABLE IF NOT EXISTS lakehouse_keys (
     created_at   timestamptz NOT NULL DEFAULT now(),
     last_used_at timestamptz
 );
+"""),
+    # A revoked key's row stays, marked (its holder is told "key revoked", not "unknown").
+    (8, """
+ALTER TABLE lakehouse_keys ADD COLUMN IF NOT EXISTS revoked_at timestamptz;
 """),
 ]
 

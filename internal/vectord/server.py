@@ -46,7 +46,7 @@ from internal.common.auth import caller, protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
-from internal.common.web import json_response, make_base_app, read_json
+from internal.common.web import json_response, make_base_app, read_json, route
 from internal.config import Config
 from internal.ha.follow import LeaderWatch
 from internal.pg import embedded
@@ -440,15 +440,15 @@ def make_app(cfg: Config) -> web.Application:
     r.add_get("/readyz", readyz)
     r.add_post(PREFIX, create_corpus)
     r.add_get(PREFIX, list_corpora)
-    r.add_get(PREFIX + "/{name}", get_corpus)
-    r.add_delete(PREFIX + "/{name}", delete_corpus)
-    r.add_post(PREFIX + "/{name}/index", build_index)
-    r.add_post(PREFIX + "/{name}/reembed", reembed)
-    r.add_post(PREFIX + "/{name}/items", upsert_items)
-    r.add_post(PREFIX + "/{name}/items/delete", delete_items)
-    r.add_get(PREFIX + "/{name}/items/{id}", get_item)
-    r.add_get(PREFIX + "/{name}/ids", list_ids)
-    r.add_post(PREFIX + "/{name}/search", search)
+    r.add_get(route(PREFIX + "/{name}"), get_corpus)
+    r.add_delete(route(PREFIX + "/{name}"), delete_corpus)
+    r.add_post(route(PREFIX + "/{name}/index"), build_index)
+    r.add_post(route(PREFIX + "/{name}/reembed"), reembed)
+    r.add_post(route(PREFIX + "/{name}/items"), upsert_items)
+    r.add_post(route(PREFIX + "/{name}/items/delete"), delete_items)
+    r.add_get(route(PREFIX + "/{name}/items/{id}"), get_item)
+    r.add_get(route(PREFIX + "/{name}/ids"), list_ids)
+    r.add_post(route(PREFIX + "/{name}/search"), search)
     r.add_post(MULTI_SEARCH, multi_search)
     r.add_get(SPACES, spaces)
     keys_routes.add_routes(app, lambda a: a[STORE].pool)

@@ -168,7 +168,7 @@ class ItemsPart(SharedIndexPart):
                               {"id": item_id})
             row = await cur.fetchone()
         if row is None:
-            raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}")
+            raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}", field="id")
         vector = [float(x) for x in row.pop("embedding").to_numpy()]
         return StoredItem(vector=vector, corpus=corpus.name, **row)
 

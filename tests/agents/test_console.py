@@ -249,3 +249,41 @@ def test_a_corpus_is_browsable_with_a_text_filter(live: Live, browser: WebDriver
     wait(browser).until(lambda d: [e.get_attribute("data-id") for e in d.find_elements(
         By.CSS_SELECTOR, "#browse-list li")] == ["g_espresso"])
     assert not browser.find_elements(By.CSS_SELECTOR, "#browse-list script, #browse-list img")
+
+
+CONSOLE_IDS = ["{.md#0", "}.md#0", "a#b", "100%", "what?now", "a/b", "a/../b", "two words",
+               "naïve café"]
+
+
+def test_items_of_any_id_are_browsed_and_opened(live: Live, browser: WebDriver) -> None:
+    """Ids percent-encoded in the console's URLs: each listed id opens its own item."""
+    corpus = "kb_ids"
+    status, out = call(f"{live.url}/v1/vectors/corpora", {"name": corpus, "dim": 3,
+                                                          "model": "toy"}, live.auth)
+    assert status == 201, out
+    items = [{"id": i, "title": f"odd id {n}", "text": f"item {n}", "vector": [1.0, n, 0.5]}
+             for n, i in enumerate(CONSOLE_IDS)]
+    status, out = call(f"{live.url}/v1/vectors/corpora/{corpus}/items",
+                       {"items": items, "model": "toy"}, live.auth)
+    assert status == 200, out
+    try:
+        browser.get(f"{live.url}/")
+        browser.execute_script("sessionStorage.setItem('lakehouse-token', arguments[0])",
+                               live.token)
+        browser.get(f"{live.url}/#/browse/{corpus}")
+        wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#browse-list li"))
+                            == len(CONSOLE_IDS))
+        listed = [e.get_attribute("data-id") for e in
+                  browser.find_elements(By.CSS_SELECTOR, "#browse-list li")]
+        assert sorted(listed) == sorted(CONSOLE_IDS)
+        click = ("const li = [...document.querySelectorAll('#browse-list li')]"
+                 ".find((e) => e.dataset.id === arguments[0]);"
+                 "if (!li) return false; li.querySelector('a').click(); return true;")
+        for item_id in listed:
+            browser.get(f"{live.url}/#/browse/{corpus}")
+            wait(browser).until(lambda d, i=item_id: d.execute_script(click, i))
+            wait(browser).until(lambda d, i=item_id: d.find_element(By.ID, "item-id").text == i)
+            assert browser.find_element(By.ID, "item-title").text == \
+                f"odd id {CONSOLE_IDS.index(item_id)}"
+    finally:
+        call(f"{live.url}/v1/vectors/corpora/{corpus}", None, live.auth, method="DELETE")

@@ -159,6 +159,7 @@ def test_matrix_every_route_every_credential(live: Live, keys: Keys) -> None:
     routes = [(m, p) for p, ops in doc["paths"].items() for m in ops
               if p not in SKIP and m in ("get", "post", "delete") and p.startswith("/v1/")]
     unexpected_allow, unexpected_deny, errors5xx, leaks, cells = [], [], [], [], 0
+    not_missing = []  # a corpus outside the key not answered as a missing one
     for method, path in routes:
         for cred, header in keys.secrets.items():
             scope = keys.scopes[cred]
@@ -182,17 +183,22 @@ def test_matrix_every_route_every_credential(live: Live, keys: Keys) -> None:
                     unexpected_deny.append(where)
                 if scope is not None and not scope.admin and corpus != B and B in text:
                     leaks.append(where)
+                rule, _ = access.rule_for(method.upper(), url_path)
+                if (scope is not None and corpus == B and not scope.sees(B)
+                        and rule.corpora == "path" and not _missing(status, text, B)):
+                    not_missing.append(where)  # the scope is decided before the action
     print(f"\nkeys matrix: {len(routes)} routes, {cells} cells, {len(unexpected_allow)} "
           f"unexpected allows, {len(unexpected_deny)} unexpected denies, {len(errors5xx)} 5xx, "
-          f"{len(leaks)} leaks")
+          f"{len(leaks)} leaks, {len(not_missing)} outside corpora not answered as missing")
     for name, found in (("allow", unexpected_allow), ("deny", unexpected_deny),
-                        ("5xx", errors5xx), ("leak", leaks)):
+                        ("5xx", errors5xx), ("leak", leaks), ("not missing", not_missing)):
         for where in found:
             print(f"unexpected {name}: {where}")
     assert not unexpected_allow, unexpected_allow
     assert not errors5xx, errors5xx
     assert not leaks, leaks
     assert not unexpected_deny, unexpected_deny
+    assert not not_missing, not_missing
 
 
 def test_scoped_lists_and_searches_see_only_their_corpora(live: Live, keys: Keys) -> None:
@@ -303,18 +309,23 @@ def test_tenant_token_hits_never_leave_its_filter(live: Live, tenant_key: str, t
 
 
 def test_tenant_token_refusals(live: Live, tenant_key: str) -> None:
-    def status_of(token: str) -> int:
-        return _search(live, token, "lexical", "tea")[0]
+    """Each refusal is a 401 saying why (and no more than the token's signer knows)."""
+    def refusal(token: str) -> tuple[int, str]:
+        status, out = _search(live, token, "lexical", "tea")
+        return status, out["error"]["message"] if status != 200 else ""
     ok = lakehouse.tenant_token(tenant_key, filter={"metadata": {"tenant": "a"}})
-    assert status_of(ok) == 200
-    assert status_of(lakehouse.tenant_token(tenant_key, expires_in=0.001)[:-2] + "xx") == 401
-    assert status_of(lakehouse.tenant_token(tenant_key, corpora=[NOTES])) == 401  # past its key
-    assert status_of(lakehouse.tenant_token(tenant_key, filter={"nope": 1})) == 401
+    assert refusal(ok) == (200, "")
+    assert refusal(lakehouse.tenant_token(tenant_key, expires_in=0.001)[:-2] + "xx")[0] == 401
+    assert refusal(lakehouse.tenant_token(tenant_key, corpora=[NOTES])) == (
+        401, f"tenant token's corpora claim goes past its key: {NOTES!r}")
+    status, message = refusal(lakehouse.tenant_token(tenant_key, filter={"nope": 1}))
+    assert status == 401 and message.startswith("tenant token's filter claim is not a filter")
     other = lakehouse.tenant_token("lhk_k1111111111111111_" + "y" * 43, "k1111111111111111")
-    assert status_of(other) == 401
+    assert refusal(other) == (401, "tenant token of an unknown key")
     auth = {"Authorization": f"Bearer {ok}"}
-    status, _ = call(f"{live.url}/v1/vectors/corpora/{TENANTS}/items/a0", None, auth)
-    assert status == 403  # a tenant token searches only
+    status, out = call(f"{live.url}/v1/vectors/corpora/{TENANTS}/items/a0", None, auth)
+    assert (status, out["error"]["message"]) == (  # a tenant token searches only
+        403, "reading an item needs the read action; this key has: search")
 
 
 # ---- MCP -----------------------------------------------------------------------------------

@@ -219,3 +219,29 @@ def _closed_port() -> int:
     from tests.stack.ports import free_port
 
     return free_port()
+
+
+MCP_IDS = ["{.md#0", "}.md#0", "a#b", "100%", "50%25", "what?now", "a/b", "a/../b",
+           "two words", "naïve café"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_get_item_of_any_id(live: Live, transport: str) -> None:
+    """The get_item tool percent-encodes the id into the route's path (RFC 3986)."""
+    corpus = f"kb_mcp_ids_{transport}"
+    status, out = call(f"{live.url}/v1/vectors/corpora", {"name": corpus, "dim": 3,
+                                                          "model": "toy"}, live.auth)
+    assert status == 201, out
+    items = [{"id": i, "text": f"item {n}", "vector": [1.0, n, 0.5]}
+             for n, i in enumerate(MCP_IDS)]
+    status, out = call(f"{live.url}/v1/vectors/corpora/{corpus}/items",
+                       {"items": items, "model": "toy"}, live.auth)
+    assert status == 200, out
+    try:
+        async with TRANSPORTS[transport](live) as session:
+            for n, item_id in enumerate(MCP_IDS):
+                got = structured(await session.call_tool("get_item", {"corpus": corpus,
+                                                                      "id": item_id}))
+                assert (got["id"], got["text"]) == (item_id, f"item {n}"), item_id
+    finally:
+        call(f"{live.url}/v1/vectors/corpora/{corpus}", None, live.auth, method="DELETE")

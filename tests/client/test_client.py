@@ -270,7 +270,7 @@ REFUSALS: list[tuple[str, Any, type[lakehouse.LakehouseError], str | None]] = [
      "model"),
     ("upsert", lambda c: c.upsert("handbook", [{"id": "v", "text": "t", "vector": [1.0]}]),
      lakehouse.InvalidArgument, "items[0].vector"),
-    ("get_item", lambda c: c.get_item("handbook", "no-such-item"), lakehouse.NotFound, None),
+    ("get_item", lambda c: c.get_item("handbook", "no-such-item"), lakehouse.NotFound, "id"),
     ("delete_items", lambda c: c.delete_items("handbook", [""]), lakehouse.InvalidArgument,
      "ids[0]"),
     ("iter_ids", lambda c: list(c.iter_ids("handbook", page_size=0)), lakehouse.InvalidArgument,

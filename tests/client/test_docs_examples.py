@@ -10,6 +10,7 @@ one that starts the stack, runs a benchmark or needs a data set says so there.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import lakehouse
 from tests.client.conftest import Live
 from tests.helpers import ROOT
 
@@ -151,3 +153,26 @@ def test_every_skip_marker_says_why(name: str) -> None:
     text = (ROOT / name).read_text(encoding="utf-8")
     markers = re.findall(r"<!-- doc-test: skip(.*?)-->", text)
     assert all(re.fullmatch(r" \(.{8,}\) ", m) for m in markers), markers
+
+
+def test_the_readmes_tenant_token_filters_on_what_the_tour_stores(live: Live) -> None:
+    """The tour's tenant-token example, as written there, with a search key over the tour's
+    tickets: its searches find exactly the tickets its filter names."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    call = re.search(r"lakehouse\.tenant_token\(key, (corpora=\[[^\]]*\]), filter=(\{.*?\}\})\)",
+                     text.replace("\n", " "))
+    assert call, "the README's tenant_token example"
+    corpora = ast.literal_eval(call.group(1).removeprefix("corpora="))
+    flt = ast.literal_eval(call.group(2))
+
+    with lakehouse.Client(live.url, live.token) as admin:
+        key = admin.request("POST", "/v1/keys", body={"name": "readme tenant",
+                                                      "actions": ["search"], "corpora": corpora})
+        token = lakehouse.tenant_token(key["key"], corpora=corpora, filter=flt)
+        with lakehouse.Client(live.url, token) as tenant:
+            found = tenant.search("ticket report password printer network", k=20)
+        admin.request("DELETE", f"/v1/keys/{key['id']}")
+    wanted = flt["metadata"]
+    assert found.hits, "the filter matches none of the tour's items"
+    assert all(all(h.metadata.get(k) == v for k, v in wanted.items()) for h in found.hits)
+    assert {h.corpus for h in found.hits} <= set(corpora)

@@ -75,8 +75,8 @@ def test_importing_lakehouse_imports_no_framework() -> None:
 
 
 @pytest.mark.parametrize(("module", "framework", "extra"), [
-    ("lakehouse.integrations.langchain", "langchain_core", "lakehouse[langchain]"),
-    ("lakehouse.integrations.llamaindex", "llama_index", "lakehouse[llamaindex]"),
+    ("lakehouse.integrations.langchain", "langchain_core", "./clients/python[langchain]"),
+    ("lakehouse.integrations.llamaindex", "llama_index", "./clients/python[llamaindex]"),
 ])
 def test_an_integration_without_its_framework_names_the_extra(
         monkeypatch: pytest.MonkeyPatch, module: str, framework: str, extra: str) -> None:

@@ -53,6 +53,61 @@ def test_scope_header_round_trip_and_garbage() -> None:
         access.decode("not base64 json!")
 
 
+def test_a_corpus_outside_the_key_is_missing_before_any_action_is_asked() -> None:
+    """The scope is decided before the action: a key that may not write, deleting items in
+    a corpus outside it, hears the corpus does not exist (as for any missing corpus)."""
+    k = key(("read",))
+    for method, path in (("POST", "/v1/vectors/corpora/team-b/items/delete"),
+                         ("POST", "/v1/vectors/corpora/team-b/items"),
+                         ("DELETE", "/v1/vectors/corpora/team-b"),
+                         ("POST", "/v1/vectors/corpora/team-b/reembed"),
+                         ("GET", "/v1/vectors/corpora/team-b/items/x")):
+        with pytest.raises(NotFound) as exc:
+            check_request(k, method, path)
+        assert str(exc.value) == "corpus 'team-b' not found", (method, path)
+    with pytest.raises(Forbidden):  # inside the key: the action decides
+        check_request(k, "POST", "/v1/vectors/corpora/docs/items/delete")
+
+
+@pytest.mark.parametrize(("actions", "method", "path", "message"), [
+    (("search",), "POST", "/v1/vectors/corpora/docs/items",
+     "writing items needs the write action; this key has: search"),
+    (("search",), "GET", "/v1/vectors/corpora/docs/ids",
+     "listing a corpus's ids needs the read or write action; this key has: search"),
+    (("search", "write"), "POST", "/v1/vectors/corpora",
+     "creating a corpus needs the admin action; this key has: search, write"),
+    (("read",), "POST", "/v1/vectors/corpora/docs/items/delete",
+     "deleting items needs the write action; this key has: read"),
+    (("read",), "GET", "/v1/somewhere/new",
+     "GET /v1/somewhere/new needs the admin action; this key has: read"),
+])
+def test_a_403_names_what_the_route_needs_and_what_the_key_has(
+        actions: tuple[str, ...], method: str, path: str, message: str) -> None:
+    with pytest.raises(Forbidden) as exc:
+        check_request(key(actions), method, path)
+    assert exc.value.message == message and exc.value.code == "forbidden"
+
+
+def test_a_write_key_ingests_on_its_own() -> None:
+    """What `lakehouse ingest` and `lakehouse sync` call, a write key may: the corpus's
+    settings, its ids and hashes, the embedder, the writes and deletes."""
+    k = key(("write",))
+    for method, path in (("GET", "/v1/vectors/corpora/docs"), ("GET", "/v1/vectors/corpora/docs/ids"),
+                         ("GET", "/v1/embed/models"), ("POST", "/v1/embed"),
+                         ("POST", "/v1/vectors/corpora/docs/items"),
+                         ("POST", "/v1/vectors/corpora/docs/items/delete")):
+        check_request(k, method, path)
+    with pytest.raises(Forbidden):
+        check_request(k, "GET", "/v1/vectors/corpora/docs/items/x")  # reading an item: read
+
+
+def test_an_id_with_an_encoded_slash_is_one_segment() -> None:
+    """Requests are matched on the path as routed (`%2F` kept): `a/b` is an item's id."""
+    rule, params = rule_for("GET", "/v1/vectors/corpora/docs/items/a%2Fb")
+    assert rule.doing == "reading an item" and params == {"name": "docs", "id": "a%2Fb"}
+    check_request(key(("read",)), "GET", "/v1/vectors/corpora/docs/items/%7B.md%230")
+
+
 @pytest.mark.parametrize(("method", "path", "action", "allowed"), [
     ("POST", "/v1/vectors/corpora/docs/search", "search", True),
     ("POST", "/v1/vectors/corpora/team-b/search", "search", False),
@@ -63,6 +118,9 @@ def test_scope_header_round_trip_and_garbage() -> None:
     ("POST", "/v1/matrix/search", "search", True),
     ("GET", "/v1/somewhere/new", "admin", False),
     ("POST", "/mcp", access.CONNECT, True),
+    ("GET", "/v1/vectors/corpora/docs/items/{.md#0", "read", False),
+    ("POST", "/v1/embed", "write", True),
+    ("POST", "/v1/vectors/corpora", "admin", False),
 ])
 def test_routes_table(method: str, path: str, action: str, allowed: bool) -> None:
     rule, _ = rule_for(method, path)

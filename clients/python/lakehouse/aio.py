@@ -71,6 +71,17 @@ def _c(name: str) -> str:
     return f"/v1/vectors/corpora/{quote(name, safe='')}"
 
 
+def _item_path(corpus: str, item_id: str) -> str:
+    """The item's route, its id percent-encoded as one path segment (RFC 3986): `/`, `#`,
+    `?`, `%`, `{`, spaces and any non-ASCII character encoded. "." and ".." are refused:
+    a URL cannot carry them as a segment (every HTTP client resolves them), so the
+    server refuses them as ids at write time too."""
+    if item_id in (".", ".."):
+        raise InvalidArgument(f"item_id: {item_id!r} cannot be sent in a URL path (no item "
+                              "can have it)", field="item_id")
+    return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
+
+
 _LIST_FIELD = re.compile(r"^(items|texts)\[(\d+)\]")
 
 
@@ -237,8 +248,7 @@ class AsyncClient:
 
     async def get_item(self, corpus: str, item_id: str) -> StoredItem:
         """One stored item with its vector (NotFound if absent)."""
-        path = f"{_c(corpus)}/items/{quote(item_id, safe='')}"
-        return await self._http.call("GET", path, StoredItem)
+        return await self._http.call("GET", _item_path(corpus, item_id), StoredItem)
 
     async def delete_items(self, corpus: str, ids: Iterable[str]) -> int:
         """Delete items by id; returns how many existed."""
@@ -268,7 +278,8 @@ class AsyncClient:
 
     async def iter_items(self, corpus: str, *, prefix: str | None = None,
                          page_size: int = 1000) -> AsyncGenerator[StoredItem, None]:
-        """Every stored item, in id order; an item deleted meanwhile is left out."""
+        """Every stored item, in id order (the ids `iter_ids` yields); an item deleted
+        meanwhile is left out, any other failure to read one raises."""
         batch: list[str] = []
         async for row in self.iter_ids(corpus, prefix=prefix, page_size=page_size):
             batch.append(row.id)
@@ -283,8 +294,10 @@ class AsyncClient:
         async def one(item_id: str) -> StoredItem | None:
             try:
                 return await self.get_item(corpus, item_id)
-            except NotFound:
-                return None
+            except NotFound as exc:
+                if exc.field == "id":  # the item's own 404: deleted since it was listed
+                    return None
+                raise
 
         return [it for it in await asyncio.gather(*(one(i) for i in ids)) if it is not None]
 

@@ -1,8 +1,11 @@
-"""LangChain retriever over Lakehouse search (extra: `pip install 'lakehouse[langchain]'`)."""
+"""LangChain retriever over Lakehouse search (extra `langchain` of lakehouse-client:
+`pip install './clients/python[langchain]'` from a Lakehouse checkout)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from lakehouse.integrations import missing_framework
 
 try:
     from langchain_core.callbacks import (
@@ -12,8 +15,7 @@ try:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 except ImportError as exc:
-    raise ImportError("lakehouse.integrations.langchain needs langchain-core: "
-                      "pip install 'lakehouse[langchain]'") from exc
+    raise missing_framework(__name__, "langchain-core", "langchain") from exc
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from lakehouse.client import Client

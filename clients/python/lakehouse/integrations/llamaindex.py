@@ -1,17 +1,19 @@
-"""LlamaIndex retriever over Lakehouse search (extra: `pip install 'lakehouse[llamaindex]'`)."""
+"""LlamaIndex retriever over Lakehouse search (extra `llamaindex` of lakehouse-client:
+`pip install './clients/python[llamaindex]'` from a Lakehouse checkout)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from lakehouse.integrations import missing_framework
+
 try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as exc:
-    raise ImportError("lakehouse.integrations.llamaindex needs llama-index-core: "
-                      "pip install 'lakehouse[llamaindex]'") from exc
+    raise missing_framework(__name__, "llama-index-core", "llamaindex") from exc
 
 from lakehouse.client import Client
 from lakehouse.integrations._hits import (

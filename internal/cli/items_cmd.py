@@ -1,0 +1,171 @@
+"""`lakehouse corpora [list|delete]` and `lakehouse items list|get|delete`: what is stored,
+listed, read and removed, through the public client (any id: the client percent-encodes
+it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from internal.cli.client_cmd import _run, _table, print_json
+from internal.cli.connect import add_url_arg
+
+if TYPE_CHECKING:  # the client loads with the command that runs, not with --help
+    from lakehouse import AsyncClient
+
+
+def _corpora(args: argparse.Namespace) -> int:
+    async def work(client: AsyncClient) -> int:
+        corpora = await client.list_corpora()
+        if args.json:
+            print_json(corpora)
+            return 0
+        rows = [[c.name, str(c.count), str(c.dim), c.metric, c.language, c.model or ""]
+                for c in corpora]
+        print(_table(["corpus", "items", "dim", "metric", "language", "model"], rows) if rows
+              else "no corpora yet: lakehouse ingest FILE.jsonl --corpus NAME")
+        return 0
+
+    return _run(args, work)
+
+
+def _list(args: argparse.Namespace) -> int:
+    import msgspec
+
+    async def work(client: AsyncClient) -> int:
+        shown = 0
+        page = min(args.limit, 1000) if args.limit else 1000
+        async for row in client.iter_ids(args.corpus, prefix=args.prefix or None,
+                                         page_size=page):
+            if args.json:
+                print(msgspec.json.encode(row).decode())
+            else:
+                print(row.id)
+            shown += 1
+            if args.limit and shown >= args.limit:
+                break
+        if not shown:
+            print(f"no items in {args.corpus!r}"
+                  + (f" with ids starting {args.prefix!r}" if args.prefix else ""),
+                  file=sys.stderr)
+        return 0
+
+    return _run(args, work)
+
+
+def _get(args: argparse.Namespace) -> int:
+    import msgspec
+
+    async def work(client: AsyncClient) -> int:
+        item = await client.get_item(args.corpus, args.id)
+        if args.json:
+            out = msgspec.to_builtins(item)
+            if not args.vector:
+                out.pop("vector", None)
+            print_json(out)
+            return 0
+        fields = [("id", item.id), ("corpus", item.corpus), ("title", item.title or ""),
+                  ("tags", ", ".join(item.tags)), ("language", item.language or ""),
+                  ("updated_at", item.updated_at.isoformat() if item.updated_at else "")]
+        if item.metadata:
+            fields.append(("metadata", msgspec.json.encode(item.metadata).decode()))
+        for name, value in fields:
+            print(f"{name}: {value}")
+        print()
+        print(item.text)
+        return 0
+
+    return _run(args, work)
+
+
+def _ids_of(args: argparse.Namespace) -> list[str]:
+    """The ids named, or read from stdin one a line for `-`."""
+    if args.ids == ["-"]:
+        return [line.rstrip("\r\n") for line in sys.stdin if line.rstrip("\r\n")]
+    return list(args.ids)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    ids = _ids_of(args)
+
+    async def work(client: AsyncClient) -> int:
+        deleted = await client.delete_items(args.corpus, ids)
+        missing = len(set(ids)) - deleted
+        print(f"deleted {deleted} of {len(set(ids))} items from {args.corpus!r}"
+              + (f" ({missing} not there)" if missing else ""))
+        return 0
+
+    if not ids:
+        print("error: no ids to delete", file=sys.stderr)
+        return 1
+    return _run(args, work)
+
+
+def _confirmed(question: str) -> bool:
+    """A yes from the person at stdin (no answer, as at the end of a pipe, is a no)."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    if not answer:
+        print(file=sys.stderr)
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _corpus_delete(args: argparse.Namespace) -> int:
+    async def work(client: AsyncClient) -> int:
+        corpus = await client.get_corpus(args.name)
+        if not args.yes and not _confirmed(
+                f"delete corpus {corpus.name!r} and its {corpus.count} items?"):
+            print(f"not deleted: {corpus.name!r} (--yes deletes without asking)",
+                  file=sys.stderr)
+            return 1
+        await client.delete_corpus(corpus.name)
+        print(f"deleted corpus {corpus.name!r} ({corpus.count} items)")
+        return 0
+
+    return _run(args, work)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
+                       usage="lakehouse corpora [list | delete NAME] [--json] [--url URL]")
+    add_url_arg(p)
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
+    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete",
+                            prog="lakehouse corpora")
+    pl = csub.add_parser("list", help="the corpora and their sizes (the default)")
+    pl.add_argument("--json", action="store_true", help="print the answer as JSON")
+    add_url_arg(pl)
+    pl.set_defaults(func=_corpora)
+    pd = csub.add_parser("delete", help="delete a corpus and its items (asks first)")
+    pd.add_argument("name")
+    pd.add_argument("--yes", action="store_true", help="delete without asking")
+    add_url_arg(pd)
+    pd.set_defaults(func=_corpus_delete)
+
+    p = sub.add_parser("items", help="list, read or delete a corpus's items")
+    isub = p.add_subparsers(dest="items_command", required=True, metavar="list|get|delete")
+
+    pl = isub.add_parser("list", help="the ids, one a line, in id order")
+    pl.add_argument("corpus")
+    pl.add_argument("--prefix", help="only ids starting with this")
+    pl.add_argument("--limit", type=int, default=0, metavar="N", help="at most N (default all)")
+    pl.add_argument("--json", action="store_true",
+                    help="a JSON object a line: id, content_hash, updated_at")
+    add_url_arg(pl)
+    pl.set_defaults(func=_list)
+
+    pg = isub.add_parser("get", help="one item: its fields, then its text")
+    pg.add_argument("corpus")
+    pg.add_argument("id", help="the item's id, as stored (any characters)")
+    pg.add_argument("--json", action="store_true", help="print the item as JSON")
+    pg.add_argument("--vector", action="store_true", help="with --json: the vector too")
+    add_url_arg(pg)
+    pg.set_defaults(func=_get)
+
+    pd = isub.add_parser("delete", help="delete items by id")
+    pd.add_argument("corpus")
+    pd.add_argument("ids", nargs="+", metavar="ID", help="ids, or - to read them from stdin")
+    add_url_arg(pd)
+    pd.set_defaults(func=_delete)
