@@ -55,7 +55,18 @@ VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)
 RETURNING {CORPUS_COLUMNS}"""
 
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
-DELETE_ATTEMPTS = 3  # a delete that PostgreSQL chose as a deadlock's victim goes again
+DELETE_ATTEMPTS = 5  # a delete that lost a race with a re-embedding's index build goes again
+
+
+def _lost_to_index_build(exc: BaseException) -> bool:
+    """A delete's failure that a re-embedding's CREATE INDEX CONCURRENTLY causes: PostgreSQL
+    chose the delete as a deadlock's victim, or the DROP met the build's last catalog
+    update of the table ("tuple concurrently updated", XX000). Nothing of the delete was
+    committed either way, so it can go again."""
+    cause = exc.__cause__ if isinstance(exc, Unavailable) else exc
+    return (isinstance(cause, psycopg.errors.DeadlockDetected)
+            or (isinstance(cause, psycopg.errors.InternalError_)
+                and "tuple concurrently updated" in str(cause)))
 
 
 class Store(ItemsPart, SearchPart, ReembedPart):
@@ -232,19 +243,21 @@ class Store(ItemsPart, SearchPart, ReembedPart):
 
     async def delete_corpus(self, name: str) -> None:
         # A re-embedding's CREATE INDEX CONCURRENTLY waits for this transaction while the
-        # DROP waits for its lock: PostgreSQL breaks the deadlock by failing one side.
-        # When it fails the delete, the delete goes again (the index build is then past
-        # its wait, and the DROP waits for it to end): the caller's delete never fails
-        # for a re-embedding it did not know of.
+        # DROP waits for its lock: PostgreSQL breaks the deadlock by failing one side, or
+        # the DROP meets the build's last update of the table's catalog row. When that
+        # fails the delete, the delete goes again (the index build is then past its wait,
+        # and the DROP waits for it to end): the caller's delete never fails for a
+        # re-embedding it did not know of.
         for attempt in range(DELETE_ATTEMPTS):
             try:
                 corpus = await self._delete_corpus_once(name)
                 break
-            except Unavailable as exc:  # the pool's 503 for any operational error
-                if (not isinstance(exc.__cause__, psycopg.errors.DeadlockDetected)
-                        or attempt == DELETE_ATTEMPTS - 1):
+            except (Unavailable, psycopg.errors.InternalError_) as exc:
+                # Unavailable: the pool's 503 for any operational error (a deadlock's too).
+                if not _lost_to_index_build(exc) or attempt == DELETE_ATTEMPTS - 1:
                     raise
-                log.info("corpus_delete_retried", corpus=name, reason="deadlock")
+                log.info("corpus_delete_retried", corpus=name, error=str(exc))
+                await asyncio.sleep(0.05 * (attempt + 1))
         self._cache.pop(name, None)
         self.spaces_changed.set()  # the background reclaimer deletes its space rows
         self.lex.forget(corpus.id)
