@@ -93,6 +93,10 @@ def main() -> int:
     systems = {"this": ROOT}
     if args.baseline:
         systems["baseline"] = args.baseline.resolve()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at {head}, load "
+          f"{os.getloadavg()[0]:.1f}; second starts: {args.rounds} each, alternating")
     folder = Path(tempfile.mkdtemp(prefix="lakehouse-run-start-"))
     second: dict[str, list[float]] = {name: [] for name in systems}
     try:
