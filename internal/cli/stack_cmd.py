@@ -7,11 +7,14 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lakehouse
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
 from lakehouse.errors import LakehouseError
-from lakehouse.types import SyncStatus
+
+if TYPE_CHECKING:  # `lakehouse --help` imports no msgspec (tests/cli/test_startup.py)
+    from lakehouse.types import SyncStatus
 
 
 def _up(args: argparse.Namespace) -> int:
