@@ -7,13 +7,30 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1
 target=.
 [ "${1:-}" = "--dev" ] && target='.[dev]'
-# pip's notes about this machine's extra package folders are noise; errors still show.
-# The client distribution first (editable): the server depends on `lakehouse-client`.
-.venv/bin/python -m pip install -q -e ./clients/python 2> >(grep -v '^WARNING: Location' >&2)
-.venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
+# pip runs only when what it installs from changed: the stamp in .venv holds a hash of
+# both pyproject.toml files, this script and the interpreter's version, and the target.
+# The install is editable, so a change to the code itself needs no install; a target of
+# .[dev] covers one of `.`. Remove .venv/.setup-stamp to install again anyway.
+stamp=.venv/.setup-stamp
+want=$( (cat pyproject.toml clients/python/pyproject.toml scripts/setup.sh; .venv/bin/python -V) \
+  | sha256sum | cut -d' ' -f1)
+have=$(cat "$stamp" 2>/dev/null || true)
+if [ -x .venv/bin/lakehouse ] && { [ "$have" = ".[dev] $want" ] || [ "$have" = "$target $want" ]; }; then
+  echo "install: .venv is up to date"
+else
+  echo "install: Lakehouse and its dependencies into .venv (the first time: a few minutes)"
+  rm -f "$stamp"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1
+  # pip's notes about this machine's extra package folders, and setuptools' note that an
+  # editable install is one, are noise; errors still show.
+  export PYTHONWARNINGS="ignore:Editable installation"
+  # The client distribution first (editable): the server depends on `lakehouse-client`.
+  .venv/bin/python -m pip install -q -e ./clients/python 2> >(grep -v '^WARNING: Location' >&2)
+  .venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
+  echo "$target $want" > "$stamp"
+fi
 # The smoke scripts assert with curl and jq; the console's browser tests drive Debian's
 # chromium through chromium-driver (no browser is downloaded by Selenium or anyone else).
 need=()

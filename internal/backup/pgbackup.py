@@ -23,7 +23,7 @@ from psycopg import sql
 from internal.backup import manifest
 from internal.backup.manifest import BackupInfo, NotABackup
 from internal.common.dsn import redacted
-from internal.pg.embedded import postmaster_pid
+from internal.pg.embedded import import_pgserver, postmaster_pid
 
 # Settings a server needs for what `lakehouse backup` offers (the embedded server has
 # them, see internal.pg.embedded): WAL summaries for incremental backups.
@@ -36,6 +36,7 @@ class BackupRefused(Exception):
 
 def bin_dir() -> Path:
     """The folder of the PostgreSQL programs the embedded server's wheel ships."""
+    import_pgserver()
     from pgserver._commands import POSTGRES_BIN_PATH
 
     return Path(POSTGRES_BIN_PATH)
@@ -279,6 +280,7 @@ def own_data_dir(folder: Path) -> None:
         return
     import pwd
 
+    import_pgserver()
     from pgserver.utils import ensure_user_exists
 
     user = "pgserver"

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lakehouse
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
 from lakehouse.errors import LakehouseError
+
+if TYPE_CHECKING:  # `lakehouse --help` imports no msgspec (tests/cli/test_startup.py)
+    from lakehouse.types import SyncStatus
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -40,12 +45,52 @@ def _daemon_state(url: str) -> str:
     return "ok"
 
 
+def _when(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ") if at else "-"
+
+
+def sync_lines(status: SyncStatus | None, off: bool = False
+               ) -> tuple[tuple[str, str, str] | None, list[str]]:
+    """The wiki sync's row of `lakehouse status` and the lines below the table: each error
+    of its last run with its message. None: nothing to say (the key may not see it)."""
+    if off:
+        return ("sync", "off", "[sync] wiki_dir is not set"), []
+    if status is None:
+        return None, []
+    last = status.last_run
+    where = f"{status.wiki_dir} -> corpus {status.corpus}"
+    if last is None:
+        state = "running" if status.running else "waiting"
+        return ("sync", state, f"{where}, first run not done yet"), []
+    whole = [e for e in last.errors if e.path == "."]
+    state = "failed" if whole else ("errors" if last.errors else "ok")
+    if status.running:
+        state = "running"
+    counts = ", ".join(f"{k} {getattr(last, k)}" for k in ("added", "updated", "deleted",
+                                                           "unchanged"))
+    row = ("sync", state, f"{where}, last run {_when(last.finished_at)}: {counts}, "
+                          f"{len(last.errors)} errors; next {_when(status.next_run_at)}")
+    lines = [f"sync error: {e.error}" if e.path == "." else f"sync error: {e.path}: {e.error}"
+             for e in last.errors]
+    return row, lines
+
+
+def _sync_status(client: lakehouse.Client) -> tuple[SyncStatus | None, bool]:
+    """(the sync's status, sync is off); (None, False) when this key may not see it."""
+    try:
+        return client.sync_status(), False
+    except LakehouseError as exc:
+        return None, exc.code == "sync_not_configured"
+
+
 def _status(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     base = gateway_url(args)
+    sync: tuple[SyncStatus | None, bool] = (None, False)
     try:
         with lakehouse.Client(base, gateway_token(args), timeout=5, retries=0) as client:
             answer: lakehouse.types.Ready | None = client.ready()
+            sync = _sync_status(client)
     except LakehouseError:
         answer = None
     rows: list[tuple[str, str, str]] = [("gateway", "ok" if answer else "unreachable", base)]
@@ -76,9 +121,14 @@ def _status(args: argparse.Namespace) -> int:
         for n in from_readyz(components) or []:  # the Patroni cluster, when there is one
             rows.append(("ha", str(n.get("state")), f"{n.get('name')} {n.get('role')} "
                          f"timeline {n.get('timeline')} lag {n.get('lag')}"))
+    sync_row, notes = sync_lines(*sync)
+    if sync_row is not None:
+        rows.append(sync_row)
     width = max(len(r[0]) for r in rows)
     for name, state, addr in rows:
         print(f"{name:<{width}}  {state:<11}  {addr}")
+    for line in notes:
+        print(line)
     print("ready" if ready else "not ready")
     return 0 if ready else 1
 

@@ -17,8 +17,11 @@ from internal.config import Config
 
 # Files under internal/gateway/console/ (package data in pyproject.toml).
 FILES = {"index.html": "text/html", "app.js": "text/javascript", "keys.js": "text/javascript",
-         "style.css": "text/css"}
-OPEN_PATHS = frozenset({"/", *(f"/console/{name}" for name in FILES), "/console/settings.json"})
+         "style.css": "text/css", "favicon.svg": "image/svg+xml"}
+# Browsers ask for /favicon.ico by themselves; it is the page's icon (an SVG) too.
+FAVICON = "/favicon.ico"
+OPEN_PATHS = frozenset({"/", FAVICON, *(f"/console/{name}" for name in FILES),
+                        "/console/settings.json"})
 
 HEADERS = {
     "Content-Security-Policy": (
@@ -56,5 +59,9 @@ def add_routes(app: web.Application, cfg: Config) -> None:
             raise web.HTTPNotFound()
         return reply(files[name], FILES[name])
 
+    async def favicon(_: web.Request) -> web.Response:
+        return reply(files["favicon.svg"], FILES["favicon.svg"])
+
     app.router.add_get("/", index)
+    app.router.add_get(FAVICON, favicon)
     app.router.add_get("/console/{name}", static)

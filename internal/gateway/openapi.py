@@ -26,6 +26,7 @@ OWN_ROUTES: tuple[tuple[str, str, str, type | None, str], ...] = (
     ("GET", "/", "The web console", None, "text/html"),
     ("GET", "/console/{name}", "The console's files (app.js, style.css, settings.json)", None,
      "application/octet-stream"),
+    ("GET", "/favicon.ico", "The console's icon (an SVG)", None, "image/svg+xml"),
 )
 _PASSTHROUGH_METHODS = ("get", "post", "put", "patch", "delete")
 

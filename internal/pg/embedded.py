@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,20 @@ import psycopg
 import structlog
 
 log = structlog.get_logger()
+
+
+def import_pgserver() -> None:
+    """Import pgserver once without platformdirs' XDG_RUNTIME_DIR warning.
+
+    pgserver asks for a per-user runtime folder (for its lock file) when it is imported;
+    with XDG_RUNTIME_DIR unset (a service, a container, root) platformdirs falls back to
+    /tmp/runtime-<uid>, which serves as well, and says so on stderr: a line in every
+    `lakehouse up` that asks nothing of the person reading it. Call before any import
+    from pgserver; the first import is the one that warns.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+        import pgserver  # noqa: F401
 
 # Server settings that need a restart to change; applied once, after initdb.
 _SERVER_SETTINGS = {
@@ -144,6 +159,7 @@ def _apply_settings(server: object, dsn: str, extra: Mapping[str, str] | None = 
                 changed = True
     if not changed:
         return dsn
+    import_pgserver()
     from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import time
 
     pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)  # type: ignore[attr-defined]
@@ -159,6 +175,7 @@ def start(data_dir: str | Path, *, wal_dir: str | None = None) -> EmbeddedPostgr
     """Start (or attach to) the embedded server in data_dir and return its DSN.
 
     wal_dir: archive WAL there ("": archiving off; None: leave the server's setting)."""
+    import_pgserver()
     from pgserver.postgres_server import get_server
 
     path = Path(data_dir).expanduser().resolve()
@@ -183,6 +200,7 @@ def _wal_folder(folder: Path) -> None:
     if os.geteuid() == 0:
         import pwd
 
+        import_pgserver()
         from pgserver.utils import ensure_user_exists
 
         ensure_user_exists("pgserver")

@@ -95,6 +95,9 @@ def _owner() -> str:
     """The user Patroni (and so PostgreSQL) runs as: ours, or pgserver's when root."""
     if os.geteuid() != 0:
         return ""
+    from internal.pg.embedded import import_pgserver
+
+    import_pgserver()
     from pgserver.utils import ensure_user_exists
 
     ensure_user_exists(PG_USER)

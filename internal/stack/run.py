@@ -61,7 +61,7 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
             print(f"  {child.spec.name:<8} {child.spec.url}  ready (pid {pid})", file=out,
                   flush=True)
 
-    sup = Supervisor(specs, log_dir=log_dir, on_event=on_event, echo=echo)
+    sup = Supervisor(specs, log_dir=log_dir, on_event=on_event, echo=echo, forward=True)
     loop = asyncio.get_running_loop()
     def on_signal(sig: signal.Signals) -> None:
         # Logged here, in the handler itself, so a stop request is visible even if the

@@ -24,6 +24,7 @@ import psutil
 import structlog
 
 from internal.common import stackdump, waits
+from internal.stack.forward import Follower
 from internal.stack.plan import ChildSpec
 
 log = structlog.get_logger()
@@ -31,6 +32,8 @@ log = structlog.get_logger()
 _PR_SET_PDEATHSIG = 1
 # How long a daemon killed after the grace has to log its stacks first (stackdump).
 STACK_DUMP_SECONDS = 0.5
+# How often the daemons' log files are read for warnings to show (forward=True).
+FOLLOW_SECONDS = 0.5
 
 
 def _die_with_parent() -> None:
@@ -85,13 +88,19 @@ class Supervisor:
     def __init__(self, specs: list[ChildSpec], *, log_dir: Path | None = None,
                  backoff: Backoff | None = None, python: str = sys.executable,
                  on_event: Callable[[str, Child], None] | None = None,
-                 echo: IO[bytes] | None = None) -> None:
+                 echo: IO[bytes] | None = None, forward: bool = False) -> None:
         """log_dir: each daemon's output into log_dir/<name>.log (else this process's
-        stdout and stderr); echo: with log_dir, a copy of every line there too.
+        stdout and stderr); echo: with log_dir, a copy of every line there too;
+        forward: with log_dir and no echo, the daemons' warnings and errors repeated
+        through this process's logger (internal.stack.forward).
         on_event hears "ready", "exited" and "restarted"."""
         self.children = {s.name: Child(s) for s in specs}
         self.log_dir = log_dir
         self.echo = echo
+        self.forward = forward and log_dir is not None and echo is None
+        self._followers: list[Follower] = []
+        self._follow_task: asyncio.Task[None] | None = None
+        self._logs_closing = asyncio.Event()
         self.backoff = backoff or Backoff()
         self.python = python
         self.on_event = on_event
@@ -104,7 +113,10 @@ class Supervisor:
         if self.log_dir is not None:
             if child.log_file is None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
-                child.log_file = (self.log_dir / f"{child.spec.name}.log").open("ab")
+                path = self.log_dir / f"{child.spec.name}.log"
+                child.log_file = path.open("ab")
+                if self.forward:
+                    self._followers.append(Follower(child.spec.name, path))
             out = child.log_file if self.echo is None else asyncio.subprocess.PIPE
         argv = child.spec.argv or (self.python, "-m", child.spec.module)
         preexec = _as_user(child.spec.user) if child.spec.user else _die_with_parent
@@ -126,6 +138,16 @@ class Supervisor:
                 if sink is not None:
                     sink.write(line)
                     sink.flush()
+
+    async def _follow(self) -> None:
+        """The daemons' new warnings shown every FOLLOW_SECONDS, and once more at the end."""
+        while not await waits.event(self._logs_closing, FOLLOW_SECONDS):
+            for follower in self._followers:
+                follower.show()
+        for follower in self._followers:
+            follower.show()
+            follower.close()
+        self._followers.clear()
 
     async def _watch(self, child: Child) -> None:
         """Keep one daemon running until the supervisor stops."""
@@ -158,6 +180,8 @@ class Supervisor:
         for child in self.children.values():
             await self._spawn(child)
             self._tasks.append(asyncio.create_task(self._watch(child)))
+        if self.forward:
+            self._follow_task = asyncio.create_task(self._follow())
 
     async def wait_ready(self, timeout: float) -> list[str]:
         """Poll each daemon's /readyz until all answer 200; the names still not ready."""
@@ -215,6 +239,10 @@ class Supervisor:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._follow_task is not None:  # what the daemons said while stopping shows too
+            self._logs_closing.set()
+            await self._follow_task
+            self._follow_task = None
         for child in self.children.values():
             if child.log_file is not None:
                 child.log_file.close()

@@ -104,6 +104,20 @@ class RunResult:
     embed_seconds: float = 0.0
     started_at: str = ""
     finished_at: str = ""
+    # Not on the wire: the stack failed the run, or some of its pages (a daemon
+    # unreachable, busy or slow), so the ticker tries again within seconds.
+    transient: bool = False
+
+
+# Answers that say "not now" rather than "not this": the stack's trouble of the moment.
+_TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether another try in a few seconds may succeed where this one failed."""
+    if isinstance(exc, LakehouseError):
+        return exc.status in _TRANSIENT_STATUSES
+    return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError))
 
 
 @dataclass
@@ -235,6 +249,7 @@ class Syncer:
             await self._run(result, progress)
         except (LakehouseError, aiohttp.ClientError, OSError) as exc:
             result.errors.append(PageError(ROOT, describe(exc)))
+            result.transient = is_transient(exc)
             log.warning("sync_failed", corpus=self.settings.corpus, error=describe(exc))
         result.seconds = round(time.perf_counter() - started, 3)
         result.embed_seconds = round(result.embed_seconds, 3)
@@ -318,6 +333,7 @@ class Syncer:
         for page, (stage, exc) in sorted(pipe.report.failed.items()):
             why = describe(exc)
             result.errors.append(PageError(page, f"delete: {why}" if stage == "delete" else why))
+            result.transient = result.transient or is_transient(exc)
             log.warning("sync_page_failed", page=page, stage=stage, error=why)
         failed = set(pipe.report.failed)
         result.embedded_chunks = embedder.texts

@@ -113,17 +113,23 @@ async def status_handler(request: web.Request) -> web.Response:
             microsecond=0)))
 
 
-async def readyz(request: web.Request) -> web.Response:
-    state = request.app.get(STATE)
-    if state is None:
-        return json_response({"status": "ok", "components": {"sync": "not_configured"}})
+async def health(clients: list[ServiceClient]) -> dict[str, str]:
+    """Each daemon a run needs: "ok", or why it does not answer."""
     components: dict[str, str] = {}
-    for client in state.health:
+    for client in clients:
         try:
             await client.call("GET", "/healthz", timeout=2.0)
             components[client.service] = "ok"
         except LakehouseError as exc:
             components[client.service] = exc.message
+    return components
+
+
+async def readyz(request: web.Request) -> web.Response:
+    state = request.app.get(STATE)
+    if state is None:
+        return json_response({"status": "ok", "components": {"sync": "not_configured"}})
+    components = await health(state.health)
     ok = all(v == "ok" for v in components.values())
     return json_response({"status": "ok" if ok else "degraded", "components": components},
                          status=200 if ok else 503)
@@ -138,7 +144,8 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_post("/v1/sync/run", run_handler)
     app.router.add_get("/v1/sync/status", status_handler)
     if not cfg.sync.wiki_dir:
-        log.warning("sync_not_configured", reason="[sync] wiki_dir is not set")
+        # Sync off is the default (no wiki_dir), not a warning for the terminal.
+        log.info("sync_not_configured", reason="[sync] wiki_dir is not set")
         return app
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
@@ -146,14 +153,18 @@ def make_app(cfg: Config) -> web.Application:
             app[SESSION] = session
             vectord = VectordClient(session, cfg.sync.vectord_url)
             embed = EmbedClient(session, cfg.sync.embedd_url)
-            health: list[ServiceClient] = [vectord, embed]
+            needed: list[ServiceClient] = [vectord, embed]
             matrixd = None
             if cfg.sync.normalize:
                 matrixd = MatrixdClient(session, cfg.sync.matrixd_url, timeout=300.0)
-                health.append(matrixd)
+                needed.append(matrixd)
             syncer = Syncer(settings_of(cfg.sync), vectord, embed, matrixd)
-            ticker = Ticker(syncer, cfg.sync.interval, cfg.sync.run_on_start)
-            app[STATE] = SyncState(syncer, ticker, health)
+
+            async def missing() -> list[str]:
+                return [name for name, said in (await health(needed)).items() if said != "ok"]
+
+            ticker = Ticker(syncer, cfg.sync.interval, cfg.sync.run_on_start, probe=missing)
+            app[STATE] = SyncState(syncer, ticker, needed)
             task = asyncio.create_task(ticker.loop(), name="sync-ticker")
             try:
                 yield

@@ -74,7 +74,7 @@ DELETE_ITEMS = "DELETE FROM {table} WHERE id = ANY(%(ids)s)"
 WAL_POSITION = "SELECT pg_current_wal_flush_lsn()::text"
 
 LIST_IDS = """
-SELECT id, content_hash, updated_at FROM {table}
+SELECT id, content_hash, updated_at, title FROM {table}
 WHERE id LIKE %(prefix)s AND id > %(after)s ORDER BY id LIMIT %(limit)s"""
 
 

@@ -9,11 +9,16 @@ pages work; the page talks to no host but its own.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium import webdriver
@@ -25,7 +30,8 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.agents.conftest import GUIDES, NOTES, SCRIPT_ID, SCRIPT_TITLE, Live, call
+from tests.agents.conftest import DOCS, GUIDES, NOTES, SCRIPT_ID, SCRIPT_TITLE, Live, call
+from tests.helpers import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -111,6 +117,12 @@ def test_token_then_search_feedback_and_boost(live: Live, browser: WebDriver, tm
     lsn = browser.execute_script("return sessionStorage.getItem('lakehouse.lsn')")
     assert lsn and "/" in lsn, lsn
 
+    # Feedback applies when asked, as in the CLI (--playbook) and the API (use_playbook).
+    use_feedback = browser.find_element(By.ID, "use-playbook")
+    assert not use_feedback.is_selected()
+    search(browser, QUERY)
+    assert hit_of(browser, corpus, item_id).get_attribute("data-rank") == "2"
+    use_feedback.click()
     search(browser, QUERY)
     again = hit_of(browser, corpus, item_id)
     assert again.get_attribute("data-rank") == "1"
@@ -136,6 +148,7 @@ def test_markup_in_a_document_shows_as_text(live: Live, browser: WebDriver, tmp_
     wait(browser).until(lambda d: d.find_element(By.ID, "item-title").text == SCRIPT_TITLE)
     assert '<img src=x onerror="window.__pwned = 2">' in browser.find_element(By.ID, "item-text").text
     assert browser.find_element(By.ID, "item-corpus").text == GUIDES
+    assert browser.find_element(By.ID, "item-back").text == "← back to the results"
     assert not browser.find_elements(By.CSS_SELECTOR, "#view-item script, #view-item img")
     assert browser.execute_script("return window.__pwned === undefined") is True
     browser.save_screenshot(str(tmp_path / "item.png"))
@@ -162,6 +175,65 @@ def test_sync_page_and_sync_now(live: Live, browser: WebDriver) -> None:
     # The wiki has 3 pages: new to this run, or already synced at start-up.
     assert int(counts["added"]) + int(counts["updated"]) + int(counts["unchanged"]) == 3, result
     assert "; 0 errors;" in result
+
+
+def test_a_failed_sync_says_why_in_status_the_terminal_and_the_console(
+        live: Live, browser: WebDriver) -> None:
+    wiki, aside = live.tmp / "wiki", live.tmp / "wiki-aside"
+    wiki.rename(aside)  # an unmounted wiki: the run fails as a whole (and deletes nothing)
+    try:
+        status, out = call(f"{live.url}/v1/sync/run", {}, live.auth)
+        assert status == 200, out
+        assert [e["path"] for e in out["errors"]] == ["."]
+        why = out["errors"][0]["error"]
+        assert "is not a directory" in why and str(wiki) in why
+        _, sync = call(f"{live.url}/v1/sync/status", headers=live.auth)
+        assert sync["last_run"]["errors"] == out["errors"]
+
+        # `lakehouse status` names the failure and prints its message.
+        shown = subprocess.run(
+            [sys.executable, "-m", "internal.cli.main", "status", "--url", live.url],
+            cwd=ROOT, env={**os.environ, "LAKEHOUSE_TOKEN": live.token}, capture_output=True,
+            text=True, timeout=60)
+        assert ["sync", "failed"] in [line.split()[:2] for line in shown.stdout.splitlines()], \
+            shown.stdout
+        assert f"sync error: {why}" in shown.stdout.splitlines(), shown.stdout
+
+        # The terminal of `lakehouse up` shows syncd's warning with the message.
+        def told() -> list[dict[str, Any]]:
+            lines = (live.tmp / "up.log").read_text().splitlines()
+            return [e for e in map(json.loads, filter(lambda x: x.startswith("{"), lines))
+                    if e.get("event") == "sync_failed" and e.get("daemon") == "syncd"]
+
+        WebDriverWait(browser, 10).until(lambda _: told())
+        assert told()[-1]["error"] == why
+
+        # The console's Sync page lists the error with its message.
+        browser.find_element(By.ID, "nav-search").click()
+        browser.find_element(By.ID, "nav-sync").click()
+        wait(browser).until(lambda d: why in d.find_element(By.ID, "sync-errors").text)
+        assert "error" in (browser.find_element(By.ID, "sync-status").get_attribute("class") or "")
+    finally:
+        aside.rename(wiki)
+    status, out = call(f"{live.url}/v1/sync/run", {}, live.auth)
+    assert status == 200 and out["errors"] == [], out
+
+
+def test_the_page_has_an_icon_of_its_own(live: Live, browser: WebDriver) -> None:
+    # No token needed (browsers ask for it by themselves), no other host, an image.
+    with urllib.request.urlopen(f"{live.url}/favicon.ico", timeout=30) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"].startswith("image/svg+xml")
+        assert resp.read().startswith(b"<svg")
+    browser.find_element(By.ID, "nav-search").click()
+    icon = browser.find_element(By.CSS_SELECTOR, 'link[rel="icon"]').get_attribute("href")
+    assert icon == f"{live.url}/console/favicon.svg"
+    for src in (icon, f"{live.url}/favicon.ico"):
+        size = browser.execute_async_script(
+            "const done = arguments[arguments.length - 1]; const img = new Image();"
+            "img.onload = () => done([img.naturalWidth, img.naturalHeight]);"
+            "img.onerror = () => done(null); img.src = arguments[0];", src)
+        assert size and size[0] > 0 and size[1] > 0, src
 
 
 def test_ask_mode_exactly_when_smart_search_is_served(live: Live, browser: WebDriver) -> None:
@@ -243,6 +315,20 @@ def test_a_corpus_is_browsable_with_a_text_filter(live: Live, browser: WebDriver
     wait(browser).until(clicked)
     wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#browse-list li")) == 4)
     assert browser.find_element(By.ID, "browse-next").get_attribute("disabled") is not None
+    # Each item by its title, its id beside it; markup in a title shows as text.
+    titles = {d["id"]: d["title"] for d in DOCS[GUIDES]}
+    rows = browser.find_elements(By.CSS_SELECTOR, "#browse-list li")
+    assert {r.get_attribute("data-id"): r.find_element(By.TAG_NAME, "a").text for r in rows} == titles
+    assert [r.find_element(By.TAG_NAME, "code").text for r in rows] == [r.get_attribute("data-id") for r in rows]
+
+    # An item opened from the list leads back to the list.
+    browser.find_element(By.CSS_SELECTOR, '#browse-list li[data-id="g_espresso"] a').click()
+    wait(browser).until(lambda d: d.find_element(By.ID, "item-title").text == "Espresso basics")
+    back = browser.find_element(By.ID, "item-back")
+    assert back.text == f"← back to the items of {GUIDES}"
+    back.click()
+    wait(browser).until(lambda d: d.find_element(By.ID, "view-browse").is_displayed())
+    wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#browse-list li")) == 4)
     box = browser.find_element(By.ID, "browse-filter")
     box.send_keys("espresso")
     browser.find_element(By.ID, "browse-go").click()

@@ -455,7 +455,7 @@ def test_console_with_a_scoped_key(live: Live, keys: Keys, browser: WebDriver) -
 SECRET_RE = re.compile(r"lhk_k[0-9a-f]{16}_[A-Za-z0-9_-]{20,}")
 JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 KEY_ID_RE = re.compile(r"^(k[0-9a-f]{16}|admin|service)$")
-UNAUTHENTICATED = ("/healthz", "/readyz", "/openapi.json", "/console/")
+UNAUTHENTICATED = ("/healthz", "/readyz", "/openapi.json", "/console/", "/favicon.ico")
 
 
 def test_no_secret_in_any_log_and_a_key_id_on_every_request_line(live: Live, keys: Keys) -> None:

@@ -8,8 +8,11 @@ import asyncio
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
+from internal.api.responses import SyncError, SyncRun, SyncStatus
+from internal.cli.stack_cmd import sync_lines
 from tests.helpers import ROOT
 
 
@@ -38,3 +41,28 @@ async def test_status_with_a_url_reports_that_stack_only(vectord_url: str) -> No
         text=True, timeout=60)
     assert out.stdout.splitlines() == ["gateway  unreachable  http://127.0.0.1:9", "not ready"]
     assert out.returncode == 1
+
+
+def test_the_sync_row_says_how_its_last_run_went() -> None:
+    at = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+    def status(errors: list[SyncError] | None, running: bool = False) -> SyncStatus:
+        last = None if errors is None else SyncRun(
+            added=1, updated=0, deleted=0, unchanged=2, errors=errors, seconds=0.5,
+            finished_at=at)
+        return SyncStatus(wiki_dir="/w", corpus="wiki", interval=300.0, running=running,
+                          runs=0 if last is None else 1, last_run=last, next_run_at=at)
+
+    assert sync_lines(None, off=True)[0] == ("sync", "off", "[sync] wiki_dir is not set")
+    assert sync_lines(None) == (None, [])  # a key that may not see the synced corpus
+    assert sync_lines(status(None))[0][1] == "waiting"  # type: ignore[index]
+    row, notes = sync_lines(status([]))
+    assert row == ("sync", "ok", "/w -> corpus wiki, last run 2026-11-27T12:00:00Z: added 1, "
+                   "updated 0, deleted 0, unchanged 2, 0 errors; next 2026-11-27T12:00:00Z")
+    assert notes == []
+    row, notes = sync_lines(status([SyncError(path="a.md", error="cannot read: bad bytes")]))
+    assert row is not None and row[1] == "errors"
+    assert notes == ["sync error: a.md: cannot read: bad bytes"]
+    row, notes = sync_lines(status([SyncError(path=".", error="embedd_unavailable: down")]))
+    assert row is not None and row[1] == "failed"
+    assert notes == ["sync error: embedd_unavailable: down"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -86,3 +88,56 @@ def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, embed: EmbedCli
     settings = SyncSettings(wiki_dir=wiki, corpus=corpus, ignore=IGNORE,
                             languages=dict(LANGUAGES), batch_size=32, chunk_chars=2000)
     return Syncer(dataclasses.replace(settings, **changes), vectord, embed)
+
+
+class LatePort:
+    """A loopback port where a daemon appears late: nothing listens until `open()`, then
+    every connection is piped to the real daemon at `target` (byte for byte)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.split("://", 1)[-1].rstrip("/")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.server: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def open(self) -> None:
+        host, port = self.target.rsplit(":", 1)
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                writer.close()
+
+        async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+            self.writers.update((writer, up_writer))
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        self.server = await asyncio.start_server(client, "127.0.0.1", self.port)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            for writer in self.writers:
+                writer.close()
+            await self.server.wait_closed()
+
+
+def tiny_wiki(root: Path) -> Path:
+    """Two pages."""
+    root.mkdir()
+    for name in ("alpha", "beta"):
+        (root / f"{name}.md").write_text(f"# {name}\n\nThe {name} page of a tiny wiki.\n",
+                                         encoding="utf-8")
+    return root

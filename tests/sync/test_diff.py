@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from internal.syncd.diff import plan
-from internal.syncd.ticker import next_tick
+from internal.syncd.ticker import next_tick, retry_delay
 
 
 def test_plan_classifies_pages() -> None:
@@ -54,3 +54,8 @@ def test_next_tick_keeps_cadence_and_never_overlaps() -> None:
     # A run that outlasts the interval delays the next to the first tick after it.
     assert next_tick(100.0, 750.0, 300.0) == 1000.0
     assert next_tick(100.0, 100.0, 300.0) == 400.0
+
+
+def test_a_failed_run_is_tried_again_after_1_2_4_seconds_up_to_a_minute() -> None:
+    assert [retry_delay(n, 300.0) for n in (1, 2, 3, 4, 7, 8, 20)] == [1, 2, 4, 8, 60, 60, 60]
+    assert retry_delay(9, 30.0) == 30.0  # never later than the cadence itself

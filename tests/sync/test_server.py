@@ -6,16 +6,22 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from internal.api.responses import SyncRun, SyncStatus
+from internal.clients.embed import EmbedClient
+from internal.clients.vectord import VectordClient
+from internal.common import waits
 from internal.config import Config, ConfigError
 from internal.syncd.server import make_app
+from internal.syncd.ticker import Ticker
 from tests.helpers import ROOT, serve, url_of, with_section
-from tests.sync.conftest import LANGUAGES, expected_pages
+from tests.sync.conftest import LANGUAGES, LatePort, expected_pages, make_syncer, tiny_wiki
 from tests.wire_drift import strictly
 
 
@@ -120,3 +126,71 @@ async def test_ticker_runs_on_start_and_on_its_cadence(
         assert isinstance(last, dict) and last["unchanged"] == 2 and last["errors"] == []
     finally:
         await server.close()
+
+
+async def _status_until(http: aiohttp.ClientSession, base: str, done: Callable[[SyncStatus], bool],
+                        seconds: float) -> SyncStatus:
+    """The sync status once `done` holds (or the last one after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        async with http.get(base + "/v1/sync/status") as resp:
+            status = strictly(SyncStatus, await resp.read())
+        if done(status) or time.monotonic() > deadline:
+            return status
+        await asyncio.sleep(0.1)
+
+
+async def test_the_first_run_waits_for_a_late_embedd(
+        base_cfg: Config, tmp_path: Path, corpus: str, http: aiohttp.ClientSession,
+        vectord_url: str, embedd_url: str) -> None:
+    # As in `lakehouse up`: syncd is up before embedd has loaded its model. The first run
+    # waits for it, then succeeds, long before the interval (an hour here) comes round.
+    late = LatePort(embedd_url)
+    cfg = with_section(base_cfg, "sync", wiki_dir=str(tiny_wiki(tmp_path / "tiny")),
+                       corpus=corpus, vectord_url=vectord_url, embedd_url=late.url,
+                       interval=3600.0, run_on_start=True)
+    server = await serve(make_app(cfg))
+    base = url_of(server)
+    try:
+        await asyncio.sleep(2.0)
+        early = await _status_until(http, base, lambda s: True, 0)
+        assert early.runs == 0 and early.last_run is None  # no run failed meanwhile
+        await late.open()
+        status = await _status_until(http, base, lambda s: s.runs >= 1, 30)
+        assert status.last_run is not None, "no run within 30 s of embedd coming up"
+        assert status.last_run.errors == [] and status.last_run.added == 2
+    finally:
+        await server.close()
+        await late.close()
+
+
+async def test_a_run_the_stack_failed_goes_again_within_seconds(
+        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+        embedd_url: str) -> None:
+    # No wait for the daemons (a run can fail at any time, e.g. embedd restarting): the
+    # failed run is tried again after 1, 2, 4 ... seconds, not after the interval.
+    late = LatePort(embedd_url)
+    syncer = make_syncer(tiny_wiki(tmp_path / "tiny"), corpus, VectordClient(session, vectord_url),
+                         EmbedClient(session, late.url))
+    ticker = Ticker(syncer, interval=3600.0, run_on_start=True)
+    task = asyncio.create_task(ticker.loop())
+    try:
+        for _ in range(600):
+            if ticker.failures:
+                break
+            await asyncio.sleep(0.05)
+        first = syncer.last
+        assert first is not None and ticker.failures >= 1
+        assert [e.path for e in first.errors] == ["."] and "embedd_unavailable" in first.errors[0].error
+        assert first.transient
+        assert ticker.next_run_at - time.time() < 60  # a retry, not the next hour
+        await late.open()
+        for _ in range(300):
+            if syncer.last is not None and not syncer.last.errors:
+                break
+            await asyncio.sleep(0.1)
+        assert syncer.last is not None and syncer.last.errors == [] and syncer.last.added == 2
+        assert ticker.failures == 0 and ticker.next_run_at - time.time() > 3000
+    finally:
+        await waits.stop(task)
+        await late.close()

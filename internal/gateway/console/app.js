@@ -146,6 +146,7 @@ const state = {
   facetFilter: null,  // {tags, type}: the facet values picked (each a filter)
   facetCorpus: null,  // the corpus facet value picked: search only it
   browse: { corpus: "", page: 0, cursors: [""] },  // the browsed corpus; cursors: each page's `after`
+  view: null,         // the view shown (route() reads the one before: where "back" leads)
 };
 
 function may(action) {
@@ -403,8 +404,9 @@ async function record(query, hit, score, statusNode, ...buttons) {
   try {
     await api("POST", "/v1/matrix/playbooks/record",
       { query_text: query, answer_id: hit.id, answer_corpus: hit.corpus, score });
-    showStatus(statusNode, score === RIGHT_SCORE ? "recorded as right · search again to see it boosted"
-      : "recorded as wrong");
+    showStatus(statusNode, score === RIGHT_SCORE
+      ? "recorded as right · search with “use feedback” to see it boosted"
+      : "recorded as wrong · search with “use feedback” to see it demoted");
     statusNode.classList.add("ok");
   } catch (err) {
     showError(statusNode, err);
@@ -441,6 +443,15 @@ async function showCorpora() {
   } catch (err) {
     showError(status, err);
   }
+}
+
+// The item page's way back: to the list it was opened from (a corpus's items), else to
+// the search results.
+function setBack(fromBrowse) {
+  const back = $("item-back");
+  const corpus = state.browse.corpus;
+  back.href = fromBrowse ? `#/browse/${encodeURIComponent(corpus)}` : "#/";
+  back.textContent = fromBrowse ? `← back to the items of ${corpus}` : "← back to the results";
 }
 
 async function showItem(corpus, id) {
@@ -489,7 +500,8 @@ async function showBrowse(corpus, page) {
     } else {
       const after = b.cursors[page] || "";
       const out = await api("GET", `/v1/vectors/corpora/${encodeURIComponent(corpus)}/ids?limit=${BROWSE_PAGE}&after=${encodeURIComponent(after)}`);
-      rows = (out.items || []).map((r) => el("li", { dataset: { id: r.id } }, link(r.id, null)));
+      rows = (out.items || []).map((r) => el("li", { dataset: { id: r.id } },
+        link(r.id, r.title), ...(r.title ? [" ", el("code", {}, r.id)] : [])));
       more = Boolean(out.next_after);
       if (more) b.cursors[page + 1] = out.next_after;
     }
@@ -508,6 +520,7 @@ async function showSync() {
   const button = $("sync-now");
   showStatus(status, "loading…");
   $("sync-fields").replaceChildren();
+  $("sync-errors").replaceChildren();
   try {
     const out = await api("GET", "/v1/sync/status");
     const last = out.last_run || {};
@@ -517,8 +530,14 @@ async function showSync() {
       ["last errors", out.last_run ? String((last.errors || []).length) : "–"], ["next run", out.next_run_at]];
     $("sync-fields").replaceChildren(...fields.flatMap(([k, v]) =>
       [el("dt", {}, k), el("dd", {}, v === undefined || v === null ? "–" : String(v))]));
+    // Each error of the last run with its message ("." is the whole run).
+    const errors = out.last_run ? last.errors || [] : [];
+    $("sync-errors").replaceChildren(...errors.map((e) => el("li", { className: "error" },
+      e.path === "." ? "" : el("code", {}, e.path), e.path === "." ? "" : " ", e.error)));
     button.disabled = false;
-    showStatus(status, out.running ? "a sync is running" : "idle");
+    if (out.running) showStatus(status, "a sync is running");
+    else if (errors.some((e) => e.path === ".")) showError(status, new Error("the last run failed"));
+    else showStatus(status, errors.length ? "idle · the last run left pages out" : "idle");
   } catch (err) {
     button.disabled = err instanceof ApiError && err.code === "sync_not_configured";
     if (button.disabled) {
@@ -551,6 +570,8 @@ async function syncNow() {
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/");
   const view = parts[0] || "search";
+  const previous = state.view;
+  state.view = view;
   for (const name of ["search", "corpora", "item", "sync", "browse", "keys"]) {
     $(`view-${name}`).hidden = name !== view;
   }
@@ -562,12 +583,19 @@ function route() {
   else if (view === "keys") showKeys();
   else if (view === "sync") showSync();
   else if (view === "browse" && parts.length >= 2) {
-    $("browse-filter").value = "";
-    state.browse = { corpus: "", page: 0, cursors: [""] };
-    showBrowse(decodeURIComponent(parts[1]), 0);
+    const corpus = decodeURIComponent(parts[1]);
+    if (previous === "item" && state.browse.corpus === corpus) {
+      showBrowse(corpus, state.browse.page);  // back from an item: the same page and filter
+    } else {
+      $("browse-filter").value = "";
+      state.browse = { corpus: "", page: 0, cursors: [""] };
+      showBrowse(corpus, 0);
+    }
   }
   else if (view === "item" && parts.length >= 3) {
-    showItem(decodeURIComponent(parts[1]), decodeURIComponent(parts.slice(2).join("/")));
+    const corpus = decodeURIComponent(parts[1]);
+    if (previous !== "item") setBack(previous === "browse");  // item to item: the same way back
+    showItem(corpus, decodeURIComponent(parts.slice(2).join("/")));
   }
 }
 

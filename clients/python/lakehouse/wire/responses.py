@@ -137,6 +137,7 @@ class IdRow(msgspec.Struct):
     id: str
     content_hash: str
     updated_at: datetime
+    title: str | None = None  # what a listing shows beside the id (the console's browse)
 
 
 class IdsPage(msgspec.Struct):
