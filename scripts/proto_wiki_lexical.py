@@ -31,7 +31,6 @@ from typing import Any
 
 import aiohttp
 import psycopg
-from aiohttp import web
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,6 +45,7 @@ from internal.syncd import pages as pages_mod  # noqa: E402
 from internal.syncd import runner  # noqa: E402
 from internal.syncd.pages import Source  # noqa: E402
 from internal.syncd.runner import Syncer, SyncSettings  # noqa: E402
+from scripts.bench_sync import start  # noqa: E402
 from scripts.bench_wiki import (  # noqa: E402
     archive_or_exit,
     extract,
@@ -134,14 +134,6 @@ IDENTITY_SPLIT = """CREATE OR REPLACE FUNCTION vectord_cjk_split(t text) RETURNS
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $f$ SELECT t $f$"""
 
 
-async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
-    r = web.AppRunner(app, access_log=None)
-    await r.setup()
-    site = web.TCPSite(r, "127.0.0.1", 0)
-    await site.start()
-    return r, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-
-
 async def lexical_hit3(vectord: VectordClient, corpus: str, name: str,
                        prepare: Callable[[str], str] = lambda q: q) -> tuple[float, int]:
     asked = questions(name)
@@ -168,7 +160,7 @@ async def run(args: argparse.Namespace) -> None:
         wiki = tmp / "tldr"
         extract(archive_or_exit(args.archive), wiki)
         cfg = with_section(Config(), "vectord", dsn=pg.dsn, pool_min=1, pool_max=4)
-        app_runner, url = await serve(make_app(cfg))
+        app_runner, url = await start(make_app(cfg))
         rows: list[tuple[str, str, float, int, int]] = []
         try:
             async with aiohttp.ClientSession() as session:

@@ -1,4 +1,4 @@
-"""Markdown wiki pages into stored chunks: front matter, title, heading-aligned splits.
+"""Markdown wiki pages into stored chunks: front matter, title, a chunk per section.
 
 No I/O: the runner reads files and hands their text here. A chunk's id is
 `<path>#<n>` (path relative to the wiki, `/`-separated), and its content hash is
@@ -252,13 +252,31 @@ def _split_long(section: str, max_chars: int) -> list[str]:
     return _pack(slices, max_chars)
 
 
+def _heading_only(section: str) -> bool:
+    lines = [ln for ln in section.splitlines() if ln.strip()]
+    return len(lines) == 1 and bool(_ATX.match(lines[0]) or _ATX_EMPTY.match(lines[0]))
+
+
 def chunk_body(body: str, max_chars: int) -> list[str]:
-    """Heading-aligned chunks of at most max_chars: whole sections packed greedily."""
-    pieces = (piece
-              for section in (s.strip("\n") for s in split_sections(body))
-              for piece in ([section] if len(section) <= max_chars
-                            else _split_long(section, max_chars)))
-    return [c.strip() for c in _pack(pieces, max_chars) if c.strip()]
+    """A chunk per section: the body cut before each heading (the text before the first
+    heading is a section too), a heading with no text of its own joined to the section
+    after it, and a section over max_chars cut at blank lines (then hard-cut).
+
+    Sections are not packed together: the embedder reads 256 word pieces (about 1,000
+    characters) of a chunk, so a second section packed behind a first was invisible to
+    the vector search (DECISIONS.md, "Sync: a chunk per section")."""
+    out: list[str] = []
+    carry = ""
+    for section in (s.strip("\n") for s in split_sections(body)):
+        if _heading_only(section):
+            carry = f"{carry}\n\n{section}" if carry else section
+            continue
+        whole = f"{carry}\n\n{section}" if carry else section
+        carry = ""
+        out += [whole] if len(whole) <= max_chars else _split_long(whole, max_chars)
+    if carry:
+        out.append(carry)
+    return [c.strip() for c in out if c.strip()]
 
 
 def page_of_source(src: Source, language: str, max_chars: int) -> Page:

@@ -18,6 +18,7 @@ from internal.syncd.pages import (
     split_front_matter,
     title_of,
 )
+from tests.helpers import ROOT
 
 
 def test_front_matter_title_beats_heading() -> None:
@@ -66,6 +67,19 @@ def test_long_page_splits_along_headings() -> None:
     # Every chunk after the first starts at a heading: no section is cut in two.
     assert all(c.startswith("## part") for c in chunks[1:])
     assert "".join(chunks).replace("\n", "").replace(" ", "") == body.replace("\n", "").replace(" ", "")
+
+
+def test_a_page_is_cut_at_each_heading() -> None:
+    # The tour's example page: its "## When a job does not come out" is a chunk of its own
+    # (it was packed behind the intro, up to 2,000 characters, and shown inside it).
+    text = (ROOT / "docs" / "examples" / "wiki" / "printing.md").read_text(encoding="utf-8")
+    page = build_page("printing.md", text, {}, 2000)
+    assert [c.text.splitlines()[0] for c in page.chunks] == [
+        "# Printing", "## When a job does not come out"]
+    # A heading with no text of its own stays with the section after it.
+    assert chunk_body("# A\n\n## B\n\ntext b\n\n## C\n\ntext c\n", 2000) == [
+        "# A\n\n## B\n\ntext b", "## C\n\ntext c"]
+    assert chunk_body("intro\n\n## Only a heading\n", 2000) == ["intro", "## Only a heading"]
 
 
 def test_oversized_section_is_cut_at_paragraphs() -> None:
