@@ -104,9 +104,6 @@ class RunResult:
     unchanged: int = 0
     errors: list[PageError] = field(default_factory=list)
     seconds: float = 0.0
-    # What the run did but the user may not have meant (a language map's key that
-    # matches no page); the run still succeeds.
-    warnings: list[str] = field(default_factory=list)
     pages: int = 0             # pages in the directory (after ignores)
     chunks: int = 0            # chunks those pages make
     ignored: int = 0           # files skipped by the ignore globs
@@ -116,6 +113,9 @@ class RunResult:
     embed_seconds: float = 0.0
     started_at: str = ""
     finished_at: str = ""
+    # What the run did but the user may not have meant (a language map's key that
+    # matches no page); the run still succeeds.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
