@@ -192,9 +192,9 @@ def settle(verdict: Verdict, fallback: str | None) -> str:
     """The language a judged text is stored in: the verdict when it is confident (or
     when there is nothing to fall back to), else the fallback; "simple" for text too
     short to judge with no fallback."""
-    if fallback is not None and fallback not in (AUTO, SIMPLE):
+    if fallback is not None and fallback != AUTO:
         return verdict.language if verdict.confident and verdict.language else fallback
-    return verdict.language or fallback or SIMPLE
+    return verdict.language or SIMPLE
 
 
 def detect(text: str) -> str:
