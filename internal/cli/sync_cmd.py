@@ -29,13 +29,14 @@ def _languages(pairs: list[str], configured: dict[str, str]) -> dict[str, str]:
     out = dict(configured)
     for pair in pairs:
         folder, sep, code = pair.partition("=")
-        if not sep or not folder or not code:
-            raise SystemExit(f"error: --lang expects FOLDER=LANGUAGE, got {pair!r}")
+        if not sep or not code:
+            raise SystemExit(f"error: --lang expects FOLDER=LANGUAGE (FOLDER '.' for the "
+                             f"synced folder itself), got {pair!r}")
         try:
             language.normalize_language(code, "--lang")
         except InvalidArgument as exc:
             raise SystemExit(f"error: --lang {pair}: {exc.message}") from None
-        out[folder] = code
+        out[folder or "."] = code
     return out
 
 
@@ -46,6 +47,8 @@ def _print_result(result: RunResult, as_json: bool) -> None:
     print(f"added {result.added}, updated {result.updated}, deleted {result.deleted}, "
           f"unchanged {result.unchanged} ({result.pages} pages, {result.chunks} chunks, "
           f"{result.embedded_chunks} embedded) in {result.seconds:.1f}s")
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for err in result.errors:
         print(f"error: {err.path}: {err.error}", file=sys.stderr)
 
@@ -101,7 +104,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("dir", help="the folder of .md pages")
     p.add_argument("--corpus", required=True, help="corpus to keep in sync (created if absent)")
     p.add_argument("--lang", action="append", metavar="FOLDER=LANG",
-                   help="folder language, e.g. pages.de=de (repeatable; else detected)")
+                   help="folder language, e.g. pages.de=de, or .=en for the synced folder "
+                        "itself (repeatable; else detected)")
     p.add_argument("--ignore", action="append", metavar="GLOB",
                    help="ignore glob (repeatable; default from [sync] ignore)")
     p.add_argument("--batch-size", type=int, default=0, help="texts per embedding call")

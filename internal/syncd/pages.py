@@ -1,4 +1,4 @@
-"""Markdown wiki pages into stored chunks: front matter, title, heading-aligned splits.
+"""Markdown wiki pages into stored chunks: front matter, title, a chunk per section.
 
 No I/O: the runner reads files and hands their text here. A chunk's id is
 `<path>#<n>` (path relative to the wiki, `/`-separated), and its content hash is
@@ -86,41 +86,83 @@ def folder_of(relpath: str) -> str:
     return str(PurePosixPath(relpath).parent)
 
 
-def language_for(relpath: str, languages: Mapping[str, str]) -> str | None:
-    """The mapped language of the nearest folder: 'pages.de/common/x.md' -> languages['pages.de'].
+ROOT_KEYS = (".", "", "/", "./")  # a mapping key naming the synced folder itself
+
+
+def mapping_key(key: str) -> str:
+    """A folder key as the sync compares it: "." for the synced folder itself (".", "",
+    "/"), else the path without leading or trailing slashes ("pages.de/", "./docs")."""
+    key = key.strip()
+    if key in ROOT_KEYS:
+        return "."
+    return str(PurePosixPath(key.strip("/")))
+
+
+def mapped(relpath: str, languages: Mapping[str, str], root_name: str = ""
+           ) -> tuple[str, str] | None:
+    """(the key, its language) of the nearest folder the map names, or None.
 
     A key may be a folder name or a folder path relative to the wiki; the deepest
-    folder that matches wins. None means: let vectord detect it.
+    folder that matches wins, up to the synced folder itself, named "." (or by its own
+    name, `root_name`: `--lang common=en` for a sync of pages/common).
     """
     if not languages:
         return None
+    keys = {mapping_key(k): k for k in languages}
     parent = PurePosixPath(relpath).parent
     for folder in (parent, *parent.parents):
-        if str(folder) == ".":
-            break
-        for key in (str(folder), folder.name):
-            if key in languages:
-                return languages[key]
+        path = str(folder)
+        names = (path, folder.name) if path != "." else (".", root_name)
+        for name in names:
+            if name and name in keys:
+                return keys[name], languages[keys[name]]
     return None
 
 
-def resolve_language(relpath: str, meta: Mapping[str, Any], body: str,
-                     languages: Mapping[str, str]) -> str:
-    """The page's regconfig: front matter, else the folder map, else detected from the body.
+def language_for(relpath: str, languages: Mapping[str, str], root_name: str = "") -> str | None:
+    """The mapped language of the nearest folder: 'pages.de/common/x.md' -> languages['pages.de'].
 
-    Resolved here exactly as vectord would (same module), and always sent explicitly,
-    so the content hash the sync computes equals the one vectord stores.
+    None means: detect it (`mapped` says which key matched).
     """
+    found = mapped(relpath, languages, root_name)
+    return found[1] if found else None
+
+
+def told_language(meta: Mapping[str, Any], mapped_to: str | None) -> str | None:
+    """The page's regconfig when it is told: front matter, else the folder map; None:
+    detect it (languages.settle_pages)."""
     own = meta.get("language") or meta.get("lang")
     if isinstance(own, str) and own.strip():
         try:
             return lang.normalize_language(own, "language")
         except InvalidArgument:
             pass  # a page's unknown word does not stop the sync: fall back
-    mapped = language_for(relpath, languages)
-    if mapped:
-        return lang.normalize_language(mapped, "sync.languages")
-    return lang.detect(body)
+    if mapped_to:
+        return lang.normalize_language(mapped_to, "sync.languages")
+    return None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One page as read, before its language is settled against its folder's."""
+
+    path: str
+    meta: dict[str, Any]
+    body: str
+    told: str | None  # front matter or the folder map
+    verdict: lang.Verdict | None  # lingua's, when not told
+    mapped_by: str | None = None  # the folder map's key that named it
+
+
+def read_page(relpath: str, text: str, languages: Mapping[str, str],
+              root_name: str = "") -> Source:
+    """A page's front matter and body, its told language or else lingua's verdict."""
+    meta, body = split_front_matter(text)
+    found = mapped(relpath, languages, root_name)
+    told = told_language(meta, found[1] if found else None)
+    return Source(path=relpath, meta=meta, body=body, told=told,
+                  verdict=None if told is not None else lang.judge(body),
+                  mapped_by=found[0] if found else None)
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -210,30 +252,56 @@ def _split_long(section: str, max_chars: int) -> list[str]:
     return _pack(slices, max_chars)
 
 
+def _heading_only(section: str) -> bool:
+    lines = [ln for ln in section.splitlines() if ln.strip()]
+    return len(lines) == 1 and bool(_ATX.match(lines[0]) or _ATX_EMPTY.match(lines[0]))
+
+
 def chunk_body(body: str, max_chars: int) -> list[str]:
-    """Heading-aligned chunks of at most max_chars: whole sections packed greedily."""
-    pieces = (piece
-              for section in (s.strip("\n") for s in split_sections(body))
-              for piece in ([section] if len(section) <= max_chars
-                            else _split_long(section, max_chars)))
-    return [c.strip() for c in _pack(pieces, max_chars) if c.strip()]
+    """A chunk per section: the body cut before each heading (the text before the first
+    heading is a section too), a heading with no text of its own joined to the section
+    after it, and a section over max_chars cut at blank lines (then hard-cut).
+
+    Sections are not packed together: the embedder reads 256 word pieces (about 1,000
+    characters) of a chunk, so a second section packed behind a first was invisible to
+    the vector search (DECISIONS.md, "Sync: a chunk per section")."""
+    out: list[str] = []
+    carry = ""
+    for section in (s.strip("\n") for s in split_sections(body)):
+        if _heading_only(section):
+            carry = f"{carry}\n\n{section}" if carry else section
+            continue
+        whole = f"{carry}\n\n{section}" if carry else section
+        carry = ""
+        out += [whole] if len(whole) <= max_chars else _split_long(whole, max_chars)
+    if carry:
+        out.append(carry)
+    return [c.strip() for c in out if c.strip()]
 
 
-def build_page(relpath: str, text: str, languages: Mapping[str, str], max_chars: int) -> Page:
-    """Turn one page's text into its chunks with title, path, folder, parent_id and language."""
-    meta, body = split_front_matter(text)
-    title = title_of(meta, body, relpath)
-    language = resolve_language(relpath, meta, body, languages)
+def page_of_source(src: Source, language: str, max_chars: int) -> Page:
+    """Turn one read page into its chunks with title, path, folder, parent_id and language."""
+    relpath = src.path
+    title = title_of(src.meta, src.body, relpath)
     # parent_id: the page every chunk comes from, so `group_by: "parent"` gives one hit a page.
     metadata = {"title": title, "path": relpath, "folder": folder_of(relpath),
                 "parent_id": relpath}
     if language:
         metadata["language"] = language
     # A blank page still exists: it is stored as its title, so the corpus lists it.
-    texts = chunk_body(body, max_chars) or [title]
+    texts = chunk_body(src.body, max_chars) or [title]
     chunks = tuple(
         Chunk(id=f"{relpath}#{n}", text=t, title=title, metadata=metadata, language=language,
               embed_text=t if n == 0 else f"{title}\n\n{t}")
         for n, t in enumerate(texts)
     )
     return Page(path=relpath, title=title, chunks=chunks)
+
+
+def build_page(relpath: str, text: str, languages: Mapping[str, str], max_chars: int,
+               fallback: str | None = None) -> Page:
+    """One page on its own: its told language, else lingua's settled against `fallback`
+    (a sync settles each page against its folder's language: languages.settle_pages)."""
+    src = read_page(relpath, text, languages)
+    language = src.told or lang.settle(src.verdict or lang.Verdict(None), fallback)
+    return page_of_source(src, language, max_chars)

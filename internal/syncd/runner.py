@@ -32,7 +32,16 @@ from internal.common.errors import (
 )
 from internal.ingest import Pipeline
 from internal.syncd import diff
-from internal.syncd.pages import Chunk, Page, build_page, is_ignored, is_page
+from internal.syncd.languages import settle_pages
+from internal.syncd.pages import (
+    Chunk,
+    Page,
+    Source,
+    is_ignored,
+    is_page,
+    page_of_source,
+    read_page,
+)
 
 log = structlog.get_logger()
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
@@ -107,6 +116,9 @@ class RunResult:
     # Not on the wire: the stack failed the run, or some of its pages (a daemon
     # unreachable, busy or slow), so the ticker tries again within seconds.
     transient: bool = False
+    # What the run did but the user may not have meant (a language map's key that
+    # matches no page); the run still succeeds.
+    warnings: list[str] = field(default_factory=list)
 
 
 # Answers that say "not now" rather than "not this": the stack's trouble of the moment.
@@ -126,6 +138,19 @@ class Scan:
     unreadable: dict[str, str] = field(default_factory=dict)  # path -> reason
     unlisted: dict[str, str] = field(default_factory=dict)    # folder -> reason
     ignored: int = 0
+    sources: dict[str, Source] = field(default_factory=dict)  # read, language not settled
+
+    def settle(self, settings: SyncSettings, corpus_language: str | None) -> None:
+        """The pages of the sources read, each in its settled language."""
+        langs = settle_pages(self.sources.values(), corpus_language)
+        self.pages = {path: page_of_source(src, langs[path], settings.chunk_chars)
+                      for path, src in self.sources.items()}
+
+    def unmatched(self, languages: dict[str, str]) -> list[str]:
+        """The language map's keys that named no page of this scan."""
+        used = {src.mapped_by for src in self.sources.values()}
+        return [f"languages: folder {key!r} matches no page" for key in languages
+                if key not in used]
 
 
 def _now() -> str:
@@ -133,7 +158,8 @@ def _now() -> str:
 
 
 def scan(settings: SyncSettings) -> Scan:
-    """Walk the wiki and chunk every page (blocking: run it in a thread)."""
+    """Walk the wiki, read every page and judge its language (blocking: run it in a
+    thread); `Scan.settle` then chunks them."""
     root = settings.wiki_dir
     out = Scan()
 
@@ -164,7 +190,7 @@ def scan(settings: SyncSettings) -> Scan:
             except (OSError, UnicodeDecodeError) as exc:
                 out.unreadable[rel] = f"cannot read: {exc}"
                 continue
-            out.pages[rel] = build_page(rel, text, settings.languages, settings.chunk_chars)
+            out.sources[rel] = read_page(rel, text, settings.languages, root.name)
     return out
 
 
@@ -260,8 +286,9 @@ class Syncer:
                  seconds=result.seconds)
         return result
 
-    async def _ensure_corpus(self) -> str:
-        """The corpus's model; the corpus is created with the embedder's model and dim.
+    async def _ensure_corpus(self) -> tuple[str, str | None]:
+        """The corpus's model and language; the corpus is created with the embedder's
+        model and dim, and language `auto`.
 
         A corpus built with a model embedd no longer serves fails the run up front
         (one error) instead of failing every page.
@@ -278,14 +305,13 @@ class Syncer:
                                                            language="auto", model=default)
         if created:
             log.info("sync_corpus_created", corpus=name, model=default, dim=dims[default])
-            return default
+            return default, None
         model = corpus.get("model")
         if model and str(model) not in dims:
             raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
                            f"does not serve (it has {sorted(dims)})", code="model_mismatch")
-        if model:
-            return str(model)
-        return default
+        language = corpus.get("language")
+        return (str(model) if model else default), (str(language) if language else None)
 
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
         s = self.settings
@@ -293,15 +319,19 @@ class Syncer:
             # Never "sync" a missing (unmounted, renamed) wiki: that would delete everything.
             raise NotFound(f"wiki_dir {str(s.wiki_dir)!r} is not a directory")
         found = await asyncio.to_thread(scan, s)
+        result.ignored = found.ignored
+        for path, reason in sorted({**found.unlisted, **found.unreadable}.items()):
+            result.errors.append(PageError(path, reason))
+        result.warnings = found.unmatched(s.languages)
+        for warning in result.warnings:
+            log.warning("sync_warning", corpus=s.corpus, warning=warning)
+
+        model, corpus_language = await self._ensure_corpus()
+        await asyncio.to_thread(found.settle, s, corpus_language)
         if self.normalizer is not None:
             await self.normalizer.apply(found)
         result.pages = len(found.pages)
         result.chunks = sum(len(p.chunks) for p in found.pages.values())
-        result.ignored = found.ignored
-        for path, reason in sorted({**found.unlisted, **found.unreadable}.items()):
-            result.errors.append(PageError(path, reason))
-
-        model = await self._ensure_corpus()
         stored: dict[str, str] = {}
         async for row in self.vectord.iter_ids(s.corpus):
             stored[str(row["id"])] = str(row.get("content_hash") or "")

@@ -175,10 +175,8 @@ lex_q AS (
 # not called (its plan is never cached: it is dynamic SQL).
 _STATS_STATIC = """
 lex_qt AS (
-  SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
-  FROM (SELECT DISTINCT c FROM unnest({langs}) AS c) l,
-       unnest(to_tsvector(l.c, %(lex_q)s)) x
-  GROUP BY 1),
+  SELECT t.lexeme COLLATE "C" AS lexeme, t.qtf
+  FROM vectord_query_terms({langs}, {ql}, %(lex_q)s) t),
 lex_st AS MATERIALIZED (
   SELECT coalesce(sum(n), 0)::float8 AS n,
          (%(lex_wa)s * coalesce(sum(sum_a), 0)::float8
@@ -286,6 +284,21 @@ def stats_sources(corpus_ids: list[int]) -> dict[str, list[str]]:
     return {"stats": [n[1] for n in names], "dfs": [n[2] for n in names]}
 
 
+# The question's language (language.question_language): the language most items of the
+# corpora are in, ties to the first name in code-point order; NULL when they hold none.
+QUESTION_LANGUAGE = """(SELECT s.language FROM ({parts}) s WHERE s.n > 0 GROUP BY s.language
+ ORDER BY sum(s.n) DESC, s.language::text COLLATE "C" LIMIT 1)"""
+
+
+def question_language(corpus_ids: list[int]) -> sql.Composable:
+    """SQL: the question's language over these corpora's statistics (regconfig)."""
+    if not corpus_ids:
+        return sql.SQL("NULL::regconfig")
+    parts = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT language, n FROM {}").format(stats_table(cid)) for cid in corpus_ids)
+    return sql.SQL(QUESTION_LANGUAGE).format(parts=parts)
+
+
 def held_languages(corpus_ids: list[int]) -> sql.Composable:
     """SQL: the languages these corpora hold items in (regconfig[]), read from their stats.
 
@@ -318,8 +331,8 @@ def _stats_cte(corpus_id: int, languages: list[str] | None, given: bool,
                              else sql.SQL("%(lex_langs)s::regconfig[]"))
     if static:
         return sql.SQL(_STATS_STATIC).format(
-            langs=langs, stats=stats_table(corpus_id), dfs=dfs_table(corpus_id),
-            budget=sql.Literal(int(budget)))
+            langs=langs, ql=question_language([corpus_id]), stats=stats_table(corpus_id),
+            dfs=dfs_table(corpus_id), budget=sql.Literal(int(budget)))
     auto = sql.SQL("'{}'")
     return sql.SQL(_STATS_INLINE).format(
         stats=sql.SQL("ARRAY[{}]").format(sql.Literal(stats)),

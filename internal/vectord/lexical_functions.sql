@@ -1,8 +1,77 @@
+-- Chinese and Japanese write words without spaces between them, and PostgreSQL's parser
+-- reads a run of their characters as one word: a word inside a sentence would never match.
+-- Each run of Han and kana characters is cut into overlapping character bigrams (a lone
+-- character stays a unigram), as Elasticsearch's `cjk` analyzer does, after NFKC folds
+-- full-width Latin letters and digits to ASCII. Text with no such character is returned
+-- as it is (and never normalized).
+CREATE OR REPLACE FUNCTION vectord_cjk_split(t text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $f$
+  SELECT CASE
+    WHEN t !~ '[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]'
+      THEN t
+    ELSE (SELECT coalesce(string_agg(
+            CASE WHEN m.r[1] IS NULL THEN m.r[2]
+                 WHEN length(m.r[1]) = 1 THEN ' ' || m.r[1] || ' '
+                 ELSE ' ' || (SELECT string_agg(substr(m.r[1], i, 2), ' ' ORDER BY i)
+                              FROM generate_series(1, length(m.r[1]) - 1) AS i) || ' '
+            END, '' ORDER BY m.o), '')
+          FROM regexp_matches(normalize(t, NFKC),
+                 '([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)'
+                 '|([^\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)',
+                 'g') WITH ORDINALITY AS m(r, o))
+  END
+$f$;
+
+-- What the parser reads of a stored field: the field, cut into bigrams for the
+-- configurations vectord made for Chinese and Japanese (schema migration 8; named in
+-- internal.common.language.CJK_REGCONFIGS), as it is for every other.
+CREATE OR REPLACE FUNCTION vectord_lex_text(cfg regconfig, t text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+  SELECT CASE WHEN cfg::text IN ('chinese', 'japanese') THEN vectord_cjk_split(t) ELSE t END
+$f$;
+
+-- Feeds every items table's generated `lex`, so its value for a stored row must never
+-- change: its body changed once, for `chinese` and `japanese` only, configurations that
+-- did not exist before that change (migration 8), so no stored row's value moved.
 CREATE OR REPLACE FUNCTION vectord_lex_v1(cfg regconfig, title text, body text, tags text[])
 RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
-  SELECT setweight(to_tsvector(cfg, coalesce(title, '')), 'A')
-      || setweight(to_tsvector(cfg, coalesce(body, '')), 'B')
-      || setweight(to_tsvector(cfg, coalesce(array_to_string(tags, ' '), '')), 'C')
+  SELECT setweight(to_tsvector(cfg, vectord_lex_text(cfg, coalesce(title, ''))), 'A')
+      || setweight(to_tsvector(cfg, vectord_lex_text(cfg, coalesce(body, ''))), 'B')
+      || setweight(to_tsvector(cfg, vectord_lex_text(cfg, coalesce(array_to_string(tags, ' '), ''))), 'C')
+$f$;
+
+-- A question's terms: its lexemes in each of `langs`, each with its count in the question
+-- (qtf). Han and kana runs are cut into bigrams in every language, so a word takes the
+-- same position in each. `ql`, the question's language (the dominant language of the
+-- corpora searched; internal.common.language.question_language): in any other language
+-- only the positions that are words in ql count, so a word that is a stop word in the
+-- question's language ("a", "do" in English) never becomes a term matching the pages of
+-- another language (Danish keeps "a" and "do"). One language, or ql NULL or not among
+-- `langs`: every lexeme counts.
+CREATE OR REPLACE FUNCTION vectord_query_terms(langs regconfig[], ql regconfig, q text)
+RETURNS TABLE (lexeme text, qtf float8) LANGUAGE plpgsql STABLE PARALLEL SAFE AS $f$
+DECLARE
+  t text := vectord_cjk_split(coalesce(q, ''));
+  ls regconfig[] := ARRAY(SELECT DISTINCT c FROM unnest(langs) AS c);
+  words int[];
+BEGIN
+  -- plpgsql, not sql: its plans are kept for the session (a sql function's were made
+  -- anew at every call: 0.40 against 0.10 ms a question in one language).
+  IF ql IS NULL OR NOT ql = ANY(ls) OR cardinality(ls) < 2 THEN
+    RETURN QUERY SELECT x.lexeme, max(cardinality(x.positions))::float8
+      FROM unnest(ls) AS l(c), unnest(to_tsvector(l.c, t)) x GROUP BY x.lexeme;
+    RETURN;
+  END IF;
+  words := ARRAY(SELECT p FROM unnest(to_tsvector(ql, t)) x, unnest(x.positions) p);
+  RETURN QUERY SELECT s.lexeme, s.n FROM (
+    SELECT x.lexeme,
+           max(CASE WHEN l.c = ql THEN cardinality(x.positions)
+                    ELSE (SELECT count(*) FROM unnest(x.positions) p WHERE p = ANY(words))
+               END)::float8 AS n
+    FROM unnest(ls) AS l(c), unnest(to_tsvector(l.c, t)) x
+    GROUP BY x.lexeme) s
+  WHERE s.n > 0;
+END
 $f$;
 
 CREATE OR REPLACE FUNCTION vectord_lex_lock() RETURNS trigger LANGUAGE plpgsql AS $f$
@@ -158,6 +227,7 @@ DECLARE
   t text;
   more regconfig[];
   all_langs regconfig[] := coalesce(langs, '{}');
+  ql regconfig;
   q_lex text[];
   q_tf float8[];
   d float8[];
@@ -176,12 +246,19 @@ BEGIN
     END LOOP;
     all_langs := all_langs || 'simple'::regconfig;
   END IF;
+  -- The question's language: the one most items of the corpora are in (as
+  -- internal.common.language.question_language and lexical.QUESTION_LANGUAGE say).
+  IF cardinality(stats) > 0 THEN
+    EXECUTE (SELECT 'SELECT s.language FROM ('
+                    || string_agg(format('SELECT language, n FROM %I', x), ' UNION ALL ')
+                    || ') s WHERE s.n > 0 GROUP BY s.language '
+                    || 'ORDER BY sum(s.n) DESC, s.language::text COLLATE "C" LIMIT 1'
+             FROM unnest(stats) AS x) INTO ql;
+  END IF;
   SELECT array_agg(s.lexeme ORDER BY s.lexeme), array_agg(s.qtf ORDER BY s.lexeme)
     INTO q_lex, q_tf
-    FROM (SELECT x.lexeme COLLATE "C" AS lexeme, max(cardinality(x.positions))::float8 AS qtf
-          FROM (SELECT DISTINCT c FROM unnest(all_langs) AS c) l,
-               unnest(to_tsvector(l.c, q)) x
-          GROUP BY 1) s;
+    FROM (SELECT t.lexeme COLLATE "C" AS lexeme, t.qtf
+          FROM vectord_query_terms(all_langs, ql, q) t) s;
   FOREACH t IN ARRAY stats LOOP
     EXECUTE format('SELECT coalesce(sum(n), 0)::float8 AS n, coalesce(sum(sum_a), 0)::float8 AS a,
         coalesce(sum(sum_b), 0)::float8 AS b, coalesce(sum(sum_c), 0)::float8 AS c FROM %I', t)

@@ -20,7 +20,7 @@ import asyncio
 import functools
 import re
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +31,7 @@ import structlog
 from psycopg import sql
 
 from internal.api.vectord import Corpus
-from internal.common import waits
+from internal.common import language, waits
 from internal.pg import union
 from internal.vectord import corpus_words, lexical, postings
 from internal.vectord.lexversions import VERSIONS, Rows, Versions, id_array
@@ -39,15 +39,24 @@ from internal.vectord.postings_union import UnionCache
 
 log = structlog.get_logger()
 
-# The versions of the corpora and the query's tsvector in each language, in one statement;
-# the lexemes and their counts are read from the tsvectors' text here (`parse_tsvector`),
-# which costs half the statement time of unnesting them in SQL (0.34 against 0.68 ms).
+# The versions of the corpora and the query's terms (lexical_functions.sql's
+# vectord_query_terms: its lexemes in each language, the question language's stop words
+# left out of the others) in one statement.
 QUERY = """
 SELECT ARRAY(SELECT coalesce(v.version, 0)
              FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS c(id, o)
              LEFT JOIN vectord_lex_versions v ON v.corpus_id = c.id ORDER BY c.o),
-       ARRAY(SELECT to_tsvector(l.c, %(q)s)::text
-             FROM (SELECT DISTINCT c FROM unnest(%(langs)s::regconfig[]) AS c) l)"""
+       t.lexemes, t.qtf
+FROM (SELECT array_agg(q.lexeme) AS lexemes, array_agg(q.qtf) AS qtf
+      FROM vectord_query_terms(%(langs)s::regconfig[], %(ql)s::regconfig, %(q)s) q) t"""
+
+
+def query_terms(lexemes: Sequence[str] | None, qtf: Sequence[float] | None
+                ) -> tuple[list[str], list[float]]:
+    """QUERY's terms in lexeme order (code points, as the postings' COLLATE "C")."""
+    pairs = sorted(zip(lexemes or [], qtf or [], strict=True))
+    return [t for t, _ in pairs], [float(n) for _, n in pairs]
+
 
 _LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
@@ -107,8 +116,13 @@ class Prepared:
         return {ix.corpus_id: ix.version for ix in self.indexes}
 
 
-# A query text's lexemes per language set, kept for texts searched again: to_tsvector
-# is immutable, so a repeated text needs no round trip to turn it into lexemes.
+# How a question is analysed: the languages it is stemmed in, and its own language
+# (vectord_query_terms' `ql`; None: every lexeme counts).
+Analysis = tuple[tuple[str, ...], str | None]
+
+# A query text's lexemes per analysis, kept for texts searched again: the terms depend on
+# the text and the analysis only, so a repeated text needs no round trip to turn it into
+# lexemes.
 PARSED_KEPT = 10_000
 
 
@@ -119,7 +133,7 @@ class LexIndex:
         # Postings of several corpora laid end to end, for searches over many (postings.py).
         self.unions = UnionCache()
         self.cache = postings.Cache(budget_bytes)
-        self._parsed: OrderedDict[tuple[tuple[str, ...], str], tuple[list[str], list[float]]] = (
+        self._parsed: OrderedDict[tuple[Analysis, str], tuple[list[str], list[float]]] = (
             OrderedDict())
         self._lock = asyncio.Lock()
         self.loads = 0  # lexeme entries read from PostgreSQL (tests, metrics)
@@ -148,10 +162,10 @@ class LexIndex:
         ids = [c.id for c in corpora]
         idx = [self.cache.corpus(i) for i in ids]
         langs = self._languages(idx, fixed, auto)
-        known = self._parsed.get((tuple(langs), text)) if trust else None
+        known = self._parsed.get((langs, text)) if trust else None
         if known is not None and all(ix.version >= 0 and not ix.missing(known[0])
                                      for ix in idx):
-            self._parsed.move_to_end((tuple(langs), text))
+            self._parsed.move_to_end((langs, text))
             self.from_cache += 1
             lexemes, qtf = known
             self.cache.touch_all(idx, lexemes)
@@ -159,11 +173,12 @@ class LexIndex:
             self._whole_later(reads, idx)
             return Prepared(views, query_stats(views, lexemes, qtf, weights), checked=False)
         async with reads.connection() as conn:
-            cur = await conn.execute(QUERY, {"ids": ids, "langs": langs, "q": text})
+            cur = await conn.execute(QUERY, {"ids": ids, "langs": list(langs[0]),
+                                             "ql": langs[1], "q": text})
             row = await cur.fetchone()
         assert row is not None
         versions = [int(v) for v in row[0] or []]
-        lexemes, qtf = parse_tsvector(row[1] or [])
+        lexemes, qtf = query_terms(row[1], row[2])
         self._remember(langs, text, lexemes, qtf)
         if any(ix.version != v for ix, v in zip(idx, versions, strict=True)) or any(
                 ix.missing(lexemes) for ix in idx):
@@ -181,15 +196,16 @@ class LexIndex:
         cached, at the cached versions when still current (else moved forward first)."""
         idx = [self.cache.corpus(i) for i in corpus_ids]
         if any(ix.missing(lexemes) for ix in idx):
-            await self._refresh(reads, idx, None, [], [], [], list(lexemes), [])  # marks them
+            await self._refresh(reads, idx, None, [], [], ((), None), list(lexemes),
+                                [])  # marks them
         else:
             self.cache.touch_all(idx, lexemes)
         return [ix.view(lexemes) for ix in idx]
 
-    def _remember(self, langs: Sequence[str], text: str, lexemes: list[str],
+    def _remember(self, langs: Analysis, text: str, lexemes: list[str],
                   qtf: list[float]) -> None:
-        self._parsed[(tuple(langs), text)] = (lexemes, qtf)
-        self._parsed.move_to_end((tuple(langs), text))
+        self._parsed[(langs, text)] = (lexemes, qtf)
+        self._parsed.move_to_end((langs, text))
         while len(self._parsed) > PARSED_KEPT:
             self._parsed.popitem(last=False)
 
@@ -287,16 +303,13 @@ class LexIndex:
                 "rows_mb": round(self.rows.nbytes / 2**20, 1), "rows_hits": self.rows.hits}
 
     def _languages(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
-                   auto: Sequence[bool]) -> list[str]:
-        """The fixed languages plus those the `auto` corpora hold items in."""
-        langs = set(fixed)
-        for ix, a in zip(idx, auto, strict=True):
-            if a:
-                langs.update(lang for lang, n in ix.stats.languages.items() if n > 0)
-        return sorted(langs)
+                   auto: Sequence[bool]) -> Analysis:
+        """The fixed languages plus those the `auto` corpora hold items in, and the
+        question's language (the dominant one of all the corpora's items)."""
+        return self._languages_after(idx, fixed, auto, {})
 
     async def _refresh(self, reads: Any, idx: list[postings.CorpusIndex], text: str | None,
-                       fixed: Sequence[str], auto: Sequence[bool], langs: list[str],
+                       fixed: Sequence[str], auto: Sequence[bool], langs: Analysis,
                        lexemes: list[str], qtf: list[float]) -> tuple[list[str], list[float]]:
         """Bring the indexes to one snapshot's versions and load what the query needs."""
         async with self._lock, reads.connection() as conn:
@@ -317,10 +330,11 @@ class LexIndex:
                 if text is not None:
                     held = self._languages_after(idx, fixed, auto, stats)
                     if held != langs:
-                        cur = await conn.execute(QUERY, {"ids": [], "langs": held, "q": text})
+                        cur = await conn.execute(QUERY, {"ids": [], "langs": list(held[0]),
+                                                         "ql": held[1], "q": text})
                         row = await cur.fetchone()
                         assert row is not None
-                        lexemes, qtf = parse_tsvector(row[1] or [])
+                        lexemes, qtf = query_terms(row[1], row[2])
                         self._remember(held, text, lexemes, qtf)
                 wants: dict[int, list[str]] = {}
                 for ix in idx:
@@ -359,13 +373,16 @@ class LexIndex:
         return lexemes, qtf
 
     def _languages_after(self, idx: Sequence[postings.CorpusIndex], fixed: Sequence[str],
-                         auto: Sequence[bool], stats: dict[int, postings.Stats]) -> list[str]:
+                         auto: Sequence[bool], stats: dict[int, postings.Stats]) -> Analysis:
         langs = set(fixed)
+        counts: Counter[str] = Counter()
         for ix, a in zip(idx, auto, strict=True):
+            st = stats.get(ix.corpus_id, ix.stats)
+            held = {lang: n for lang, n in st.languages.items() if n > 0}
+            counts.update(held)
             if a:
-                st = stats.get(ix.corpus_id, ix.stats)
-                langs.update(lang for lang, n in st.languages.items() if n > 0)
-        return sorted(langs)
+                langs.update(held)
+        return tuple(sorted(langs)), language.question_language(counts)
 
 
 async def _changes(conn: Any, ix: postings.CorpusIndex, until: int) -> list[str] | None:

@@ -28,6 +28,8 @@ import functools
 import re
 from collections.abc import Mapping
 
+from internal.vectord import cjk
+
 # A word part (letters and digits); a signed integer's lexeme ("-1" of "IL-1").
 _WORD = re.compile(r"[^\W_]+")
 _SIGNED = re.compile(r"-\d+")
@@ -156,6 +158,11 @@ def words(text: str, language: str, lexemes: Mapping[str, int]) -> Words | None:
     # Only the lexemes the field holds: a word stemmed to one it lacks is one that
     # PostgreSQL reads otherwise, and does not mark either.
     held = {lx: n for lx, n in lexemes.items() if n and _shape(lx) is not None}
+    if cjk.is_cjk(language):
+        # Han and kana runs are read as bigrams (cjk.marks); here only the other words,
+        # with the runs blanked so that none is taken for part of a word.
+        text = cjk.mask(text)
+        held = {lx: n for lx, n in held.items() if not cjk.has_cjk(lx)}
     low = text.lower()
     if len(low) != len(text):
         return None  # lower-casing changed the length: leave it to PostgreSQL

@@ -130,6 +130,31 @@ CREATE TABLE IF NOT EXISTS lakehouse_keys (
     (8, """
 ALTER TABLE lakehouse_keys ADD COLUMN IF NOT EXISTS revoked_at timestamptz;
 """),
+    # Text-search configurations for the languages PostgreSQL ships none for, so their
+    # items are stored as what they are (internal.common.language.CJK_REGCONFIGS):
+    # `simple`'s lower-casing with English stop words (Elasticsearch's `cjk` analyzer's
+    # `_cjk_` set is English), over text vectord_lex_text cuts into character bigrams.
+    # A database that has a configuration of either name already keeps its own.
+    (9, """
+DO $$
+DECLARE cfg text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'vectord_cjk'
+                   AND dictnamespace = current_schema()::regnamespace) THEN
+        CREATE TEXT SEARCH DICTIONARY vectord_cjk (TEMPLATE = pg_catalog.simple,
+                                                    STOPWORDS = english);
+    END IF;
+    FOREACH cfg IN ARRAY ARRAY['chinese', 'japanese'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = cfg) THEN
+            EXECUTE format('CREATE TEXT SEARCH CONFIGURATION %I (COPY = pg_catalog.simple)',
+                           cfg);
+            EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %I ALTER MAPPING FOR asciiword, '
+                           'word, numword, asciihword, hword, numhword, hword_asciipart, '
+                           'hword_part, hword_numpart WITH vectord_cjk', cfg);
+        END IF;
+    END LOOP;
+END $$;
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

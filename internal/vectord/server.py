@@ -205,25 +205,26 @@ def _prepare(corpus: Corpus, body: UpsertRequest,
              held: dict[str, int] | None = None) -> list[PreparedItem]:
     """Validate every item (naming index and field) before anything is written.
 
-    held: items per language already in the corpus; with this batch's detections it
-    gives the prior that items too short to detect take (language.dominant).
+    held: items per language already in the corpus; with this batch's verdicts it gives
+    the prior (language.dominant) that a detected item takes unless its own verdict is
+    confident (language.settle), in an `auto` corpus; in a fixed one, the corpus's.
     """
-    arrays, langs, ambiguous = [], [], []
+    arrays = []
+    told: list[str | None] = []
+    verdicts: dict[int, language.Verdict] = {}
     counts = dict(held or {})
     for i, it in enumerate(body.items):
         arrays.append(validate.item(it, i, corpus.dim, corpus.metric))
-        lang = language.resolve_item_language(it.language, it.text, corpus.language,
-                                              f"items[{i}].language")
-        if language.detects(it.language, corpus.language):
-            if lang == language.SIMPLE:
-                ambiguous.append(i)
-            else:
-                counts[lang] = counts.get(lang, 0) + 1
-        langs.append(lang)
-    prior = language.dominant(counts) if ambiguous else None
-    if prior is not None:
-        for i in ambiguous:
-            langs[i] = prior
+        fixed = language.fixed_language(it.language, corpus.language, f"items[{i}].language")
+        told.append(fixed)
+        if fixed is None:
+            v = verdicts[i] = language.judge(it.text)
+            if v.language is not None:
+                counts[v.language] = counts.get(v.language, 0) + 1
+    fallback = corpus.language if corpus.language != language.AUTO else (
+        language.dominant(counts) if verdicts else None)
+    langs = [t if t is not None else language.settle(verdicts[i], fallback)
+             for i, t in enumerate(told)]
     return [PreparedItem.of(it, arr, lang)
             for it, arr, lang in zip(body.items, arrays, langs, strict=True)]
 

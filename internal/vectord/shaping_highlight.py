@@ -15,14 +15,22 @@ fragments are cut and escaped by fragments.py either way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
 import psycopg
 
 from internal.api.vectord import Corpus, Highlight, Hit
-from internal.vectord import fragments, lexical_memory, marks, postings, search_reads, shaping_sql
+from internal.vectord import (
+    cjk,
+    fragments,
+    lexical_memory,
+    marks,
+    postings,
+    search_reads,
+    shaping_sql,
+)
 from internal.vectord.lexical_options import union_languages
 from internal.vectord.options import Options
 from internal.vectord.store import Store
@@ -123,7 +131,8 @@ async def learn_words(store: Store, counted: Sequence[tuple[Hit, Fields]]) -> No
         marks.learn(language, table)
 
 
-def python_marks(h: Hit, fields: Fields) -> dict[str, tuple[str, Spans]] | None:
+def python_marks(h: Hit, fields: Fields, lexemes: Collection[str]
+                 ) -> dict[str, tuple[str, Spans]] | None:
     """Each field's text (sentinels out, as for PostgreSQL) and marks, None when any
     field's marks are not proven PostgreSQL's."""
     out: dict[str, tuple[str, Spans]] = {}
@@ -131,8 +140,17 @@ def python_marks(h: Hit, fields: Fields) -> dict[str, tuple[str, Spans]] | None:
         got = marks.marks_in(found, h.language)
         if got is None:
             return None
-        out[name] = (text, got)
+        out[name] = (text, with_bigrams(h, text, got, lexemes))
     return out
+
+
+def with_bigrams(h: Hit, text: str, spans: Spans, lexemes: Collection[str]) -> Spans:
+    """A Chinese or Japanese hit's marks plus its words' bigrams that are query lexemes
+    (cjk.py): PostgreSQL's ts_headline reads a run of Han or kana as one word, so it
+    never marks a word inside a sentence."""
+    if not cjk.is_cjk(h.language):
+        return spans
+    return cjk.merged(spans, cjk.marks(text, lexemes))
 
 
 async def highlight(store: Store, p: Options, req_text: str | None, hl: Highlight,
@@ -146,6 +164,7 @@ async def highlight(store: Store, p: Options, req_text: str | None, hl: Highligh
     searched = [c for c in corpora.values() if any(h.corpus == c.name for h in hits)]
     lexemes, views = await query_lexemes(store, replace(p, text=text), searched)
     if lexemes:
+        wanted = frozenset(lexemes)
         ask: dict[str, list[str]] = {}
         counted: list[tuple[Hit, Fields | None]] = []
         for c in searched:
@@ -156,7 +175,7 @@ async def highlight(store: Store, p: Options, req_text: str | None, hl: Highligh
                          else None) for h in mine]
         await learn_words(store, [(h, f) for h, f in counted if f is not None])
         for h, f in counted:
-            got = python_marks(h, f) if f is not None else None
+            got = python_marks(h, f, wanted) if f is not None else None
             if got is None:
                 ask.setdefault(h.corpus, []).append(h.id)
             else:
@@ -166,10 +185,13 @@ async def highlight(store: Store, p: Options, req_text: str | None, hl: Highligh
         read = await asyncio.gather(*(shaping_sql.headlines(
             store, corpora[name], ids, lexemes, fragments.headline_options())
             for name, ids in ask.items()))
+        shown = {(h.corpus, h.id): h for h in hits}
         for name, rows in zip(ask, read, strict=True):
             for i, (title, body) in rows.items():
-                found[(name, i)] = {"title": fragments.spans(title),
-                                    "text": fragments.spans(body)}
+                got = {"title": fragments.spans(title), "text": fragments.spans(body)}
+                h = shown[(name, i)]
+                found[(name, i)] = {f: (t, with_bigrams(h, t, s, wanted))
+                                    for f, (t, s) in got.items()}
     for h in hits:
         row = found.get((h.corpus, h.id))
         out: dict[str, list[str]] = {}

@@ -42,9 +42,12 @@ async def test_cli_sync_through_the_gateway(
         assert stored_pages(await stored_ids(vectord, corpus)) == want
         assert (await vectord.get_item(corpus, "pages.de/common/7z.md#0"))["language"] == "german"
 
-        code, out, _ = await _cli(str(wiki), "--corpus", corpus, "--url", url, "--quiet")
-        assert code == 0
+        # A folder of the map that matches no page: the run succeeds, with a warning.
+        code, out, err = await _cli(str(wiki), "--corpus", corpus, "--url", url, "--quiet",
+                                    "--lang", "pages.de=de", "--lang", "pages.xx=fr")
+        assert code == 0, err
         assert out.startswith(f"added 0, updated 0, deleted 0, unchanged {len(want)}")
+        assert "warning: languages: folder 'pages.xx' matches no page" in err
 
         code, _, err = await _cli(str(wiki / "missing"), "--corpus", corpus, "--url", url)
         assert code == 1 and "not a directory" in err

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import pytest
+
 from internal.common.hashing import content_hash
+from internal.syncd.languages import settle_pages
 from internal.syncd.pages import (
+    Source,
     build_page,
     chunk_body,
     is_ignored,
     language_for,
+    mapped,
     page_of,
+    read_page,
     split_front_matter,
     title_of,
 )
+from tests.helpers import ROOT
 
 
 def test_front_matter_title_beats_heading() -> None:
@@ -62,6 +69,19 @@ def test_long_page_splits_along_headings() -> None:
     assert "".join(chunks).replace("\n", "").replace(" ", "") == body.replace("\n", "").replace(" ", "")
 
 
+def test_a_page_is_cut_at_each_heading() -> None:
+    # The tour's example page: its "## When a job does not come out" is a chunk of its own
+    # (it was packed behind the intro, up to 2,000 characters, and shown inside it).
+    text = (ROOT / "docs" / "examples" / "wiki" / "printing.md").read_text(encoding="utf-8")
+    page = build_page("printing.md", text, {}, 2000)
+    assert [c.text.splitlines()[0] for c in page.chunks] == [
+        "# Printing", "## When a job does not come out"]
+    # A heading with no text of its own stays with the section after it.
+    assert chunk_body("# A\n\n## B\n\ntext b\n\n## C\n\ntext c\n", 2000) == [
+        "# A\n\n## B\n\ntext b", "## C\n\ntext c"]
+    assert chunk_body("intro\n\n## Only a heading\n", 2000) == ["intro", "## Only a heading"]
+
+
 def test_oversized_section_is_cut_at_paragraphs() -> None:
     body = "# T\n\n" + "\n\n".join("p" * 300 for _ in range(10))
     chunks = chunk_body(body, 700)
@@ -109,6 +129,56 @@ def test_folder_language_map() -> None:
     # Front matter may name the language itself.
     page = build_page("pages/x.md", "---\nlanguage: es\n---\n# x\n", langs, 2000)
     assert page.chunks[0].language == "spanish"
+
+
+def test_the_synced_folder_itself_is_mapped() -> None:
+    # ".", "" and "/" name the synced folder itself; so does its own name. A deeper
+    # folder's mapping still wins.
+    for key in (".", "", "/", "./"):
+        assert language_for("tar.md", {key: "en"}) == "en", key
+        assert language_for("linux/ls.md", {key: "en", "linux": "de"}) == "de", key
+    assert language_for("tar.md", {"common": "en"}, root_name="common") == "en"
+    assert language_for("tar.md", {"common": "en"}) is None
+    assert mapped("a/b/c.md", {"pages.de/": "de", "a/": "fr"}) == ("a/", "fr")
+
+
+def test_cli_lang_pairs_accept_the_synced_folder() -> None:
+    from internal.cli.sync_cmd import _languages
+
+    assert _languages(["=en", "pages.de=de"], {}) == {".": "en", "pages.de": "de"}
+    assert _languages([".=en"], {"x": "fr"}) == {"x": "fr", ".": "en"}
+    for bad in ("en", "pages.de=", "pages.de=xx"):
+        with pytest.raises(SystemExit):
+            _languages([bad], {})
+
+
+def _source(path: str, body: str) -> Source:
+    return read_page(path, body, {})
+
+
+FRENCH_LINE = "> Cette commande est un alias de la commande originale.\n"
+ENGLISH_PAGE = ("# x\n\n> Convert an image from one format to another, keeping its "
+                "colours and size.\n")
+
+
+def test_a_page_takes_its_folders_language_unless_its_own_is_confident() -> None:
+    english = [_source(f"en/p{i}.md", ENGLISH_PAGE) for i in range(12)]
+    # Short and code-heavy: lingua leans French, on too little prose to be trusted.
+    alias = _source("en/bye.md", "# bye\n\n" + FRENCH_LINE + "\n`tldr exit`\n")
+    german = _source("en/de.md", "# x\n\n> " + " ".join(
+        ["Dieses Werkzeug wandelt Bilder von einem Format in ein anderes um."] * 3) + "\n")
+    langs = settle_pages([*english, alias, german], None)
+    assert langs["en/bye.md"] == "english"  # the folder's language
+    assert langs["en/de.md"] == "german"  # confident evidence of its own
+    assert {langs[s.path] for s in english} == {"english"}
+    # A folder of its own: its pages decide for it, not the whole wiki's.
+    french = [_source(f"fr/p{i}.md", "# x\n\n" + FRENCH_LINE) for i in range(12)]
+    langs = settle_pages([*english, *french, _source("fr/code.md", "# x\n\n`ls -la`\n")],
+                         None)
+    assert langs["fr/code.md"] == "french" and langs["en/p0.md"] == "english"
+    # A corpus with a language of its own: every judged page falls back to it.
+    assert settle_pages([alias], "english") == {"en/bye.md": "english"}
+    assert settle_pages([alias], "auto")["en/bye.md"] != "english"  # no prior: lingua's word
 
 
 def test_unmapped_language_is_detected() -> None:

@@ -375,6 +375,7 @@ class SyncRun(msgspec.Struct):
     embed_seconds: float = 0.0
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    warnings: list[str] = []  # e.g. a language map's folder that matches no page
 
 
 class SyncStatus(msgspec.Struct):
