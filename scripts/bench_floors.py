@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from internal.api.vectord import Corpus
 from internal.pg.pool import make_pool
-from internal.vectord.filters import TRUE
-from internal.vectord.store import SELECT_CORPUS, SET_SEARCH, vector_search_sql
+from internal.vectord.storage.filters import TRUE
+from internal.vectord.storage.store import SELECT_CORPUS, SET_SEARCH, vector_search_sql
 
 JSON = "application/json"
 

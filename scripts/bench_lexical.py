@@ -3,7 +3,7 @@
 Starts two vectords, each in its own process as deployed (uvloop, the daemon's logging),
 on loopback ports over one PostgreSQL (embedded in a temporary folder, or
 LAKEHOUSE_PG_DSN); this process is the client. One scores BM25 from its in-memory index (the
-default, `lexical_engine = "memory"`: design 1, internal/vectord/postings.py), the other
+default, `lexical_engine = "memory"`: design 1, internal/vectord/lexical/postings.py), the other
 inside PostgreSQL (`"sql"`: the statement vectord ran before, kept as the reference).
 Loads the data sets through the HTTP API and prints in one run:
 
@@ -64,7 +64,8 @@ sys.path.insert(0, str(ROOT))
 from internal.config import Config  # noqa: E402
 from internal.evaluation import beir, metrics  # noqa: E402
 from internal.pg import embedded  # noqa: E402
-from internal.vectord import lexical, postings, schema  # noqa: E402
+from internal.vectord import tables  # noqa: E402
+from internal.vectord.lexical import postings, sql_index  # noqa: E402
 from internal.vectord.server import make_app  # noqa: E402
 
 BATCH = 1000
@@ -173,12 +174,12 @@ class Conns:
 
 def sql_search(conns: Conns, corpus_id: int, exhaustive: bool) -> Search:
     """vectord's lexical statement (or the exhaustive one), sent straight to PostgreSQL."""
-    stmt = lexical.lexical_sql(schema.items_table(corpus_id), corpus_id, ["english"],
+    stmt = sql_index.lexical_sql(tables.items_table(corpus_id), corpus_id, ["english"],
                                sql.SQL("TRUE"), False, exhaustive=exhaustive)
 
     async def run(text: str) -> list[str]:
-        params = lexical.bm25_params(text, ["english"], 1.2, 0.75,
-                                     lexical.DEFAULT_FIELD_WEIGHTS, K)
+        params = sql_index.bm25_params(text, ["english"], 1.2, 0.75,
+                                     sql_index.DEFAULT_FIELD_WEIGHTS, K)
         return [str(r[0]) for r in await conns.run(stmt, params)]
     return run
 
@@ -187,7 +188,7 @@ def floor_search(conns: Conns, corpus_id: int) -> Search:
     """Reads the postings of the query's lexemes and nothing more (answers no ids)."""
     stmt = sql.SQL("SELECT count(*) FROM {p} p WHERE p.lexeme = ANY("
                    "tsvector_to_array(to_tsvector('english', %(q)s)))").format(
-        p=lexical.postings_table(corpus_id))
+        p=sql_index.postings_table(corpus_id))
 
     async def run(text: str) -> list[str]:
         await conns.run(stmt, {"q": text})
@@ -207,11 +208,11 @@ async def pg_textsearch_setup(dsn: str, corpus_id: int) -> str:
         await conn.execute(sql.SQL(
             "CREATE TABLE {t} AS SELECT id, coalesce(title, '') || ' ' || text || ' ' || "
             "array_to_string(tags, ' ') AS body FROM {i}").format(
-            t=sql.Identifier(name), i=schema.items_table(corpus_id)))
+            t=sql.Identifier(name), i=tables.items_table(corpus_id)))
         await conn.execute(sql.SQL(
             "CREATE INDEX {x} ON {t} USING bm25 (body) "
             "WITH (text_config = 'english', k1 = 1.2, b = 0.75)").format(
-            x=sql.Identifier(f"{name}_bm25"), t=sql.Identifier(name)))
+            x=sql.Identifier(f"{name}bm25_sql"), t=sql.Identifier(name)))
         await conn.execute(sql.SQL("VACUUM ANALYZE {t}").format(t=sql.Identifier(name)))
     return name
 
@@ -219,7 +220,7 @@ async def pg_textsearch_setup(dsn: str, corpus_id: int) -> str:
 def pg_textsearch_search(conns: Conns, table: str) -> Search:
     stmt = sql.SQL("SELECT id FROM {t} ORDER BY body <@> to_bm25query(%(q)s, {x}) "
                    "LIMIT {k}").format(t=sql.Identifier(table),
-                                       x=sql.Literal(f"{table}_bm25"), k=sql.Literal(K))
+                                       x=sql.Literal(f"{table}bm25_sql"), k=sql.Literal(K))
 
     async def run(text: str) -> list[str]:
         return [str(r[0]) for r in await conns.run(stmt, {"q": text})]
@@ -243,12 +244,12 @@ class Packed:
     @classmethod
     async def setup(cls, dsn: str, corpus_id: int) -> Packed:
         t, ids = f"bench_packed_{corpus_id}", f"bench_packed_ids_{corpus_id}"
-        p = lexical.postings_table(corpus_id)
+        p = sql_index.postings_table(corpus_id)
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             await conn.execute(sql.SQL(
                 "CREATE TABLE {ids} AS SELECT (row_number() OVER (ORDER BY id) - 1)::int AS o, "
                 "id FROM {items}").format(ids=sql.Identifier(ids),
-                                          items=schema.items_table(corpus_id)))
+                                          items=tables.items_table(corpus_id)))
             await conn.execute(sql.SQL("ALTER TABLE {ids} ADD PRIMARY KEY (o)").format(
                 ids=sql.Identifier(ids)))
             await conn.execute(sql.SQL(
@@ -289,7 +290,7 @@ WITH q AS (SELECT x.lexeme COLLATE "C" AS lexeme, cardinality(x.positions)::floa
 st AS (SELECT sum(n)::float8 AS n, sum(sum_a + sum_b + sum_c)::float8 AS s FROM {stats})
 SELECT p.lexeme, q.qtf, p.ords, p.tf, p.dl, st.n, st.s
 FROM q JOIN {t} p ON p.lexeme = q.lexeme CROSS JOIN st""").format(
-            stats=lexical.stats_table(corpus_id), t=sql.Identifier(self.table))
+            stats=sql_index.stats_table(corpus_id), t=sql.Identifier(self.table))
         ids = sql.SQL("SELECT o, id FROM {i} WHERE o = ANY(%(o)s)").format(
             i=sql.Identifier(self.ids_table))
 
@@ -569,7 +570,7 @@ async def postings_of(conns: Conns, cid: int, texts: list[str]) -> int:
     """Postings of the lexemes these queries hold (what design 1 caches for them)."""
     stmt = sql.SQL("SELECT count(*) FROM {p} WHERE lexeme IN (SELECT DISTINCT unnest("
                    "tsvector_to_array(to_tsvector('english', q))) FROM unnest(%s::text[]) q)"
-                   ).format(p=lexical.postings_table(cid))
+                   ).format(p=sql_index.postings_table(cid))
     return int((await conns.run(stmt, (texts,)))[0][0])
 
 

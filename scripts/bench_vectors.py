@@ -41,8 +41,8 @@ from bench_floors import DirectSearch  # noqa: E402
 from internal.config import VectordConfig  # noqa: E402
 from internal.pg import embedded  # noqa: E402
 from internal.pg.pool import make_pool  # noqa: E402
-from internal.vectord.filters import TRUE  # noqa: E402
-from internal.vectord.store import vector_search_sql  # noqa: E402
+from internal.vectord.storage.filters import TRUE  # noqa: E402
+from internal.vectord.storage.store import vector_search_sql  # noqa: E402
 
 F32 = npt.NDArray[np.float32]
 C = "/v1/vectors/corpora"

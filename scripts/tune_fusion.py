@@ -7,7 +7,7 @@ Default sets: SciFact train, Cranfield dev, CISI dev (../shared/data). Ingests (
 each corpus like `lakehouse eval`, then:
 1. (--bm25-grid) lexical nDCG@10 for BM25 k1, b and the title weight, per set and mean;
 2. fetches each query's vector and lexical candidates once (200 per branch) and fuses
-   them offline with internal.vectord.fusion (the code vectord runs) over the method,
+   them offline with internal.vectord.search.fusion (the code vectord runs) over the method,
    weights, RRF k and candidates per branch; prints each set's nDCG@10 and the mean,
    best mean first, today's default marked;
 3. (--prf-grid) end to end through vectord: the default hybrid with pseudo-relevance

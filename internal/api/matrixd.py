@@ -88,7 +88,7 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     downgrade: DowngradeOption | None = None
     # Tilts a corpus after fusion: merge_score x w, or distance / w in vector mode.
     corpus_weights: dict[str, float] | None = None
-    # Shaping the results (vectord's, internal.vectord.shaping): absent, today's answer.
+    # Shaping the results (vectord's, internal.vectord.shaping.shaped): absent, today's answer.
     highlight: bool | Highlight | None = None
     group_by: FieldPath | None = None
     group_size: Annotated[int, Meta(ge=1, le=MAX_GROUP_SIZE)] | None = None

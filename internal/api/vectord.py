@@ -153,7 +153,7 @@ FieldPath = Annotated[str, Meta(min_length=1, max_length=256)]
 
 
 class Highlight(msgspec.Struct, forbid_unknown_fields=True):
-    """Fragments of each hit's fields with the query's words marked (internal.vectord.fragments).
+    """Fragments of each hit's fields with the query's words marked (internal.vectord.shaping.fragments).
 
     The words marked are those the lexical layer matched: the query's lexemes, stemmed in
     each item's own language (PRF expansion terms are not marked). The stored text is
@@ -176,7 +176,7 @@ class FacetSpec(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Recency(msgspec.Struct, forbid_unknown_fields=True):
-    """A decay boost by age (internal.vectord.shaping.decay): see docs/API.md, "recency"."""
+    """A decay boost by age (internal.vectord.shaping.shaped.decay): see docs/API.md, "recency"."""
 
     half_life_days: Annotated[float, Meta(gt=0, le=1_000_000)]
     field: FieldPath = "updated_at"
@@ -208,7 +208,7 @@ class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     weights: dict[str, Weight] | None = None  # vector / lexical / symbolic
     prefer: Filter | None = None  # soft preferences: the symbolic layer's score
     prf: Prf | None = None  # hybrid: pseudo-relevance feedback; None: the default (prf.py)
-    # How the results are shaped (internal.vectord.shaping); absent: today's answer, byte
+    # How the results are shaped (internal.vectord.shaping.shaped); absent: today's answer, byte
     # for byte. true: Highlight's defaults.
     highlight: bool | Highlight | None = None
     group_by: FieldPath | None = None  # "parent" | "metadata.<key>"
@@ -235,7 +235,7 @@ MAX_INCLUDE = 100
 class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True):
     """POST /v1/vectors/search: one search (the same fields) over several corpora.
 
-    Ranked as one corpus holding their union (internal.vectord.merge).
+    Ranked as one corpus holding their union (internal.vectord.search.union_merge).
     """
 
     # None: every corpus but exclude_corpora

@@ -34,7 +34,7 @@ T = TypeVar("T")
 CALL_TIMEOUT = 30.0  # seconds per request of a command (ingest: its --timeout)
 
 
-def _run(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]], *,
+def run_command(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]], *,
          timeout: float = CALL_TIMEOUT, retries: int = 3, max_wait: float = 60.0) -> int:
     """Run one command against the gateway through the client; errors become one line and
     exit code 1. `retries`: attempts after a 503 or a refused connection, `max_wait`:
@@ -79,7 +79,7 @@ def print_json(value: Any) -> None:
     print(json.dumps(msgspec.to_builtins(value), indent=2))
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -108,7 +108,7 @@ def _reembed(args: argparse.Namespace) -> int:
             print(f"{state.done} of {state.total} items{note}", flush=True)
             await asyncio.sleep(2.0)
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 # --- ingest ------------------------------------------------------------------
@@ -207,17 +207,17 @@ def _ingest(args: argparse.Namespace) -> int:
 
     # The client does not retry: the ingest retries 503s and 504s itself, saying so, and
     # waits out 429s itself, so that its batches shrink after one.
-    return _run(args, work, timeout=args.timeout, retries=0, max_wait=0.0)
+    return run_command(args, work, timeout=args.timeout, retries=0, max_wait=0.0)
 
 
 # --- search and record -------------------------------------------------------
 
-def _short(text: Any, width: int) -> str:
+def shorten(text: Any, width: int) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def _num(x: Any) -> str:
+def format_score(x: Any) -> str:
     return f"{x:.4f}" if isinstance(x, (int, float)) else ""
 
 
@@ -243,9 +243,9 @@ def _search(args: argparse.Namespace) -> int:
         if args.json:
             print_json(out)
             return 0
-        rows = [[str(h.rank or i + 1), h.corpus, _short(h.id, 24), _num(h.distance),
-                 _num(h.score), _short(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
-        print(_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
+        rows = [[str(h.rank or i + 1), h.corpus, shorten(h.id, 24), format_score(h.distance),
+                 format_score(h.score), shorten(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
+        print(format_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
         tty = sys.stdout.isatty()
         for i, h in enumerate(out.hits):
             for line in shaped.hit_lines(h.rank or i + 1, h.highlight, h.group, tty):
@@ -265,7 +265,7 @@ def _search(args: argparse.Namespace) -> int:
         print("(" + "; ".join(notes) + ")")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -276,7 +276,7 @@ def _record(args: argparse.Namespace) -> int:
         print(f"recorded: playbook_id {out.playbook_id}")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 # --- playbooks ---------------------------------------------------------------
@@ -290,15 +290,15 @@ def _playbooks_list(args: argparse.Namespace) -> int:
             print_json(out)
             return 0
         rows = [[e.playbook_id[:12], f"{e.score:+.2f}",
-                 f"{e.answer_corpus}/{_short(e.answer_id, 24)}",
+                 f"{e.answer_corpus}/{shorten(e.answer_id, 24)}",
                  e.recorded_at.isoformat()[:19] if e.recorded_at else "",
-                 _short(e.query_text, 50)]
+                 shorten(e.query_text, 50)]
                 for e in out.entries]
-        print(_table(["id", "score", "answer", "recorded_at", "query"], rows) if rows
+        print(format_table(["id", "score", "answer", "recorded_at", "query"], rows) if rows
               else f"no entries in playbook {out.playbook_corpus!r}")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _playbooks_delete(args: argparse.Namespace) -> int:
@@ -308,7 +308,7 @@ def _playbooks_delete(args: argparse.Namespace) -> int:
             print(f"deleted: {pid}")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from internal.cli.client_cmd import _run, _table, print_json
+from internal.cli.client_cmd import format_table, print_json, run_command
 from internal.cli.connect import add_url_arg
 
 if TYPE_CHECKING:  # the client loads with the command that runs, not with --help
@@ -23,11 +23,11 @@ def _corpora(args: argparse.Namespace) -> int:
             return 0
         rows = [[c.name, str(c.count), str(c.dim), c.metric, c.language, c.model or ""]
                 for c in corpora]
-        print(_table(["corpus", "items", "dim", "metric", "language", "model"], rows) if rows
+        print(format_table(["corpus", "items", "dim", "metric", "language", "model"], rows) if rows
               else "no corpora yet: lakehouse ingest FILE.jsonl --corpus NAME")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -51,7 +51,7 @@ def _list(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -76,7 +76,7 @@ def _get(args: argparse.Namespace) -> int:
         print(item.text)
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _ids_of(args: argparse.Namespace) -> list[str]:
@@ -99,7 +99,7 @@ def _delete(args: argparse.Namespace) -> int:
     if not ids:
         print("error: no ids to delete", file=sys.stderr)
         return 1
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _confirmed(question: str) -> bool:
@@ -123,7 +123,7 @@ def _corpus_delete(args: argparse.Namespace) -> int:
         print(f"deleted corpus {corpus.name!r} ({corpus.count} items)")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

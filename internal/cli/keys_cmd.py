@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from internal.cli.client_cmd import _run, _table, print_json
+from internal.cli.client_cmd import format_table, print_json, run_command
 from internal.cli.connect import add_url_arg
 
 if TYPE_CHECKING:  # the client loads with the command that runs, not with --help
@@ -31,7 +31,7 @@ def _create(args: argparse.Namespace) -> int:
         print("the secret is shown this once; keep it where the application reads it")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -43,11 +43,11 @@ def _list(args: argparse.Namespace) -> int:
         rows = [[k["id"], k["name"], ",".join(k["actions"]), ",".join(k["corpora"]),
                  (k["expires_at"] or "")[:19], (k["last_used_at"] or "")[:19]]
                 for k in out["keys"]]
-        print(_table(["id", "name", "actions", "corpora", "expires_at", "last_used_at"], rows)
+        print(format_table(["id", "name", "actions", "corpora", "expires_at", "last_used_at"], rows)
               if rows else "no keys yet: lakehouse keys create NAME --actions search --corpora '*'")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def _revoke(args: argparse.Namespace) -> int:
@@ -57,7 +57,7 @@ def _revoke(args: argparse.Namespace) -> int:
             print(f"revoked {key_id}")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from internal.cli.client_cmd import _num, _run, _short, _table, print_json
+from internal.cli.client_cmd import format_score, format_table, print_json, run_command, shorten
 from internal.cli.connect import add_url_arg
 
-if TYPE_CHECKING:  # annotations only: the client loads when a command runs (_run)
+if TYPE_CHECKING:  # annotations only: the client loads when a command runs (run_command)
     from lakehouse import AsyncClient
     from lakehouse.types import MatrixHit, SmartSearchResponse
 
@@ -34,14 +34,14 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"  {i}. {q}")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def print_hits(hits: list[MatrixHit]) -> None:
-    rows = [[str(h.rank or i + 1), h.corpus, _short(h.id, 24), _num(h.merge_score),
-             _short(h.title or h.text, 60)]
+    rows = [[str(h.rank or i + 1), h.corpus, shorten(h.id, 24), format_score(h.merge_score),
+             shorten(h.title or h.text, 60)]
             for i, h in enumerate(hits)]
-    print(_table(["#", "corpus", "id", "score", "title / text"], rows) if rows else "no hits")
+    print(format_table(["#", "corpus", "id", "score", "title / text"], rows) if rows else "no hits")
 
 
 def print_plan(out: SmartSearchResponse) -> None:
@@ -57,7 +57,7 @@ def print_plan(out: SmartSearchResponse) -> None:
         print(f"  {it['iteration']}: {len(it['queries'])} queries, {it['took_ms']} ms"
               + (f", stopped: {it['stopped']}" if it.get("stopped") else ""))
         for m in it.get("missing", []):
-            print(f"     missing {m['kind']}: {_short(m['target'], 50)} ({m['reason']})")
+            print(f"     missing {m['kind']}: {shorten(m['target'], 50)} ({m['reason']})")
 
 
 def _ask(args: argparse.Namespace) -> int:
@@ -75,7 +75,7 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"({out.searches} searches; {out.took_ms} ms)")
         return 0
 
-    return _run(args, work)
+    return run_command(args, work)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -230,7 +230,7 @@ class VectordConfig:
     bm25_b: float = 0.75
     rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md)
     default_language: str = "english"
-    # BM25 is scored from an in-memory copy of the postings (internal/vectord/postings.py,
+    # BM25 is scored from an in-memory copy of the postings (internal/vectord/lexical/postings.py,
     # kept in step by lexindex.py) within this budget; "sql" scores inside PostgreSQL
     # (the reference scorer, slower; for a server where the copy cannot be kept).
     lexical_engine: str = "memory"

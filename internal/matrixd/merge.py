@@ -1,7 +1,7 @@
 """The merged list from vectord, made ready for the boost and the filter (no I/O).
 
 vectord's `POST /v1/vectors/search` already ranks the corpora as one corpus holding their
-union (internal.vectord.merge: vector by distance; lexical by BM25 computed with the
+union (internal.vectord.search.union_merge: vector by distance; lexical by BM25 computed with the
 union's statistics; hybrid fused once over the merged branch lists; keyword newest
 first), with corpus weights applied: score-ranked hits carry `merge_score`, vector hits
 `merge_distance`. Here each hit gets `corpus_rank` (its rank among its own corpus's hits)

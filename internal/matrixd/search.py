@@ -62,7 +62,7 @@ log = structlog.get_logger()
 _REQUEST_FIELDS = ("filter", "language", "ef_search", "corpus_weights")
 # Hybrid fusion options, passed to vectord unchanged; a 400 on them is the request's.
 _FUSION_FIELDS = ("fusion", "rrf_k", "weights", "candidates", "prefer", "prf")
-# How the results are shaped (internal.vectord.shaping), passed to vectord unchanged.
+# How the results are shaped (internal.vectord.shaping.shaped), passed to vectord unchanged.
 _SHAPING_FIELDS = ("highlight", "group_by", "group_size", "facets", "facet_size", "diversity",
                    "recency")
 # vectord's request fields that are the caller's own, wrong for every corpus.

@@ -52,9 +52,12 @@ from internal.ha.follow import LeaderWatch
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import engine, keys_routes, schema, scoped, shaping
-from internal.vectord.reembed import Reembedder
-from internal.vectord.store import PreparedItem, Store, Written
+from internal.vectord.keys import routes
+from internal.vectord.search import engine, scoped
+from internal.vectord.shaping import shaped
+from internal.vectord.storage import schema
+from internal.vectord.storage.reembed import Reembedder
+from internal.vectord.storage.store import PreparedItem, Store, Written
 
 log = structlog.get_logger()
 
@@ -326,13 +329,13 @@ async def search(request: web.Request) -> web.Response:
     name = _name(request)
     req = scoped.request(await read_json(request, SearchRequest))
     lsn = _request_lsn(request)
-    shaped = await store.read_search(lambda: shaping.search(store, [name], req), lsn)
-    result = shaped.result
+    answer = await store.read_search(lambda: shaped.search(store, [name], req), lsn)
+    result = answer.result
     if result.outcomes[0].error is not None:
         raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(SearchResponse(corpus=name, mode=req.mode, hits=result.hits,
-                                        took_ms=took, facets=shaped.facets))
+                                        took_ms=took, facets=answer.facets))
 
 
 def _corpus_result(o: engine.Outcome) -> CorpusSearchResult:
@@ -379,7 +382,7 @@ async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
 
 
 async def multi_search(request: web.Request) -> web.Response:
-    """One search over several corpora, ranked as their union (internal.vectord.engine)."""
+    """One search over several corpora, ranked as their union (internal.vectord.search.engine)."""
     started = time.perf_counter()
     store = request.app[STORE]
     req = scoped.request(await read_json(request, MultiSearchRequest))
@@ -387,8 +390,8 @@ async def multi_search(request: web.Request) -> web.Response:
     if req.corpora is not None:
         validate.corpus_weights(req.corpus_weights or {}, req.corpora)
     p = engine.check(store, req)  # request-wide checks before any corpus is touched
-    if shaping.asks(req):
-        shaping.check(req)
+    if shaped.asks(req):
+        shaped.check(req)
     names = await _searched(store, req)
     weights = validate.corpus_weights(req.corpus_weights or {}, names)
     if len(req.include) > MAX_INCLUDE:
@@ -400,15 +403,15 @@ async def multi_search(request: web.Request) -> web.Response:
     searched = set(names)
     include = [(r.corpus, r.id, r.factor) for r in req.include if r.corpus in searched]
     lsn = _request_lsn(request)
-    shaped = await store.read_search(
-        lambda: shaping.search(store, names, req, weights, p, include), lsn)
-    result = shaped.result
+    answer = await store.read_search(
+        lambda: shaped.search(store, names, req, weights, p, include), lsn)
+    result = answer.result
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(MultiSearchResponse(
         mode=req.mode, hits=result.hits, results=[_corpus_result(o) for o in result.outcomes],
         took_ms=took,
         include_missing=result.include_missing + len(req.include) - len(include),
-        facets=shaped.facets))
+        facets=answer.facets))
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -452,7 +455,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_post(route(PREFIX + "/{name}/search"), search)
     r.add_post(MULTI_SEARCH, multi_search)
     r.add_get(SPACES, spaces)
-    keys_routes.add_routes(app, lambda a: a[STORE].pool)
+    routes.add_routes(app, lambda a: a[STORE].pool)
     return app
 
 

@@ -94,14 +94,14 @@ def test_the_walk_finds_a_detour_and_names_it(tmp_path: Path) -> None:
         "internal/api/shapes.py": "from internal.common import helpers\n",
         "internal/api/fine.py": "import msgspec\nfrom internal.api.shapes import X\n",
         "internal/common/__init__.py": "",
-        "internal/common/helpers.py": "def f():\n    from internal.vectord.merge import g\n",
+        "internal/common/helpers.py": "def f():\n    from internal.vectord.search.union_merge import g\n",
         "internal/vectord/__init__.py": "",
-        "internal/vectord/merge.py": "",
+        "internal/vectord/search/union_merge.py": "",
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")
     assert daemon_imports(tmp_path, "internal.api") == [
-        "internal.api.shapes -> internal.common.helpers -> internal.vectord.merge"]
+        "internal.api.shapes -> internal.common.helpers -> internal.vectord.search.union_merge"]
     (tmp_path / "internal/common/helpers.py").write_text("", encoding="utf-8")
     assert daemon_imports(tmp_path, "internal.api") == []
 

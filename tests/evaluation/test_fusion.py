@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from internal.vectord import fusion
-from internal.vectord.fusion import (
+from internal.vectord.search import fusion
+from internal.vectord.search.fusion import (
     dbsf,
     dbsf_normalise,
     fuse,

@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from internal.vectord import fusion
+from internal.vectord.search import fusion
 from tests.vectord.vdata import call, make_corpus, unit
 
 C = "/v1/vectors/corpora"

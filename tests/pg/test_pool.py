@@ -7,7 +7,7 @@ import json
 import pytest
 
 from internal.pg.pool import loads_json, make_pool
-from internal.vectord import schema
+from internal.vectord.storage import schema
 
 
 @pytest.fixture

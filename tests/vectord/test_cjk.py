@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from internal.config import Config
-from internal.vectord import cjk
+from internal.vectord.lexical import cjk
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 

@@ -9,7 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from internal.vectord import corpus_words, shaping_highlight
+from internal.vectord.lexical import corpus_words
+from internal.vectord.shaping import highlight
 from tests.vectord.vdata import call, make_corpus, unit
 
 C = "/v1/vectors/corpora"
@@ -48,8 +49,8 @@ async def _search(http: aiohttp.ClientSession, base: str, name: str, **body: Any
 async def test_a_corpus_loaded_whole_is_highlighted_with_no_stemming_statement(
         vectord_url: str, http: aiohttp.ClientSession) -> None:
     name = await _loaded(http, vectord_url, "corpora", TEXTS)
-    stemmed = dict(shaping_highlight.STEMMED)
-    marked = shaping_highlight.MARKED["python"]
+    stemmed = dict(highlight.STEMMED)
+    marked = highlight.MARKED["python"]
     hits = await _search(http, vectord_url, name, query_text="marshwort zephyrine dune",
                          highlight=True)
     assert {h["id"] for h in hits} == {"d0", "d1", "d2"}
@@ -57,8 +58,8 @@ async def test_a_corpus_loaded_whole_is_highlighted_with_no_stemming_statement(
     assert by_id["d1"] == ["<mark>Zephyrines</mark> drift over hollowed <mark>dunes</mark>; "
                            "a <mark>marshwort</mark> grows there too."]
     assert "<mark>marshworts</mark>" in by_id["d0"][0]
-    assert shaping_highlight.STEMMED == stemmed  # every word known ahead: no statement
-    assert shaping_highlight.MARKED["python"] == marked + 3
+    assert highlight.STEMMED == stemmed  # every word known ahead: no statement
+    assert highlight.MARKED["python"] == marked + 3
     # A word written since the learning is stemmed at the search, as before.
     status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [
         {"id": "d9", "vector": unit(8, 9), "text": "Marshwortish bogbeans.",
@@ -66,7 +67,7 @@ async def test_a_corpus_loaded_whole_is_highlighted_with_no_stemming_statement(
     assert status == 200, body
     hits = await _search(http, vectord_url, name, query_text="bogbean", highlight=True)
     assert [h["highlight"]["text"] for h in hits] == [["Marshwortish <mark>bogbeans</mark>."]]
-    assert shaping_highlight.STEMMED["statements"] == stemmed["statements"] + 1
+    assert highlight.STEMMED["statements"] == stemmed["statements"] + 1
 
 
 async def test_a_failed_learning_is_reported_and_highlights_still_work(
@@ -75,8 +76,8 @@ async def test_a_failed_learning_is_reported_and_highlights_still_work(
     monkeypatch.setattr(corpus_words, "WORDS", "SELECT no_such_column FROM {items}")
     texts = [t.replace("marshwort", "fenwort") for t in TEXTS]
     name = await _loaded(http, vectord_url, "failures", texts)
-    stemmed = shaping_highlight.STEMMED["statements"]
+    stemmed = highlight.STEMMED["statements"]
     hits = await _search(http, vectord_url, name, query_text="fenwort", highlight=True)
     assert len(hits) == 3
     assert all("<mark>fenwort" in h["highlight"]["text"][0] for h in hits), hits
-    assert shaping_highlight.STEMMED["statements"] == stemmed + 1  # stemmed at the search
+    assert highlight.STEMMED["statements"] == stemmed + 1  # stemmed at the search

@@ -6,8 +6,8 @@ import aiohttp
 import psycopg
 
 from internal.config import Config
-from internal.vectord import schema
 from internal.vectord.server import make_app
+from internal.vectord.storage import schema
 from tests.helpers import serve, url_of
 from tests.vectord.vdata import call, item, unique
 

@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from internal.api.vectord import MAX_RRF_K
-from internal.vectord import lexical
+from internal.vectord.lexical import sql_index
 from tests.vectord.vdata import call, make_corpus, unit
 
 C = "/v1/vectors/corpora"
@@ -91,7 +91,7 @@ async def test_auto_corpus_detects_item_languages(vectord_url: str,
     assert [h["id"] for h in hits] == ["en"]
 
 
-def _bm25(docs: dict[str, list[str]], query: list[str], k1: float = 1.2,
+def bm25_sql(docs: dict[str, list[str]], query: list[str], k1: float = 1.2,
           b: float = 0.75) -> dict[str, float]:
     """Okapi BM25 by the textbook, over pre-tokenised documents; a query term counts as
     often as it occurs in the query (Robertson's qtf, k3 = infinity)."""
@@ -128,7 +128,7 @@ async def test_bm25_equals_hand_reference(vectord_url: str, http: aiohttp.Client
                   "apple apple banana", "date fig date date"):
         terms = query.split()
         plain = {d: (t + " " + x).split() for d, (t, x) in THREE.items()}
-        want = _bm25(plain, terms)
+        want = bm25_sql(plain, terms)
         hits = await _search(http, vectord_url, name, mode="lexical", query_text=query)
         got = {h["id"]: h["score"] for h in hits}
         assert got.keys() == want.keys(), query
@@ -138,7 +138,7 @@ async def test_bm25_equals_hand_reference(vectord_url: str, http: aiohttp.Client
 
     # Per-request k1, b and field weights: the title counts twice, the text once.
     weighted = {d: t.split() * 2 + x.split() for d, (t, x) in THREE.items()}
-    want = _bm25(weighted, ["banana", "apple"], k1=0.9, b=0.4)
+    want = bm25_sql(weighted, ["banana", "apple"], k1=0.9, b=0.4)
     hits = await _search(http, vectord_url, name, mode="lexical", query_text="banana apple",
                          bm25_k1=0.9, bm25_b=0.4,
                          field_weights={"title": 2.0, "text": 1.0, "tags": 0.0})
@@ -329,12 +329,12 @@ async def test_pruned_top_n_equals_exhaustive(vectord_url: str, pg_dsn: str,
                 words = query.split()
                 query += f" {words[-1]} {words[0]}"
             n = int(rng.choice([1, 3, 10]))
-            params = lexical.bm25_params(query, ["simple"], 1.2, 0.75,
-                                         lexical.DEFAULT_FIELD_WEIGHTS, n)
-            want = await (await conn.execute(lexical.lexical_sql(
+            params = sql_index.bm25_params(query, ["simple"], 1.2, 0.75,
+                                         sql_index.DEFAULT_FIELD_WEIGHTS, n)
+            want = await (await conn.execute(sql_index.lexical_sql(
                 table, cid, ["simple"], sql.SQL("TRUE"), False, exhaustive=True), params)).fetchall()
             for budget in (1, 50, 400):
-                got = await (await conn.execute(lexical.lexical_sql(
+                got = await (await conn.execute(sql_index.lexical_sql(
                     table, cid, ["simple"], sql.SQL("TRUE"), False, budget=budget),
                     params)).fetchall()
                 assert [r[0] for r in got] == [r[0] for r in want], (trial, query, budget)

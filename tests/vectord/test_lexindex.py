@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from internal.config import Config
-from internal.vectord import lexversions, postings, postings_union
+from internal.vectord.lexical import postings, postings_union, versions
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
@@ -413,7 +413,7 @@ async def test_query_lexemes_read_from_tsvector_text_equal_postgres(pg_dsn: str)
     """parse_tsvector reads what unnest(tsvector) gives, quotes, backslashes and all."""
     import psycopg
 
-    from internal.vectord.lexindex import parse_tsvector
+    from internal.vectord.lexical.memory_index import parse_tsvector
 
     texts = ["vitamin D and bone density", "O'Brien's \\\\server\\share isn't 'quoted'",
              "naïve café Straße 東京 emoji 🙂 x2 3.14 foo@bar.com http://a.b/c?d=e",
@@ -520,7 +520,7 @@ def test_sampled_selection_equals_selecting_among_every_item() -> None:
 async def test_kept_hit_rows_follow_every_write(apps: dict[str, str],
                                                 http: aiohttp.ClientSession, mode: str) -> None:
     """A repeated search takes its hits' rows from those kept at the version it scored at
-    (lexversions.Rows; hybrid checks that version beside its vector statement and reads no
+    (versions.Rows; hybrid checks that version beside its vector statement and reads no
     rows at all); a write through another app that changes only metadata, or only the
     vector (updated_at), moves the version, so the next search shows the new row."""
     name = await make_corpus(http, apps["writer"])
@@ -557,7 +557,7 @@ async def test_kept_hit_rows_follow_every_write(apps: dict[str, str],
 
 
 async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) -> None:
-    """lexversions.Versions: searches asking at once share statements, and each answer is
+    """versions.Versions: searches asking at once share statements, and each answer is
     read by a statement that started after it asked (a committed write is seen)."""
     import asyncio
 
@@ -571,7 +571,7 @@ async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) ->
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
         await conn.execute("DELETE FROM vectord_lex_versions WHERE corpus_id = ANY(%s)", (ids,))
         async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=4, open=False) as pool:
-            gate = lexversions.Versions()
+            gate = versions.Versions()
             try:
                 got = await asyncio.gather(*(gate.current(pool, ids) for _ in range(20)))
                 assert all(g == {ids[0]: 0, ids[1]: 0} for g in got)
@@ -590,7 +590,7 @@ async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) ->
 
 
 async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: str) -> None:
-    """lexversions.Versions: a batch asked while the one before is in flight is read on the
+    """versions.Versions: a batch asked while the one before is in flight is read on the
     same connection, taken once; a batch whose connection cannot be taken fails alone
     (its searches see the error) and the next one takes a connection again."""
     import asyncio
@@ -629,7 +629,7 @@ async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: st
     async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=2, open=False,
                                    kwargs={"autocommit": True}) as pool:
         reads = Counted(pool)
-        gate = lexversions.Versions()
+        gate = versions.Versions()
         try:
             first = asyncio.create_task(gate.current(reads, [cid]))
             await reads.started.wait()  # the first batch's statement is in flight

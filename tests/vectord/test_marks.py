@@ -1,4 +1,4 @@
-"""Highlight marks found in Python (internal/vectord/marks.py): given PostgreSQL's term
+"""Highlight marks found in Python (internal/vectord/lexical/marks.py): given PostgreSQL's term
 frequencies and its lexemes of the words (stemmed here by the real embedded PostgreSQL,
 with vectord's own statement), they mark the words it would, and answer None wherever
 they cannot prove it."""
@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Mapping
 import psycopg
 import pytest
 
-from internal.vectord import marks
-from internal.vectord.shaping_sql import LEXEMES_OF
+from internal.vectord.lexical import marks
+from internal.vectord.shaping.statements import LEXEMES_OF
 
 Marker = Callable[[str, str, Mapping[str, int]], "list[tuple[int, int]] | None"]
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from internal.common.errors import InvalidArgument
-from internal.vectord import fragments, ordering
-from internal.vectord.fragments import START, STOP
+from internal.vectord.shaping import fragments, ordering
+from internal.vectord.shaping.fragments import START, STOP
 
 
 def test_fragments_escape_the_text_and_add_only_the_marks() -> None:

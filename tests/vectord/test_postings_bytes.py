@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from internal.vectord import postings
+from internal.vectord.lexical import postings
 
 
 def _summed(ix: postings.CorpusIndex) -> int:

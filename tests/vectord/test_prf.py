@@ -8,7 +8,7 @@ import aiohttp
 import numpy as np
 import pytest
 
-from internal.vectord import prf
+from internal.vectord.search import prf
 from tests.vectord.test_federation import (  # noqa: F401
     QUERIES,
     _corpus,

@@ -1,4 +1,4 @@
-"""Moving a corpus to another embedding model without downtime (internal.vectord.reembed).
+"""Moving a corpus to another embedding model without downtime (internal.vectord.storage.reembed).
 
 Real vectord (embedded PostgreSQL) and embedd with the real local model; the second
 model is embedd's Ollama backend against a fake speaking Ollama's wire format. Four

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from internal.common import access
 from internal.config import Config
-from internal.vectord import feedback, lexical
+from internal.vectord.lexical import sql_index
+from internal.vectord.search import feedback
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
@@ -51,7 +52,7 @@ def expansions() -> Iterator[list[list[str] | None]]:
     seen: list[list[str] | None] = []
     real = feedback.expanded_stats
 
-    async def observed(*args: Any, **kwargs: Any) -> lexical.QueryStats | None:
+    async def observed(*args: Any, **kwargs: Any) -> sql_index.QueryStats | None:
         got = await real(*args, **kwargs)
         seen.append(None if got is None else list(got.lexemes))
         return got

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from internal.config import Config
-from internal.vectord import shaping_facets, shaping_highlight
+from internal.vectord.shaping import facet_counts, highlight
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, make_corpus, unit
 
@@ -100,14 +100,14 @@ async def test_highlights_from_the_index_equal_postgresqls(
     name = await _corpus(http, vectord_url, [
         _it(i, text, title=text[:24], language=lang) for i, (lang, text) in enumerate(TRICKY)],
         language="auto")
-    taken = dict.fromkeys(shaping_highlight.MARKED, 0)
+    taken = dict.fromkeys(highlight.MARKED, 0)
     for query in ("runs", "cell HIV 2", "IL-2 fold", "emergency add being sky die",
                   "Häuser", "run 42", "x.org", "well-known cells"):
         q = {"mode": "lexical", "query_text": query, "k": 10,
              "highlight": {"pre": "[", "post": "]", "fragment_chars": 40, "fragments": 3}}
-        before = dict(shaping_highlight.MARKED)
+        before = dict(highlight.MARKED)
         memory = await _search(http, vectord_url, name, **q)
-        for way, n in shaping_highlight.MARKED.items():
+        for way, n in highlight.MARKED.items():
             taken[way] += n - before[way]
         sql = await _search(http, sql_engine, name, **q)
         assert memory["hits"], query
@@ -184,13 +184,13 @@ async def test_facet_counts_equal_filtered_lexical_searches(
     assert sum(facets["type"].values()) == total
     # With a filter: over the items that pass it, always counted by PostgreSQL (so is a
     # scoped key's or tenant token's forced filter, ANDed into the request's filter).
-    memory = shaping_facets.COUNTED["memory"]
+    memory = facet_counts.COUNTED["memory"]
     status, out = await call(http, "POST", f"{vectord_url}{M}", {
         "corpora": [a, b], "mode": "lexical", "query_text": "printer", "k": 1,
         "filter": {"type": "ticket"}, "facets": ["tags"], "facet_size": 1})
     assert status == 200, out
     [(tag, n)] = out["facets"]["tags"].items()
-    assert shaping_facets.COUNTED["memory"] == memory
+    assert facet_counts.COUNTED["memory"] == memory
     assert n == await count({"type": "ticket", "tags_any": [tag]}, [a, b])
 
 
@@ -208,10 +208,10 @@ async def test_facets_from_the_index_equal_the_statements_also_after_a_write(
         {"field": "updated_at", "interval": "month"}]}
 
     async def both() -> dict[str, Any]:
-        before = shaping_facets.COUNTED["memory"]
+        before = facet_counts.COUNTED["memory"]
         for _ in range(100):  # until the index holds the corpus whole (loaded in the background)
             memory = await _search(http, vectord_url, name, **q)
-            if shaping_facets.COUNTED["memory"] > before:
+            if facet_counts.COUNTED["memory"] > before:
                 break
             await asyncio.sleep(0.05)
         else:

@@ -1,4 +1,4 @@
-"""The shared vector index of an embedding space (internal.vectord.space_index).
+"""The shared vector index of an embedding space (internal.vectord.storage.space_index).
 
 The corpora of one (dimension, metric, model) have their vectors in one shared table
 with one HNSW graph, kept by triggers in the writer's transaction; a search over most of

@@ -229,7 +229,7 @@ class MatrixSearchResponse(msgspec.Struct):
     relevance: dict[str, Any] | None = None  # {"threshold", "kept", "dropped"}
     embed_ms: float | None = None
     took_ms: float = 0.0
-    # Value counts per facet, when `facets` was asked (internal.vectord.shaping).
+    # Value counts per facet, when `facets` was asked (internal.vectord.shaping.shaped).
     facets: dict[str, dict[str, int]] | None = None
 
 

@@ -70,7 +70,7 @@ class NumberRange(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Filter(msgspec.Struct, forbid_unknown_fields=True):
-    """Hard filters; internal.vectord.filters turns one into a SQL where-clause.
+    """Hard filters; internal.vectord.storage.filters turns one into a SQL where-clause.
 
     Used as `prefer` too: then each condition given is one soft preference, and the
     share of them an item meets is its symbolic score.
@@ -90,7 +90,7 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     has: list[str] | None = None  # metadata fields that must be present
     # Every one of these holds too: a tenant token's filter is ANDed with the caller's
     # this way (internal.common.access.forced_filter). Not in `prefer`.
-    # (Filters as objects, each decoded by internal.vectord.filters: a recursive struct
+    # (Filters as objects, each decoded by internal.vectord.storage.filters: a recursive struct
     # would defeat the decoder's depth limits.)
     all_of: Annotated[list[dict[str, Any]], Meta(max_length=8)] | None = None
 
@@ -104,7 +104,7 @@ class FieldWeights(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Prf(msgspec.Struct, forbid_unknown_fields=True):
-    """Pseudo-relevance feedback of hybrid search (internal.vectord.prf).
+    """Pseudo-relevance feedback of hybrid search (internal.vectord.search.prf).
 
     The top `docs` fused hits of a first pass are taken as relevant: the query vector
     moves toward their mean (Rocchio) when `vector`, and the lexical query gains their
@@ -133,13 +133,13 @@ class Hit(msgspec.Struct):
     updated_at: datetime
     # Layers that found this hit: vector, lexical, symbolic (a preference met).
     matched_layers: list[str] = []
-    # The cross-corpus ranking key (internal.vectord.merge): score x corpus weight in
+    # The cross-corpus ranking key (internal.vectord.search.union_merge): score x corpus weight in
     # score-ranked modes, distance / corpus weight in vector mode.
     merge_score: float | None = None
     merge_distance: float | None = None
     # True when only a multi-search's `include` made this item a candidate.
     included: bool = False
-    # Set only when the request asked for them (internal.vectord.shaping).
+    # Set only when the request asked for them (internal.vectord.shaping.shaped).
     highlight: dict[str, list[str]] | msgspec.UnsetType = msgspec.UNSET
     highlight_kind: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     group: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET

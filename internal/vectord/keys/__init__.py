@@ -1,0 +1,1 @@
+"""API keys: their storage in PostgreSQL and vectord's key routes."""

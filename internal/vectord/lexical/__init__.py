@@ -1,0 +1,1 @@
+"""The lexical index: its tables and BM25 statements inside PostgreSQL (`sql_index`, the system of record), this vectord's in-memory copy kept in step by versions (`memory_index`, `postings`, `versions`), and the words and marks of a corpus's languages (`corpus_words`, `marks`, `cjk`)."""

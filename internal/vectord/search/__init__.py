@@ -1,0 +1,1 @@
+"""Search: one request over one or several corpora ranked as their union (`engine`), checked once (`check` -> `options.Options`), a registered function per mode (`modes`), the candidates, fusion and feedback of hybrid search, the federated merge and the hits read back."""

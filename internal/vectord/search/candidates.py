@@ -1,0 +1,205 @@
+"""Hybrid's candidates: one corpus's branch lists (`corpus_candidates`), the union's
+merged lists, and one branch run again over every corpus (`rerun`, feedback's pass)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from internal.api import validate
+from internal.api.vectord import Corpus
+from internal.vectord import tables
+from internal.vectord.lexical import postings, sql_index
+from internal.vectord.search import fusion_sql, query_vectors, reads, union_merge
+from internal.vectord.search.lexical_memory import (
+    bm25_scores,
+    filtered_top,
+    score_of,
+    union_lexical,
+)
+from internal.vectord.search.lexical_options import query_languages
+from internal.vectord.search.options import Candidates, Options
+from internal.vectord.search.vector_scan import shared_scans
+from internal.vectord.storage import schema
+from internal.vectord.storage.store import Store
+
+
+async def corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str, federated: bool,
+                             stats: sql_index.QueryStats | None, position: int,
+                             include: Sequence[str] = (),
+                             query_vector: list[float] | None = None,
+                             ix: postings.CorpusIndex | None = None,
+                             scored_lex: list[tuple[str, float]] | None = None) -> Candidates:
+    """One corpus's vector and BM25 candidates (ids and branch scores only), and the
+    `include` items' scores in the branches that missed them.
+
+    query_vector: the vector its space is searched with (the request's, or feedback's
+    moved one), None for no vector branch; text blank: no BM25 branch; ix: BM25 from this
+    in-memory index (with the given statistics) instead of inside the statement;
+    scored_lex: its BM25 candidates already scored with the other corpora's
+    (union_lexical).
+    """
+    req = p.req
+    query: npt.NDArray[np.float32] | None = None
+    if query_vector is not None:
+        query = validate.vector(query_vector, corpus.dim, corpus.metric, "query_vector")
+    langs = query_languages(req, corpus)
+    lexical_branch = bool(text.strip())
+    scored: list[tuple[str, float]] | None = None
+    s: postings.F64 | None = None
+    if ix is not None and lexical_branch:
+        if scored_lex is not None:
+            scored = scored_lex
+        elif stats is not None:
+            s = bm25_scores(p, ix, stats)
+            scored = await filtered_top(store, p, corpus, ix, s, p.n)
+        else:
+            scored = []
+        if query is None and p.symbolic is None and not include:
+            # Nothing for PostgreSQL to add (feedback's lexical pass).
+            return Candidates([], union_merge.keyed(scored, position), {})
+    table = tables.items_table(corpus.id)
+    # BM25 scored in memory goes into the statement only when the symbolic layer must
+    # score its candidates too; else the statement is the vector branch alone.
+    lex_in_sql = scored is not None and p.symbolic is not None
+    stmt = fusion_sql.candidates_sql(
+        table, corpus.id, langs, p.where, p.filtered,
+        None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
+        given=federated, lexical_branch=lexical_branch and (scored is None or lex_in_sql),
+        lexical_scored=lex_in_sql)
+    args: dict[str, Any] = {**p.params, **p.sym_params, "vec_q": query, "vec_n": p.n}
+    if scored is not None:
+        if lex_in_sql:
+            args.update({"lex_ids": [i for i, _ in scored],
+                         "lex_scores": [sc for _, sc in scored]})
+    else:
+        args.update(sql_index.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats))
+    rows = await candidate_rows(store, p, stmt, args)
+    vec = vec_of(rows, position)
+    if scored is not None and not lex_in_sql:
+        lex = union_merge.keyed(scored, position)
+        in_lex = {i for i, _ in scored}
+    else:
+        lex = [(union_merge.key(r["id"], position), float(r["lex_score"]))
+               for r in sorted((r for r in rows if r["lex_rank"] is not None),
+                               key=lambda r: r["lex_rank"])]
+        in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
+    sym = ({} if p.symbolic is None else
+           {union_merge.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
+    out = Candidates(vec, lex, sym)
+    in_vec = {r["id"] for r in rows if r["vec_rank"] is not None}
+    extra = [i for i in include if i not in in_vec or i not in in_lex]
+    if extra:
+        given_scores = None
+        if ix is not None and s is not None:
+            given_scores = {i: sc for i in extra if (sc := score_of(ix, s, i)) is not None}
+        for row in await reads.included(store, p, corpus, extra, query, text, federated, stats,
+                                   given_scores):
+            key = union_merge.key(row["id"], position)
+            if row["id"] not in in_vec and row["distance"] is not None:
+                out.extra_vec.append((key, float(row["distance"])))
+            if row["id"] not in in_lex and row["lex_score"] is not None:
+                out.extra_lex.append((key, float(row["lex_score"])))
+            if p.symbolic is not None:
+                out.sym[key] = float(row["sym_score"] or 0.0)
+            if row["id"] not in in_vec and row["id"] not in in_lex:
+                out.included.add(key)
+    return out
+
+
+async def candidate_rows(store: Store, p: Options, stmt: sql.Composed,
+                          args: dict[str, Any]) -> list[dict[str, Any]]:
+    async with store.reads.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
+        await cur.execute(stmt, args)
+        return await cur.fetchall()
+
+
+def vec_of(rows: Sequence[dict[str, Any]], position: int) -> list[tuple[str, float]]:
+    """The vector branch's candidates of a candidates statement, nearest first."""
+    return [(union_merge.key(r["id"], position), float(r["vec_distance"]))
+            for r in sorted((r for r in rows if r["vec_rank"] is not None),
+                            key=lambda r: r["vec_rank"])]
+
+
+def merged_vec(parts: list[Candidates], n: int) -> list[tuple[str, float]]:
+    """The union's top n by distance, then the `include` items with their true distances,
+    wherever those rank."""
+    vec = union_merge.top_by_distance([r for c in parts for r in c.vec], n)
+    extra = [r for c in parts for r in c.extra_vec]
+    return union_merge.top_by_distance(vec + extra, len(vec) + len(extra)) if extra else vec
+
+
+def merged_vec_spaces(parts: list[Candidates], n: int) -> list[list[tuple[str, float]]]:
+    """merged_vec within each embedding space (one list when every corpus shares one)."""
+    by_space: dict[int, list[Candidates]] = {}
+    for c in parts:
+        by_space.setdefault(c.space, []).append(c)
+    return [merged_vec(group, n) for _, group in sorted(by_space.items())] or [[]]
+
+
+def merged_lex(parts: list[Candidates], n: int) -> list[tuple[str, float]]:
+    """The union's top n by BM25, then the `include` items with their true scores."""
+    lex = union_merge.top_by_score([r for c in parts for r in c.lex], n)
+    extra = [r for c in parts for r in c.extra_lex]
+    return union_merge.top_by_score(lex + extra, len(lex) + len(extra)) if extra else lex
+
+
+async def rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict[int, list[str]],
+                 text: str, given: bool, stats: sql_index.QueryStats | None,
+                 query: list[float] | None,
+                 indexes: dict[int, postings.CorpusIndex] | None = None,
+                 space: int = query_vectors.PLAIN) -> list[Candidates]:
+    """One branch again (the vector one when `query` is given, else BM25) over every
+    corpus: each corpus's candidates (BM25 from `indexes` when given)."""
+    shared: dict[int, list[tuple[str, float]]] = {}
+    if query is not None:
+        shared = await shared_scans(store, p, [(pos, c, query, space) for pos, c in corpora.items()
+                                                if not inc.get(pos)], p.n)
+
+    union: dict[int, list[tuple[str, float]]] = {}
+    if query is None and indexes and text.strip():
+        union = union_lexical(store, p, [(pos, indexes[c.id]) for pos, c in corpora.items()
+                                          if c.id in indexes and not inc.get(pos)], stats)
+
+    async def run(pos: int) -> Candidates:
+        c = corpora[pos]
+        found = await corpus_candidates(store, p, c, text, given, stats, pos,
+                                         inc.get(pos, []), query_vector=query,
+                                         ix=(indexes or {}).get(c.id) if query is None else None,
+                                         scored_lex=union.get(pos))
+        found.space = space
+        return found
+
+    out: dict[int, Candidates] = {}
+    for pos in corpora:
+        if pos in shared:
+            out[pos] = Candidates(shared[pos], [], {}, space=space)
+        elif (done := settled_candidates(p, pos, None, union.get(pos))) is not None:  # no `include`
+            done.space = space
+            out[pos] = done
+    rest = [pos for pos in corpora if pos not in out]
+    # One corpus (the usual search) is awaited as it is: no task to schedule and gather.
+    ran = [await run(rest[0])] if len(rest) == 1 else await asyncio.gather(*(run(pos) for pos in rest))
+    for pos, found in zip(rest, ran, strict=True):
+        out[pos] = found
+    return [out[pos] for pos in corpora]
+
+
+def settled_candidates(p: Options, position: int, vec: list[tuple[str, float]] | None,
+             lex: list[tuple[str, float]] | None) -> Candidates | None:
+    """A corpus's candidates when its BM25 was scored with the union's (`lex`) and no
+    statement is left to run for it: no preferences to score, and its vector candidates
+    given (`vec`) or none wanted. None: `corpus_candidates` runs. Built here, with no
+    task a corpus: over 16 corpora, two passes of 16 tasks that only wrapped these lists
+    cost about half a millisecond."""
+    if lex is None or p.symbolic is not None:
+        return None
+    return Candidates(vec or [], union_merge.keyed(lex, position), {})

@@ -1,0 +1,101 @@
+"""One search over one or several corpora, ranked as one corpus holding their union would be.
+
+The per-corpus route (`POST /v1/vectors/corpora/{name}/search`) and the multi-corpus route
+(`POST /v1/vectors/search`) both come here: a single corpus is a federation of one. The
+request-wide options are checked once (`check`), every corpus runs its part concurrently
+on its own pooled connection, a corpus's failure is kept with that corpus, and the merge
+and the fusion (internal.vectord.search.union_merge, internal.vectord.search.fusion) run once over all
+of them. Per mode:
+
+- vector: each corpus's top k by distance, merged by distance;
+- keyword: each corpus's newest k matches, merged newest first;
+- lexical: the union's BM25 statistics (one statement, vectord_bm25_query) when several
+  corpora are searched, each corpus's top k with them, merged by score;
+- hybrid: each corpus's branch candidates (vector top n, BM25 top n with the union's
+  statistics, the symbolic share), branch lists merged across corpora to the union's top
+  n, fused once, then the top k items read back from their corpora.
+
+Where each step lives: the checked request (`check` -> Options) in search/validation.py; a
+mode is one registered function (`SEARCHES`, one signature, `Search`), each in its own
+module: search/modes/vector.py, search/modes/keyword.py, search/modes/lexical.py (its two BM25 engines
+behind one signature: SQL there, in-memory in search/lexical_memory.py), search/modes/hybrid.py (its
+candidates in search/candidates.py); what they share (a corpus's outcome, the concurrent loop,
+the top k plus every included item) in search/outcome.py, the shared vector scans in
+search/vector_scan.py. The statements of the reads besides the branches' own (statistics,
+`include` rows, hits read back, feedback's documents) in reads.py, the branches'
+statements composed in lexical/sql_index.py and search/fusion_sql.py; the merge (search/union_merge.py) and the fusion
+(search/fusion.py) I/O-free; feedback's second pass in search/feedback.py (its math in search/prf.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from internal.api.vectord import MODES, Hit, SearchRequest
+from internal.vectord.search import reads
+from internal.vectord.search.modes.hybrid import hybrid_search
+from internal.vectord.search.modes.keyword import keyword_search
+from internal.vectord.search.modes.lexical import lexical_search
+from internal.vectord.search.modes.vector import vector_search
+from internal.vectord.search.options import Options
+from internal.vectord.search.outcome import Outcome, each, resolved
+from internal.vectord.search.validation import check
+from internal.vectord.storage.store import Store
+
+__all__ = ["SEARCHES", "Outcome", "Result", "Search", "check", "search"]
+
+# A search mode: (store, options, one outcome a corpus, corpus weights, `include` ids by
+# corpus, (corpus, id) -> playbook factor) -> the ranked hits over every corpus.
+Search = Callable[[Store, Options, list[Outcome], dict[str, float], dict[str, list[str]],
+                   dict[tuple[str, str], float]], Awaitable[list[Hit]]]
+SEARCHES: dict[str, Search] = {
+    "vector": vector_search,
+    "keyword": keyword_search,
+    "lexical": lexical_search,
+    "hybrid": hybrid_search,
+}
+assert set(SEARCHES) == set(MODES), "every mode of the API has its search, and no other"
+
+
+@dataclass
+class Result:
+    hits: list[Hit]
+    outcomes: list[Outcome]
+    include_missing: int = 0
+
+
+async def search(store: Store, names: Sequence[str], req: SearchRequest,
+                 corpus_weights: dict[str, float] | None = None,
+                 p: Options | None = None,
+                 include: Sequence[tuple[str, str, float]] = ()) -> Result:
+    """The top k over the named corpora, ranked as their union; one outcome per corpus.
+
+    include: (corpus, id, factor) scored as candidates whatever retrieval finds and returned
+    even below the top k (`included`), for the playbook's recall (keyword mode: ignored).
+    In hybrid mode the factor is applied to the item's branch scores before the fusion
+    (distance x factor, BM25 / factor): the playbook boost, inside the fusion.
+    """
+    p = p or check(store, req)
+    weights = dict(corpus_weights or {})
+    outcomes = [Outcome(name, i) for i, name in enumerate(names)]
+    await each(store, outcomes, resolved)
+    inc: dict[str, list[str]] = {}
+    factors: dict[tuple[str, str], float] = {}
+    for corpus, item_id, f in include:
+        if item_id not in inc.setdefault(corpus, []):
+            inc[corpus].append(item_id)
+        if f != 1.0:
+            factors[(corpus, item_id)] = f
+    run = SEARCHES[req.mode]
+    try:
+        found = await run(store, p, outcomes, weights, inc, factors)
+    except reads.Stale:  # a write landed while scoring from the cache: read it this time
+        found = await run(store, replace(p, trust_cache=False), outcomes, weights, inc, factors)
+    by_name = {o.name: o for o in outcomes}
+    for h in found:
+        by_name[h.corpus].hits += 1
+    wanted = sum(len(ids) for ids in inc.values())
+    got = sum(1 for h in found if h.id in inc.get(h.corpus, ()))
+    missing = wanted - got if req.mode != "keyword" else 0
+    return Result(found, outcomes, max(0, missing))

@@ -1,0 +1,1 @@
+"""Storage: the schema and its migrations, the corpus registry and items tables (`Store`, one object over one pool, assembled from parts a module each), the shared vector index of each embedding space, re-embedding, filters as SQL."""

@@ -1,0 +1,83 @@
+"""What the parts of vectord's `Store` share: the connection types, the registry's
+columns, and the state they read (`StoreParts`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from psycopg import AsyncConnection
+
+from internal.api.vectord import Corpus
+from internal.config import VectordConfig
+from internal.pg.replicas import ReplicaRouter
+from internal.pg.resilient import ResilientPool
+from internal.vectord.lexical.memory_index import LexIndex
+from internal.vectord.storage import schema
+
+Conn = AsyncConnection[Any]
+
+CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at, space_id"
+
+SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
+
+SELECT_CORPUS_ID = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE id = %(id)s"
+
+LIST_CORPORA = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora ORDER BY name"
+
+ITEM_COLUMNS = "id, title, text, tags, metadata, language::text AS language, updated_at"
+
+# A search on a standby waits this long for the primary's registry row (or the corpora's
+# sizes) before it uses what it has (past its TTL) rather than fail with a hung primary.
+STALE_REGISTRY_AFTER = 1.0
+
+
+
+class ReadPool(Protocol):
+    """What searches read through: `ResilientPool` or a replica router."""
+
+    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Conn]: ...
+
+
+class StoreParts:
+    """The state every part of `Store` reads, set by `Store.__init__` (declared here so
+    that each part, a class of its own module, is checked on its own)."""
+
+    pool: ResilientPool
+    # Where searches read: the primary's pool, or a router over read replicas that
+    # answers with the same `connection()` (writes and the registry always use `pool`).
+    reads: ReadPool
+    replicas: ReplicaRouter | None
+    cfg: VectordConfig
+    lex: LexIndex
+    db: schema.DbInfo
+    # Set when a corpus is deleted or items written: wakes the space maintainer.
+    spaces_changed: asyncio.Event
+    _cache: dict[str, tuple[float, Corpus]]
+    _search_settings: weakref.WeakKeyDictionary[Conn, tuple[str, str]]
+    _sizes: dict[int, dict[int, float]]
+    _sizes_at: float
+    # Bulk writes hold at most write_slots of the pool at once (`write_connection`).
+    write_slots: int
+    _writes: asyncio.Semaphore
+
+    def searching_a_replica(self) -> bool:
+        """Whether the search in this context reads a standby."""
+        return self.replicas is not None and self.replicas.on_replica()
+
+    def registry_reads(self) -> ReadPool:
+        """Where a search reads the registry: the primary, or (while the primary is down,
+        e.g. during a failover) the read replica the search is pinned to, so searches go
+        on answering from the standbys while a new leader is elected."""
+        return self.reads if self.pool.down and self.replicas is not None else self.pool
+
+    @contextlib.asynccontextmanager
+    async def write_connection(self) -> AsyncIterator[Conn]:
+        """A connection for a bulk write: at most write_slots at once, so searches always
+        find the rest of the pool free (writes queue here, not in front of searches)."""
+        async with self._writes, self.pool.connection() as conn:
+            yield conn
