@@ -441,7 +441,7 @@ def test_union_scores_are_the_corpora_scores_laid_end_to_end() -> None:
     top n is the corpora's top lists merged by score, then id, then position."""
     import numpy as np
 
-    from internal.vectord import postings
+    from internal.vectord.lexical import postings
 
     rng = np.random.default_rng(3)
     corpora = []
@@ -564,7 +564,7 @@ async def test_versions_asked_together_are_read_after_each_asked(pg_dsn: str) ->
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-    from internal.vectord import schema
+    from internal.vectord.storage import schema
 
     await schema.migrate(pg_dsn)
     ids = [9_000_001, 9_000_002]
@@ -599,7 +599,7 @@ async def test_versions_hold_one_connection_while_batches_keep_coming(pg_dsn: st
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-    from internal.vectord import schema
+    from internal.vectord.storage import schema
 
     class Held:  # a connection whose statements wait for `go`
         def __init__(self, conn: Any, started: asyncio.Event, go: asyncio.Event) -> None:
@@ -653,7 +653,7 @@ def test_lexical_hit_spelled_out_equals_hit(rank: int | None) -> None:
     from datetime import UTC, datetime
 
     from internal.api.vectord import Corpus
-    from internal.vectord import hits
+    from internal.vectord.search import hits
 
     corpus = Corpus(id=7, name="c", dim=8, metric="cosine", language="english", model=None,
                     keyword_index="scan", created_at=datetime(2026, 1, 1, tzinfo=UTC))
