@@ -532,8 +532,13 @@ async function showSync() {
       [el("dt", {}, k), el("dd", {}, v === undefined || v === null ? "–" : String(v))]));
     // Each error of the last run with its message ("." is the whole run).
     const errors = out.last_run ? last.errors || [] : [];
-    $("sync-errors").replaceChildren(...errors.map((e) => el("li", { className: "error" },
-      e.path === "." ? "" : el("code", {}, e.path), e.path === "." ? "" : " ", e.error)));
+    // Then what the run did that its settings may not have meant (a language map's folder
+    // that matches no page): warnings, the run itself succeeded.
+    const warnings = out.last_run ? last.warnings || [] : [];
+    $("sync-errors").replaceChildren(
+      ...errors.map((e) => el("li", { className: "error" },
+        e.path === "." ? "" : el("code", {}, e.path), e.path === "." ? "" : " ", e.error)),
+      ...warnings.map((w) => el("li", { className: "warning" }, `warning: ${w}`)));
     button.disabled = false;
     if (out.running) showStatus(status, "a sync is running");
     else if (errors.some((e) => e.path === ".")) showError(status, new Error("the last run failed"));
@@ -556,7 +561,8 @@ async function syncNow() {
     const out = await api("POST", "/v1/sync/run");
     $("sync-result").textContent = ["added", "updated", "deleted", "unchanged"]
       .map((k) => `${k} ${out[k] ?? 0}`).join(", ") +
-      `; ${(out.errors || []).length} errors; ${num(out.seconds, 2)} s`;
+      `; ${(out.errors || []).length} errors; ${num(out.seconds, 2)} s` +
+      ((out.warnings || []).length ? `; ${out.warnings.join("; ")}` : "");
   } catch (err) {
     $("sync-result").textContent = err instanceof ApiError ? err.describe() : String(err);
   } finally {
