@@ -14,6 +14,11 @@ target=.
 # The client distribution first (editable): the server depends on `lakehouse-client`.
 .venv/bin/python -m pip install -q -e ./clients/python 2> >(grep -v '^WARNING: Location' >&2)
 .venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
+# The local model with integer kernels, built from the installed wheel's model.onnx (no
+# download; the same bytes each time, checked against the sha256 in model_build.py) into
+# the user's cache (~/.cache/lakehouse/models, or $LAKEHOUSE_MODEL_CACHE); embedd builds
+# it at its first start when it is missing.
+.venv/bin/python -m internal.embedd.model_build >/dev/null
 # The smoke scripts assert with curl and jq; the console's browser tests drive Debian's
 # chromium through chromium-driver (no browser is downloaded by Selenium or anyone else).
 need=()
