@@ -236,6 +236,8 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         # When it fails the delete, the delete goes again (the index build is then past
         # its wait, and the DROP waits for it to end): the caller's delete never fails
         # for a re-embedding it did not know of.
+        # The DROP can also meet the build's own catalog update of the same table head
+        # on ("tuple concurrently updated", an internal error): the same answer, again.
         for attempt in range(DELETE_ATTEMPTS):
             try:
                 corpus = await self._delete_corpus_once(name)
@@ -245,6 +247,11 @@ class Store(ItemsPart, SearchPart, ReembedPart):
                         or attempt == DELETE_ATTEMPTS - 1):
                     raise
                 log.info("corpus_delete_retried", corpus=name, reason="deadlock")
+            except psycopg.errors.InternalError_ as exc:
+                if "concurrently updated" not in str(exc) or attempt == DELETE_ATTEMPTS - 1:
+                    raise
+                log.info("corpus_delete_retried", corpus=name, reason="concurrent_update")
+                await asyncio.sleep(0.05 * (attempt + 1))
         self._cache.pop(name, None)
         self.spaces_changed.set()  # the background reclaimer deletes its space rows
         self.lex.forget(corpus.id)
