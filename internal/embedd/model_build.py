@@ -128,7 +128,7 @@ def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> by
         """out = inp @ (w * scale) [+ bias]: integer kernels, or float where asked."""
         key = f"l{layer}_{name}"
         if name in float_linears or f"{layer}.{name}" in float_linears:
-            const(f"{key}_wf", (w.astype(np.float32) * scale).astype(np.float32))
+            const(f"{key}_wf", np.multiply(w.astype(np.float32), scale, dtype=np.float32))
             if bias is None:
                 node("MatMul", [inp, f"{key}_wf"], [out])
                 return
