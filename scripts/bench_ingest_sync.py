@@ -20,17 +20,15 @@ and page), so embedd's cache answers nothing. Prints documents/s and pages/s per
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 import bench_gateway as bg
-from bench_load import tagged_docs, write_jsonl
+from bench_load import cli, tagged_docs, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = ("cranfield", "cisi")
@@ -56,21 +54,6 @@ def tagged_copy(pages: Path, dest: Path, tag: str) -> tuple[Path, int]:
     return dest, n
 
 
-async def cli(root: Path, gateway: str, *args: str) -> float:
-    """`lakehouse ARGS` of the checkout at root against gateway; its wall time."""
-    env = {**os.environ, "LAKEHOUSE_URL": gateway}
-    t0 = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(
-        bg.python_of(root), "-m", "internal.cli.main", *args, cwd=root, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    out, _ = await proc.communicate()
-    took = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{root}: lakehouse {' '.join(args)} failed ({proc.returncode}):\n"
-                         f"{out.decode()[-2000:]}")
-    return took
-
-
 async def bench(args: argparse.Namespace, roots: dict[str, Path], gateways: dict[str, str],
                 tmp: Path) -> None:
     pages = extract_common(args.corpora / "tldr-pages.tar.gz", tmp / "tldr")
@@ -83,8 +66,8 @@ async def bench(args: argparse.Namespace, roots: dict[str, Path], gateways: dict
             docs = tagged_docs(args.data, SETS, tag)
             counts["ingest"] = len(docs)
             jsonl = write_jsonl(tmp / f"docs-{tag}.jsonl", docs)
-            took = await cli(roots[side], gateways[side], "ingest", str(jsonl), "--corpus",
-                             f"ingest_{tag}", "--quiet")
+            took = await cli(gateways[side], "ingest", str(jsonl), "--corpus",
+                             f"ingest_{tag}", "--quiet", root=roots[side])
             totals.setdefault((side, "ingest"), []).append(took)
             print(f"round {r + 1} {side}: ingest {len(docs)} documents in {took:.1f} s",
                   flush=True)
@@ -92,8 +75,8 @@ async def bench(args: argparse.Namespace, roots: dict[str, Path], gateways: dict
             tag = f"{side}{r}"
             folder, n = tagged_copy(pages, tmp / f"wiki-{tag}", tag)
             counts["sync"] = n
-            took = await cli(roots[side], gateways[side], "sync", str(folder), "--corpus",
-                             f"sync_{tag}", "--quiet")
+            took = await cli(gateways[side], "sync", str(folder), "--corpus",
+                             f"sync_{tag}", "--quiet", root=roots[side])
             totals.setdefault((side, "sync"), []).append(took)
             print(f"round {r + 1} {side}: sync {n} pages in {took:.1f} s", flush=True)
     base, this = roots
