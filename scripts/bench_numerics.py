@@ -12,6 +12,9 @@ Prints, from one run:
   a fresh data directory, and for corpora embedded by the float numerics searched with
   questions embedded by the integer ones (what an existing data directory meets after
   the upgrade, the model id being the same).
+- With `--dense-only`: each set's nDCG@10 of the vectors alone (exact cosine search,
+  in-process), both numerics and the two mixed: how far the vectors themselves move,
+  apart from the hybrid search's fusion and feedback.
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
         .venv/bin/python scripts/bench_numerics.py [--rounds 3] [--quality]
@@ -195,6 +198,61 @@ def quality() -> None:
         print(f"| {name} | {a:.4f} | {b:.4f} | {b - a:+.4f} | {m:.4f} | {m - a:+.4f} |")
 
 
+def judged(name: str, split: str) -> tuple[list[dict[str, str]], dict[str, str],
+                                           dict[str, dict[str, int]]]:
+    """A BEIR set: documents, the judged queries (id -> text), qrels."""
+    folder = data_dir() / "data" / name
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    qrels: dict[str, dict[str, int]] = {}
+    with (folder / "qrels" / f"{split}.tsv").open(encoding="utf-8") as f:
+        for line in f:
+            part = line.split()
+            if len(part) >= 3 and part[-1].isdigit():
+                qrels.setdefault(part[0], {})[part[1]] = int(part[-1])
+    with (folder / "queries.jsonl").open(encoding="utf-8") as f:
+        queries = {q["_id"]: q["text"] for q in map(json.loads, f) if q["_id"] in qrels}
+    return docs, queries, qrels
+
+
+def ndcg10(docs: np.ndarray, questions: np.ndarray, ids: list[str], qids: list[str],
+           qrels: dict[str, dict[str, int]]) -> float:
+    """Mean nDCG@10 of an exact cosine search (the vectors are unit length)."""
+    scores = questions @ docs.T
+    total = 0.0
+    for i, qid in enumerate(qids):
+        top = np.argsort(-scores[i])[:10]
+        rel = qrels[qid]
+        dcg = sum(rel.get(ids[j], 0) / np.log2(r + 2) for r, j in enumerate(top))
+        ideal = sorted(rel.values(), reverse=True)[:10]
+        idcg = sum(v / np.log2(r + 2) for r, v in enumerate(ideal))
+        total += dcg / idcg if idcg > 0 else 0.0
+    return total / len(qids)
+
+
+def dense() -> None:
+    """nDCG@10 of the vectors alone (exact search, no BM25, no feedback), in-process."""
+    old, new = SIDES
+    models = {side: LocalModel(1, side) for side in SIDES}
+    print()
+    print("nDCG@10 of the vectors alone (exact cosine search over each set's documents)")
+    print()
+    print(f"| data set | queries | {old} | {new} | {new} - {old} | {old} corpus, {new} "
+          f"questions | its - {old} |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, split in SETS:
+        docs, queries, qrels = judged(name, split)
+        texts = [f"{d['title']}\n{d['text']}" if d.get("title") else d["text"] for d in docs]
+        ids, qids = [d["_id"] for d in docs], list(queries)
+        d = {side: models[side].embed(texts).vectors for side in SIDES}
+        q = {side: models[side].embed([queries[i] for i in qids]).vectors for side in SIDES}
+        a = ndcg10(d[old], q[old], ids, qids, qrels)
+        b = ndcg10(d[new], q[new], ids, qids, qrels)
+        m = ndcg10(d[old], q[new], ids, qids, qrels)
+        print(f"| {name} | {len(qids)} | {a:.4f} | {b:.4f} | {b - a:+.4f} | {m:.4f} | "
+              f"{m - a:+.4f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -203,7 +261,12 @@ def main() -> None:
     ap.add_argument("--quality", action="store_true",
                     help="also run the cross-validated eval for each numerics (minutes)")
     ap.add_argument("--quality-only", action="store_true", help="only the eval part")
+    ap.add_argument("--dense-only", action="store_true",
+                    help="only the vectors' own nDCG@10 per set, both numerics (minutes)")
     args = ap.parse_args()
+    if args.dense_only:
+        dense()
+        return
     if not args.quality_only:
         asyncio.run(speed(args))
     if args.quality or args.quality_only:
