@@ -230,6 +230,13 @@ def ndcg10(docs: np.ndarray, questions: np.ndarray, ids: list[str], qids: list[s
     return total / len(qids)
 
 
+def embed_all(model: LocalModel, texts: list[str], batch: int = 16) -> np.ndarray:
+    """Vectors of many texts, in calls of `batch` (one call would pad them all to the
+    longest)."""
+    return np.concatenate([model.embed(texts[i:i + batch]).vectors
+                           for i in range(0, len(texts), batch)])
+
+
 def dense() -> None:
     """nDCG@10 of the vectors alone (exact search, no BM25, no feedback), in-process."""
     old, new = SIDES
@@ -244,8 +251,8 @@ def dense() -> None:
         docs, queries, qrels = judged(name, split)
         texts = [f"{d['title']}\n{d['text']}" if d.get("title") else d["text"] for d in docs]
         ids, qids = [d["_id"] for d in docs], list(queries)
-        d = {side: models[side].embed(texts).vectors for side in SIDES}
-        q = {side: models[side].embed([queries[i] for i in qids]).vectors for side in SIDES}
+        d = {side: embed_all(models[side], texts) for side in SIDES}
+        q = {side: embed_all(models[side], [queries[i] for i in qids]) for side in SIDES}
         a = ndcg10(d[old], q[old], ids, qids, qrels)
         b = ndcg10(d[new], q[new], ids, qids, qrels)
         m = ndcg10(d[old], q[new], ids, qids, qrels)
