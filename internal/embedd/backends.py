@@ -111,7 +111,9 @@ class LocalBackend(Backend):
                                           thread_name_prefix="embed-interactive")
             executors.append(reserved)
         loop = asyncio.get_running_loop()
-        model = await loop.run_in_executor(reserved or shared, LocalModel, cfg.threads)
+        # Building the integer model when it is missing takes a second or two, once.
+        model = await loop.run_in_executor(reserved or shared, LocalModel, cfg.threads,
+                                           cfg.local_numerics)
         coalescer = Coalescer(model.embed, shared, batch_size=cfg.batch_size,
                               max_wait=cfg.max_wait_ms / 1000.0, workers=cfg.workers,
                               reserved=cfg.interactive_workers, reserved_executor=reserved)

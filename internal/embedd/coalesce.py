@@ -110,7 +110,10 @@ class Coalescer:
         else:
             self._pending[lane].extend(items)
         self._wakeup.set()
-        results = await asyncio.gather(*(it.future for it in items))
+        if len(items) == 1:  # a question: its one future, without gather's wrapping
+            results = [await items[0].future]
+        else:
+            results = await asyncio.gather(*(it.future for it in items))
         if not results:
             return Embedded(Encoded(np.zeros((0, 0), dtype=np.float32), []), 0.0)
         vectors = np.stack([enc.vectors[row] for enc, row, _ in results])
@@ -173,7 +176,7 @@ class Coalescer:
             start = time.monotonic()
             stats.started(start, [it.enqueued for it in batch])
             try:
-                enc = await loop.run_in_executor(executor, self._run, [it.text for it in batch])
+                enc = await _in_thread(loop, executor, self._run, [it.text for it in batch])
             except Exception as exc:  # the worker must outlive one failed call; waiters get why
                 for it in batch:
                     if not it.future.done():
@@ -194,3 +197,30 @@ class Coalescer:
                 it = pending.popleft()
                 if not it.future.done():
                     it.future.cancel()
+
+
+def _in_thread(loop: asyncio.AbstractEventLoop, executor: Executor,
+               run: Callable[[list[str]], Encoded], texts: list[str]) -> asyncio.Future[Encoded]:
+    """run(texts) on executor, its result set on an asyncio future from the thread: one
+    call_soon_threadsafe, not run_in_executor's chain of a concurrent future and its
+    callbacks (measured: the hand-off is most of embedd's own CPU around a question)."""
+    fut: asyncio.Future[Encoded] = loop.create_future()
+
+    def settle(result: Encoded | None, exc: BaseException | None) -> None:
+        if fut.cancelled():
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)  # type: ignore[arg-type]
+
+    def job() -> None:
+        try:
+            result = run(texts)
+        except BaseException as exc:  # handed to the awaiting worker, never lost here
+            loop.call_soon_threadsafe(settle, None, exc)
+            return
+        loop.call_soon_threadsafe(settle, result, None)
+
+    executor.submit(job)
+    return fut

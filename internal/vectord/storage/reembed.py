@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -159,9 +160,7 @@ class Reembedder:
             model, dim = job.model, job.dim
             vectors = functools.partial(self._vectors, self.embed, job)
             try:
-                rows = await store.reembed_pending(corpus_id, BATCH)
-                if len(rows) == BATCH:
-                    await store.reembed_fill(corpus_id, rows, await vectors(rows))
+                if await self._fill(corpus_id, vectors):
                     continue
                 # The last few: the graph over the new vectors, then the rest embedded
                 # under the write lock and the switch, in one transaction.
@@ -172,3 +171,31 @@ class Reembedder:
             except LakehouseError as exc:
                 await self._later(corpus_id, exc.message)
                 return
+
+    async def _fill(self, corpus_id: int, vectors: Callable[[list[dict[str, Any]]],
+                                                            Awaitable[list[list[float]]]]) -> bool:
+        """One pass over the items without their new vector, in full batches, the next
+        batch embedded while one is stored (embedd's bulk lane never waits for a write);
+        False when the pass met none but a last partial batch (then: the switch)."""
+        store = self.store
+        rows = await store.reembed_pending(corpus_id, BATCH)
+        if len(rows) < BATCH:
+            return False
+        embedding = asyncio.ensure_future(vectors(rows))
+        try:
+            while rows:
+                nxt = await store.reembed_pending(corpus_id, BATCH, after=rows[-1]["id"])
+                following = asyncio.ensure_future(vectors(nxt)) if len(nxt) == BATCH else None
+                try:
+                    await store.reembed_fill(corpus_id, rows, await embedding)
+                except BaseException:
+                    if following is not None:
+                        following.cancel()
+                    raise
+                if following is None:
+                    return True  # the rest (fewer than a batch) are the next pass's
+                rows, embedding = nxt, following
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+        return True

@@ -32,7 +32,7 @@ JOBS = "SELECT corpus_id FROM vectord_reembed ORDER BY corpus_id"
 FAIL = "UPDATE vectord_reembed SET error = %(error)s WHERE corpus_id = %(id)s"
 FINISH = "DELETE FROM vectord_reembed WHERE corpus_id = %(id)s"
 PENDING = """
-SELECT id, title, text, content_hash FROM {t} WHERE embedding_next IS NULL
+SELECT id, title, text, content_hash FROM {t} WHERE embedding_next IS NULL AND id > %(after)s
 ORDER BY id LIMIT %(n)s"""
 FILL = """
 UPDATE {t} AS t SET embedding_next = v.embedding
@@ -87,10 +87,12 @@ async def jobs(conn: Conn) -> list[int]:
     return [int(r[0]) for r in await cur.fetchall()]
 
 
-async def pending(conn: Conn, corpus_id: int, n: int) -> list[dict[str, Any]]:
-    """Up to n items without their new vector: id, title, text, content_hash."""
+async def pending(conn: Conn, corpus_id: int, n: int, after: str = "") -> list[dict[str, Any]]:
+    """Up to n items without their new vector, ids after `after`, in id order: id, title,
+    text, content_hash."""
     cur = conn.cursor(row_factory=dict_row)
-    await cur.execute(sql.SQL(PENDING).format(t=tables.items_table(corpus_id)), {"n": n})
+    await cur.execute(sql.SQL(PENDING).format(t=tables.items_table(corpus_id)),
+                      {"n": n, "after": after})
     return list(await cur.fetchall())
 
 

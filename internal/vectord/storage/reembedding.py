@@ -51,9 +51,10 @@ class ReembedPart(StoreParts):
         async with self.pool.connection() as conn:
             return await reembed_sql.job(conn, corpus_id)
 
-    async def reembed_pending(self, corpus_id: int, n: int) -> list[dict[str, Any]]:
+    async def reembed_pending(self, corpus_id: int, n: int,
+                              after: str = "") -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
-            return await reembed_sql.pending(conn, corpus_id, n)
+            return await reembed_sql.pending(conn, corpus_id, n, after)
 
     async def reembed_fill(self, corpus_id: int, rows: list[dict[str, Any]],
                            vectors: list[list[float]]) -> None:

