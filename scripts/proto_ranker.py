@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import hashlib
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -93,6 +94,9 @@ class Collected(msgspec.Struct):
     hits: dict[str, list[Hit]]  # default hybrid top DEPTH, then the included extras
     bm25: dict[str, dict[str, tuple[float | None, int | None]]]  # plain BM25 (score, rank)
     boosted: dict[str, dict[str, list[str]]]  # context -> question -> ids, as matrixd ranked
+    # held_out and again: matrixd's boosted hits themselves (the candidates a ranker would
+    # re-order: true layer scores, the fused score with the boost inside)
+    boosted_hits: dict[str, dict[str, list[Hit]]] = {}
     skipped: int = 0  # recorded pairs whose answer is not in the corpus
 
 
@@ -181,22 +185,28 @@ async def record(matrix: MatrixdClient, corpus: str, playbook: str,
 
 
 async def boosted(matrix: MatrixdClient, corpus: str, playbook: str, qids: Sequence[str],
-                  queries: Mapping[str, str], vectors: Mapping[str, list[float]]
-                  ) -> dict[str, list[str]]:
-    """Each question through matrixd with `use_playbook` (today's boost), as the eval asks."""
+                  queries: Mapping[str, str], vectors: Mapping[str, list[float]],
+                  keep: dict[str, list[Hit]] | None = None) -> dict[str, list[str]]:
+    """Each question through matrixd with `use_playbook` (today's boost), as the eval asks;
+    keep: receives the hits themselves."""
     async def one(q: str) -> tuple[str, list[str]]:
         out = await matrix.search({"mode": "hybrid", "corpora": [corpus], "k": DEPTH,
                                    "use_playbook": True, "playbook_corpus": playbook,
                                    "query_text": queries[q], "query_vector": vectors[q]})
+        if keep is not None:
+            keep[q] = [strip(msgspec.convert(msgspec.to_builtins(h), Hit)) for h in out.hits]
+            for h, raw in zip(keep[q], out.hits, strict=True):
+                h.included = raw.from_playbook is True
         return q, list(dict.fromkeys(h.id for h in out.hits))
 
     return dict(await gather_limited([one(q) for q in qids]))
 
 
-async def collect_set(session: aiohttp.ClientSession, gateway: str, matrixd: str, name: str
+async def collect_set(session: aiohttp.ClientSession, urls: Mapping[str, str], name: str
                       ) -> Collected:
-    vc = VectordClient(session, gateway, timeout=600.0)
-    ec = EmbedClient(session, gateway, timeout=600.0)
+    matrixd = urls["matrixd"]
+    vc = VectordClient(session, urls["vectord"], timeout=600.0)
+    ec = EmbedClient(session, urls["embedd"], timeout=600.0)
     matrix = MatrixdClient(session, matrixd, timeout=600.0)
     dataset = beir.load(DATA / name, SETS[name])
     corpus = beir.corpus_name(dataset)
@@ -212,6 +222,7 @@ async def collect_set(session: aiohttp.ClientSession, gateway: str, matrixd: str
     print(f"{name}: {len(hits)} questions' candidates", flush=True)
     qids = list(dataset.queries)
     runs: dict[str, dict[str, list[str]]] = {"held_out": {}}
+    kept: dict[str, dict[str, list[Hit]]] = {"held_out": {}, "again": {}}
     skipped = 0
     for f in range(FOLDS):
         playbook = f"rp_{name}_f{f}"
@@ -220,40 +231,65 @@ async def collect_set(session: aiohttp.ClientSession, gateway: str, matrixd: str
                                 dataset.queries)
         runs["held_out"].update(await boosted(matrix, corpus, playbook,
                                               [q for q in qids if fold(q) == f],
-                                              dataset.queries, vectors))
+                                              dataset.queries, vectors, kept["held_out"]))
         if f == 0:
             runs["again"] = await boosted(matrix, corpus, playbook, with_f, dataset.queries,
-                                          vectors)
+                                          vectors, kept["again"])
         print(f"{name}: fold {f} boosted", flush=True)
     if name == "scifact":
         every = pairs_of(dataset.qrels, [q for q in qids if fold(q) != 0])
         for n in CURVE:
             playbook = f"rp_{name}_c{n}"
             await record(matrix, corpus, playbook, curve_pairs(every, n), dataset.queries)
+            kept[f"curve{n}"] = {}
             runs[f"curve{n}"] = await boosted(matrix, corpus, playbook,
                                               [q for q in qids if fold(q) == 0],
-                                              dataset.queries, vectors)
+                                              dataset.queries, vectors, kept[f"curve{n}"])
     return Collected(name=name, corpus=corpus, queries=dataset.queries, qrels=dataset.qrels,
-                     vectors=vectors, hits=hits, bm25=bm25, boosted=runs, skipped=skipped)
+                     vectors=vectors, hits=hits, bm25=bm25, boosted=runs, skipped=skipped,
+                     boosted_hits=kept)
+
+
+def stack(tmp: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """bench_gateway's stack, with embedd's and vectord's own addresses too: a bulk embed
+    through the gateway can outlast its upstream timeout on a loaded machine."""
+    import bench_gateway
+
+    given: list[int] = []
+    pick = bench_gateway.free_port
+
+    def free_port() -> int:
+        given.append(pick())
+        return given[-1]
+
+    bench_gateway.free_port = free_port  # start_stack asks in the order GATEWAY, EMBEDD, VECTORD
+    try:
+        proc, urls = bench_gateway.start_stack(tmp)
+    finally:
+        bench_gateway.free_port = pick
+    return proc, {**urls, "embedd": f"http://127.0.0.1:{given[1]}",
+                  "vectord": f"http://127.0.0.1:{given[2]}"}
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 async def collect(names: Sequence[str]) -> None:
-    from bench_gateway import start_stack
-
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rankproto-") as tmp:
-        proc, urls = start_stack(Path(tmp))
+        proc, urls = stack(Path(tmp))
         try:
             async with aiohttp.ClientSession() as session:
                 for name in names:
-                    data = await collect_set(session, urls["gateway"], urls["matrixd"], name)
+                    data = await collect_set(session, urls, name)
                     (OUT / f"{name}.json").write_bytes(msgspec.json.encode(data))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except Exception:
-                proc.kill()
+            stop(proc)
 
 
 def load(name: str) -> Collected:
@@ -269,9 +305,9 @@ def main() -> None:
     if args.step == "collect":
         asyncio.run(collect(names))
     elif args.step == "fit":
-        import proto_ranker_fit
+        import proto_ranker_report
 
-        proto_ranker_fit.report({n: load(n) for n in names})
+        proto_ranker_report.report({n: load(n) for n in names})
     else:
         import proto_ranker_cost
 
