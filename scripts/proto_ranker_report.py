@@ -139,14 +139,14 @@ def curve(s: Set) -> None:
 
 
 def importance(s: Set) -> list[int]:
-    """The gain table of SciFact's fold-0 model (200 trees); the ten largest."""
+    """The gain table of SciFact's fold-0 model (50 trees); the ten largest."""
     records = pf.records_of(s, [q for q in s.queries if s.folds[q] != 0])
-    t = pf.fit([s], {s.name: records}, ALL, rounds=200)
+    t = pf.fit([s], {s.name: records}, ALL, rounds=50)
     assert t.model is not None
     gain = t.model.feature_importance("gain")
     total = float(gain.sum()) or 1.0
     ranked = sorted(range(len(gain)), key=lambda i: -gain[i])
-    print("\n### Gain importance, SciFact's model of fold 0 (200 trees)\n")
+    print("\n### Gain importance, SciFact's model of fold 0 (50 trees)\n")
     print("| feature | share of gain |")
     print("|---|---:|")
     for i in ranked:
@@ -155,7 +155,7 @@ def importance(s: Set) -> list[int]:
 
 
 def variants(sets: Sequence[Set], small: Sequence[int]) -> None:
-    print("\n### Alternatives, 5-fold held out, nDCG@10 (200 trees, no fallback rule)\n")
+    print("\n### Alternatives, 5-fold held out, nDCG@10 (50 trees, no fallback rule)\n")
     print("| variant | " + " | ".join(s.name for s in sets) + " |")
     print("|---|" + "---:|" * len(sets))
     no_pb = [i for i in ALL if NAMES[i] not in rf.PLAYBOOK_FEATURES]
@@ -169,19 +169,19 @@ def variants(sets: Sequence[Set], small: Sequence[int]) -> None:
         ("from zero (plain LambdaMART, boost only as features)", ALL, {"alpha": 0.0}),
     ]
     for label, cols, kw in configs:
-        out = cross_validate(sets, [[s] for s in sets], cols, rounds=200, **kw)
+        out = cross_validate(sets, [[s] for s in sets], cols, rounds=50, **kw)
         print(f"| {label} | " + " | ".join(fmt(ndcg(s, out.runs[s.name])) for s in sets) + " |",
               flush=True)
 
 
 def timing(sets: Sequence[Set]) -> None:
     print("\n### Training time (every judged pair of the set recorded; 2 threads)\n")
-    print("| set | records | questions | candidate rows | 200 trees s | with the "
+    print("| set | records | questions | candidate rows | 50 trees s | with the "
           "cross-validated choice s | trees chosen | model bytes |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for s in sets:
         records = pf.records_of(s, list(s.queries))
-        one = pf.fit([s], {s.name: records}, ALL, rounds=200)
+        one = pf.fit([s], {s.name: records}, ALL, rounds=50)
         full = pf.fit([s], {s.name: records}, ALL)
         rows = sum(len(s.hits[q]) for q in records)
         size = len(one.model.model_to_string()) if one.model is not None else 0
