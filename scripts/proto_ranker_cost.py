@@ -99,8 +99,8 @@ async def run() -> None:
                                 t = time.perf_counter()
                                 question = rf.Question.of(data.queries[q], df, len(docs))
                                 x = np.asarray(rf.rows(question, hits, fit.lookup(s, q, records),
-                                                       {}, fit.NOW), dtype=np.float64)
-                                model.predict(x)
+                                                       {}, fit.NOW), dtype=np.float64)[:, fit.ALL]
+                                model.predict(x, num_threads=1)
                                 if rnd:
                                     score_ms.append((time.perf_counter() - t) * 1000)
         finally:

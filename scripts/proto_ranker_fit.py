@@ -37,7 +37,7 @@ from internal.matrixd.boost import Match, PlaybookEntry
 
 TOP_K = 20  # [matrixd] playbook_top_k
 NOW = datetime(2027, 1, 1, tzinfo=UTC)
-ALPHA = 10.0  # the boosted fused score (0..1) as the initial score: x10 gives it weight
+ALPHA = 1.0  # the boosted fused score (0..1) x ALPHA: the initial score, when not chosen
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 15, "max_bin": 63,
     "min_data_in_leaf": 20, "feature_fraction": 0.9, "lambdarank_truncation_level": 20,
@@ -46,7 +46,10 @@ PARAMS: dict[str, Any] = {
 ITERS = (0, 10, 25, 50, 100)  # trees the cross-validation chooses among (0: the boost)
 NAMES = [*rf.FEATURES, "corpus"]
 CORPUS = len(NAMES) - 1
-ALL = list(range(CORPUS))  # every feature but the corpus code
+# The model's columns: every feature but the corpus code and age_days. A data set is
+# ingested at one moment, so an item's "age" here is the seconds between ingest batches, an
+# id in disguise (7% of the gain in a first run); real ages are not measured here.
+ALL = [i for i in range(CORPUS) if NAMES[i] != "age_days"]
 PB = [rf.FEATURES.index(n) for n in rf.PLAYBOOK_FEATURES]
 FUSED = [rf.FEATURES.index(n) for n in ("fused", "fused_rel", "fused_rank")]
 
@@ -217,32 +220,43 @@ def ndcg10(ranked: Sequence[str], rel: Mapping[str, int]) -> float:
 
 
 Z = 1.64  # one-sided 95%: the trees must beat the boost by this many standard errors
+ALPHAS = (0.0, 1.0, 3.0, 10.0)  # the boost's weight in the initial score, chosen with the trees
+Choice = tuple[float, int]  # (alpha, trees)
 
 
-def choose(per: Mapping[int, Sequence[float]], z: float = Z) -> int:
-    """The number of trees whose cross-validated nDCG@10 is best, if its gain over the
-    boost alone (0 trees, the same questions) exceeds z standard errors of the paired
-    per-question differences; else 0 (the fallback)."""
-    base = per.get(0, [])
+def choose(per: Mapping[Choice, Sequence[float]], z: float = Z) -> Choice:
+    """The (alpha, trees) whose cross-validated nDCG@10 is best, if its gain over the boost
+    alone (0 trees: the same ranking for every alpha, on the same questions) exceeds z
+    standard errors of the paired per-question differences; else (ALPHA, 0), the fallback."""
+    base = next((v for (_, it), v in per.items() if it == 0), [])
     if len(base) < 2:
-        return 0
-    best = max(ITERS, key=lambda it: (sum(per[it]) / len(per[it]), -it))
+        return ALPHA, 0
+    best = max(per, key=lambda c: (sum(per[c]) / len(per[c]), -c[1], -c[0]))
     d = np.asarray(per[best]) - np.asarray(base)
     se = float(d.std(ddof=1)) / math.sqrt(len(d))
-    return best if best and d.mean() > z * se else 0
+    return best if best[1] and d.mean() > z * se else (ALPHA, 0)
 
 
 @dataclass
 class Trained:
     model: lgb.Booster | None
     rounds: int  # trees chosen by the cross-validation (0: the boost alone)
-    cv: dict[int, float]  # trees -> cross-validated nDCG@10 on the records (0: the boost)
+    alpha: float
+    cv: dict[Choice, float]  # (alpha, trees) -> cross-validated nDCG@10 on the records
     seconds: float
     questions: int
 
     @property
     def used(self) -> bool:
         return self.model is not None and self.rounds > 0
+
+    @property
+    def cv_boost(self) -> float:
+        return next((v for (_, it), v in self.cv.items() if it == 0), math.nan)
+
+    @property
+    def cv_best(self) -> float:
+        return max(self.cv.values(), default=math.nan)
 
 
 def oof_groups(sets: Sequence[Set], records: Mapping[str, Records], top_k: int = TOP_K,
@@ -253,52 +267,56 @@ def oof_groups(sets: Sequence[Set], records: Mapping[str, Records], top_k: int =
 
 def fit(sets: Sequence[Set], records: Mapping[str, Records], cols: Sequence[int],
         top_k: int = TOP_K, rounds: int | None = None, oof: bool = True,
-        alpha: float = ALPHA) -> Trained:
-    """Train on every recorded question of the sets. rounds None: chosen among ITERS by a
-    cross-validation over the questions' text folds (each fold's model trained on the
-    others, every group's playbook features out of its own fold); 0 wins when no number
-    of trees beats the boost alone on the records."""
+        alpha: float | None = None) -> Trained:
+    """Train on every recorded question of the sets. rounds None: (alpha, trees) chosen
+    among ALPHAS x ITERS by a cross-validation over the questions' text folds (each fold's
+    model trained on the others, every group's playbook features out of its own fold); 0
+    trees wins when none beats the boost alone on the records (`choose`)."""
     started = time.perf_counter()
     groups = oof_groups(sets, records, top_k, oof)
-    cv: dict[int, float] = {}
+    cv: dict[Choice, float] = {}
     if rounds is None:
-        per: dict[int, list[float]] = {i: [] for i in ITERS}
+        alphas = ALPHAS if alpha is None else (alpha,)
+        per: dict[Choice, list[float]] = {(a, i): [] for a in alphas for i in ITERS}
         folds: dict[int, list[int]] = {}
         for i, (g, _, s) in enumerate(groups):
             folds.setdefault(rf.fold_of(s.queries[g.q]), []).append(i)
         for idx in folds.values():
             held = set(idx)
-            inner = train([(g, c) for j, (g, c, _) in enumerate(groups) if j not in held],
-                          cols, max(ITERS), alpha)
             # One predict per number of trees over the fold's rows (not one per group).
             x = np.vstack([matrix(groups[i][0], groups[i][1], cols) for i in idx])
             cut = np.cumsum([0] + [len(groups[i][0].ids) for i in idx])
-            for it in ITERS:
-                add = (inner.predict(x, num_iteration=it) if inner is not None and it
-                       else np.zeros(len(x)))
-                for n, i in enumerate(idx):
-                    g, _, s = groups[i]
-                    rel = {d: 1 for d in records[s.name][g.q]}
-                    per[it].append(ndcg10(order(g, alpha * g.base + add[cut[n]:cut[n + 1]]), rel))
-        cv = {it: sum(v) / len(v) for it, v in per.items() if v}
-        rounds = choose(per)
+            for a in alphas:
+                inner = train([(g, c) for j, (g, c, _) in enumerate(groups) if j not in held],
+                              cols, max(ITERS), a)
+                for it in ITERS:
+                    add = (inner.predict(x, num_iteration=it) if inner is not None and it
+                           else np.zeros(len(x)))
+                    for n, i in enumerate(idx):
+                        g, _, s = groups[i]
+                        rel = {d: 1 for d in records[s.name][g.q]}
+                        per[(a, it)].append(
+                            ndcg10(order(g, a * g.base + add[cut[n]:cut[n + 1]]), rel))
+        cv = {c: sum(v) / len(v) for c, v in per.items() if v}
+        alpha, rounds = choose(per)
+    alpha = ALPHA if alpha is None else alpha
     model = train([(g, c) for g, c, _ in groups], cols, rounds, alpha)
-    return Trained(model, rounds if model is not None else 0, cv,
+    return Trained(model, rounds if model is not None else 0, alpha, cv,
                    time.perf_counter() - started, len(groups))
 
 
 def rank_served(s: Set, t: Trained, q: str, context: str, records: Records,
-                cols: Sequence[int], top_k: int = TOP_K, alpha: float = ALPHA) -> list[str]:
+                cols: Sequence[int], top_k: int = TOP_K) -> list[str]:
     """q as a search with the ranker answers it: matrixd's boosted hits re-ordered by the
     model (as they came when the model has no tree)."""
     g = served(s, q, context, lookup(s, q, records, top_k))
     if not t.used:
         return g.ids
-    return order(g, scores(t.model, g, s.code, cols, None, alpha))
+    return order(g, scores(t.model, g, s.code, cols, None, t.alpha))
 
 
 def rank_group(s: Set, t: Trained, q: str, records: Records, cols: Sequence[int],
-               top_k: int = TOP_K, alpha: float = ALPHA) -> list[str]:
+               top_k: int = TOP_K) -> list[str]:
     """q ranked from the search without the playbook (the boost recomputed as the base)."""
     g = group(s, q, lookup(s, q, records, top_k))
-    return order(g, scores(t.model, g, s.code, cols, None, alpha))
+    return order(g, scores(t.model, g, s.code, cols, None, t.alpha))

@@ -48,7 +48,6 @@ def cross_validate(sets: Sequence[Set], groups: Sequence[Sequence[Set]], cols: S
     of the other folds; fold f's questions ranked with every other record visible."""
     out = Outcome(runs={s.name: {} for s in sets}, trained={s.name: [] for s in sets})
     top_k = kw.get("top_k", pf.TOP_K)
-    alpha = kw.get("alpha", pf.ALPHA)
     for f in range(FOLDS):
         records = {s.name: pf.records_of(s, [q for q in s.queries if s.folds[q] != f])
                    for s in sets}
@@ -60,9 +59,8 @@ def cross_validate(sets: Sequence[Set], groups: Sequence[Sequence[Set]], cols: S
                     if s.folds[q] != f:
                         continue
                     out.runs[s.name][q] = (
-                        pf.rank_served(s, t, q, "held_out", records[s.name], cols, top_k, alpha)
-                        if served else
-                        pf.rank_group(s, t, q, records[s.name], cols, top_k, alpha))
+                        pf.rank_served(s, t, q, "held_out", records[s.name], cols, top_k)
+                        if served else pf.rank_group(s, t, q, records[s.name], cols, top_k))
     return out
 
 
@@ -107,8 +105,8 @@ def report(collected: Mapping[str, Collected]) -> None:
         base = plain(s)
         print(f"| {s.name} | {len(run)} | {fmt(ndcg(s, {q: base[q] for q in run}))} | "
               f"{fmt(ndcg(s, {q: s.boosted['again'][q] for q in run}))} | {fmt(ndcg(s, run))} | "
-              f"{t.rounds} | {fmt(t.cv.get(0, math.nan))} / "
-              f"{fmt(t.cv.get(t.rounds, math.nan))} |", flush=True)
+              f"{t.rounds} (alpha {t.alpha:g}) | {fmt(t.cv_boost)} / "
+              f"{fmt(t.cv.get((t.alpha, t.rounds), math.nan))} |", flush=True)
 
     by = {s.name: s for s in sets}
     if "scifact" in by:
@@ -132,10 +130,9 @@ def curve(s: Set) -> None:
         t = pf.fit([s], {s.name: recs}, ALL)
         ctx = f"curve{n}" if n in CURVE else "held_out"
         run = {q: pf.rank_served(s, t, q, ctx, recs, ALL) for q in held}
-        best = max(t.cv.values(), default=math.nan)
         print(f"| {n} | {len(recs)} | {fmt(ndcg(s, {q: s.boosted[ctx][q] for q in held}))} | "
-              f"{fmt(ndcg(s, run))} | {t.rounds} | {fmt(t.cv.get(0, math.nan))} / {fmt(best)} |",
-              flush=True)
+              f"{fmt(ndcg(s, run))} | {t.rounds} (alpha {t.alpha:g}) | {fmt(t.cv_boost)} / "
+              f"{fmt(t.cv_best)} |", flush=True)
 
 
 def importance(s: Set) -> list[int]:
@@ -160,7 +157,8 @@ def variants(sets: Sequence[Set], small: Sequence[int]) -> None:
     print("|---|" + "---:|" * len(sets))
     no_pb = [i for i in ALL if NAMES[i] not in rf.PLAYBOOK_FEATURES]
     configs: list[tuple[str, Sequence[int], dict[str, Any]]] = [
-        ("from the boost, every feature", ALL, {}),
+        ("from the boost (alpha 1), every feature", ALL, {}),
+        ("from the boost, alpha 10", ALL, {"alpha": 10.0}),
         (f"from the boost, the 10 of most gain ({', '.join(NAMES[i] for i in small)})",
          small, {}),
         ("from the boost, no playbook feature", no_pb, {}),
@@ -186,4 +184,5 @@ def timing(sets: Sequence[Set]) -> None:
         rows = sum(len(s.hits[q]) for q in records)
         size = len(one.model.model_to_string()) if one.model is not None else 0
         print(f"| {s.name} | {sum(len(v) for v in records.values())} | {len(records)} | {rows} | "
-              f"{one.seconds:.1f} | {full.seconds:.1f} | {full.rounds} | {size} |", flush=True)
+              f"{one.seconds:.1f} | {full.seconds:.1f} | {full.rounds} (alpha {full.alpha:g}) | "
+              f"{size} |", flush=True)
