@@ -300,6 +300,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("step", choices=("collect", "fit", "cost"))
     parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="fit: the boost's weight in the initial score (default: chosen "
+                             "with the trees by cross-validation)")
     args = parser.parse_args()
     names = [s for s in args.sets.split(",") if s]
     if args.step == "collect":
@@ -307,7 +310,7 @@ def main() -> None:
     elif args.step == "fit":
         import proto_ranker_report
 
-        proto_ranker_report.report({n: load(n) for n in names})
+        proto_ranker_report.report({n: load(n) for n in names}, args.alpha)
     else:
         import proto_ranker_cost
 

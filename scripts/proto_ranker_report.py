@@ -68,13 +68,16 @@ def plain(s: Set) -> dict[str, list[str]]:
     return {q: [h.id for h in s.hits[q] if not h.included] for q in s.queries}
 
 
-def report(collected: Mapping[str, Collected]) -> None:
+def report(collected: Mapping[str, Collected], alpha: float | None = None) -> None:
+    """Every table; alpha: the boost's weight fixed (None: chosen with the trees)."""
     t0 = time.perf_counter()
     sets = [pf.prepare(c, i) for i, c in enumerate(collected.values())]
     print(f"features of {sum(len(s.hits) for s in sets)} questions' candidates in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
-    per_set = cross_validate(sets, [[s] for s in sets], ALL)
-    glob = cross_validate(sets, [sets], [*ALL, CORPUS]) if len(sets) > 1 else per_set
+    print(f"alpha: {'chosen among ' + str(pf.ALPHAS) if alpha is None else alpha}")
+    per_set = cross_validate(sets, [[s] for s in sets], ALL, alpha=alpha)
+    glob = (cross_validate(sets, [sets], [*ALL, CORPUS], alpha=alpha) if len(sets) > 1
+            else per_set)
 
     print("\n### Held out (nDCG@10; fold 0 is `lakehouse eval`'s held-out 20%; 5-fold: every "
           "judged question held out once, by query-id hash)\n")
@@ -110,13 +113,13 @@ def report(collected: Mapping[str, Collected]) -> None:
 
     by = {s.name: s for s in sets}
     if "scifact" in by:
-        curve(by["scifact"])
+        curve(by["scifact"], alpha)
         small = importance(by["scifact"])
         variants(sets, small)
-    timing(sets)
+    timing(sets, alpha)
 
 
-def curve(s: Set) -> None:
+def curve(s: Set, alpha: float | None) -> None:
     print("\n### Learning curve, SciFact fold 0 (its 161 questions held out)\n")
     print("| records | questions | boost alone | learned ranker (as used) | trees chosen | "
           "CV on the records: boost / best |")
@@ -127,7 +130,7 @@ def curve(s: Set) -> None:
         recs: dict[str, list[str]] = {}
         for q, d in curve_pairs(every, n):
             recs.setdefault(q, []).append(d)
-        t = pf.fit([s], {s.name: recs}, ALL)
+        t = pf.fit([s], {s.name: recs}, ALL, alpha=alpha)
         ctx = f"curve{n}" if n in CURVE else "held_out"
         run = {q: pf.rank_served(s, t, q, ctx, recs, ALL) for q in held}
         print(f"| {n} | {len(recs)} | {fmt(ndcg(s, {q: s.boosted[ctx][q] for q in held}))} | "
@@ -172,7 +175,7 @@ def variants(sets: Sequence[Set], small: Sequence[int]) -> None:
               flush=True)
 
 
-def timing(sets: Sequence[Set]) -> None:
+def timing(sets: Sequence[Set], alpha: float | None) -> None:
     print("\n### Training time (every judged pair of the set recorded; 2 threads)\n")
     print("| set | records | questions | candidate rows | 50 trees s | with the "
           "cross-validated choice s | trees chosen | model bytes |")
@@ -180,7 +183,7 @@ def timing(sets: Sequence[Set]) -> None:
     for s in sets:
         records = pf.records_of(s, list(s.queries))
         one = pf.fit([s], {s.name: records}, ALL, rounds=50)
-        full = pf.fit([s], {s.name: records}, ALL)
+        full = pf.fit([s], {s.name: records}, ALL, alpha=alpha)
         rows = sum(len(s.hits[q]) for q in records)
         size = len(one.model.model_to_string()) if one.model is not None else 0
         print(f"| {s.name} | {sum(len(v) for v in records.values())} | {len(records)} | {rows} | "
