@@ -5,9 +5,11 @@
     #    `lakehouse eval --feedback-qrels` does, ask every judged question with and without
     #    them, and keep each question's fused candidates (var/rankproto/<set>.json)
     flock -s /tmp/lakehouse-heavy.lock .venv/bin/python scripts/proto_ranker.py collect
-    # 2. no stack: features, LambdaMART (LightGBM) per fold, the tables (proto_ranker_fit.py)
+    # 2. no stack: features, LambdaMART (LightGBM) per fold, the tables
+    #    (proto_ranker_fit.py, proto_ranker_report.py); --alpha 1 fixes the boost's weight
     flock -s /tmp/lakehouse-heavy.lock .venv/bin/python scripts/proto_ranker.py fit
     # 3. the cost of scoring 100 candidates beside the default search's p50, training time
+    #    (proto_ranker_cost.py)
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \
         .venv/bin/python scripts/proto_ranker.py cost
 
