@@ -1,0 +1,196 @@
+"""Features of (question, candidate) pairs for a ranker learned from feedback (no I/O).
+
+One row per fused candidate of a search, from what the search already computed: each
+layer's score and rank (`Hit.ranks` / `Hit.scores`: the vector layer, the hybrid's
+lexical layer, which with pseudo-relevance feedback on is the expanded query's BM25, and
+the fused `Hit.score`), the plain BM25 of the question's own words (the first pass, which
+a hybrid hit does not show: given apart as `Bm25`), the playbook's entries near the
+question (boost.Match: the similarity of the nearest recorded questions that marked the
+candidate right or wrong, how many did, the rule's deciding score), the item's (length,
+the question's words in its title and text, age) and the question's (length, its words'
+IDF). A missing value is NaN (a layer that did not find the candidate), which a
+gradient-boosted tree sends down its learned side.
+
+Out of fold: a ranker trained on recorded questions must not see a question's own record
+in that question's features, or it learns to trust the record and nothing else. Records
+are put in folds by a hash of their recorded question (`fold_of`), so every record of one
+question text lands in one fold, and `out_of_fold` drops the matches of the question's
+own fold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from internal.api.vectord import Hit
+from internal.matrixd import boost
+from internal.matrixd.boost import Match
+
+NAN = math.nan
+FOLDS = 5
+
+# The row's columns, in order. Groups: the layers, the playbook, the item, the question.
+LAYER_FEATURES = (
+    "fused", "fused_rel", "fused_rank",
+    "vector_sim", "vector_gap", "vector_rank",
+    "lexical", "lexical_rel", "lexical_rank",
+    "bm25", "bm25_rel", "bm25_rank",
+    "retrieved",
+)
+PLAYBOOK_FEATURES = (
+    "pb_pos_sim", "pb_pos_n", "pb_pos_sum", "pb_neg_sim", "pb_neg_n", "pb_best",
+    "pb_pos_gap", "pb_entries", "pb_nearest_sim",
+)
+ITEM_FEATURES = ("doc_words", "title_words", "title_match", "text_match", "age_days")
+QUERY_FEATURES = ("q_words", "q_idf_mean", "q_idf_max")
+FEATURES: tuple[str, ...] = LAYER_FEATURES + PLAYBOOK_FEATURES + ITEM_FEATURES + QUERY_FEATURES
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str | None) -> list[str]:
+    """Lower-cased words, as the ranker's match features count them."""
+    return _WORD.findall(text.lower()) if text else []
+
+
+def idf(df: float, n: float) -> float:
+    """BM25's idf: ln(1 + (n - df + 0.5) / (df + 0.5))."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True)
+class Question:
+    """The question's distinct words and each one's idf over the searched corpora."""
+
+    terms: tuple[str, ...]
+    idf: Mapping[str, float]
+
+    @classmethod
+    def of(cls, text: str, df: Mapping[str, float], n: float) -> Question:
+        terms = tuple(dict.fromkeys(words(text)))
+        return cls(terms, {t: idf(df.get(t, 0.0), n) for t in terms})
+
+    def features(self) -> list[float]:
+        values = [self.idf[t] for t in self.terms]
+        if not values:
+            return [0.0, NAN, NAN]
+        return [float(len(self.terms)), sum(values) / len(values), max(values)]
+
+    def match(self, text: str | None) -> float:
+        """The idf-weighted share of the question's words found in the text (0..1), each
+        as a substring of the lower-cased text ("cell" finds "cells": a stemmer's stand-in
+        that costs a C-level search, where tokenising 100 abstracts costs milliseconds)."""
+        total = sum(self.idf.values())
+        if total <= 0:
+            return NAN
+        low = text.lower() if text else ""
+        return sum(w for t, w in self.idf.items() if t in low) / total
+
+
+@dataclass(frozen=True)
+class Bm25:
+    """A candidate's BM25 for the question's own words, and its rank in that list."""
+
+    score: float | None
+    rank: int | None
+
+
+@dataclass(frozen=True)
+class Signal:
+    """What the playbook's matching entries say about one answer."""
+
+    pos_sim: float = 0.0  # similarity of the nearest question that marked it right (0: none)
+    pos_n: int = 0
+    pos_sum: float = 0.0
+    neg_sim: float = 0.0
+    neg_n: int = 0
+    best: float = 0.0  # boost.best_scores: the score the fixed rule decides by
+
+
+def signals(matches: Iterable[Match]) -> dict[tuple[str, str], Signal]:
+    """(answer_corpus, answer_id) -> the entries' signal for that answer."""
+    ms = list(matches)
+    best = boost.best_scores(ms)
+    acc: dict[tuple[str, str], list[float]] = {}
+    for m in ms:
+        key = (m.entry.answer_corpus, m.entry.answer_id)
+        a = acc.setdefault(key, [0.0, 0.0, 0.0, 0.0, 0.0])
+        sim = 1.0 - m.distance
+        if m.entry.score >= 0:
+            a[0] = max(a[0], sim)
+            a[1] += 1
+            a[2] += sim
+        else:
+            a[3] = max(a[3], sim)
+            a[4] += 1
+    return {key: Signal(a[0], int(a[1]), a[2], a[3], int(a[4]), best[key])
+            for key, a in acc.items()}
+
+
+def fold_of(question: str, folds: int = FOLDS) -> int:
+    """The fold of a recorded question: sha256 of its text, so all its records share one."""
+    return int.from_bytes(hashlib.sha256(question.encode("utf-8")).digest()[:8], "big") % folds
+
+
+def out_of_fold(matches: Iterable[Match], question: str, folds: int = FOLDS) -> list[Match]:
+    """The matches a training question may see: none recorded in its own fold (its own
+    records among them)."""
+    own = fold_of(question, folds)
+    return [m for m in matches if fold_of(m.entry.query_text, folds) != own]
+
+
+def _rel(value: float | None, top: float) -> float:
+    if value is None:
+        return NAN
+    return value / top if top > 0 else NAN
+
+
+def playbook_columns(hits: Sequence[Hit], matches: Sequence[Match]) -> list[list[float]]:
+    """The PLAYBOOK_FEATURES of each hit: the part of a row that depends on the records."""
+    sig = signals(matches)
+    nearest = max((1.0 - m.distance for m in matches), default=0.0)
+    out = []
+    for h in hits:
+        s = sig.get((h.corpus, h.id), Signal())
+        out.append([s.pos_sim, float(s.pos_n), s.pos_sum, s.neg_sim, float(s.neg_n), s.best,
+                    s.pos_sim - nearest if s.pos_n else NAN, float(len(matches)), nearest])
+    return out
+
+
+def _opt(value: float | int | None) -> float:
+    return NAN if value is None else float(value)
+
+
+def rows(question: Question, hits: Sequence[Hit], matches: Sequence[Match],
+         bm25: Mapping[tuple[str, str], Bm25], now: datetime) -> list[list[float]]:
+    """One row of FEATURES per hit; hits in the fused order, best first."""
+    top_fused = max((h.score for h in hits if h.score is not None), default=0.0)
+    vec = [h.scores.get("vector") for h in hits]
+    top_vec = max((s for s in vec if s is not None), default=NAN)
+    lex = [h.scores.get("lexical") for h in hits]
+    top_lex = max((s for s in lex if s is not None), default=0.0)
+    plain = [bm25.get((h.corpus, h.id), Bm25(None, None)) for h in hits]
+    top_bm25 = max((b.score for b in plain if b.score is not None), default=0.0)
+    qf = question.features()
+    out = []
+    for i, (h, pb) in enumerate(zip(hits, playbook_columns(hits, matches), strict=True)):
+        v, b = vec[i], plain[i]
+        recalled = h.included is True or getattr(h, "from_playbook", False) is True
+        out.append([
+            _opt(h.score), _rel(h.score, top_fused), float(i + 1),
+            _opt(v), v - top_vec if v is not None else NAN, _opt(h.ranks.get("vector")),
+            _opt(lex[i]), _rel(lex[i], top_lex), _opt(h.ranks.get("lexical")),
+            _opt(b.score), _rel(b.score, top_bm25), _opt(b.rank),
+            0.0 if recalled else 1.0,
+            *pb,
+            float(len(h.text.split())), float(len(h.title.split()) if h.title else 0),
+            question.match(h.title),
+            question.match(h.text), (now - h.updated_at).total_seconds() / 86400.0,
+            *qf,
+        ])
+    return out
