@@ -293,3 +293,22 @@ async def test_no_option_answers_as_before(vectord_url: str, http: aiohttp.Clien
     assert set(plain) == {"mode", "hits", "results", "include_missing"}
     assert all("highlight" not in h and "group" not in h and "recency_factor" not in h
                for h in plain["hits"])
+
+
+async def test_facets_count_a_word_written_after_the_question_was_asked(
+        vectord_url: str, http: aiohttp.ClientSession) -> None:
+    """A filtered search's facets are counted over the corpus as it is now: a word no item
+    held when the same question was asked before, written since, is counted (the cached
+    parse of the question must not answer "nothing matches")."""
+    name = await _corpus(http, vectord_url, [
+        _it(i, "green tea brewing", metadata={"tenant": "a"}) for i in range(3)])
+    q = {"mode": "lexical", "query_text": "espresso pressure", "k": 3,
+         "filter": {"metadata": {"tenant": "a"}}, "facets": ["metadata.tenant", "corpus"]}
+    out = await _search(http, vectord_url, name, **q)
+    assert out["hits"] == [] and out["facets"]["metadata.tenant"] == {}
+    status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [
+        _it(7, "espresso at nine bars of pressure", metadata={"tenant": "a"})]})
+    assert status == 200, body
+    out = await _search(http, vectord_url, name, **q)
+    assert [h["id"] for h in out["hits"]] == ["d007"]
+    assert out["facets"] == {"metadata.tenant": {"a": 1}, "corpus": {name: 1}}

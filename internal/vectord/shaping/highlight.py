@@ -56,6 +56,10 @@ async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus], *,
     except psycopg.errors.UndefinedTable:  # a corpus dropped since the search: no marks
         return [], {}
     if prep.stats is None:
+        if trust and not prep.checked:
+            # No query word in the cached views: a write they have not seen may hold one
+            # ("nothing matches" must be the corpora's answer now, not the cache's).
+            return await query_lexemes(store, p, corpora, trust=False)
         return [], {}
     return prep.stats.lexemes, {c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}
 
