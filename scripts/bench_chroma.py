@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import bench_memory as mem  # noqa: E402
+import proto_precision  # noqa: E402
 from bench_data import F32, exact_top, free_port, item_id, mixture, pct, recall  # noqa: E402
 
 from internal.pg import embedded  # noqa: E402
@@ -155,36 +156,18 @@ class Lakehouse:
         if self.profile.precision == "float16":
             # vectord's own build would name vector_cosine_ops; its maintainer attaches
             # the corpus to its space in the background (a lone corpus: no copy).
-            self.convert_s, self.build_s = await asyncio.to_thread(self.to_half, data.shape[1])
+            self.convert_s, self.build_s = await asyncio.to_thread(
+                proto_precision.rewrite, self.pg.dsn, CORPUS, "float16")
         else:
             t = time.perf_counter()
             await post(http, f"{c}/{CORPUS}/index", b"{}")
             self.build_s = time.perf_counter() - t
-        with psycopg.connect(self.pg.dsn, autocommit=True) as conn:
-            conn.execute(f"VACUUM ANALYZE vectord_items_{self.corpus_id(conn)}")
+            await asyncio.to_thread(self.analyze)
 
-    @staticmethod
-    def corpus_id(conn: psycopg.Connection[Any]) -> int:
-        row = conn.execute("SELECT id FROM vectord_corpora WHERE name = %s", (CORPUS,)).fetchone()
-        assert row is not None
-        return int(row[0])
-
-    def to_half(self, dim: int) -> tuple[float, float]:
-        """The corpus's vectors and HNSW index as halfvec, straight in PostgreSQL (what a
-        float16 corpus would hold; vectord's statements work unchanged: a vector
-        parameter is cast to halfvec implicitly). Seconds of the rewrite and the build."""
+    def analyze(self) -> None:
         with psycopg.connect(self.pg.dsn, autocommit=True) as conn:
-            t = f"vectord_items_{self.corpus_id(conn)}"
-            started = time.perf_counter()
-            conn.execute(f"ALTER TABLE {t} ALTER COLUMN embedding TYPE halfvec({dim}) "
-                         f"USING embedding::halfvec({dim})")
-            conn.execute(f"ALTER TABLE {t} ALTER COLUMN embedding SET STORAGE MAIN")
-            built = time.perf_counter()
-            conn.execute("SET maintenance_work_mem = '1GB'")  # as vectord's build_index
-            conn.execute("SET max_parallel_maintenance_workers = 2")
-            conn.execute(f"CREATE INDEX {t}_hnsw ON {t} USING hnsw (embedding halfvec_cosine_ops) "
-                         "WITH (m = 16, ef_construction = 64)")
-            return built - started, time.perf_counter() - built
+            cid, _, _ = proto_precision.corpus(conn, CORPUS)
+            conn.execute(f"VACUUM ANALYZE vectord_items_{cid}")
 
     def prepare(self, queries: F32) -> None:
         self.bodies = [enc.encode({"mode": "vector", "query_vector": q.tolist(), "k": K})
