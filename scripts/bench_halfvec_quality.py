@@ -32,6 +32,7 @@ import proto_precision  # noqa: E402
 
 from internal.clients.embed import EmbedClient  # noqa: E402
 from internal.clients.vectord import VectordClient  # noqa: E402
+from internal.common import logs  # noqa: E402
 from internal.common.auth import service_headers  # noqa: E402
 from internal.config import Config, load_or_exit  # noqa: E402
 from internal.evaluation import beir, crossval  # noqa: E402
@@ -100,25 +101,26 @@ def main() -> None:
     parser.add_argument("--order", default="float32,float16")
     args = parser.parse_args()
     cfg = load_or_exit(None)
+    logs.configure("warning", cfg.log.format)  # as `lakehouse eval`: no line per request
     pairs = [(Path(args.data) / name, split) for name, split in SETS]
     datasets = [beir.load(folder, split) for folder, split in pairs]
-    pg = embedded.start(Path(cfg.vectord.data_dir))
     results: dict[str, Scores] = {}
     held: dict[str, crossval.Result] = {}
-    try:
-        asyncio.run(score(cfg, datasets))  # ingested (or reused) before any rewrite
-        for p in args.order.split(","):
-            started = time.perf_counter()
-            for ds in datasets:
-                proto_precision.rewrite(pg.dsn, beir.corpus_name(ds), p)
-            print(f"{p}: corpora rewritten in {time.perf_counter() - started:.1f} s", flush=True)
-            results[p] = asyncio.run(score(cfg, datasets))
-            held[p] = asyncio.run(cross_validate_datasets(
-                cfg, pairs, crossval.CANDIDATES, in_process=True, cache_dir=cache_dir(cfg)))
+    asyncio.run(score(cfg, datasets))  # ingested (or reused) before any rewrite
+    for p in [*args.order.split(","), "float32"]:
+        # The in-process vectord lets go of the embedded server when it stops (the last
+        # holder stops it): started again for each rewrite.
+        pg = embedded.start(Path(cfg.vectord.data_dir))
+        started = time.perf_counter()
         for ds in datasets:
-            proto_precision.rewrite(pg.dsn, beir.corpus_name(ds), "float32")
-    finally:
+            proto_precision.rewrite(pg.dsn, beir.corpus_name(ds), p)
         pg.stop()
+        if p in results:  # the corpora left in float32
+            break
+        print(f"{p}: corpora rewritten in {time.perf_counter() - started:.1f} s", flush=True)
+        results[p] = asyncio.run(score(cfg, datasets))
+        held[p] = asyncio.run(cross_validate_datasets(
+            cfg, pairs, crossval.CANDIDATES, in_process=True, cache_dir=cache_dir(cfg)))
     print("\n" + table(results, [ds.name for ds in datasets]))
     print("\nThe shipped default (hybrid), nDCG@10 cross-validated over 5 folds (held-out mean):")
     for p, r in held.items():

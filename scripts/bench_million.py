@@ -57,6 +57,27 @@ STEPS = ("data", "load-float32", "load-float16", "index-float32", "index-float16
          "warmup", "report")
 
 
+def copy_vectors(conn: psycopg.Connection[Any], table: str, data: np.ndarray[Any, Any],
+                 precision: str) -> None:
+    """COPY (binary) rows (id = row number, embedding) into table: the rows laid out by
+    numpy in PostgreSQL's binary COPY format (vector / halfvec: int16 dim, int16 0, the
+    values big-endian), without a Python object per value."""
+    dim = data.shape[1]
+    _, fmt = TYPES[precision]
+    row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"),
+                    ("dim", ">i2"), ("unused", ">i2"), ("v", fmt, (dim,))])
+    with conn.cursor().copy(f"COPY {table} (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
+        cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
+        for start in range(0, len(data), 20000):
+            block = np.asarray(data[start:start + 20000])
+            rows = np.zeros(len(block), dtype=row)
+            rows["nf"], rows["l1"], rows["l2"] = 2, 8, 4 + dim * np.dtype(fmt).itemsize
+            rows["id"] = np.arange(start, start + len(block))
+            rows["dim"], rows["v"] = dim, block
+            cp.write(rows.tobytes())
+        cp.write(struct.pack(">h", -1))
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.dir = Path(args.dir).resolve()
@@ -112,10 +133,8 @@ class Bench:
         return {"n": self.args.n}
 
     def load(self, precision: str) -> dict[str, Any]:
-        kind, fmt = TYPES[precision]
+        kind, _ = TYPES[precision]
         data = np.load(self.dir / "data.npy", mmap_mode="r")
-        row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"),
-                        ("dim", ">i2"), ("unused", ">i2"), ("v", fmt, (DIM,))])
         with psycopg.connect(self.start(), autocommit=True) as conn:
             t = f"m_{precision}"
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -123,16 +142,7 @@ class Bench:
             conn.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, embedding {kind}({DIM}) NOT NULL)")
             conn.execute(f"ALTER TABLE {t} ALTER COLUMN embedding SET STORAGE MAIN")
             started = time.perf_counter()
-            with conn.cursor().copy(f"COPY {t} (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
-                cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
-                for start in range(0, len(data), 20000):
-                    block = np.asarray(data[start:start + 20000])
-                    rows = np.zeros(len(block), dtype=row)
-                    rows["nf"], rows["l1"], rows["l2"] = 2, 8, 4 + DIM * row["v"].base.itemsize
-                    rows["id"] = np.arange(start, start + len(block))
-                    rows["dim"], rows["v"] = DIM, block
-                    cp.write(rows.tobytes())
-                cp.write(struct.pack(">h", -1))
+            copy_vectors(conn, t, data, precision)
             load_s = time.perf_counter() - started
             conn.execute(f"VACUUM ANALYZE {t}")
             return {"load_s": round(load_s, 1), "rows": len(data),
