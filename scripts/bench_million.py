@@ -253,8 +253,11 @@ class Bench:
 
     def warmup(self) -> dict[str, Any]:
         qs, _ = self.queries()
-        rng = np.random.default_rng(7)
-        warm_qs = mixture(2000, DIM, 1000, 42)[rng.permutation(2000)[:self.args.warm_queries]]
+        # Warm queries the service could make itself: stored vectors picked at random
+        # (independent of the test queries' clusters).
+        data = np.load(self.dir / "data.npy", mmap_mode="r")
+        pick = np.random.default_rng(7).choice(len(data), self.args.warm_queries, replace=False)
+        warm_qs = np.asarray(data[np.sort(pick)])
         out: dict[str, Any] = {}
         methods = ("none", "read files", "warm queries")
         for p in PRECISIONS[::-1]:
@@ -274,7 +277,55 @@ class Bench:
         return out
 
     def report(self) -> dict[str, Any]:
-        print(json.dumps(self.state, indent=1))
+        st, mib = self.state, mem.MIB
+        rows: list[tuple[str, Any]] = []
+
+        def both(key: str, fmt: str = "{}") -> str:
+            return " / ".join(fmt.format(r[key]) for r in runs)
+
+        print(f"\n{self.args.n:,} x {DIM} (Gaussian mixture, seed 42), 1,000 queries, k {K}, "
+              f"ef_search {EF_SEARCH}; PostgreSQL {st.get('measure', {}).get('settings')}\n")
+        print("| | " + " | ".join(PRECISIONS) + " |\n|---|" + "---:|" * len(PRECISIONS))
+        for p in PRECISIONS:
+            load, index = st.get(f"load-{p}", {}), st.get(f"index-{p}", {})
+            runs = st.get("measure", {}).get(p, [])
+            rows += [
+                ("load, COPY binary (s)", load.get("load_s")),
+                ("table MiB", round(load.get("heap_bytes", 0) / mib)),
+                (f"HNSW build (s), maintenance_work_mem {index.get('maintenance_work_mem')}",
+                 index.get("build_s")),
+                ("HNSW index MiB", round(index.get("index_bytes", 0) / mib)),
+                ("recall@10", both("recall", "{:.4f}") if runs else None),
+                ("p50 / p95 ms, warm (each round)",
+                 " ; ".join(f"{r['p50']} / {r['p95']}" for r in runs)),
+                ("QPS at concurrency 8 (each round)", both("qps8")),
+                ("cold: first query ms (each round)", both("cold_first_ms")),
+                ("cold: p50 / p95 / max of the first 100 (each round)",
+                 " ; ".join(f"{r['cold_p50']} / {r['cold_p95']} / {r['cold_max']}" for r in runs)),
+                ("PostgreSQL PSS MiB after the round (shared memory part)",
+                 " ; ".join(f"{r['pg_pss_mib']} ({r['pg_shmem_mib']})" for r in runs)),
+                ("page cache held by the table + index, MiB", both("table_page_cache_mib")),
+            ]
+        half = len(rows) // len(PRECISIONS)
+        for i in range(half):
+            print(f"| {rows[i][0]} | " + " | ".join(str(rows[i + j * half][1])
+                                                   for j in range(len(PRECISIONS))) + " |")
+        print(f"\ndata directory on disk: {st.get('measure', {}).get('disk_mib')} MiB (both tables); "
+              "cold = PostgreSQL restarted with its files dropped from the page cache")
+        for p in PRECISIONS:
+            notes = st.get(f"index-{p}", {}).get("notices")
+            if notes:
+                print(f"{p} build: {'; '.join(notes)}")
+        if "warmup" in st:
+            print("\n| precision / warm-up | warm-up s | first query ms | p50 ms | p95 ms (first 100) |")
+            print("|---|---:|---:|---:|---:|")
+            for name, r in st["warmup"].items():
+                if isinstance(r, dict):
+                    print(f"| {name} | {r['warm_s']} | {r['first_ms']} | {r['p50']} | {r['p95']} |")
+        print("\n| step | seconds | when |\n|---|---:|---|")
+        for step in STEPS:
+            if step in st:
+                print(f"| {step} | {st[step]['step_seconds']} | {st[step]['at']} |")
         return {}
 
 
