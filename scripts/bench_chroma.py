@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench_memory as mem  # noqa: E402
 import proto_precision  # noqa: E402
-from bench_data import F32, exact_top, free_port, item_id, mixture, pct, recall  # noqa: E402
+from bench_data import F32, exact_top, free_port, item_id, mixture, pct, qps, recall, terminate  # noqa: E402
 
 from internal.pg import embedded  # noqa: E402
 
@@ -185,11 +185,7 @@ class Lakehouse:
         return mem.usage(self.proc.pid), mem.postgres_memory(self.pg.data_dir)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        terminate(self.proc)
         self.pg.stop()
 
 
@@ -248,11 +244,7 @@ class Chroma:
         return one
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        terminate(self.proc)
 
 
 def chroma_venv(path: Path) -> Path:
@@ -275,15 +267,7 @@ async def one_at_a_time(fn: Query, n: int) -> tuple[list[float], list[list[str]]
 
 
 async def at_concurrency(fn: Query, total: int) -> float:
-    counter = iter(range(total))
-
-    async def worker() -> None:
-        for i in counter:
-            await fn(i)
-
-    t = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return total / (time.perf_counter() - t)
+    return await qps(total, CONCURRENCY, fn)
 
 
 @dataclass

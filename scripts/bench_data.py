@@ -1,4 +1,5 @@
-"""The synthetic vectors of the vector benchmarks and what they are scored against.
+"""The synthetic vectors of the vector benchmarks, what they are scored against, and
+the few helpers every one of them times with.
 
 A Gaussian mixture (a random centre plus noise, L2-normalised) is clustered the way real
 embeddings are; the exact top k by numpy is the truth recall@k is measured against.
@@ -7,8 +8,12 @@ service's modules move."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Sequence
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,3 +62,25 @@ def free_port() -> int:
 
 def pct(values: Sequence[float], p: float) -> float:
     return float(np.percentile(np.array(values), p))
+
+
+async def qps(total: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]) -> float:
+    """Calls a second of fn(0) ... fn(total - 1), `concurrency` of them in flight."""
+    counter = iter(range(total))
+
+    async def worker() -> None:
+        for i in counter:
+            await fn(i)
+
+    t = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return total / (time.perf_counter() - t)
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()

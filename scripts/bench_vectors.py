@@ -33,7 +33,7 @@ from psycopg_pool import AsyncConnectionPool
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_data import exact_top, free_port, mixture, pct  # noqa: E402
+from bench_data import exact_top, free_port, mixture, pct, qps, terminate  # noqa: E402
 from bench_floors import DirectSearch  # noqa: E402
 
 from internal.config import VectordConfig  # noqa: E402
@@ -55,18 +55,6 @@ async def timed(n: int, fn: Callable[[int], Awaitable[Any]]) -> list[float]:
         await fn(i)
         out.append((time.perf_counter() - t) * 1000)
     return out
-
-
-async def qps(total: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]) -> float:
-    counter = iter(range(total))
-
-    async def worker() -> None:
-        for i in counter:
-            await fn(i)
-
-    t = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return total / (time.perf_counter() - t)
 
 
 async def wait_ready(http: aiohttp.ClientSession, base: str, proc: subprocess.Popen[bytes]) -> None:
@@ -247,11 +235,7 @@ def main() -> None:
     try:
         asyncio.run(run(args, pg.dsn, f"http://127.0.0.1:{port}", proc))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        terminate(proc)
         pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
