@@ -19,6 +19,7 @@ ef_construction 64, maintenance_work_mem 1GB, 2 parallel workers).
     warmup      the same cold start, then each way of warming the index before the first
                 100 queries (none; reading the relation files into the page cache; warm
                 queries), how long it took and the p95 after it
+    recall      recall@10 of each at several ef_search (no timing: may run beside other work)
     report      every figure, and how long each step took
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
@@ -53,8 +54,9 @@ PRECISIONS = ("float32", "float16")
 TYPES = {"float32": ("vector", ">f4"), "float16": ("halfvec", ">f2")}
 DIM, K, EF_SEARCH = 384, 10, 100
 COLD_QUERIES = 100
-STEPS = ("data", "load-float32", "load-float16", "index-float32", "index-float16", "measure",
-         "warmup", "report")
+STEPS = ("data", "load-float32", "load-float16", "index-float32", "index-float16", "recall",
+         "measure", "warmup", "report")
+SWEEP = (40, 64, 100, 128, 200)
 
 
 def copy_vectors(conn: psycopg.Connection[Any], table: str, data: np.ndarray[Any, Any],
@@ -220,6 +222,30 @@ class Bench:
                 "pg_shmem_mib": round(pg.all.shmem / mem.MIB),
                 "table_page_cache_mib": round(cached / mem.MIB)}
 
+    def recall(self) -> dict[str, Any]:
+        """recall@10 against the exact float32 top 10, at each ef_search; and float16's
+        against the exact top 10 of the float16-rounded vectors (what its index holds:
+        the rest of its misses are near-ties that rounding reorders, not the graph's)."""
+        qs, truth = self.queries()
+        data = np.load(self.dir / "data.npy", mmap_mode="r")
+        truths = {"": truth, " (against the float16-rounded top 10)": exact_top(
+            np.asarray(data, dtype=np.float16).astype(np.float32),
+            qs.astype(np.float16).astype(np.float32), K, block=50)}
+        out: dict[str, Any] = {}
+        with psycopg.connect(self.start(), autocommit=True) as conn:
+            register_vector(conn)
+            for p in PRECISIONS:
+                for ef in SWEEP:
+                    conn.execute(f"SET hnsw.ef_search = {ef}")
+                    found = [{int(r[0]) for r in conn.execute(self.sql(p), (q,), prepare=True)}
+                             for q in qs]
+                    for label, t in truths.items():
+                        if label and p == "float32":
+                            continue
+                        hits = sum(len(f & {int(j) for j in t[i]}) for i, f in enumerate(found))
+                        out[f"{p} ef_search {ef}{label}"] = hits / (len(qs) * K)
+        return out
+
     def measure(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for rnd in range(2):
@@ -316,6 +342,9 @@ class Bench:
             notes = st.get(f"index-{p}", {}).get("notices")
             if notes:
                 print(f"{p} build: {'; '.join(notes)}")
+        if "recall" in st:
+            print("\nrecall@10 by ef_search: " + ", ".join(
+                f"{k} {v:.4f}" for k, v in st["recall"].items() if isinstance(v, float)))
         if "warmup" in st:
             print("\n| precision / warm-up | warm-up s | first query ms | p50 ms | p95 ms (first 100) |")
             print("|---|---:|---:|---:|---:|")
