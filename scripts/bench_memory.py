@@ -79,9 +79,16 @@ def total(pids: Iterable[int]) -> Usage:
 
 @dataclass
 class PgMemory:
-    """The processes of one PostgreSQL server, by role (the process title's)."""
+    """The processes of one PostgreSQL server, by role (the process title's), and the
+    resident pages of its shared memory (shared buffers and the rest of the segment).
+
+    The sum of the processes' PSS misses shared pages that only exited processes had
+    touched (a closed connection, a parallel build's workers): they stay resident in
+    the segment and are in no one's page tables. So `held` counts the processes' own
+    pages (PSS less its shared-memory part) plus the segment's resident pages once."""
 
     roles: dict[str, Usage] = field(default_factory=dict)
+    shared_resident: int = 0
 
     @property
     def all(self) -> Usage:
@@ -90,12 +97,32 @@ class PgMemory:
             out.add(u)
         return out
 
+    @property
+    def held(self) -> int:
+        every = self.all
+        return every.pss - every.shmem + self.shared_resident
+
+
+def shared_segments(pid: int) -> int:
+    """Resident bytes of the shared mappings (PostgreSQL's segment) of a process: fincore
+    on /proc/PID/map_files, which counts a shared page whoever touched it."""
+    ranges = []
+    try:
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 6 and parts[1].endswith("s") and (
+                    parts[5] == "/dev/zero" or parts[5].startswith("/SYSV")):
+                ranges.append(parts[0])
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return page_cache([Path(f"/proc/{pid}/map_files/{r}") for r in ranges])
+
 
 def postgres_memory(data_dir: Path) -> PgMemory:
     """Every process of the postmaster running in data_dir, grouped by role."""
-    first = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0].strip()
-    out = PgMemory()
-    for proc in tree(int(first)):
+    first = int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0].strip())
+    out = PgMemory(shared_resident=shared_segments(first))
+    for proc in tree(first):
         try:
             cmd = " ".join(proc.cmdline())
         except psutil.NoSuchProcess:
@@ -112,7 +139,9 @@ def page_cache(paths: Iterable[Path]) -> int:
     """Bytes of these files (or every file under these folders) in the page cache."""
     files: list[str] = []
     for p in paths:
-        if p.is_dir():
+        if str(p).startswith("/proc/"):
+            files.append(str(p))  # a map_files link: its target is deleted, fincore opens it
+        elif p.is_dir():
             files += [str(f) for f in p.rglob("*") if f.is_file()]
         elif p.is_file():
             files.append(str(p))

@@ -56,7 +56,7 @@ DIM, K, EF_SEARCH = 384, 10, 100
 COLD_QUERIES = 100
 STEPS = ("data", "load-float32", "load-float16", "index-float32", "index-float16", "recall",
          "measure", "warmup", "report")
-SWEEP = (40, 64, 100, 128, 200)
+SWEEP = (40, 64, 100, 128, 200, 400, 800)
 
 
 def copy_vectors(conn: psycopg.Connection[Any], table: str, data: np.ndarray[Any, Any],
@@ -220,6 +220,8 @@ class Bench:
                 "recall": hits / (len(qs) * K), "p50": round(pct(ms, 50), 2),
                 "p95": round(pct(ms, 95), 2), "qps8": round(qps), "pg_pss_mib": round(pg.all.pss / mem.MIB),
                 "pg_shmem_mib": round(pg.all.shmem / mem.MIB),
+                "pg_held_mib": round(pg.held / mem.MIB),
+                "pg_shared_resident_mib": round(pg.shared_resident / mem.MIB),
                 "table_page_cache_mib": round(cached / mem.MIB)}
 
     def recall(self) -> dict[str, Any]:
@@ -328,8 +330,11 @@ class Bench:
                 ("cold: first query ms (each round)", both("cold_first_ms")),
                 ("cold: p50 / p95 / max of the first 100 (each round)",
                  " ; ".join(f"{r['cold_p50']} / {r['cold_p95']} / {r['cold_max']}" for r in runs)),
-                ("PostgreSQL PSS MiB after the round (shared memory part)",
+                ("PostgreSQL PSS MiB after the round (its shared-memory part)",
                  " ; ".join(f"{r['pg_pss_mib']} ({r['pg_shmem_mib']})" for r in runs)),
+                ("PostgreSQL held MiB: processes' own + shared memory resident",
+                 " ; ".join(f"{r.get('pg_held_mib')} ({r.get('pg_shared_resident_mib')})"
+                            for r in runs)),
                 ("page cache held by the table + index, MiB", both("table_page_cache_mib")),
             ]
         half = len(rows) // len(PRECISIONS)
