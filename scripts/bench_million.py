@@ -349,7 +349,7 @@ class Bench:
                 print(f"{p} build: {'; '.join(notes)}")
         if "recall" in st:
             print("\nrecall@10 by ef_search: " + ", ".join(
-                f"{k} {v:.4f}" for k, v in st["recall"].items() if isinstance(v, float)))
+                f"{k} {v:.4f}" for k, v in st["recall"].items() if "ef_search" in k))
         if "warmup" in st:
             print("\n| precision / warm-up | warm-up s | first query ms | p50 ms | p95 ms (first 100) |")
             print("|---|---:|---:|---:|---:|")
