@@ -11,8 +11,10 @@ smallest of CHROMA_EF whose recall@10 reaches the first Lakehouse profile's (les
 RECALL_SLACK). Then rounds, each system in turn (the order rotated each round): 1,000
 queries one at a time (p50, p95) and 2,000 at concurrency 8 (QPS); Chroma both through
 raw HTTP POSTs (the same aiohttp client as Lakehouse) and through its own client.
-Memory after the rounds: PSS of every process of a system (scripts/bench_memory.py),
-with where it goes; the page cache of each system's files on a line of its own.
+Memory after the rounds (scripts/bench_memory.py): vectord's PSS plus PostgreSQL's held
+memory (its processes' own pages and its shared segment's resident pages, once), Chroma's
+server's PSS, with where it goes; the page cache of each system's files on a line of its
+own (in no process's memory).
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
         .venv/bin/python scripts/bench_chroma.py [--n 100000] [--queries 1000] [--rounds 3]
