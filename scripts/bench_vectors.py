@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,13 +28,12 @@ from typing import Any
 
 import aiohttp
 import msgspec
-import numpy as np
-import numpy.typing as npt
 from psycopg_pool import AsyncConnectionPool
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_data import exact_top, free_port, mixture, pct, qps, terminate  # noqa: E402
 from bench_floors import DirectSearch  # noqa: E402
 
 from internal.config import VectordConfig  # noqa: E402
@@ -44,38 +42,10 @@ from internal.pg.pool import make_pool  # noqa: E402
 from internal.vectord.storage.filters import TRUE  # noqa: E402
 from internal.vectord.storage.store import vector_search_sql  # noqa: E402
 
-F32 = npt.NDArray[np.float32]
 C = "/v1/vectors/corpora"
 NAME = "bench_vectors"
 enc = msgspec.json.Encoder()
 dec = msgspec.json.Decoder()  # as internal.clients.base decodes daemon answers
-
-
-def mixture(n: int, dim: int, centres: int, seed: int) -> F32:
-    """n L2-normalised points: a random centre plus Gaussian noise."""
-    rng = np.random.default_rng(seed)
-    means = rng.standard_normal((centres, dim)).astype(np.float32)
-    which = rng.integers(0, centres, size=n)
-    pts = means[which] + 0.5 * rng.standard_normal((n, dim)).astype(np.float32)
-    pts /= np.linalg.norm(pts, axis=1, keepdims=True)
-    return pts
-
-
-def exact_top(data: F32, queries: F32, k: int) -> npt.NDArray[np.int64]:
-    sims = queries @ data.T
-    top = np.argpartition(-sims, k, axis=1)[:, :k]
-    order = np.take_along_axis(-sims, top, axis=1).argsort(axis=1)
-    return np.take_along_axis(top, order, axis=1)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def pct(values: list[float], p: float) -> float:
-    return float(np.percentile(np.array(values), p))
 
 
 async def timed(n: int, fn: Callable[[int], Awaitable[Any]]) -> list[float]:
@@ -85,18 +55,6 @@ async def timed(n: int, fn: Callable[[int], Awaitable[Any]]) -> list[float]:
         await fn(i)
         out.append((time.perf_counter() - t) * 1000)
     return out
-
-
-async def qps(total: int, concurrency: int, fn: Callable[[int], Awaitable[Any]]) -> float:
-    counter = iter(range(total))
-
-    async def worker() -> None:
-        for i in counter:
-            await fn(i)
-
-    t = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return total / (time.perf_counter() - t)
 
 
 async def wait_ready(http: aiohttp.ClientSession, base: str, proc: subprocess.Popen[bytes]) -> None:
@@ -277,11 +235,7 @@ def main() -> None:
     try:
         asyncio.run(run(args, pg.dsn, f"http://127.0.0.1:{port}", proc))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        terminate(proc)
         pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 

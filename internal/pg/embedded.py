@@ -167,14 +167,17 @@ def _apply_settings(server: object, dsn: str, extra: Mapping[str, str] | None = 
 
     info = PostmasterInfo.read_from_pgdata(server.pgdata)  # type: ignore[attr-defined]
     server._postmaster_info = info  # type: ignore[attr-defined]
-    log.info("embedded_postgres_configured", settings=_SERVER_SETTINGS)
+    log.info("embedded_postgres_configured", settings={**_SERVER_SETTINGS, **(extra or {})})
     return str(server.get_uri())  # type: ignore[attr-defined]
 
 
-def start(data_dir: str | Path, *, wal_dir: str | None = None) -> EmbeddedPostgres:
+def start(data_dir: str | Path, *, wal_dir: str | None = None,
+          settings: Mapping[str, str] | None = None) -> EmbeddedPostgres:
     """Start (or attach to) the embedded server in data_dir and return its DSN.
 
-    wal_dir: archive WAL there ("": archiving off; None: leave the server's setting)."""
+    wal_dir: archive WAL there ("": archiving off; None: leave the server's setting).
+    settings: restart-only server settings that replace the defaults above (e.g.
+    shared_buffers; the memory benchmarks try other sizes this way)."""
     import_pgserver()
     from pgserver.postgres_server import get_server
 
@@ -184,11 +187,11 @@ def start(data_dir: str | Path, *, wal_dir: str | None = None) -> EmbeddedPostgr
         server = get_server(path, cleanup_mode="stop")
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"embedded PostgreSQL failed to start in {path}: {exc}") from exc
-    extra: dict[str, str] = {}
+    extra: dict[str, str] = dict(settings or {})
     if wal_dir is not None:
         if wal_dir:
             _wal_folder(Path(wal_dir))
-        extra = archive_settings(wal_dir)
+        extra.update(archive_settings(wal_dir))
     dsn = _apply_settings(server, str(server.get_uri()), extra)
     log.info("embedded_postgres_ready", data_dir=str(path))
     return EmbeddedPostgres(data_dir=path, dsn=dsn, _server=server)
