@@ -179,7 +179,7 @@ async def run_case(case: str, load: Load, http: aiohttp.ClientSession, urls: Seq
 
 async def missing_on(dsn: str, corpus: str, ids: Sequence[str]) -> list[str]:
     """The ids of `ids` not found in the corpus's table on one node (read directly)."""
-    from internal.vectord.storage.schema import items_table
+    from internal.vectord.tables import items_table
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True,
                                                      connect_timeout=5) as conn:
