@@ -94,6 +94,24 @@ from lakehouse.wire.responses import (
     PlaybookSummary as PlaybookSummary,
 )
 from lakehouse.wire.responses import (
+    Conversion as Conversion,
+)
+from lakehouse.wire.responses import (
+    ConvertStarted as ConvertStarted,
+)
+from lakehouse.wire.responses import (
+    CorpusStorage as CorpusStorage,
+)
+from lakehouse.wire.responses import (
+    MemoryHeld as MemoryHeld,
+)
+from lakehouse.wire.responses import (
+    StorageStatus as StorageStatus,
+)
+from lakehouse.wire.responses import (
+    Warmup as Warmup,
+)
+from lakehouse.wire.responses import (
     Ready as Ready,
 )
 from lakehouse.wire.responses import (

@@ -16,6 +16,9 @@ from lakehouse.wire.shapes import (
     MAX_DIM as MAX_DIM,
 )
 from lakehouse.wire.shapes import (
+    MIN_BINARY_DIM as MIN_BINARY_DIM,
+)
+from lakehouse.wire.shapes import (
     MAX_ID_BYTES as MAX_ID_BYTES,
 )
 from lakehouse.wire.shapes import (
@@ -79,6 +82,9 @@ from lakehouse.wire.shapes import (
     NumberRange as NumberRange,
 )
 from lakehouse.wire.shapes import (
+    Precision as Precision,
+)
+from lakehouse.wire.shapes import (
     Prf as Prf,
 )
 from lakehouse.wire.shapes import (
@@ -86,6 +92,9 @@ from lakehouse.wire.shapes import (
 )
 from lakehouse.wire.shapes import (
     Vector as Vector,
+)
+from lakehouse.wire.shapes import (
+    VectorIndex as VectorIndex,
 )
 from lakehouse.wire.shapes import (
     Weight as Weight,
@@ -105,6 +114,9 @@ class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
     model: Label | None = None
     # True: no HNSW index until POST .../index (bulk loads build it once, afterwards).
     defer_index: bool = False
+    # None: [vectord] precision (float16 unless configured otherwise).
+    precision: Precision | None = None
+    index: VectorIndex = "hnsw"  # "binary": 1,024 dimensions or more (validate.vector_index)
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
@@ -127,6 +139,12 @@ class ReembedRequest(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/vectors/corpora/{name}/reembed: embed the stored texts with this model."""
 
     model: Label
+
+
+class ConvertRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /v1/vectors/corpora/{name}/convert: store the corpus's vectors in this precision."""
+
+    precision: Precision
 
 
 class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
@@ -261,12 +279,18 @@ class Corpus(msgspec.Struct, frozen=True):
     # The shared vector index of its embedding space (vectord's space_index); None: not
     # attached (its index deferred, or not migrated yet).
     space_id: int | None = None
+    # Must match the items table's column: halfvec(dim) for float16, vector(dim) for
+    # float32 (a corpus from before precisions is float32).
+    precision: Precision = "float32"
+    vector_index: VectorIndex = "hnsw"
 
-    def public(self, count: int, reembed: wire.Reembedding | None = None) -> wire.Corpus:
-        """The corpus as clients see it (`reembed` only while one runs)."""
+    def public(self, count: int, reembed: wire.Reembedding | None = None,
+               conversion: wire.Conversion | None = None) -> wire.Corpus:
+        """The corpus as clients see it (`reembed`, `conversion` only while one runs)."""
         return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
                            language=self.language, model=self.model, count=count,
-                           created_at=self.created_at, reembed=reembed)
+                           created_at=self.created_at, precision=self.precision,
+                           index=self.vector_index, reembed=reembed, conversion=conversion)
 
 
 class SearchResponse(msgspec.Struct):

@@ -21,11 +21,12 @@ import psycopg
 import structlog
 
 from internal.api.responses import Reembedding, ReembedStarted
-from internal.api.vectord import MAX_DIM, Corpus, embed_text
+from internal.api.vectord import MAX_DIM, MIN_BINARY_DIM, Corpus, embed_text
 from internal.clients.embed import EmbedClient
 from internal.common import waits
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, Unavailable
 from internal.pg.resilient import CODE as POSTGRES_DOWN
+from internal.vectord.storage import convert
 from internal.vectord.storage.reembed_sql import Job
 from internal.vectord.storage.store import Store
 
@@ -68,6 +69,10 @@ class Reembedder:
         if not 1 <= probe.dim <= MAX_DIM:
             raise InvalidArgument(f"model: {probe.model!r} makes {probe.dim}-dimensional "
                                   f"vectors; an index holds at most {MAX_DIM}", field="model")
+        if corpus.vector_index == "binary" and probe.dim < MIN_BINARY_DIM:
+            raise InvalidArgument(f"model: {probe.model!r} makes {probe.dim}-dimensional "
+                                  f"vectors; a binary index needs {MIN_BINARY_DIM} or more",
+                                  field="model")
         started = await self.store.start_reembed(corpus, probe.model, probe.dim)
         state = await self.store.reembed_progress(corpus)
         if not started:
@@ -154,6 +159,12 @@ class Reembedder:
             corpus = await store.corpus_by_id(corpus_id)
             if job is None or corpus is None:
                 return  # switched by another vectord, or its corpus deleted: nothing left
+            if job.kind == "convert" and job.precision is not None:
+                try:
+                    await convert.run(store, corpus_id, job.precision, job.position)
+                except LakehouseError as exc:
+                    await self._later(corpus_id, exc.message)
+                return
             if self.embed is None:
                 await store.reembed_fail(corpus_id, "embedd is not configured")
                 return

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from lakehouse.wire.shapes import Hit
+from lakehouse.wire.shapes import Hit, Precision, VectorIndex
 
 
 class ErrorDetail(msgspec.Struct):
@@ -86,6 +86,23 @@ class Reembedding(msgspec.Struct):
     error: str | None = None
 
 
+class Conversion(msgspec.Struct):
+    """A conversion under way (POST .../convert): the precision the corpus moves to, how
+    many of its items are copied, the last error (the job goes on after one)."""
+
+    precision: Precision
+    done: int
+    total: int
+    state: Literal["copying", "indexing"] = "copying"
+    error: str | None = None
+
+
+class ConvertStarted(Conversion, kw_only=True):
+    """POST /v1/vectors/corpora/{name}/convert (202)."""
+
+    corpus: str
+
+
 class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one runs
     name: str
     dim: int
@@ -94,13 +111,65 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     model: str | None
     count: int
     created_at: datetime
+    precision: Precision  # how its vectors and their index are stored
+    index: VectorIndex = "hnsw"  # shown only when "binary"
     reembed: Reembedding | None = None  # only while one runs
+    conversion: Conversion | None = None  # only while one runs
 
 
 class ReembedStarted(Reembedding, kw_only=True):
     """POST /v1/vectors/corpora/{name}/reembed (202)."""
 
     corpus: str
+
+
+class CorpusStorage(msgspec.Struct):
+    """One corpus's share of the database (GET /v1/vectors/storage), in bytes on disk."""
+
+    name: str
+    precision: Precision
+    index: VectorIndex
+    rows: int
+    table_bytes: int  # the items heap with its TOAST: vectors, texts, metadata
+    index_bytes: int  # its vector index (the HNSW graph)
+    other_index_bytes: int  # its key, metadata, updated_at and trigram indexes
+    lexical_bytes: int  # its BM25 postings and statistics, with their keys
+    index_fits_shared_buffers: bool  # index_bytes <= PostgreSQL's shared_buffers
+    reembed: Reembedding | None = None
+    conversion: Conversion | None = None
+
+
+class MemoryHeld(msgspec.Struct):
+    """Memory held now: vectord's PSS; PostgreSQL's processes' own pages plus its shared
+    memory's resident pages once (None when the server is not on vectord's machine)."""
+
+    vectord_bytes: int
+    postgres_bytes: int | None
+    postgres_counted: str  # how postgres_bytes was counted, or why it is None
+
+
+class Warmup(msgspec.Struct):
+    """Reading the corpora's indexes and tables back into memory after a start or a
+    failover (searches answer meanwhile)."""
+
+    state: Literal["waiting", "warming", "done", "failed"]
+    method: Literal["files", "queries", ""] = ""  # files: read straight from the data directory
+    done_bytes: int = 0
+    budget_bytes: int = 0
+    seconds: float = 0.0
+    corpora: int = 0  # corpora warmed (or being warmed)
+    error: str | None = None
+
+
+class StorageStatus(msgspec.Struct):
+    """GET /v1/vectors/storage: what the corpora take and whether their indexes fit."""
+
+    shared_buffers_bytes: int
+    effective_cache_size_bytes: int
+    memory: MemoryHeld
+    spaces_bytes: int  # the shared indexes of embedding spaces (tables and graphs)
+    corpora: list[CorpusStorage]
+    warmup: Warmup
 
 
 class CorpusList(msgspec.Struct):

@@ -13,6 +13,14 @@ import msgspec
 from msgspec import Meta
 
 Metric = Literal["cosine", "l2", "ip"]
+# How a corpus stores its vectors and their HNSW graph: float16 (pgvector's halfvec, half
+# the bytes, the same recall; the default) or float32 (vector).
+Precision = Literal["float16", "float32"]
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
+# Its vector index: an HNSW graph over the vectors, or over their sign bits (binary
+# quantization, 1,024 dimensions or more) whose nearest are re-scored by the vectors.
+VectorIndex = Literal["hnsw", "binary"]
+MIN_BINARY_DIM = 1024
 # The search modes, everywhere (vectord, matrixd, the MCP tools, the client).
 Mode = Literal["vector", "keyword", "lexical", "hybrid"]
 MODES: tuple[str, ...] = typing.get_args(Mode)
