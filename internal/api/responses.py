@@ -28,6 +28,12 @@ from lakehouse.wire.responses import (
     CorpusStatus as CorpusStatus,
 )
 from lakehouse.wire.responses import (
+    DowngradeSummary as DowngradeSummary,
+)
+from lakehouse.wire.responses import (
+    DroppedHit as DroppedHit,
+)
+from lakehouse.wire.responses import (
     EmbedResponse as EmbedResponse,
 )
 from lakehouse.wire.responses import (
@@ -46,10 +52,16 @@ from lakehouse.wire.responses import (
     Health as Health,
 )
 from lakehouse.wire.responses import (
+    HitRelevance as HitRelevance,
+)
+from lakehouse.wire.responses import (
     IdRow as IdRow,
 )
 from lakehouse.wire.responses import (
     IdsPage as IdsPage,
+)
+from lakehouse.wire.responses import (
+    IndexBuilt as IndexBuilt,
 )
 from lakehouse.wire.responses import (
     ItemsDeleted as ItemsDeleted,
@@ -77,9 +89,6 @@ from lakehouse.wire.responses import (
 )
 from lakehouse.wire.responses import (
     NormalizeResponse as NormalizeResponse,
-)
-from lakehouse.wire.responses import (
-    Passthrough as Passthrough,
 )
 from lakehouse.wire.responses import (
     PlaybookDeleted as PlaybookDeleted,
@@ -110,6 +119,9 @@ from lakehouse.wire.responses import (
 )
 from lakehouse.wire.responses import (
     RelevanceResponse as RelevanceResponse,
+)
+from lakehouse.wire.responses import (
+    RelevanceSummary as RelevanceSummary,
 )
 from lakehouse.wire.responses import (
     Resolved as Resolved,
@@ -149,13 +161,6 @@ from lakehouse.wire.shapes import Hit
 # ---- matrixd's hits as it builds them ----------------------------------------------------
 
 
-class HitRelevance(msgspec.Struct):
-    """A hit's `relevance` when the relevance filter ran."""
-
-    score: float
-    signals: dict[str, float]
-
-
 class RankedHit(Hit):
     """A hit as matrixd answers it: vectord's `Hit` (decoded straight into this struct)
     with matrixd's annotations. The client decodes it as `MatrixHit`, whose defaults say
@@ -174,36 +179,6 @@ class RankedHit(Hit):
     original_distance: float | None = None
     original_merge_score: float | msgspec.UnsetType | None = msgspec.UNSET
     rank: int = 0
-
-
-# The search answer's parts the client reads as JSON objects (`dict[str, Any]` on
-# MatrixSearchResponse and MatrixHit): built as structs here, in the answer's key order.
-
-class DroppedHit(msgspec.Struct):
-    """A hit the relevance filter dropped (the answer's `relevance.dropped`)."""
-
-    corpus: str
-    id: str
-    score: float
-    signals: dict[str, float]
-
-
-class RelevanceSummary(msgspec.Struct):
-    """The answer's `relevance`: the filter's threshold, how many hits it kept, the dropped."""
-
-    threshold: float
-    kept: int
-    dropped: list[DroppedHit]
-
-
-class DowngradeSummary(msgspec.Struct):
-    """The answer's `downgrade`: the gate's thresholds (0 is off) and how many it moved."""
-
-    max_distance: float
-    min_score: float
-    max_age_days: float
-    disputed: bool
-    downgraded: int
 
 
 H = TypeVar("H")

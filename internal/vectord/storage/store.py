@@ -278,7 +278,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
             await reembed_sql.cancel(conn, corpus.id)
         return corpus
 
-    async def build_index(self, name: str) -> dict[str, Any]:
+    async def build_index(self, name: str) -> wire.IndexBuilt:
         """Build the corpus's HNSW index if missing (after a deferred bulk load)."""
         corpus = await self.corpus(name, fresh=True)
         started = time.perf_counter()
@@ -296,7 +296,8 @@ class Store(ItemsPart, SearchPart, ReembedPart):
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
         self._cache.pop(name, None)
-        return {"corpus": name, "index": "hnsw", "seconds": round(time.perf_counter() - started, 3)}
+        return wire.IndexBuilt(corpus=name, index="hnsw",
+                               seconds=round(time.perf_counter() - started, 3))
 
     async def ping(self) -> dict[str, Any]:
         async with self.pool.connection(timeout=5.0) as conn:
