@@ -187,7 +187,7 @@ async def delete_entry(deps: Deps, corpus: str, playbook_id: str,
     try:
         if scope is not None and not scope.all_corpora:
             item = await deps.vectord.get_item(corpus, playbook_id)
-            entry = boost.entry_from_metadata(item.get("metadata"))
+            entry = boost.entry_from_metadata(item.metadata)
             if entry is None or not scope.sees(entry.answer_corpus):
                 raise NotFound(playbook_id)
         deleted = await deps.vectord.delete_items(corpus, [playbook_id])

@@ -31,7 +31,7 @@ async def _corpus(vc: VectordClient, ec: EmbedClient) -> tuple[str, str]:
 
 
 async def _stored(vc: VectordClient, name: str) -> dict[str, str]:
-    return {row["id"]: row["content_hash"] async for row in vc.iter_ids(name)}
+    return {row.id: row.content_hash async for row in vc.iter_ids(name)}
 
 
 async def test_only_changed_documents_are_written_and_hashes_match(
