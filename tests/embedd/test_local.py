@@ -184,4 +184,4 @@ async def test_client_library(server: TestServer, http: aiohttp.ClientSession) -
     assert out.model == "all-MiniLM-L6-v2" and out.dim == 384 and len(out.vectors) == 2
     assert out.truncated == []
     models = await client.models()
-    assert models["default"] == "all-MiniLM-L6-v2"
+    assert models.default == "all-MiniLM-L6-v2"
