@@ -33,7 +33,7 @@ from internal.api.vectord import MultiSearchRequest  # noqa: E402
 from internal.common import access  # noqa: E402
 from internal.common.auth import CALLER  # noqa: E402
 from internal.gateway.keyauth import Keyring  # noqa: E402
-from internal.vectord import scoped  # noqa: E402
+from internal.vectord.search import scoped  # noqa: E402
 
 CORPUS = "bench_keys"
 

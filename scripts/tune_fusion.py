@@ -46,7 +46,7 @@ from internal.evaluation.metrics import evaluate  # noqa: E402
 from internal.evaluation.report import Report, mean_table  # noqa: E402
 from internal.evaluation.runner import SearchOptions, embed_queries, run_modes  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
-from internal.vectord import fusion  # noqa: E402
+from internal.vectord.search import fusion  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 DEFAULT_SETS = (f"{DATA / 'scifact'}:train", f"{DATA / 'cranfield'}:dev", f"{DATA / 'cisi'}:dev")

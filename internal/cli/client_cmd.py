@@ -23,6 +23,7 @@ from internal.common.errors import describe
 from internal.understanding import context
 from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE, LakehouseError
 from lakehouse.lsn import REQUEST_LSN, WRITTEN, format_lsn
+from lakehouse.wire.modes import MODES
 
 if TYPE_CHECKING:  # loaded by the commands that use them
     from internal.ingest import Doc, StackFailure
@@ -348,7 +349,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("search", help="search one or more corpora")
     p.add_argument("text")
     p.add_argument("--corpora", help="comma-separated corpus names (default: every corpus)")
-    p.add_argument("--mode", choices=("vector", "keyword", "lexical", "hybrid"))
+    p.add_argument("--mode", choices=list(MODES))
     p.add_argument("--auto", action="store_true",
                    help="pick keyword, lexical, vector, hybrid or smart")
     p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")

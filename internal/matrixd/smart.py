@@ -37,7 +37,7 @@ from internal.api.responses import (
     SmartAutoAnswer,
 )
 from internal.api.validate import corpus_name
-from internal.api.vectord import Mode
+from internal.api.vectord import Filter
 from internal.common.errors import InvalidArgument, PayloadTooLarge
 from internal.matrixd.deps import Deps
 from internal.matrixd.search import run_search
@@ -53,6 +53,7 @@ from internal.understanding.plan import (
     prefer_speakers,
     waves,
 )
+from lakehouse.wire.modes import MODES
 
 log = structlog.get_logger()
 
@@ -138,21 +139,23 @@ async def resolve_corpora(deps: Deps, corpora: list[str] | None) -> list[str]:
     return names
 
 
-def _search(body: SearchOptions, corpora: list[str], text: str, k: int, mode: Mode,
-            **more: Any) -> MatrixSearchRequest:
-    """One search that smart_search or search_auto runs, with the caller's options."""
-    return MatrixSearchRequest(corpora=corpora, query_text=text, k=k, mode=mode,
-                               filter=body.filter, language=body.language,
-                               allow_partial=body.allow_partial, **more)
+_SEARCH_FIELDS = MatrixSearchRequest.__struct_fields__
+
+
+def _search(body: SearchOptions, corpora: list[str], text: str, k: int, mode: str,
+            prefer: Filter | None = None) -> MatrixSearchRequest:
+    """One search that smart_search or search_auto runs: the caller's matrix search with
+    its text, depth and mode (and, in a mode that fuses, its preferences) set."""
+    fields = {f: getattr(body, f) for f in _SEARCH_FIELDS}
+    fields.update(corpora=corpora, query_text=text, k=k, mode=mode,
+                  prefer=prefer if MODES[mode].fusion else None)
+    return MatrixSearchRequest(**fields)
 
 
 def _request(body: SmartSearchRequest, corpora: list[str], sq: SubQuery, k: int
              ) -> MatrixSearchRequest:
-    return _search(body, corpora, sq.text, k, sq.layer, per_corpus_k=body.per_corpus_k,
-                   ef_search=body.ef_search, fusion=body.fusion, rrf_k=body.rrf_k,
-                   weights=body.weights, candidates=body.candidates,
-                   prefer=sq.prefer if sq.layer == "hybrid" else None,
-                   use_playbook=body.use_playbook, playbook_corpus=body.playbook_corpus)
+    prefer = None if sq.prefer is None else msgspec.convert(sq.prefer, Filter)
+    return _search(body, corpora, sq.text, k, sq.layer, prefer)
 
 
 def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> SubQuery:
@@ -171,8 +174,13 @@ def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> Sub
 
 def check_options(deps: Deps, body: SearchOptions) -> tuple[str, datetime]:
     """The options smart_search and search_auto share, checked once: the stripped query
-    text and the instant `now` means; 400 naming the field."""
-    text = _query_text(body.query_text)
+    text and the instant `now` means; 400 naming the field. Each search they run is
+    checked as any matrix search (run_search)."""
+    for name in ("mode", "query_vector"):
+        if getattr(body, name) is not None:
+            raise InvalidArgument(f"{name}: chosen for each search it runs, not given",
+                                  field=name)
+    text = _query_text(body.query_text or "")
     _check_k(body.k, deps)
     if body.corpora is not None:
         for i, name in enumerate(body.corpora):
@@ -198,7 +206,8 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     text, now, bar = validate_smart(deps, body)
     a = analysis or await analyze_text(text, now)
     corpora = await resolve_corpora(deps, body.corpora)
-    plan = make_plan(a, date_field=body.date_field, user_prefer=body.prefer)
+    plan = make_plan(a, date_field=body.date_field,
+                     user_prefer=None if body.prefer is None else _plain(body.prefer))
     depth = min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH))
     results: dict[int, list[dict[str, Any]]] = {}
     ran: list[tuple[SubQuery, list[dict[str, Any]]]] = []
@@ -252,8 +261,8 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     hits = fused[:body.k]
     first = responses[0]
     out = SmartAnswer(
-        mode="smart",
-        requested_mode="smart",
+        mode=strategy.SMART,
+        requested_mode=strategy.SMART,
         k=body.k,
         hits=hits,
         corpora=first.corpora,
@@ -308,10 +317,13 @@ def _union(lists: list[list[C]]) -> list[C]:
     return list(seen.values())
 
 
-# ---- search_auto --------------------------------------------------------------------------
+def _plain(value: msgspec.Struct) -> dict[str, Any]:
+    """An option struct as the plan's JSON object: the fields given."""
+    out: dict[str, Any] = {k: v for k, v in msgspec.to_builtins(value).items() if v is not None}
+    return out
 
-_MODES: dict[str, Mode] = {"keyword": "keyword", "lexical": "lexical", "vector": "vector",
-                           "hybrid": "hybrid"}
+
+# ---- search_auto --------------------------------------------------------------------------
 
 async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostModel
                       ) -> AutoAnswer | SmartAutoAnswer:
@@ -335,13 +347,13 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
     # The chosen search's answer, then the choice (a shallow copy of its fields).
     searched: MatrixAnswer | SmartAnswer
     hits: list[Any] | None = None  # smoothed by context: JSON objects with context_score
-    if choice.strategy == "smart":
+    if choice.strategy == strategy.SMART:
         shared = {f: getattr(body, f) for f in SearchOptions.__struct_fields__}
         searched = await smart_search(deps, SmartSearchRequest(
             **{**shared, "query_text": text, "corpora": corpora}), analysis=a)
     else:
         q = strategy.quoted(text) if choice.strategy == "keyword" else None
-        mode: Mode = _MODES[choice.strategy]
+        mode = choice.strategy  # a mode's name (every strategy but smart)
         deep = choice.strategy == "hybrid" and body.context
         searched = await run_search(deps, _search(
             body, corpora, q or text,

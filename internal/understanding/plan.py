@@ -16,7 +16,7 @@ from typing import Any, Literal
 from internal.understanding import temporal
 from internal.understanding.analyze import Analysis
 
-Layer = Literal["hybrid", "lexical", "vector"]
+Layer = str  # the search mode a sub-query runs in (lakehouse.wire.modes)
 Purpose = Literal["original", "part", "entity", "refined"]
 
 RRF_K = 60

@@ -32,7 +32,7 @@ def test_repo_config_loads() -> None:
     ("", {"LAKEHOUSE_VECTORD_POOL_MAX": "ten"}, "vectord.pool_max", '"ten"'),
     ("[vectord]\npool_min = 5\npool_max = 2\n", {}, "vectord.pool_max", ">= pool_min"),
     ('[embedd]\nbackend = "openai"\n', {}, "embedd.openai_base_url", "openai"),
-    ("[vectord]\nrrf_k = 100001\n", {}, "vectord.rrf_k", "1..100000"),
+    ("[vectord]\nfusion_rrf_k = 100001\n", {}, "vectord.fusion_rrf_k", "1..100000"),
 ])
 def test_bad_config_names_the_key(tmp_path: Path, text: str, env: dict[str, str], key: str,
                                   words: str) -> None:
