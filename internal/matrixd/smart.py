@@ -158,7 +158,7 @@ def _request(body: SmartSearchRequest, corpora: list[str], sq: SubQuery, k: int
     return _search(body, corpora, sq.text, k, sq.layer, prefer)
 
 
-def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> SubQuery:
+def _with_answers(sq: SubQuery, results: dict[int, list[RankedHit]]) -> SubQuery:
     """A dependent sub-query gets the terms of its dependencies' best hits (their answer)."""
     if not sq.depends_on:
         return sq
@@ -209,13 +209,13 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     plan = make_plan(a, date_field=body.date_field,
                      user_prefer=None if body.prefer is None else _plain(body.prefer))
     depth = min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH))
-    results: dict[int, list[dict[str, Any]]] = {}
-    ran: list[tuple[SubQuery, list[dict[str, Any]]]] = []
+    results: dict[int, list[RankedHit]] = {}
+    ran: list[tuple[SubQuery, list[RankedHit]]] = []
     responses: list[MatrixAnswer] = []
     iterations: list[dict[str, Any]] = []
     tried = {q.text.lower() for q in plan.sub_queries}
     pending = list(plan.sub_queries)
-    fused: list[dict[str, Any]] = []
+    fused: list[RankedHit] = []
     stopped = "max_iterations"
     for n in range(1, body.max_iterations + 1):
         t0 = time.perf_counter()
@@ -225,7 +225,7 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
             outs = await asyncio.gather(*(run_search(deps, _request(body, corpora, q, depth))
                                           for q in wave))
             for q, resp in zip(wave, outs, strict=True):
-                hits = _as_json(resp.hits)
+                hits = resp.hits
                 if body.context:
                     hits = context.smooth(hits, group=deps.cfg.context_group,
                                           position=deps.cfg.context_position)
@@ -283,21 +283,14 @@ async def smart_search(deps: Deps, body: SmartSearchRequest,
     return out
 
 
-def _as_json(hits: list[RankedHit]) -> list[dict[str, Any]]:
-    """A search's hits as JSON objects, which the fusion of sub-queries and the context
-    smoothing extend with their own keys (`sub_queries`, `context_score`)."""
-    out: list[dict[str, Any]] = msgspec.to_builtins(hits)
-    return out
-
-
-def _boosted(hits: list[dict[str, Any]]) -> int:
+def _boosted(hits: list[RankedHit]) -> int:
     """How many of the hits the playbook moved (matrixd's `playbook_boosted`)."""
-    return sum(1 for h in hits if h.get("boost_factor", 1.0) != 1.0)
+    return sum(1 for h in hits if h.boost_factor != 1.0)
 
 
-def _ranked(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ranked(hits: list[RankedHit]) -> list[RankedHit]:
     for i, h in enumerate(hits):
-        h["rank"] = i + 1
+        h.rank = i + 1
     return hits
 
 
@@ -325,6 +318,10 @@ def _plain(value: msgspec.Struct) -> dict[str, Any]:
 
 # ---- search_auto --------------------------------------------------------------------------
 
+def _context_score(hit: RankedHit) -> float | None:
+    return hit.context_score if isinstance(hit.context_score, float) else None
+
+
 async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostModel
                       ) -> AutoAnswer | SmartAutoAnswer:
     """Pick a strategy for the query (within the budget), run it, and learn its cost."""
@@ -346,7 +343,7 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
     reason = choice.reason
     # The chosen search's answer, then the choice (a shallow copy of its fields).
     searched: MatrixAnswer | SmartAnswer
-    hits: list[Any] | None = None  # smoothed by context: JSON objects with context_score
+    hits: list[RankedHit] | None = None  # smoothed by context: with their context_score
     if choice.strategy == strategy.SMART:
         shared = {f: getattr(body, f) for f in SearchOptions.__struct_fields__}
         searched = await smart_search(deps, SmartSearchRequest(
@@ -359,9 +356,9 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
             body, corpora, q or text,
             min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode))
         if deep:
-            smoothed = context.smooth(_as_json(searched.hits), group=deps.cfg.context_group,
+            smoothed = context.smooth(searched.hits, group=deps.cfg.context_group,
                                       position=deps.cfg.context_position)
-            ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
+            ranked = prefer_speakers(smoothed, persons_of(a) if a else [], _context_score)
             hits = _ranked(ranked[:body.k])
         if choice.strategy == "keyword" and not searched.hits:
             costs.observe("keyword", _ms(t0))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from lakehouse.wire.modes import DEFAULT_FUSION, FUSIONS
 from lakehouse.wire.search import LAYERS
@@ -53,28 +53,32 @@ class Fused(Generic[Id]):
     """One candidate after fusion: its fused score and what each layer said.
 
     What each layer said is read from the fusion's tables when asked for: a search
-    builds one Fused per candidate (hundreds) and looks at the layers of ten."""
+    builds one Fused per candidate (hundreds) and looks at the layers of ten. The tables
+    are keyed by `at` (the candidate's ordinal in the fusion, an int: hashed for free,
+    where a search's ids are (item id, position) tuples), else by the id."""
 
-    __slots__ = ("_layers", "_ranks", "_raw", "id", "score")
+    __slots__ = ("_at", "_layers", "_ranks", "_raw", "id", "score")
 
-    def __init__(self, id: Id, score: float, raw: Mapping[str, Mapping[Id, float]],
-                 ranks: Mapping[str, Mapping[Id, int]], layers: Sequence[str]) -> None:
+    def __init__(self, id: Id, score: float, raw: Mapping[str, Mapping[Any, float]],
+                 ranks: Mapping[str, Mapping[Any, int]], layers: Sequence[str],
+                 at: int | None = None) -> None:
         self.id, self.score = id, score
         self._raw, self._ranks, self._layers = raw, ranks, layers
+        self._at: Any = id if at is None else at
 
     @property
     def scores(self) -> dict[str, float | None]:
         """Raw score per layer (None: the layer did not find it)."""
-        return {layer: self._raw[layer].get(self.id) for layer in self._layers}
+        return {layer: self._raw[layer].get(self._at) for layer in self._layers}
 
     @property
     def ranks(self) -> dict[str, int | None]:
         """1-based rank per layer (None: the layer did not find it)."""
-        return {layer: self._ranks[layer].get(self.id) for layer in self._layers}
+        return {layer: self._ranks[layer].get(self._at) for layer in self._layers}
 
     @property
     def matched_layers(self) -> tuple[str, ...]:
-        return tuple(layer for layer in self._layers if self.id in self._ranks[layer])
+        return tuple(layer for layer in self._layers if self._at in self._ranks[layer])
 
     def __repr__(self) -> str:
         return f"Fused({self.id!r}, {self.score!r}, ranks={self.ranks!r})"
@@ -113,13 +117,13 @@ def dbsf_normalise(scores: Sequence[float]) -> list[float]:
     return [min(1.0, max(0.0, (s - lo) / (6 * std))) for s in scores]
 
 
-def _symbolic_ranks(symbolic: Mapping[Id, float]) -> dict[Id, int]:
+def _symbolic_ranks(symbolic: Mapping[int, float]) -> dict[int, int]:
     """Competition ranks (1, 2, 2, 4) of the candidates matching any preference."""
     ordered = sorted((s for s in symbolic.values() if s > 0), reverse=True)
     first: dict[float, int] = {}
     for i, s in enumerate(ordered, 1):
         first.setdefault(s, i)
-    return {cid: first[s] for cid, s in symbolic.items() if s > 0}
+    return {at: first[s] for at, s in symbolic.items() if s > 0}
 
 
 def with_spaces(branches: Mapping[str, Branch[Id]], vector_spaces: Sequence[Branch[Id]] | None
@@ -136,64 +140,66 @@ def with_spaces(branches: Mapping[str, Branch[Id]], vector_spaces: Sequence[Bran
     return out, spaces
 
 
+Layers = dict[str, dict[int, float]]  # layer -> candidate ordinal -> its raw score
+Ranks = dict[str, dict[int, int]]  # layer -> candidate ordinal -> its 1-based rank
+
+
 def _collect(branches: Mapping[str, Branch[Id]], symbolic: Mapping[Id, float] | None,
              vector_spaces: Sequence[Branch[Id]] | None = None
-             ) -> tuple[list[Id], dict[str, dict[Id, float]], dict[str, dict[Id, int]],
-                        list[list[Id]]]:
-    """Union of candidate ids (first-seen order), each layer's raw scores and ranks (the
-    vector layer's ranked within each space), and the vector layer's ids per space."""
+             ) -> tuple[list[Id], Layers, Ranks, list[list[int]]]:
+    """The union of candidate ids (first-seen order: a candidate's ordinal is its place
+    here), each layer's raw scores and ranks by ordinal (the vector layer's ranked within
+    each space), and the vector layer's ordinals per space."""
     for name in branches:
         if name not in (VECTOR, LEXICAL):
             raise ValueError(f"unknown branch {name!r}")
     flat, spaces = with_spaces(branches, vector_spaces)
-    first: dict[Id, None] = {}  # the union, in first-seen order
-    raw: dict[str, dict[Id, float]] = {}
-    ranks: dict[str, dict[Id, int]] = {}
-    groups: list[list[Id]] = []
+    index: dict[Id, int] = {}  # the union, in first-seen order
+    raw: Layers = {}
+    ranks: Ranks = {}
+    groups: list[list[int]] = []
     lists: list[tuple[str, Branch[Id]]] = [(VECTOR, s) for s in spaces]
     lists += [(name, b) for name, b in flat.items() if name != VECTOR]
     for name, hits in lists:
         layer_raw = raw.setdefault(name, {})
         layer_ranks = ranks.setdefault(name, {})
-        group: list[Id] = []
+        group: list[int] = []
         for rank, (cid, score) in enumerate(hits, 1):
-            if cid in layer_raw:
+            at = index.get(cid)
+            if at is None:
+                at = index[cid] = len(index)
+            elif at in layer_raw:
                 continue  # keep a duplicate's best (first) rank
-            layer_raw[cid] = float(score)
-            layer_ranks[cid] = rank
-            group.append(cid)
-        first.update(dict.fromkeys(group))
+            layer_raw[at] = float(score)
+            layer_ranks[at] = rank
+            group.append(at)
         if name == VECTOR:
             groups.append(group)
-    order = list(first)
     if symbolic is not None:
-        raw[SYMBOLIC] = {cid: float(symbolic.get(cid, 0.0)) for cid in order}
+        raw[SYMBOLIC] = {at: float(symbolic.get(cid, 0.0)) for cid, at in index.items()}
         ranks[SYMBOLIC] = _symbolic_ranks(raw[SYMBOLIC])
-    return order, raw, ranks, groups
+    return list(index), raw, ranks, groups
 
 
-def _finish(order: list[Id], fused: Mapping[Id, float], raw: Mapping[str, Mapping[Id, float]],
-            ranks: Mapping[str, Mapping[Id, int]], limit: int | None = None) -> list[Fused[Id]]:
+def _finish(ids: list[Id], fused: Sequence[float], raw: Layers, ranks: Ranks,
+            limit: int | None = None) -> list[Fused[Id]]:
     """Best fused score first; ties by the best rank in any layer, then first seen. limit:
     only the first `limit` of that list (a search that reads ten of two hundred)."""
-    worst = 1 << 30
-    best: dict[Id, int] = dict.fromkeys(order, worst)
+    best = [1 << 30] * len(ids)
     for layer_ranks in ranks.values():
-        for cid, rank in layer_ranks.items():
-            if rank < best[cid]:
-                best[cid] = rank
-    # (-score, best rank, position, id): no two rows are equal (the position differs), so
+        for at, rank in layer_ranks.items():
+            if rank < best[at]:
+                best[at] = rank
+    # (-score, best rank, ordinal, id): no two rows are equal (the ordinal differs), so
     # the ids are never compared, and nsmallest(n, rows) is sorted(rows)[:n].
-    rows = zip([-fused[cid] for cid in order], [best[cid] for cid in order],
-               range(len(order)), order, strict=True)
-    keyed = (sorted(rows) if limit is None or limit >= len(order)
+    rows = zip([-f for f in fused], best, range(len(ids)), ids, strict=True)
+    keyed = (sorted(rows) if limit is None or limit >= len(ids)
              else heapq.nsmallest(max(limit, 0), rows))
     layers = tuple(layer for layer in LAYERS if layer in raw)
-    return [Fused(cid, -neg, raw, ranks, layers) for neg, _, _, cid in keyed]
+    return [Fused(cid, -neg, raw, ranks, layers, at) for neg, _, at, cid in keyed]
 
 
-def _active(raw: Mapping[str, Mapping[Id, float]], symbolic: Mapping[Id, float] | None
-            ) -> list[str]:
+def _active(raw: Layers, symbolic: Mapping[Id, float] | None) -> list[str]:
     layers = [name for name in (VECTOR, LEXICAL) if raw.get(name)]
     if symbolic is not None and layers:
         layers.append(SYMBOLIC)
@@ -239,41 +245,39 @@ def rrf(branches: Mapping[str, Branch[Id]], *, k: int = DEFAULT_RRF_K,
     Without weights every layer counts alike (the classic formula); with weights each
     term is scaled by the layer's normalised weight. k: rrf_k (>= 1, the request's range).
     """
-    order, raw, ranks, _ = _collect(branches, symbolic, vector_spaces)
+    ids, raw, ranks, _ = _collect(branches, symbolic, vector_spaces)
     layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers) if weights is not None else dict.fromkeys(layers, 1.0)
-    fused = {
-        cid: sum(w[layer] / (k + ranks[layer][cid]) for layer in layers if cid in ranks[layer])
-        for cid in order
-    }
-    return _finish(order, fused, raw, ranks, limit)
+    fused = [sum(w[layer] / (k + ranks[layer][at]) for layer in layers if at in ranks[layer])
+             for at in range(len(ids))]
+    return _finish(ids, fused, raw, ranks, limit)
 
 
 def _normalised_fusion(branches: Mapping[str, Branch[Id]], symbolic: Mapping[Id, float] | None,
                        weights: Mapping[str, float], scale: Callable[[Sequence[float]], list[float]],
                        vector_spaces: Sequence[Branch[Id]] | None = None,
                        limit: int | None = None) -> list[Fused[Id]]:
-    order, raw, ranks, groups = _collect(branches, symbolic, vector_spaces)
+    ids, raw, ranks, groups = _collect(branches, symbolic, vector_spaces)
     layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers)
-    norm: dict[str, dict[Id, float]] = {}
+    norm: Layers = {}
     for layer in layers:
         if layer == SYMBOLIC:
             # A share of preferences is already on [0, 1] and comparable across queries.
             norm[layer] = raw[layer]
             continue
         norm[layer] = {}
-        for ids in groups if layer == VECTOR else [list(raw[layer])]:
-            values = [raw[layer][cid] for cid in ids]
-            norm[layer].update(zip(ids, scale(values), strict=True))
+        for group in groups if layer == VECTOR else [list(raw[layer])]:
+            values = [raw[layer][at] for at in group]
+            norm[layer].update(zip(group, scale(values), strict=True))
     # Each candidate's sum, layer by layer in this order (as sum() over the layers would
     # add them; a layer that did not find it adds an exact 0.0, so it is left out).
-    fused: dict[Id, float] = dict.fromkeys(order, 0.0)
+    fused = [0.0] * len(ids)
     for layer in layers:
         wl = w[layer]
-        for cid, v in norm[layer].items():
-            fused[cid] += wl * v
-    return _finish(order, fused, raw, ranks, limit)
+        for at, v in norm[layer].items():
+            fused[at] += wl * v
+    return _finish(ids, fused, raw, ranks, limit)
 
 
 @method("weighted")
