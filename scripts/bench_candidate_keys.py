@@ -19,13 +19,14 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from internal.vectord.search import fusion  # noqa: E402
-from internal.vectord.search.union_merge import (  # noqa: E402
+from internal.vectord.search import fusion
+from internal.vectord.search.union_merge import (
     keyed,
     top_by_distance,
     top_by_score,
@@ -99,10 +100,10 @@ def main() -> None:
         inner = max(20, 400 * args.n // (count * each))
         ways: dict[str, float] = {"string": float("inf"), "tuple": float("inf")}
         for _ in range(3):  # alternating, each way's best
-            ways["string"] = min(ways["string"], best(
-                lambda: one_search(data, args.n, args.k, str_keyed, str_unkey), args.repeats, inner))
-            ways["tuple"] = min(ways["tuple"], best(
-                lambda: one_search(data, args.n, args.k, keyed, lambda c: c), args.repeats, inner))
+            for way, (key, unkey) in (("string", (str_keyed, str_unkey)),
+                                      ("tuple", (keyed, lambda c: c))):
+                run = partial(one_search, data, args.n, args.k, key, unkey)
+                ways[way] = min(ways[way], best(run, args.repeats, inner))
         print(f"| {count} | {each} | {ways['string']:.1f} | {ways['tuple']:.1f} | "
               f"{ways['tuple'] / ways['string']:.3f} |")
 
