@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -199,88 +200,101 @@ def validate_smart(deps: Deps, body: SmartSearchRequest) -> tuple[str, datetime,
     return text, now, bar
 
 
+@dataclass
+class _Run:
+    """A smart search's searches so far: each sub-query's hits (by id, and in the order
+    they ran), the answers, and what each iteration did."""
+
+    deps: Deps
+    body: SmartSearchRequest
+    corpora: list[str]
+    depth: int
+    results: dict[int, list[RankedHit]] = field(default_factory=dict)
+    ran: list[tuple[SubQuery, list[RankedHit]]] = field(default_factory=list)
+    responses: list[MatrixAnswer] = field(default_factory=list)
+    iterations: list[dict[str, Any]] = field(default_factory=list)
+
+    async def search(self, pending: list[SubQuery]) -> list[dict[str, Any]]:
+        """The pending sub-queries searched, a wave at a time (a wave's dependencies ran
+        before it, their answers added to its text); what each query did."""
+        cfg, queries = self.deps.cfg, []
+        for wave in waves(pending, set(self.results)):
+            wave = [_with_answers(q, self.results) for q in wave]
+            outs = await asyncio.gather(*(run_search(self.deps, _request(
+                self.body, self.corpora, q, self.depth)) for q in wave))
+            for q, resp in zip(wave, outs, strict=True):
+                hits = resp.hits
+                if self.body.context:
+                    hits = context.smooth(hits, group=cfg.context_group,
+                                          position=cfg.context_position)
+                self.results[q.id] = hits
+                self.ran.append((q, hits))
+                self.responses.append(resp)
+                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.took_ms,
+                                "best_confidence": round(max(
+                                    (reflect.confidence(h) for h in hits), default=0.0), 4)})
+        return queries
+
+
 async def smart_search(deps: Deps, body: SmartSearchRequest,
                        analysis: Analysis | None = None) -> SmartAnswer:
     """Plan, run the sub-queries, merge, reflect, refine; until adequate or max_iterations."""
     started = time.perf_counter()
     text, now, bar = validate_smart(deps, body)
     a = analysis or await analyze_text(text, now)
-    corpora = await resolve_corpora(deps, body.corpora)
     plan = make_plan(a, date_field=body.date_field,
                      user_prefer=None if body.prefer is None else _plain(body.prefer))
-    depth = min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH))
-    results: dict[int, list[RankedHit]] = {}
-    ran: list[tuple[SubQuery, list[RankedHit]]] = []
-    responses: list[MatrixAnswer] = []
-    iterations: list[dict[str, Any]] = []
+    run = _Run(deps, body, await resolve_corpora(deps, body.corpora),
+               min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)))
     tried = {q.text.lower() for q in plan.sub_queries}
     pending = list(plan.sub_queries)
     fused: list[RankedHit] = []
     stopped = "max_iterations"
     for n in range(1, body.max_iterations + 1):
         t0 = time.perf_counter()
-        queries: list[dict[str, Any]] = []
-        for wave in waves(pending, set(results)):
-            wave = [_with_answers(q, results) for q in wave]
-            outs = await asyncio.gather(*(run_search(deps, _request(body, corpora, q, depth))
-                                          for q in wave))
-            for q, resp in zip(wave, outs, strict=True):
-                hits = resp.hits
-                if body.context:
-                    hits = context.smooth(hits, group=deps.cfg.context_group,
-                                          position=deps.cfg.context_position)
-                results[q.id] = hits
-                ran.append((q, hits))
-                responses.append(resp)
-                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.took_ms,
-                                "best_confidence": round(max(
-                                    (reflect.confidence(h) for h in hits), default=0.0), 4)})
-        fused = fuse(ran, plan)
-        found = reflect.assess(a, plan, results, fused, bar, body.k)
-        entry: dict[str, Any] = {"iteration": n, "queries": queries,
-                                 "missing": [m.to_dict() for m in found.missing],
-                                 "adequate": found.adequate}
+        queries = await run.search(pending)
+        fused = fuse(run.ran, plan)
+        found = reflect.assess(a, plan, run.results, fused, bar, body.k)
         new: list[SubQuery] = []
         if found.adequate:
             stopped = "adequate"
         elif n == body.max_iterations:
             stopped = "max_iterations"
         else:
-            new = reflect.refine(a, plan, found, results, fused, tried)
+            new = reflect.refine(a, plan, found, run.results, fused, tried)
             stopped = "" if new else "no_new_queries"
-        entry["took_ms"] = _ms(t0)
-        entry["stopped"] = stopped or None
-        iterations.append(entry)
+        run.iterations.append({
+            "iteration": n, "queries": queries, "missing": [m.to_dict() for m in found.missing],
+            "adequate": found.adequate, "took_ms": _ms(t0), "stopped": stopped or None})
         log.info("smart_iteration", iteration=n, queries=[q["query"] for q in queries],
                  missing=[m.target for m in found.missing], adequate=found.adequate,
-                 stopped=stopped or None, ms=entry["took_ms"])
+                 stopped=stopped or None, ms=run.iterations[-1]["took_ms"])
         if stopped:
             break
         plan.sub_queries.extend(new)
         pending = new
-    hits = fused[:body.k]
-    first = responses[0]
-    out = SmartAnswer(
-        mode=strategy.SMART,
-        requested_mode=strategy.SMART,
-        k=body.k,
-        hits=hits,
-        corpora=first.corpora,
+    out = _smart_answer(run, a, plan, fused[:body.k], stopped)
+    out.took_ms = _ms(started)
+    log.info("smart_search_done", iterations=len(run.iterations), searches=len(run.responses),
+             stopped=stopped, hits=len(out.hits), ms=out.took_ms)
+    return out
+
+
+def _smart_answer(run: _Run, a: Analysis, plan: Plan, hits: list[RankedHit], stopped: str
+                  ) -> SmartAnswer:
+    """The answer: the fused hits with what every search said (the first one's corpora,
+    every failure and skip once, every degradation)."""
+    responses = run.responses
+    return SmartAnswer(
+        mode=strategy.SMART, requested_mode=strategy.SMART, k=run.body.k, hits=hits,
+        corpora=responses[0].corpora,
         failed_corpora=_union([r.failed_corpora for r in responses]),
         skipped_corpora=_union([r.skipped_corpora for r in responses]),
         degraded=sorted({d for r in responses for d in r.degraded}),
         playbook_boosted=_boosted(hits),
         embed_ms=round(sum(r.embed_ms or 0.0 for r in responses), 2),
-        analysis=a.to_wire(),
-        plan=_plan_dict(plan),
-        iterations=iterations,
-        stopped=stopped,
-        searches=len(responses),
-        took_ms=_ms(started),
-    )
-    log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
-             stopped=stopped, hits=len(hits), ms=out.took_ms)
-    return out
+        analysis=a.to_wire(), plan=plan.to_dict(), iterations=run.iterations,
+        stopped=stopped, searches=len(responses), took_ms=0.0)
 
 
 def _boosted(hits: list[RankedHit]) -> int:
@@ -292,10 +306,6 @@ def _ranked(hits: list[RankedHit]) -> list[RankedHit]:
     for i, h in enumerate(hits):
         h.rank = i + 1
     return hits
-
-
-def _plan_dict(plan: Plan) -> dict[str, Any]:
-    return plan.to_dict()
 
 
 C = TypeVar("C", FailedCorpus, SkippedCorpus)
