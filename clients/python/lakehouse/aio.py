@@ -14,7 +14,7 @@ import aiohttp
 import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
-from lakehouse._transport import Transport, body_of, plain
+from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
 from lakehouse.wire.responses import (
@@ -373,16 +373,16 @@ class AsyncClient:
         """
         spec = MatrixSearchRequest(
             query_text=query, query_vector=list(vector) if vector is not None else None,
-            corpora=_names(corpora), k=k, mode=mode, filter=_given(filter),
-            prefer=_given(prefer), language=language, fusion=fusion, rrf_k=rrf_k,
+            corpora=_names(corpora), k=k, mode=mode, filter=as_given(filter),
+            prefer=as_given(prefer), language=language, fusion=fusion, rrf_k=rrf_k,
             weights=dict(weights) if weights is not None else None, candidates=candidates,
-            prf=_given(prf), corpus_weights=dict(corpus_weights) if corpus_weights else None,
+            prf=as_given(prf), corpus_weights=dict(corpus_weights) if corpus_weights else None,
             per_corpus_k=per_corpus_k, ef_search=ef_search, use_playbook=use_playbook,
             playbook_corpus=playbook_corpus, allow_partial=allow_partial,
-            downgrade=_given(downgrade), relevance=_given(relevance),
-            highlight=_given(highlight), group_by=group_by,
-            facets=_given(list(facets)) if facets is not None else None,
-            diversity=diversity, recency=_given(recency), **_set(group_size=group_size,
+            downgrade=as_given(downgrade), relevance=as_given(relevance),
+            highlight=as_given(highlight), group_by=group_by,
+            facets=as_given(list(facets)) if facets is not None else None,
+            diversity=diversity, recency=as_given(recency), **given_only(group_size=group_size,
                                                                  facet_size=facet_size))
         return await self.search_request(spec)
 
@@ -403,9 +403,9 @@ class AsyncClient:
         spec = SmartSearchRequest(
             query_text=query, corpora=_names(corpora), k=k, max_iterations=max_iterations,
             now=_iso(now), min_confidence=min_confidence, context=context,
-            filter=_given(filter), prefer=_given(prefer), language=language,
+            filter=as_given(filter), prefer=as_given(prefer), language=language,
             use_playbook=use_playbook, allow_partial=allow_partial,
-            **_set(date_field=date_field))
+            **given_only(date_field=date_field))
         return await self._http.call("POST", "/v1/matrix/smart_search", SmartSearchResponse,
                                      body=spec, idempotent=True)
 
@@ -418,7 +418,7 @@ class AsyncClient:
         """A search whose strategy (keyword, lexical, vector, hybrid or smart) the stack
         picks for the question and, with `budget_ms`, for the time it may take."""
         spec = SearchAutoRequest(query_text=query, corpora=_names(corpora), k=k,
-                                 budget_ms=budget_ms, now=_iso(now), filter=_given(filter),
+                                 budget_ms=budget_ms, now=_iso(now), filter=as_given(filter),
                                  language=language, allow_partial=allow_partial,
                                  context=context)
         return await self._http.call("POST", "/v1/matrix/search_auto", SearchAutoResponse,
@@ -486,17 +486,6 @@ class AsyncClient:
     async def sync_status(self) -> SyncStatus:
         """The wiki sync's folder, corpus, interval and last run."""
         return await self._http.call("GET", "/v1/sync/status", SyncStatus)
-
-
-def _given(value: Any) -> Any:
-    """An option as given, its struct or a dict of its fields: sent as it is (the server
-    decodes either and names a bad field)."""
-    return value
-
-
-def _set(**fields: Any) -> dict[str, Any]:
-    """The fields given (not None): the others keep the struct's default."""
-    return {name: value for name, value in fields.items() if value is not None}
 
 
 def _iso(when: str | datetime | None) -> str | None:

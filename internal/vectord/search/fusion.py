@@ -33,6 +33,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from internal.common.registries import registrar
 from lakehouse.wire.modes import DEFAULT_FUSION, FUSIONS
 from lakehouse.wire.search import LAYERS
 
@@ -218,20 +219,8 @@ class Method(Protocol):
 
 
 METHODS: dict[str, Method] = {}
-
-
-def method(name: str) -> Callable[[Method], Method]:
-    """Register the decorated function as the fusion method `name` (declared in FUSIONS)."""
-    if name not in FUSIONS:
-        raise ValueError(f"fusion {name!r}: declare it in lakehouse.wire.modes first")
-
-    def register(fn: Method) -> Method:
-        if name in METHODS:
-            raise ValueError(f"fusion {name!r} has its function already")
-        METHODS[name] = fn
-        return fn
-
-    return register
+# `@method("<name>")`: the decorated function is that fusion method (in FUSIONS).
+method = registrar(METHODS, FUSIONS, "fusion")
 
 
 @method("rrf")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from internal.api.vectord import Hit
+from internal.common.registries import registrar
 from internal.vectord.search.options import Options
 from internal.vectord.search.outcome import Federation, Outcome
 from internal.vectord.storage.store import Store
@@ -18,17 +19,5 @@ from lakehouse.wire.modes import MODES
 
 Search = Callable[[Store, Options, list[Outcome], Federation], Awaitable[list[Hit]]]
 SEARCHES: dict[str, Search] = {}
-
-
-def searches(mode: str) -> Callable[[Search], Search]:
-    """Register the decorated function as the search of `mode` (declared in MODES)."""
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: declare it in lakehouse.wire.modes first")
-
-    def register(fn: Search) -> Search:
-        if mode in SEARCHES:
-            raise ValueError(f"mode {mode!r} has its search already")
-        SEARCHES[mode] = fn
-        return fn
-
-    return register
+# `@searches("<mode>")`: the decorated function is the search of that mode (in MODES).
+searches = registrar(SEARCHES, MODES, "mode")
