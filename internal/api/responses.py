@@ -179,6 +179,10 @@ class RankedHit(Hit):
     original_distance: float | None = None
     original_merge_score: float | msgspec.UnsetType | None = msgspec.UNSET
     rank: int = 0
+    # Smart search and search_auto: the score a hit has judged with its neighbours
+    # (internal.understanding.context), and the ids of the plan's sub-queries that found it.
+    context_score: float | msgspec.UnsetType = msgspec.UNSET
+    sub_queries: list[int] | msgspec.UnsetType = msgspec.UNSET
 
 
 H = TypeVar("H")
@@ -212,10 +216,10 @@ class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
     relevance: RelevanceSummary | msgspec.UnsetType = msgspec.UNSET
 
 
-class SmartAnswer(SearchHead[dict[str, Any]], kw_only=True):
+class SmartAnswer(SearchHead[RankedHit], kw_only=True):
     """POST /v1/matrix/smart_search's answer as matrixd builds it; the client reads it as
-    `SmartSearchResponse`. Its hits are JSON objects: the fusion of the sub-queries and
-    the context smoothing add keys of their own (`sub_queries`, `context_score`)."""
+    `SmartSearchResponse`. Its hits carry what the fusion of the sub-queries and the
+    context smoothing add (`sub_queries`, `context_score`)."""
 
     analysis: AnalyzeResponse
     plan: dict[str, Any]
@@ -229,10 +233,9 @@ class SmartAnswer(SearchHead[dict[str, Any]], kw_only=True):
 # msgspec structs take fields from one base only, so each kind declares the choice.
 
 class AutoAnswer(MatrixAnswer, kw_only=True):
-    """search_auto after a plain search. With context smoothing (hybrid) its hits are JSON
-    objects with `context_score`."""
+    """search_auto after a plain search. With context smoothing (hybrid) its hits carry
+    `context_score`."""
 
-    hits: list[Any]
     strategy: str  # keyword | lexical | vector | hybrid
     reason: str
     estimated_ms: float

@@ -18,6 +18,7 @@ from internal.cli.connect import add_url_arg, run_command
 from internal.cli.ingest_input import normalized, plan_ingest, read_jsonl, window_arg
 from internal.cli.output import describe_error, format_score, format_table, print_json, shorten
 from internal.understanding import context
+from lakehouse.wire.modes import MODES
 
 if TYPE_CHECKING:  # loaded by the commands that use them
     from internal.ingest import Doc, StackFailure
@@ -271,7 +272,7 @@ def _add_search(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("search", help="search one or more corpora")
     p.add_argument("text")
     p.add_argument("--corpora", help="comma-separated corpus names (default: every corpus)")
-    p.add_argument("--mode", choices=("vector", "keyword", "lexical", "hybrid"))
+    p.add_argument("--mode", choices=list(MODES))
     p.add_argument("--auto", action="store_true",
                    help="pick keyword, lexical, vector, hybrid or smart")
     p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")

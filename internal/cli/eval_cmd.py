@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from internal.common.errors import LakehouseError
 from internal.evaluation.beir import DatasetError
-from internal.evaluation.modes import MODES
+from internal.evaluation.modes import table_modes
+from lakehouse.wire.modes import FUSIONS
 
 if TYPE_CHECKING:  # loaded by the command, not by `lakehouse --help`
     from internal.config import Config
@@ -35,7 +36,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--split", required=True, action="append", metavar="NAME",
                    help="qrels/NAME.tsv: one for all, or one per --dataset")
     p.add_argument("--json", metavar="FILE", help="also write the table as JSON ('-': stdout)")
-    p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
+    modes = list(table_modes())
+    p.add_argument("--modes", nargs="+", choices=modes, default=modes, metavar="MODE",
                    help="the modes (default: all of them)")
     p.add_argument("--corpus", help="the corpus caching one data set (eval_<name>)")
     p.add_argument("--in-process", action="store_true",
@@ -47,8 +49,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
                    help="share of FILE's queries held out (0.2)")
     tune = p.add_argument_group("hybrid options (default: vectord's)")
-    tune.add_argument("--fusion", choices=["rrf", "weighted", "dbsf"], metavar="NAME",
-                      help="its fusion: rrf, weighted or dbsf")
+    tune.add_argument("--fusion", choices=list(FUSIONS), metavar="NAME",
+                      help=f"its fusion: {', '.join(FUSIONS)}")
     tune.add_argument("--rrf-k", type=int, metavar="K", help="RRF k of hybrid-rrf")
     tune.add_argument("--weights", metavar="V,L[,S]", help="branch weights (weighted, dbsf)")
     tune.add_argument("--candidates", type=int, metavar="N", help="candidates per branch")

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lakehouse.wire.modes import DEFAULT_FUSION
+from lakehouse.wire.modes import FUSIONS as REGISTERED
+
 # The configurations `lakehouse eval --cross-validate` compares: the hybrid request's
 # options (fusion x feedback). "as shipped" sends none, so it is whatever vectord's
 # defaults are today, and the table shows which named configuration it equals.
@@ -28,7 +31,7 @@ FEEDBACK: dict[str, dict[str, Any]] = {
     "rocchio": {"docs": 10, "terms": 0, "weight": 0.5, "vector": True},
     "rm3+rocchio": {"docs": 10, "terms": 10, "weight": 0.5, "vector": True},
 }
-FUSIONS = ("weighted", "rrf", "dbsf")
+FUSIONS = (DEFAULT_FUSION, *(name for name in REGISTERED if name != DEFAULT_FUSION))
 # Fewer candidates per branch than vectord's 100 (the request's `candidates`), with the
 # weighted fusion and RM3: less to scan, fuse and expand, so a faster default, if it holds.
 POOLS = (50, 30)

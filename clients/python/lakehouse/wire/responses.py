@@ -334,7 +334,7 @@ class SmartSearchResponse(MatrixSearchResponse, kw_only=True):
 class SearchAutoResponse(MatrixSearchResponse, kw_only=True):
     """The chosen strategy's answer, with why it was chosen and what it was expected to cost."""
 
-    strategy: Literal["keyword", "lexical", "vector", "hybrid", "smart"]
+    strategy: str  # a search mode (lakehouse.wire.modes) or "smart"
     reason: str
     estimated_ms: float
     estimate_source: str = ""
