@@ -54,6 +54,10 @@ class GatewayStore:
         out: dict[str, Any] = msgspec.to_builtins(corpus)
         return out, created
 
+    async def get_corpus(self, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(await self.client.get_corpus(name))
+        return out
+
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
                        ) -> AsyncIterator[dict[str, Any]]:
         async for row in self.client.iter_ids(name, prefix=prefix or None, page_size=page):

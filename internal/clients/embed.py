@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from internal.api.embedd import INTERACTIVE_PATH, NEAREST_PATH, NearestResponse
+from internal.api.responses import ModelsResponse
 from internal.clients.base import ServiceClient
 from internal.common.upstream import Upstream, addresses_of
 
@@ -63,6 +64,11 @@ class EmbedClient(ServiceClient):
                 return default, int(m["dim"])
         probe = await self.embed(["dimension probe"], input_type="query")
         return probe.model, probe.dim
+
+    async def superseded(self) -> dict[str, str]:
+        """Each model embedd serves whose vectors another replaces -> that one."""
+        listing = await self.call_as(ModelsResponse, "GET", "/v1/embed/models")
+        return {m.id: m.superseded_by for m in listing.models if m.superseded_by}
 
 
 def make_client(session: aiohttp.ClientSession, url: str | Sequence[str] | None,

@@ -27,6 +27,7 @@ import hashlib
 import os
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,12 @@ def _linear_weights(model: object) -> dict[str, str]:
     return out
 
 
-def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> bytes:
+def build_bytes(source: Path, float_linears: frozenset[str] = frozenset(),
+                float_channels: Mapping[str, Sequence[int]] | None = None) -> bytes:
     """The integer-kernel model, serialized; the same source gives the same bytes.
-    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's)."""
+    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's);
+    float_channels: per linear ("5.down"), the input channels computed in float."""
+    float_channels = float_channels or {}
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -136,6 +140,21 @@ def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> by
             node("MatMul", [inp, f"{key}_wf"], [f"{key}_nb"])
             node("Add", [f"{key}_nb", f"{key}_b"], [out])
             return
+        channels = float_channels.get(f"{layer}.{name}", ())
+        product = out
+        if channels:
+            # The outlier channels in float beside the integer product of the others,
+            # which see them as zeros (0 is exact in the uint8 activations).
+            idx = np.array(sorted(channels), dtype=np.int64)
+            mask = np.ones(w.shape[0], dtype=np.float32)
+            mask[idx] = 0.0
+            const(f"{key}_fi", idx)
+            const(f"{key}_fw", np.multiply(w[idx].astype(np.float32), scale, dtype=np.float32))
+            const(f"{key}_fm", mask)
+            node("Gather", [inp, f"{key}_fi"], [f"{key}_fx"], axis=2)
+            node("MatMul", [f"{key}_fx", f"{key}_fw"], [f"{key}_fy"])
+            node("Mul", [inp, f"{key}_fm"], [f"{key}_ix"])
+            inp, product = f"{key}_ix", f"{key}_iy"
         const(f"{key}_w", w)
         const(f"{key}_s", scale)
         const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
@@ -143,7 +162,9 @@ def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> by
         if bias is not None:
             const(f"{key}_b", bias)
             inputs.append(f"{key}_b")
-        node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+        node("DynamicQuantizeMatMul", inputs, [product], domain=MS)
+        if channels:
+            node("Add", [product, f"{key}_fy"], [out])
 
     emb = "inner.embeddings."
     # Embeddings: int8 word rows gathered then dequantized; positions and token types as

@@ -79,6 +79,8 @@ class Store(Protocol):
 
     async def upsert(self, name: str, items: Sequence[Item], model: str | None = ...) -> int: ...
 
+    async def get_corpus(self, name: str) -> dict[str, Any]: ...
+
 
 @dataclass(frozen=True)
 class SyncSettings:
@@ -316,6 +318,11 @@ class Syncer:
         language = corpus.get("language")
         return (str(model) if model else default), (str(language) if language else None)
 
+    async def _corpus_model(self) -> str | None:
+        """The corpus's model now (a re-embedding may have switched it during a run)."""
+        model = (await self.vectord.get_corpus(self.settings.corpus)).get("model")
+        return str(model) if model else None
+
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
         s = self.settings
         if not s.wiki_dir.is_dir():
@@ -358,7 +365,8 @@ class Syncer:
         # A failure of the stack costs the batch's pages (reported), never the run.
         embedder = _Timed(self.embed, result)
         pipe = Pipeline(self.vectord, embedder, s.corpus, model=model, batch=s.batch_size,
-                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance)
+                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance,
+                        model_of=self._corpus_model)
         await pipe.write(todo)
         # Stale chunks go only after the page's new chunks are in (crash-safe order), and
         # never those of a page whose new chunks did not all go in.
