@@ -109,7 +109,7 @@ def calibrate(tok: Tokenizer) -> Stats:
     """Per projection ("3.up"), each input channel's largest absolute value over the
     calibration texts, every projection in float (the shipped numerics)."""
     model = onnx.load_from_string(model_build.build_bytes(model_build.source_path(),
-                                                          frozenset(LINEARS)))
+                                                          frozenset(LINEARS), {}))
     names = {f"{i}.{k}": v for i in range(model_build.LAYERS) for k, v in inputs_of(i).items()}
     for tensor in names.values():
         model.graph.output.append(helper.make_tensor_value_info(tensor, TensorProto.FLOAT, None))
@@ -165,7 +165,7 @@ def candidates(stats: Stats) -> dict[str, bytes]:
 
     def build(channels: dict[str, tuple[int, ...]] | None = None,
               floats: frozenset[str] = frozenset()) -> bytes:
-        return model_build.build_bytes(src, floats, channels)
+        return model_build.build_bytes(src, floats, channels or {})
 
     no_qkv = ("o", "up", "down")
     return {
