@@ -142,7 +142,7 @@ async def test_a_corpus_switched_to_another_model_meanwhile_is_written_with_it(
     name, model = await _corpus(vc, ec)  # the model the corpus switched to
     old = "all-MiniLM-L6-v2"
     docs = [Doc(f"d{i}", f"a note on kelp number {i}") for i in range(5)]
-    with pytest.raises(StackFailure, match="model_mismatch|holds vectors of model"):
+    with pytest.raises(StackFailure, match="holds vectors of model"):
         await Pipeline(vc, ec, name, model=old, batch=2).write(docs)
 
     async def model_of() -> str | None:
