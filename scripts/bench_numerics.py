@@ -189,18 +189,20 @@ def held_out(numerics: str, data: Path) -> Run:
     return result, json.loads((data / "eval.json").read_text())["per_query"]
 
 
-def relabel_cache(data: Path, old: str, new: str) -> None:
-    """The eval cache's vectors of model old, filed as model new's: an eval of the new
-    numerics over this directory rebuilds its corpora from them (the old numerics'
+def relabel_cache(source: Path, target: Path, old: str, new: str) -> None:
+    """The eval cache's vectors of model old in source, filed in target as model new's:
+    an eval of the new numerics in target (a fresh data directory, so no corpus of the
+    old id that vectord would re-embed) builds its corpora from them (the old numerics'
     vectors under the new id) and embeds only the questions."""
-    for path in sorted((data / "eval-cache").glob("*.npz")):
+    (target / "eval-cache").mkdir(parents=True)
+    for path in sorted((source / "eval-cache").glob("*.npz")):
         with np.load(path, allow_pickle=False) as f:
             if str(f["model"]) != old:
                 continue
             keys, vectors = f["keys"], f["vectors"]
         corpus = path.name.split(".")[0]  # a corpus name has no dot
-        np.savez(cache_path(path.parent, corpus, new), model=np.array(new), keys=keys,
-                 vectors=vectors)
+        np.savez(cache_path(target / "eval-cache", corpus, new), model=np.array(new),
+                 keys=keys, vectors=vectors)
 
 
 def paired(a: dict[str, float], b: dict[str, float]) -> str:
@@ -221,8 +223,8 @@ def quality() -> None:
     ids = dict(MODEL_IDS)
     with tempfile.TemporaryDirectory(prefix="bench-numerics-") as tmp:
         runs = {old: held_out(old, Path(tmp) / old), new: held_out(new, Path(tmp) / new)}
-        relabel_cache(Path(tmp) / old, ids[old], ids[new])
-        runs["mixed"] = held_out(new, Path(tmp) / old)
+        relabel_cache(Path(tmp) / old, Path(tmp) / "mixed", ids[old], ids[new])
+        runs["mixed"] = held_out(new, Path(tmp) / "mixed")
     print()
     print("held-out nDCG@10 of the cross-validated default (lakehouse eval --cross-validate)")
     print()
