@@ -112,14 +112,17 @@ class Reembedder:
         return begun
 
     async def _check_superseded(self) -> None:
-        """supersede(), its failure (embedd not answering yet) logged and tried again
-        soon, then less and less often (up to every scan)."""
+        """supersede(), its failure (embedd not answering yet: the stack starting) tried
+        again soon, then less and less often (up to every scan); a warning once the
+        failures have lasted that long."""
         try:
             self.moved += await self.supersede()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("reembed_supersede_check_failed", error=str(exc))
+            lasting = self._check_retry >= SCAN_SECONDS
+            (log.warning if lasting else log.info)("reembed_supersede_check_failed",
+                                                   error=str(exc))
             asyncio.get_running_loop().call_later(self._check_retry, self.wake.set)
             self._check_retry = min(2 * self._check_retry, SCAN_SECONDS)
             return
