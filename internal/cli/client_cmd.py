@@ -56,13 +56,17 @@ def _notice(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
-    """The corpus of the ingest, made for the stack's embedding model if there is none."""
+async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> str | None:
+    """The corpus of the ingest, made for the stack's embedding model if there is none;
+    the model to embed with: the corpus's when embedd serves it (a corpus of a superseded
+    model is written as it is until its re-embedding switches it), else the default."""
     corpus, created = await client.ensure_corpus(args.corpus, metric=args.metric,
                                                  language=args.language)
     if created:
         print(f"created corpus {args.corpus!r} (dim {corpus.dim}, model {corpus.model})",
               file=sys.stderr)
+    served = {m.id for m in (await client.models()).models}
+    return corpus.model if corpus.model in served else None
 
 
 def _ids(docs: list[Doc], limit: int = 20) -> str:
@@ -83,7 +87,7 @@ def _ingest(args: argparse.Namespace) -> int:
     async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
         # Each step waits out a 429 (past this client's share), as the batches do.
-        await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
+        model = await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
         if args.normalize:
             docs = await normalized(client, docs, args.context, args.thread)
 
@@ -105,9 +109,12 @@ def _ingest(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"batch {pipe.size}", refresh=False)
             bar.update(done)
 
-        pipe = Pipeline(store, store, args.corpus, batch=args.batch,
+        async def corpus_model() -> str | None:
+            return (await client.get_corpus(args.corpus)).model
+
+        pipe = Pipeline(store, store, args.corpus, model=model, batch=args.batch,
                         concurrency=max(1, args.concurrency), retries=3, notice=_notice,
-                        progress=progress)
+                        progress=progress, model_of=corpus_model)
         stopped: StackFailure | None = None
         try:
             await pipe.write(plan.todo)

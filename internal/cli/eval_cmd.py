@@ -119,6 +119,15 @@ def _cache_dir(cfg: Config) -> Path:
     return Path(cfg.vectord.data_dir).parent / "eval-cache"
 
 
+def _write_json(dest: str, doc: object) -> None:
+    """--json: doc to the file dest, or to stdout for '-'."""
+    text = json.dumps(doc, indent=2)
+    if dest == "-":
+        print(text)
+    else:
+        Path(dest).write_text(text + "\n", encoding="utf-8")
+
+
 def _finished(work: Coroutine[Any, Any, T]) -> T:
     """The evaluation's result; a failure is one line and exit code 2 (bad input) or 1."""
     try:
@@ -156,12 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if len(reports) > 1:
         print("\n" + mean_table(reports))
     if args.json:
-        doc = reports[0].to_json() if len(reports) == 1 else mean_json(reports)
-        text = json.dumps(doc, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+        _write_json(args.json, reports[0].to_json() if len(reports) == 1
+                    else mean_json(reports))
     return 0 if all(r.ok for r in reports) else 1
 
 
@@ -175,11 +180,7 @@ def _run_feedback(args: argparse.Namespace, cfg: Config, dataset: str, split: st
     ))
     print(report.table())
     if args.json:
-        text = json.dumps(report.to_json(), indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+        _write_json(args.json, report.to_json())
     return 0 if report.ok else 1
 
 
@@ -198,4 +199,6 @@ def _run_cross_validation(args: argparse.Namespace, cfg: Config,
     print(f"hybrid search, nDCG@10 cross-validated over {args.cross_validate} folds of the "
           f"queries of {names} (each set's mean counts once)\n")
     print(crossval.table(result, default=crossval.AS_SHIPPED))
+    if args.json:  # the shipped default's figures, each query's too
+        _write_json(args.json, crossval.to_json(result, crossval.AS_SHIPPED))
     return 0

@@ -57,6 +57,11 @@ class EmbedClient(ServiceClient):
         probe = await self.embed(["dimension probe"], input_type="query")
         return probe.model, probe.dim
 
+    async def superseded(self) -> dict[str, str]:
+        """Each model embedd serves whose vectors another replaces -> that one."""
+        listing = await self.call_as(ModelsResponse, "GET", "/v1/embed/models")
+        return {m.id: m.superseded_by for m in listing.models if m.superseded_by}
+
 
 def make_client(session: aiohttp.ClientSession, url: str | Sequence[str] | None,
                 timeout: float = 120.0) -> EmbedClient | None:

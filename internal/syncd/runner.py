@@ -80,6 +80,8 @@ class Store(Protocol):
 
     async def upsert(self, name: str, items: Sequence[Item], model: str | None = ...) -> int: ...
 
+    async def get_corpus(self, name: str) -> dict[str, Any]: ...
+
 
 @dataclass(frozen=True)
 class SyncSettings:
@@ -314,6 +316,11 @@ class Syncer:
                            f"does not serve (it has {sorted(dims)})", code="model_mismatch")
         return (model or default), (corpus.language or None)
 
+    async def _corpus_model(self) -> str | None:
+        """The corpus's model now (a re-embedding may have switched it during a run)."""
+        model = (await self.vectord.get_corpus(self.settings.corpus)).get("model")
+        return str(model) if model else None
+
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
         s = self.settings
         if not s.wiki_dir.is_dir():
@@ -356,7 +363,8 @@ class Syncer:
         # A failure of the stack costs the batch's pages (reported), never the run.
         embedder = _Timed(self.embed, result)
         pipe = Pipeline(self.vectord, embedder, s.corpus, model=model, batch=s.batch_size,
-                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance)
+                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance,
+                        model_of=self._corpus_model)
         await pipe.write(todo)
         # Stale chunks go only after the page's new chunks are in (crash-safe order), and
         # never those of a page whose new chunks did not all go in.

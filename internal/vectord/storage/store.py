@@ -217,18 +217,20 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
-        out = []
+        """Every corpus with its count, and its `reembed` progress while one runs."""
+        counted: list[tuple[Corpus, int]] = []
         async with self.pool.connection() as conn:
+            moving = set(await reembed_sql.jobs(conn))
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(LIST_CORPORA)
             for row in await cur.fetchall():
                 corpus = Corpus(**row)
                 try:
-                    n = await self.count(conn, corpus)
+                    counted.append((corpus, await self.count(conn, corpus)))
                 except psycopg.errors.UndefinedTable:
                     continue  # dropped between the two statements
-                out.append(corpus.public(n))
-        return out
+        return [corpus.public(n, await self.reembed_progress(corpus) if corpus.id in moving
+                              else None) for corpus, n in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""

@@ -61,10 +61,13 @@ class EmbedResponse(msgspec.Struct):
     truncated: list[int]
 
 
-class ModelInfo(msgspec.Struct):
+class ModelInfo(msgspec.Struct, omit_defaults=True):  # `superseded_by` absent unless set
     id: str
     backend: str
     dim: int | None  # a remote model's dimension is known after its first answer
+    # The model whose vectors replace this one's: corpora of this model are re-embedded
+    # with it by the stack (served meanwhile, for them).
+    superseded_by: str | None = None
 
 
 class ModelsResponse(msgspec.Struct):
