@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from internal.api.vectord import Item
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
@@ -56,7 +57,7 @@ async def pets(vectord_url: str, embedd_url: str) -> AsyncIterator[str]:
         vec, emb = VectordClient(s, vectord_url), EmbedClient(s, embedd_url)
         e = await emb.embed(PETS)
         await vec.create_corpus(name, e.dim, model=e.model)
-        await vec.upsert(name, [{"id": f"p{i}", "vector": v, "text": t}
+        await vec.upsert(name, [Item(id=f"p{i}", vector=v, text=t)
                                 for i, (t, v) in enumerate(zip(PETS, e.vectors, strict=True))],
                          model=e.model)
         yield name
@@ -113,6 +114,6 @@ async def test_an_absent_playbook_is_asked_once_then_seen_after_a_record(
             vec = VectordClient(s, vectord_url)
             for name in (pb, other_pb):
                 await vec.delete_corpus(name)
-        for s in servers:
-            await s.close()
+        for server in servers:
+            await server.close()
         await proxy.close()
