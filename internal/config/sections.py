@@ -230,6 +230,10 @@ class VectordConfig:
     # the rest of the pool is left to searches, so a bulk load never takes them all.
     # 0: half of pool_max (at least 1).
     write_connections: int = 0
+    # A local PostgreSQL's backends (over a Unix socket, as the embedded one) run this
+    # much lower an OS priority while they write, so the searches' backends get the
+    # cores first (internal/pg/backend_nice.py); 0: as the server's.
+    write_nice: int = 10
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -268,6 +272,8 @@ class VectordConfig:
             raise ValueError("write_connections: must be in 0..pool_max")
         if self.pool_timeout <= 0:
             raise ValueError("pool_timeout: must be positive")
+        if not 0 <= self.write_nice <= 19:
+            raise ValueError("write_nice: must be between 0 and 19")
         if not 1 <= self.max_batch <= 10000:
             raise ValueError("max_batch: must be in 1..10000")
         if not 1 <= self.ef_search <= 1000:

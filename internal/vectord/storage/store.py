@@ -25,6 +25,7 @@ from internal.common import access
 from internal.common.auth import caller
 from internal.common.errors import Conflict, NotFound, Unavailable
 from internal.config import VectordConfig
+from internal.pg.backend_nice import BackendNice
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import tables
@@ -100,6 +101,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         self._sizes_at = float("-inf")
         self.write_slots = cfg.write_connections or max(1, cfg.pool_max // 2)
         self._writes = asyncio.Semaphore(self.write_slots)
+        self.write_nice = BackendNice(cfg.write_nice)
 
     async def wal_position(self) -> str:
         """The primary's WAL position now (after every write committed before the call)."""
