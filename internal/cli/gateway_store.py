@@ -43,9 +43,8 @@ class GatewayStore:
         return await self.client.ensure_corpus(name, dim, metric=metric, language=language,
                                                model=model, defer_index=defer_index)
 
-    async def get_corpus(self, name: str) -> dict[str, Any]:
-        out: dict[str, Any] = msgspec.to_builtins(await self.client.get_corpus(name))
-        return out
+    async def get_corpus(self, name: str) -> Corpus:
+        return await self.client.get_corpus(name)
 
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
                        ) -> AsyncIterator[IdRow]:

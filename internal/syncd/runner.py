@@ -80,7 +80,7 @@ class Store(Protocol):
 
     async def upsert(self, name: str, items: Sequence[Item], model: str | None = ...) -> int: ...
 
-    async def get_corpus(self, name: str) -> dict[str, Any]: ...
+    async def get_corpus(self, name: str) -> Corpus: ...
 
 
 @dataclass(frozen=True)
@@ -318,8 +318,7 @@ class Syncer:
 
     async def _corpus_model(self) -> str | None:
         """The corpus's model now (a re-embedding may have switched it during a run)."""
-        model = (await self.vectord.get_corpus(self.settings.corpus)).get("model")
-        return str(model) if model else None
+        return (await self.vectord.get_corpus(self.settings.corpus)).model or None
 
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
         s = self.settings
