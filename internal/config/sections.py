@@ -232,6 +232,10 @@ class VectordConfig:
     # the rest of the pool is left to searches, so a bulk load never takes them all.
     # 0: half of pool_max (at least 1).
     write_connections: int = 0
+    # A local PostgreSQL's backends (over a Unix socket, as the embedded one) run this
+    # much lower an OS priority while they write, so the searches' backends get the
+    # cores first (internal/pg/backend_nice.py); 0: as the server's.
+    write_nice: int = 10
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -246,7 +250,9 @@ class VectordConfig:
     warm_mb: int = 0
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md)
+    # Hybrid's rrf fusion: w / (fusion_rrf_k + rank), when a request names no rrf_k;
+    # tuned on SciFact/Cranfield/CISI (DECISIONS.md). Was `rrf_k` (still read, warned).
+    fusion_rrf_k: int = 20
     default_language: str = "english"
     # BM25 is scored from an in-memory copy of the postings (internal/vectord/lexical/postings.py,
     # kept in step by lexindex.py) within this budget; "sql" scores inside PostgreSQL
@@ -276,14 +282,16 @@ class VectordConfig:
             raise ValueError("write_connections: must be in 0..pool_max")
         if self.pool_timeout <= 0:
             raise ValueError("pool_timeout: must be positive")
+        if not 0 <= self.write_nice <= 19:
+            raise ValueError("write_nice: must be between 0 and 19")
         if not 1 <= self.max_batch <= 10000:
             raise ValueError("max_batch: must be in 1..10000")
         if not 1 <= self.ef_search <= 1000:
             raise ValueError("ef_search: must be in 1..1000")
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
-        if not 1 <= self.rrf_k <= MAX_RRF_K:
-            raise ValueError(f"rrf_k: must be in 1..{MAX_RRF_K} (a request's range)")
+        if not 1 <= self.fusion_rrf_k <= MAX_RRF_K:
+            raise ValueError(f"fusion_rrf_k: must be in 1..{MAX_RRF_K} (a request's range)")
         if self.lexical_engine not in ("memory", "sql"):
             raise ValueError('lexical_engine: must be "memory" or "sql"')
         if self.lexical_cache_mb < 1:
@@ -307,8 +315,10 @@ class MatrixdConfig:
     playbook_corpus: str = "playbook_memory"
     playbook_top_k: int = 20
     playbook_max_distance: float = 0.35
-    # k of the rank-based cross-corpus merge for lexical and keyword modes
-    rrf_k: int = 60
+    # The rank constant of the merge of modes ranked newest first (keyword): a hit's
+    # merge_score is 1 / (keyword_merge_k + rank), which the playbook boost divides. Was
+    # `rrf_k` (still read, warned).
+    keyword_merge_k: int = 60
     max_corpora: int = 64
     # Query intelligence: the longest observation /v1/matrix/normalize takes,
     # reflection's bar (vector similarity of a sub-query's best hit), and the time budget
@@ -338,8 +348,8 @@ class MatrixdConfig:
             raise ValueError("playbook_top_k: must be in 1..max_k")
         if self.playbook_max_distance < 0:
             raise ValueError("playbook_max_distance: must not be negative")
-        if self.rrf_k < 1:
-            raise ValueError("rrf_k: must be >= 1")
+        if self.keyword_merge_k < 1:
+            raise ValueError("keyword_merge_k: must be >= 1")
         if self.max_corpora < 1:
             raise ValueError("max_corpora: must be >= 1")
         if self.normalize_max_chars < 1:
@@ -457,6 +467,14 @@ class HaConfig:
             raise ValueError("watch_interval: must be positive")
 
 
+# Keys renamed: (section, old) -> new. The old key is still read (the new one wins when
+# both are given) and the daemons warn at start-up, naming the new one.
+RENAMED_KEYS: dict[tuple[str, str], str] = {
+    ("vectord", "rrf_k"): "fusion_rrf_k",
+    ("matrixd", "rrf_k"): "keyword_merge_k",
+}
+
+
 @dataclass(frozen=True)
 class Config:
     log: LogConfig = field(default_factory=LogConfig)
@@ -468,6 +486,8 @@ class Config:
     mcpd: McpdConfig = field(default_factory=McpdConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     ha: HaConfig = field(default_factory=HaConfig)
+    # The renamed keys this config used, as (old, new) dotted names (RENAMED_KEYS).
+    renamed: tuple[tuple[str, str], ...] = ()
 
 
 # Keys whose values never reach a log line.

@@ -36,7 +36,8 @@ from internal.config import Config
 from internal.evaluation import beir
 from internal.evaluation.ingest import IngestReport, Progress, ingest
 from internal.evaluation.metrics import evaluate
-from internal.evaluation.runner import DEPTH, MODES, SearchOptions, embed_queries, search_body
+from internal.evaluation.modes import table_modes
+from internal.evaluation.runner import DEPTH, SearchOptions, embed_queries, search_body
 from internal.evaluation.services import services
 
 log = structlog.get_logger()
@@ -251,14 +252,16 @@ def playbook_name(corpus: str) -> str:
 
 
 async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedback_file: str | Path,
-                            modes: Sequence[str] = tuple(MODES), *, holdout: float = HOLDOUT,
+                            modes: Sequence[str] | None = None, *, holdout: float = HOLDOUT,
                             options: SearchOptions | None = None, corpus: str | None = None,
                             in_process: bool = False, progress: Progress | None = None,
                             cache_dir: Path | None = None) -> FeedbackReport:
     """Record FILE's judged pairs, then score the split's queries with and without them."""
+    table = table_modes()
+    modes = list(table) if modes is None else modes
     for mode in modes:
-        if mode not in MODES:
-            raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+        if mode not in table:
+            raise ValueError(f"mode {mode!r}: expected one of {', '.join(table)}")
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"holdout: expected a share in [0, 1), got {holdout}")
     dataset = beir.load(folder, split)

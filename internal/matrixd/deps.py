@@ -19,6 +19,8 @@ class Deps:
     # vectord's embedding spaces as last read, and when (time.monotonic; matrixd.spaces).
     spaces: list[Space] = field(default_factory=list)
     spaces_at: float = float("-inf")
+    # Playbook corpora vectord answered 404 for, and when (time.monotonic; matrixd.playbook).
+    playbooks_absent: dict[str, float] = field(default_factory=dict)
 
 
 async def embed_query(deps: Deps, text: str) -> Embedding:

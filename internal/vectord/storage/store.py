@@ -27,19 +27,20 @@ from internal.common.auth import caller
 from internal.common.errors import Conflict, NotFound, Unavailable
 from internal.config import VectordConfig
 from internal.pg import memory
+from internal.pg.backend_nice import BackendNice
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import tables
 from internal.vectord.lexical import facet_values, sql_index
 from internal.vectord.lexical.memory_index import LexIndex
 from internal.vectord.storage import convert_sql, memory_plan, reembed_sql, schema, space_index
+from internal.vectord.storage.converting import ConvertPart
 from internal.vectord.storage.items import ItemsPart, wal_position_on
 from internal.vectord.storage.items import PreparedItem as PreparedItem
 from internal.vectord.storage.items import Written as Written
 from internal.vectord.storage.parts import CORPUS_COLUMNS as CORPUS_COLUMNS
 from internal.vectord.storage.parts import LIST_CORPORA, SELECT_CORPUS, STALE_REGISTRY_AFTER, Conn
 from internal.vectord.storage.parts import ReadPool as ReadPool
-from internal.vectord.storage.converting import ConvertPart
 from internal.vectord.storage.reembedding import ReembedPart
 from internal.vectord.storage.searches import SET_SEARCH as SET_SEARCH
 from internal.vectord.storage.searches import SearchPart
@@ -107,6 +108,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
         self._sizes_at = float("-inf")
         self.write_slots = cfg.write_connections or max(1, cfg.pool_max // 2)
         self._writes = asyncio.Semaphore(self.write_slots)
+        self.write_nice = BackendNice(cfg.write_nice)
 
     async def wal_position(self) -> str:
         """The primary's WAL position now (after every write committed before the call)."""
@@ -227,18 +229,20 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
-        out = []
+        """Every corpus with its count, and its `reembed` progress while one runs."""
+        counted: list[tuple[Corpus, int]] = []
         async with self.pool.connection() as conn:
+            moving = set(await reembed_sql.jobs(conn))
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(LIST_CORPORA)
             for row in await cur.fetchall():
                 corpus = Corpus(**row)
                 try:
-                    n = await self.count(conn, corpus)
+                    counted.append((corpus, await self.count(conn, corpus)))
                 except psycopg.errors.UndefinedTable:
                     continue  # dropped between the two statements
-                out.append(corpus.public(n))
-        return out
+        return [corpus.public(n, await self.reembed_progress(corpus) if corpus.id in moving
+                              else None) for corpus, n in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""
@@ -289,7 +293,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             await convert_sql.drop(conn, corpus.id)
         return corpus
 
-    async def build_index(self, name: str) -> dict[str, Any]:
+    async def build_index(self, name: str) -> wire.IndexBuilt:
         """Build the corpus's HNSW index if missing (after a deferred bulk load)."""
         corpus = await self.corpus(name, fresh=True)
         started = time.perf_counter()
@@ -307,7 +311,8 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
         self._cache.pop(name, None)
-        return {"corpus": name, "index": "hnsw", "seconds": round(time.perf_counter() - started, 3)}
+        return wire.IndexBuilt(corpus=name, index="hnsw",
+                               seconds=round(time.perf_counter() - started, 3))
 
     async def build_memory(self, conn: Conn, corpus: Corpus) -> str:
         """maintenance_work_mem for building the corpus's graph now (memory_plan)."""

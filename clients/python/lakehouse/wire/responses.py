@@ -16,7 +16,7 @@ import msgspec
 from lakehouse.wire.shapes import Hit, Precision, VectorIndex
 
 
-class ErrorDetail(msgspec.Struct):
+class ErrorDetail(msgspec.Struct, omit_defaults=True):  # `field` absent unless one is at fault
     code: str
     message: str
     field: str | None = None
@@ -61,10 +61,13 @@ class EmbedResponse(msgspec.Struct):
     truncated: list[int]
 
 
-class ModelInfo(msgspec.Struct):
+class ModelInfo(msgspec.Struct, omit_defaults=True):  # `superseded_by` absent unless set
     id: str
     backend: str
     dim: int | None  # a remote model's dimension is known after its first answer
+    # The model whose vectors replace this one's: corpora of this model are re-embedded
+    # with it by the stack (served meanwhile, for them).
+    superseded_by: str | None = None
 
 
 class ModelsResponse(msgspec.Struct):
@@ -123,61 +126,20 @@ class ReembedStarted(Reembedding, kw_only=True):
     corpus: str
 
 
-class CorpusStorage(msgspec.Struct):
-    """One corpus's share of the database (GET /v1/vectors/storage), in bytes on disk."""
-
-    name: str
-    precision: Precision
-    index: VectorIndex
-    rows: int
-    table_bytes: int  # the items heap with its TOAST: vectors, texts, metadata
-    index_bytes: int  # its vector index (the HNSW graph)
-    other_index_bytes: int  # its key, metadata, updated_at and trigram indexes
-    lexical_bytes: int  # its BM25 postings and statistics, with their keys
-    index_fits_shared_buffers: bool  # index_bytes <= PostgreSQL's shared_buffers
-    reembed: Reembedding | None = None
-    conversion: Conversion | None = None
-
-
-class MemoryHeld(msgspec.Struct):
-    """Memory held now: vectord's PSS; PostgreSQL's processes' own pages plus its shared
-    memory's resident pages once (None when the server is not on vectord's machine)."""
-
-    vectord_bytes: int
-    postgres_bytes: int | None
-    postgres_counted: str  # how postgres_bytes was counted, or why it is None
-
-
-class Warmup(msgspec.Struct):
-    """Reading the corpora's indexes and tables back into memory after a start or a
-    failover (searches answer meanwhile)."""
-
-    state: Literal["waiting", "warming", "done", "failed"]
-    method: Literal["files", "queries", ""] = ""  # files: read straight from the data directory
-    done_bytes: int = 0
-    budget_bytes: int = 0
-    seconds: float = 0.0
-    corpora: int = 0  # corpora warmed (or being warmed)
-    error: str | None = None
-
-
-class StorageStatus(msgspec.Struct):
-    """GET /v1/vectors/storage: what the corpora take and whether their indexes fit."""
-
-    shared_buffers_bytes: int
-    effective_cache_size_bytes: int
-    memory: MemoryHeld
-    spaces_bytes: int  # the shared indexes of embedding spaces (tables and graphs)
-    corpora: list[CorpusStorage]
-    warmup: Warmup
-
-
 class CorpusList(msgspec.Struct):
     corpora: list[Corpus]
 
 
 class CorpusDeleted(msgspec.Struct):
     deleted: str
+
+
+class IndexBuilt(msgspec.Struct):
+    """POST /v1/vectors/corpora/{name}/index: the vector index built (or there already)."""
+
+    corpus: str
+    index: str  # "hnsw"
+    seconds: float
 
 
 class Upserted(msgspec.Struct):
@@ -216,6 +178,40 @@ class IdsPage(msgspec.Struct):
 
 # ---- matrixd: search -------------------------------------------------------------------------
 
+class HitRelevance(msgspec.Struct):
+    """A hit's `relevance` when the relevance filter ran."""
+
+    score: float
+    signals: dict[str, float]
+
+
+class DroppedHit(msgspec.Struct):
+    """A hit the relevance filter dropped (the answer's `relevance.dropped`)."""
+
+    corpus: str
+    id: str
+    score: float
+    signals: dict[str, float]
+
+
+class RelevanceSummary(msgspec.Struct):
+    """The answer's `relevance`: the filter's threshold, how many hits it kept, the dropped."""
+
+    threshold: float
+    kept: int
+    dropped: list[DroppedHit]
+
+
+class DowngradeSummary(msgspec.Struct):
+    """The answer's `downgrade`: the gate's thresholds (0 is off) and how many it moved."""
+
+    max_distance: float
+    min_score: float
+    max_age_days: float
+    disputed: bool
+    downgraded: int
+
+
 class MatrixCorpus(msgspec.Struct):
     name: str
     count: int
@@ -241,7 +237,7 @@ class MatrixHit(Hit):
     from_playbook: bool = False  # set on every hit when use_playbook is
     # The downgrade gate's reasons (weak, stale, disputed), on every hit when it is on.
     downgraded: list[str] = msgspec.field(default_factory=list)
-    relevance: dict[str, Any] | None = None  # {"score", "signals"} when the filter ran
+    relevance: HitRelevance | None = None  # when the relevance filter ran
     context_score: float | None = None  # smart search and search_auto: judged with neighbours
     # Smart search: the ids of the plan's sub-queries that found the hit.
     sub_queries: list[int] = msgspec.field(default_factory=list)
@@ -294,8 +290,8 @@ class MatrixSearchResponse(msgspec.Struct):
     degraded: list[str] = []
     playbook_boosted: int = 0
     playbook: PlaybookSummary | None = None
-    downgrade: dict[str, Any] | None = None  # the gate's thresholds and `downgraded` count
-    relevance: dict[str, Any] | None = None  # {"threshold", "kept", "dropped"}
+    downgrade: DowngradeSummary | None = None  # when the downgrade gate is on
+    relevance: RelevanceSummary | None = None  # when the relevance filter ran
     embed_ms: float | None = None
     took_ms: float = 0.0
     # Value counts per facet, when `facets` was asked (internal.vectord.shaping.shaped).
@@ -361,7 +357,7 @@ class SmartSearchResponse(MatrixSearchResponse, kw_only=True):
 class SearchAutoResponse(MatrixSearchResponse, kw_only=True):
     """The chosen strategy's answer, with why it was chosen and what it was expected to cost."""
 
-    strategy: Literal["keyword", "lexical", "vector", "hybrid", "smart"]
+    strategy: str  # a search mode (lakehouse.wire.modes) or "smart"
     reason: str
     estimated_ms: float
     estimate_source: str = ""
@@ -457,7 +453,3 @@ class SyncStatus(msgspec.Struct):
     last_run_at: datetime | None = None
     last_finished_at: datetime | None = None
     next_run_at: datetime | None = None
-
-
-class Passthrough(msgspec.Struct):
-    """Any JSON object: the daemon's own answer, passed on unchanged."""
