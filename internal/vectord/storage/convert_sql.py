@@ -70,12 +70,16 @@ async def start(conn: Conn, corpus: Corpus, precision: str) -> bool:
     corpus's write lock): the job, the new table, the triggers mirroring writes into it.
     False when a re-embedding or a conversion of the corpus already runs."""
     cid = int(corpus.id)
+    items, nxt = tables.items_table(cid), next_table(cid)
+    # The table before the write lock, as a writer takes them (its INSERT locks the table,
+    # then its trigger the write lock): CREATE TRIGGER below needs the table's SHARE ROW
+    # EXCLUSIVE, which would wait for a writer waiting for this transaction's write lock.
+    await conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(items))
     await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (sql_index.LOCK_CLASS, cid))
     cur = await conn.execute(START, {"id": cid, "model": corpus.model or "", "dim": corpus.dim,
                                      "precision": precision})
     if await cur.fetchone() is None:
         return False
-    items, nxt = tables.items_table(cid), next_table(cid)
     for stmt in (
         "DROP TABLE IF EXISTS {next}",  # what an earlier conversion, cancelled, left
         "CREATE TABLE {next} (LIKE {items} INCLUDING DEFAULTS INCLUDING GENERATED "

@@ -72,8 +72,8 @@ class ConvertPart(StoreParts):
                     if row is None:
                         return True  # deleted meanwhile: nothing to switch
                     done = await convert_sql.switch(conn, Corpus(**row), precision)
-            except psycopg.errors.LockNotAvailable:
-                return False
+            except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+                return False  # the other side went on; the job tries again
         if done:
             self._cache.pop(corpus.name, None)
             self.spaces_changed.set()  # the maintainer attaches it to its new space
