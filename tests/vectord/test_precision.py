@@ -8,6 +8,7 @@ with one switch (internal.vectord.storage.convert)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import aiohttp
@@ -201,7 +202,7 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
     assert not failed, failed[:5]
     assert searched > 20
     assert "float32+" in seen and seen[-1] == "float16", seen
-    switches = sum(1 for a, b in zip(seen, seen[1:], strict=False) if a[:7] != b[:7])
+    switches = sum(1 for a, b in itertools.pairwise(seen) if a[:7] != b[:7])
     assert switches == 1, seen
     assert await column_of(pg_dsn, name) == f"halfvec({DIM})"
     # Nothing acknowledged is lost, every write's last vector is the one stored.
