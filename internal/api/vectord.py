@@ -29,7 +29,6 @@ from lakehouse.wire.shapes import (  # shared with the client: defined there onc
     MAX_QUERY_CHARS,
     MAX_RRF_K,
     MAX_WEIGHT,
-    MIN_BINARY_DIM,
     NAME_PATTERN,
     CorpusName,
     DateRange,
@@ -47,7 +46,6 @@ from lakehouse.wire.shapes import (  # shared with the client: defined there onc
     Prf,
     QueryText,
     Vector,
-    VectorIndex,
     Weight,
     embed_text,
 )
@@ -55,7 +53,7 @@ from lakehouse.wire.shapes import (  # shared with the client: defined there onc
 __all__ = [  # what the server's modules take from here, the wire's shared parts included
     "MAX_BM25_K1", "MAX_DIM", "MAX_FACETS", "MAX_FACET_SIZE", "MAX_GROUP_SIZE",
     "MAX_IDS_PAGE", "MAX_ID_BYTES", "MAX_INCLUDE", "MAX_K", "MAX_QUERY_CHARS",
-    "MAX_QUERY_VECTORS", "MAX_RRF_K", "MAX_WEIGHT", "MIN_BINARY_DIM", "NAME_PATTERN",
+    "MAX_QUERY_VECTORS", "MAX_RRF_K", "MAX_WEIGHT", "NAME_PATTERN",
     "ConvertRequest", "Corpus",
     "CorpusName", "CorpusSearchResult", "CreateCorpus", "DateRange", "DeleteItems", "Dim",
     "EfSearch", "FacetSpec", "FieldPath", "FieldWeights", "Filter", "Highlight", "Hit",
@@ -63,7 +61,7 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
     "MultiSearchResponse", "MultiSearchResult", "NumberRange", "Precision", "Prf", "QueryText",
     "QueryVector", "Recency", "ReembedRequest", "SearchError", "SearchRequest",
     "SearchResponse", "SearchSpec", "Space", "SpacesResponse", "UpsertRequest", "Vector",
-    "VectorIndex", "Weight", "embed_text",
+    "Weight", "embed_text",
 ]
 
 H = TypeVar("H")
@@ -79,7 +77,6 @@ class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
     defer_index: bool = False
     # None: [vectord] precision (float16 unless configured otherwise).
     precision: Precision | None = None
-    index: VectorIndex = "hnsw"  # "binary": 1,024 dimensions or more (validate.vector_index)
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
@@ -179,7 +176,6 @@ class Corpus(msgspec.Struct, frozen=True):
     # Must match the items table's column: halfvec(dim) for float16, vector(dim) for
     # float32 (a corpus from before precisions is float32).
     precision: Precision = "float32"
-    vector_index: VectorIndex = "hnsw"
 
     def public(self, count: int, reembed: wire.Reembedding | None = None,
                conversion: wire.Conversion | None = None) -> wire.Corpus:
@@ -187,7 +183,7 @@ class Corpus(msgspec.Struct, frozen=True):
         return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
                            language=self.language, model=self.model, count=count,
                            created_at=self.created_at, precision=self.precision,
-                           index=self.vector_index, reembed=reembed, conversion=conversion)
+                           reembed=reembed, conversion=conversion)
 
 
 class SearchResponse(msgspec.Struct):

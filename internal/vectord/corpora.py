@@ -8,10 +8,9 @@ from aiohttp import web
 
 from internal.api import validate
 from internal.api.responses import CorpusDeleted, CorpusList
-from internal.api.vectord import MIN_BINARY_DIM, ConvertRequest, CreateCorpus, ReembedRequest
+from internal.api.vectord import ConvertRequest, CreateCorpus, ReembedRequest
 from internal.common import access, language
 from internal.common.auth import caller
-from internal.common.errors import InvalidArgument
 from internal.common.lsn import LSN_HEADER
 from internal.common.web import json_response, read_json, route
 from internal.vectord.appkeys import REEMBED, STORE, WARMER
@@ -32,18 +31,14 @@ async def create_corpus(request: web.Request) -> web.Response:
     body = await read_json(request, CreateCorpus)
     validate.corpus_name(body.name)
     validate.dim(body.dim)
-    if body.index == "binary" and body.dim < MIN_BINARY_DIM:
-        raise InvalidArgument(f"index: a binary index is for {MIN_BINARY_DIM} dimensions or "
-                              f"more (its sign bits re-scored by the vectors); this corpus "
-                              f"has {body.dim}: leave it \"hnsw\"", field="index")
     lang = language.normalize_corpus_language(body.language, "language")
     model = body.model.strip() if body.model else None
     store = request.app[STORE]
     corpus = await store.create_corpus(
         body.name, body.dim, body.metric, lang, model or None, body.defer_index,
-        body.precision or store.cfg.precision, body.index)
+        body.precision or store.cfg.precision)
     log.info("corpus_created", corpus=corpus.name, dim=corpus.dim, metric=corpus.metric,
-             precision=corpus.precision, index=corpus.vector_index)
+             precision=corpus.precision)
     return await after_write(request, json_response(corpus.public(0), status=201))
 
 

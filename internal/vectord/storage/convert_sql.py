@@ -138,7 +138,7 @@ async def index_statements(conn: Conn, corpus: Corpus, precision: str, m: int, e
     cur = await conn.execute(HAS_INDEX, {"name": f"vectord_items_{cid}_hnsw"})
     row = await cur.fetchone()
     if row and row[0]:
-        key = schema.index_key(precision, corpus.metric, corpus.dim, corpus.vector_index)
+        key = schema.index_key(precision, corpus.metric)
         stmts.append(schema.hnsw_sql(sql.Identifier(f"{next_name(cid)}_hnsw"), next_table(cid),
                                      key, m, efc, concurrently=True))
     return stmts + schema.secondary_indexes_sql(next_table(cid), next_name(cid),

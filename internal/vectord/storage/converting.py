@@ -49,7 +49,7 @@ class ConvertPart(StoreParts):
                 conn, corpus, precision, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction)
             done, _ = await convert_sql.progress(conn, corpus.id)
             plan = memory_plan.build_memory(done, corpus.dim, precision, self.cfg.hnsw_m,
-                                            corpus.vector_index, memory.machine()[1])
+                                            memory.machine()[1])
             await conn.execute(SET_BUILD_MEMORY, (memory_plan.setting(plan),))
             await conn.execute("SET max_parallel_maintenance_workers = 2")
             try:

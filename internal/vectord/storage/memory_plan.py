@@ -23,19 +23,16 @@ def vector_bytes(dim: int, precision: str) -> int:
     return 8 + dim * (2 if precision == "float16" else 4)
 
 
-def element_bytes(dim: int, precision: str, m: int, kind: str = "hnsw") -> int:
-    """One vector's HNSW element: what it holds (the vector, or a bit a dimension for a
-    binary index) and its neighbours."""
-    held = 8 + (dim + 7) // 8 if kind == "binary" else vector_bytes(dim, precision)
-    return held + NEIGHBOUR_BYTES_PER_M * m
+def element_bytes(dim: int, precision: str, m: int) -> int:
+    """One vector's HNSW element: the vector and its neighbours."""
+    return vector_bytes(dim, precision) + NEIGHBOUR_BYTES_PER_M * m
 
 
-def build_memory(rows: int, dim: int, precision: str, m: int, kind: str, available: int
-                 ) -> int:
+def build_memory(rows: int, dim: int, precision: str, m: int, available: int) -> int:
     """maintenance_work_mem for an HNSW build over `rows` vectors: the whole graph (a
     graph that outgrows it is built about 6x slower at 1M), a quarter more for the
     build's own bookkeeping, within BUILD_SHARE of the memory available; bytes."""
-    want = int(rows * element_bytes(dim, precision, m, kind) * 1.25)
+    want = int(rows * element_bytes(dim, precision, m) * 1.25)
     cap = int(available * BUILD_SHARE)
     return max(BUILD_FLOOR, min(want, cap))
 

@@ -26,7 +26,7 @@ import psycopg
 import structlog
 
 from internal.api.responses import Reembedding, ReembedStarted
-from internal.api.vectord import MAX_DIM, MIN_BINARY_DIM, Corpus, embed_text
+from internal.api.vectord import MAX_DIM, Corpus, embed_text
 from internal.clients.embed import EmbedClient
 from internal.common import waits
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, Unavailable
@@ -78,10 +78,6 @@ class Reembedder:
         if not 1 <= probe.dim <= MAX_DIM:
             raise InvalidArgument(f"model: {probe.model!r} makes {probe.dim}-dimensional "
                                   f"vectors; an index holds at most {MAX_DIM}", field="model")
-        if corpus.vector_index == "binary" and probe.dim < MIN_BINARY_DIM:
-            raise InvalidArgument(f"model: {probe.model!r} makes {probe.dim}-dimensional "
-                                  f"vectors; a binary index needs {MIN_BINARY_DIM} or more",
-                                  field="model")
         started = await self.store.start_reembed(corpus, probe.model, probe.dim)
         state = await self.store.reembed_progress(corpus)
         if not started:

@@ -141,8 +141,8 @@ async def fail(conn: Conn, corpus_id: int, error: str) -> None:
 async def build_next_index(conn: Conn, corpus: Corpus, dim: int, m: int, efc: int) -> None:
     """The HNSW graph over the new vectors, built before the switch (autocommit conn:
     CONCURRENTLY, so writers go on)."""
-    key = schema.index_key(corpus.precision, corpus.metric, dim, corpus.vector_index,
-                           "embedding_next")
+    del dim  # the column's type holds it
+    key = schema.index_key(corpus.precision, corpus.metric, "embedding_next")
     await conn.execute(schema.hnsw_sql(next_index(corpus.id), tables.items_table(corpus.id),
                                        key, m, efc, concurrently=True))
 

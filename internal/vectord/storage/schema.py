@@ -158,16 +158,13 @@ BEGIN
 END $$;
 """),
     # Precisions (DECISIONS.md, "Vectors: half precision"): a corpus's vectors and graph as
-    # halfvec (float16) or vector (float32); every corpus before this one is float32. Its
-    # vector index: HNSW over the vectors, or over their sign bits (binary). A space is
-    # one precision too. A job of vectord_reembed is a re-embedding or a conversion to
+    # halfvec (float16) or vector (float32); every corpus before this one is float32. A
+    # space is one precision too. A job of vectord_reembed is a re-embedding or a conversion to
     # another precision (`position`: the last id its copy took).
     (10, """
 ALTER TABLE vectord_corpora
     ADD COLUMN IF NOT EXISTS precision text NOT NULL DEFAULT 'float32'
-        CHECK (precision IN ('float16', 'float32')),
-    ADD COLUMN IF NOT EXISTS vector_index text NOT NULL DEFAULT 'hnsw'
-        CHECK (vector_index IN ('hnsw', 'binary'));
+        CHECK (precision IN ('float16', 'float32'));
 ALTER TABLE vectord_spaces ADD COLUMN IF NOT EXISTS precision text NOT NULL DEFAULT 'float32';
 ALTER TABLE vectord_spaces DROP CONSTRAINT IF EXISTS vectord_spaces_dim_metric_model_key;
 ALTER TABLE vectord_spaces ADD CONSTRAINT vectord_spaces_key UNIQUE (dim, metric, model, precision);
@@ -347,16 +344,11 @@ def layout_sql(corpus_id: int, column: str) -> list[sql.Composed]:
     return stmts
 
 
-def index_key(precision: str, metric: str, dim: int, kind: str, column: str = "embedding"
-              ) -> sql.Composed:
-    """What a corpus's vector index is built over, with its operator class: the column
-    (hnsw), or its sign bits compared by Hamming distance (binary: a bit per dimension,
-    re-scored by the vectors; storage/searches.py)."""
-    col = sql.Identifier(column)
-    if kind == "binary":
-        return sql.SQL("(binary_quantize({c})::bit({d})) bit_hamming_ops").format(
-            c=col, d=sql.Literal(int(dim)))
-    return sql.SQL("{c} {ops}").format(c=col, ops=sql.SQL(opclass(precision, metric)))
+def index_key(precision: str, metric: str, column: str = "embedding") -> sql.Composed:
+    """What a corpus's HNSW index is built over: the column, with the operator class of
+    its precision and metric."""
+    return sql.SQL("{c} {ops}").format(c=sql.Identifier(column),
+                                       ops=sql.SQL(opclass(precision, metric)))
 
 
 def hnsw_sql(name: sql.Identifier, table: sql.Identifier, key: sql.Composed, m: int,
@@ -372,5 +364,5 @@ def hnsw_sql(name: sql.Identifier, table: sql.Identifier, key: sql.Composed, m: 
 def create_hnsw_sql(corpus: Corpus, m: int, ef_construction: int) -> sql.Composed:
     """The corpus's own vector index over its items table."""
     return hnsw_sql(tables.hnsw_index(corpus.id), tables.items_table(corpus.id),
-                    index_key(corpus.precision, corpus.metric, corpus.dim, corpus.vector_index),
+                    index_key(corpus.precision, corpus.metric),
                     m, ef_construction)

@@ -60,7 +60,7 @@ async def storage(store: Store, visible: list[str] | None, warmup: Warmup) -> St
             except psycopg.errors.UndefinedTable:
                 continue  # dropped meanwhile
             corpora.append((corpus, CorpusStorage(
-                name=corpus.name, precision=corpus.precision, index=corpus.vector_index,
+                name=corpus.name, precision=corpus.precision,
                 rows=rows, table_bytes=sizes[0], index_bytes=sizes[1],
                 other_index_bytes=sizes[2], lexical_bytes=sizes[3],
                 index_fits_shared_buffers=sizes[1] <= shared)))

@@ -42,11 +42,9 @@ FIND_SPACE = """
 SELECT id FROM vectord_spaces WHERE dim = %(dim)s AND metric = %(metric)s AND model = %(model)s
 AND precision = %(precision)s"""
 SET_SPACE = "UPDATE vectord_corpora SET space_id = %(space)s WHERE id = %(id)s"
-# A binary index's corpus stays out: a space's graph holds whole vectors, the very
-# memory its sign bits save (its searches read its own index).
 UNATTACHED = """
 SELECT c.id, c.name FROM vectord_corpora c
-WHERE c.space_id IS NULL AND c.vector_index = 'hnsw'
+WHERE c.space_id IS NULL
   AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'vectord_items_' || c.id || '_hnsw')
 ORDER BY c.id"""
 # The space's other members, and whether their vectors are in it (its triggers exist).
@@ -124,15 +122,13 @@ async def _space(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc
 def _hnsw_sql(space_id: int, corpus: Corpus, m: int, efc: int) -> sql.Composed:
     """The space's graph: over its vectors, in the precision of its corpora."""
     return schema.hnsw_sql(space_hnsw(space_id), space_table(space_id),
-                           schema.index_key(corpus.precision, corpus.metric, corpus.dim, "hnsw"),
+                           schema.index_key(corpus.precision, corpus.metric),
                            m, efc)
 
 
-async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int
-                 ) -> int | None:
+async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
     """Make the corpus a member of its space; in the caller's transaction, under the
-    corpus's write lock (writers wait, nothing is missed). None: a corpus of a binary
-    index joins none (UNATTACHED).
+    corpus's write lock (writers wait, nothing is missed).
 
     A corpus alone in its space keeps no copy there: only a search over two or more
     corpora of a space reads the shared graph, so a lone corpus's copy would double its
@@ -141,8 +137,6 @@ async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc
     member's vectors (attaches to one space are serialised by a lock on it). Into an
     empty space the rows go before its HNSW graph is built (a bulk build); into a
     populated one they are noted for the applier, which adds them in batches."""
-    if corpus.vector_index != "hnsw":
-        return None
     cid = int(corpus.id)
     await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (sql_index.LOCK_CLASS, cid))
     sid = await _space(conn, corpus, m, efc)

@@ -19,7 +19,7 @@ log = structlog.get_logger()
 class SharedIndexPart(StoreParts):
     """The shared index of each embedding space, kept in step with its corpora."""
 
-    async def _attach(self, conn: Conn, corpus: Corpus) -> int | None:
+    async def _attach(self, conn: Conn, corpus: Corpus) -> int:
         return await space_index.attach(conn, corpus, self.cfg.hnsw_m,
                                         self.cfg.hnsw_ef_construction)
 

@@ -56,10 +56,9 @@ log = structlog.get_logger()
 CORPUS_TTL_SECONDS = 5.0
 
 INSERT_CORPUS = f"""
-INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index, precision,
-                             vector_index)
+INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index, precision)
 VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s,
-        %(precision)s, %(vector_index)s)
+        %(precision)s)
 RETURNING {CORPUS_COLUMNS}"""
 
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
@@ -183,16 +182,14 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             return await fn(corpus)
 
     async def create_corpus(self, name: str, dim: int, metric: str, language: str,
-                            model: str | None, defer_index: bool, precision: str,
-                            vector_index: str = "hnsw") -> Corpus:
+                            model: str | None, defer_index: bool, precision: str) -> Corpus:
         keyword_index = "trgm" if self.db.trgm else "scan"
         async with self.pool.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             try:
                 await cur.execute(INSERT_CORPUS, {
                     "name": name, "dim": dim, "metric": metric, "language": language,
-                    "model": model, "keyword_index": keyword_index, "precision": precision,
-                    "vector_index": vector_index})
+                    "model": model, "keyword_index": keyword_index, "precision": precision})
             except psycopg.errors.UniqueViolation:
                 raise Conflict(f"name: corpus {name!r} already exists", field="name") from None
             row = await cur.fetchone()
@@ -318,7 +315,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
         """maintenance_work_mem for building the corpus's graph now (memory_plan)."""
         return memory_plan.setting(memory_plan.build_memory(
             await self.count(conn, corpus), corpus.dim, corpus.precision, self.cfg.hnsw_m,
-            corpus.vector_index, memory.machine()[1]))
+            memory.machine()[1]))
 
     async def ping(self) -> dict[str, Any]:
         async with self.pool.connection(timeout=5.0) as conn:

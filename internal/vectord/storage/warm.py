@@ -40,9 +40,9 @@ WITH rel AS (
 SELECT name FROM rel WHERE to_regclass(name) IS NOT NULL
 ORDER BY kind, pg_relation_size(to_regclass(name)), id"""
 CORPORA = """
-SELECT c.id, c.metric, c.vector_index, greatest(coalesce(t.reltuples, 0), 1)
+SELECT c.id, c.metric, greatest(coalesce(t.reltuples, 0), 1)
 FROM vectord_corpora c LEFT JOIN pg_class t ON t.oid = to_regclass('vectord_items_' || c.id)
-ORDER BY 4, c.id"""
+ORDER BY 3, c.id"""
 SAMPLE = "SELECT embedding FROM {t} TABLESAMPLE SYSTEM (%(pct)s) LIMIT %(n)s"
 SEARCH = "SELECT id FROM {t} ORDER BY embedding {op} %(q)s LIMIT 10"
 QUERIES = 500  # searches a corpus when the files cannot be read
@@ -126,9 +126,7 @@ class Warmer:
         async with self.store.pool.connection() as conn:
             cur = await conn.execute(CORPORA)
             corpora = list(await cur.fetchall())
-        for cid, metric, kind, rows in corpora:
-            if kind != "hnsw":
-                continue  # a binary index's searches re-score: its own statements
+        for cid, metric, rows in corpora:
             table = tables.items_table(int(cid))
             # Twice the rows wanted, as a share of the table's pages (SYSTEM samples pages).
             pct = min(100.0, 200.0 * QUERIES / float(rows))

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from lakehouse.wire.shapes import Hit, Precision, VectorIndex
+from lakehouse.wire.shapes import Hit, Precision
 
 
 class ErrorDetail(msgspec.Struct, omit_defaults=True):  # `field` absent unless one is at fault
@@ -115,7 +115,6 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     count: int
     created_at: datetime
     precision: Precision  # how its vectors and their index are stored
-    index: VectorIndex = "hnsw"  # shown only when "binary"
     reembed: Reembedding | None = None  # only while one runs
     conversion: Conversion | None = None  # only while one runs
 

@@ -17,10 +17,6 @@ Metric = Literal["cosine", "l2", "ip"]
 # the bytes, the same recall; the default) or float32 (vector).
 Precision = Literal["float16", "float32"]
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
-# Its vector index: an HNSW graph over the vectors, or over their sign bits (binary
-# quantization, 1,024 dimensions or more) whose nearest are re-scored by the vectors.
-VectorIndex = Literal["hnsw", "binary"]
-MIN_BINARY_DIM = 1024
 
 # HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
 MAX_DIM = 2000

@@ -9,7 +9,7 @@ from typing import Literal
 import msgspec
 
 from lakehouse.wire.responses import Conversion, Reembedding
-from lakehouse.wire.shapes import Precision, VectorIndex
+from lakehouse.wire.shapes import Precision
 
 
 class CorpusStorage(msgspec.Struct):
@@ -17,7 +17,6 @@ class CorpusStorage(msgspec.Struct):
 
     name: str
     precision: Precision
-    index: VectorIndex
     rows: int
     table_bytes: int  # the items heap with its TOAST: vectors, texts, metadata
     index_bytes: int  # its vector index (the HNSW graph)
