@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from typing import Any
 
 import aiohttp
 import numpy as np
 import psycopg
+from psycopg.conninfo import make_conninfo
 
+from internal.config import Config
+from internal.vectord.server import make_app
 from lakehouse.wire.modes import MODES
+from tests.helpers import serve, url_of, with_section
 from tests.vectord.vdata import call, unique, unit
 
 C = "/v1/vectors/corpora"
@@ -223,3 +228,52 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
     status, hits = await call(http, "POST", f"{url}/search",
                               {"mode": "lexical", "query_text": "written heron", "k": 3})
     assert status == 200 and len(hits["hits"]) == 3, hits
+
+
+# What a database migrated before precisions existed lacks (schema version 9).
+BEFORE_PRECISIONS = """
+ALTER TABLE vectord_corpora DROP COLUMN precision;
+ALTER TABLE vectord_spaces DROP CONSTRAINT vectord_spaces_key;
+ALTER TABLE vectord_spaces DROP COLUMN precision;
+ALTER TABLE vectord_spaces ADD CONSTRAINT vectord_spaces_dim_metric_model_key
+    UNIQUE (dim, metric, model);
+ALTER TABLE vectord_reembed DROP COLUMN kind, DROP COLUMN precision, DROP COLUMN position;
+DELETE FROM schema_migrations WHERE component = 'vectord' AND version = 10"""
+
+
+async def test_a_database_from_before_precisions_keeps_working_and_converts(
+        base_cfg: Config, pg_dsn: str, http: aiohttp.ClientSession) -> None:
+    """A data directory whose corpora predate precisions: at start its corpora are float32
+    (their `vector` columns), answer as before, and convert online."""
+    db = f"before_{os.getpid()}"
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"DROP DATABASE IF EXISTS {db}")
+        await conn.execute(f"CREATE DATABASE {db}")
+    dsn = make_conninfo(pg_dsn, dbname=db)
+    cfg = with_section(base_cfg, "vectord", dsn=dsn, warm_seconds=0.0)
+    server = await serve(make_app(cfg))
+    name = await corpus(http, url_of(server), "float32", 300)
+    await server.close()
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute(BEFORE_PRECISIONS)
+    server = await serve(make_app(cfg))  # migrates it again
+    url = url_of(server)
+    try:
+        status, out = await call(http, "GET", f"{url}{C}/{name}")
+        assert status == 200 and out["precision"] == "float32" and out["count"] == 300, out
+        before = await _answers(http, url, name)
+        assert before["vector"][0] == "d0007"
+        status, started = await call(http, "POST", f"{url}{C}/{name}/convert",
+                                     {"precision": "float16"})
+        assert status == 202, started
+        for _ in range(300):
+            status, out = await call(http, "GET", f"{url}{C}/{name}")
+            if out["precision"] == "float16" and "conversion" not in out:
+                break
+            await asyncio.sleep(0.1)
+        assert await column_of(dsn, name) == f"halfvec({DIM})"
+        after = await _answers(http, url, name)
+        assert {k: v for k, v in after.items() if k != "distances"} == \
+            {k: v for k, v in before.items() if k != "distances"}
+    finally:
+        await server.close()
