@@ -2,8 +2,9 @@
 side on the tests' vectord and embedded PostgreSQL: the precision is kept in the table's
 column and shown in the corpus; every search mode, feedback, diversity, an exact scan (no
 vector index yet), a federated search over both and an item read answer alike in both;
-and a corpus moves from one precision to the other online, searches and writes going on,
-with one switch (internal.vectord.storage.convert)."""
+a corpus moves from one precision to the other online, searches and writes going on,
+with one switch (internal.vectord.storage.convert); and a database from before
+precisions keeps its corpora as float32 at start."""
 
 from __future__ import annotations
 
