@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import lakehouse
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
 from internal.cli.storage_view import conversion_lines, storage_lines
+from internal.cli.storage_view import reembed_lines as reembed_lines
 from lakehouse.errors import LakehouseError
 
 if TYPE_CHECKING:  # `lakehouse --help` imports no msgspec (tests/cli/test_startup.py)
@@ -75,24 +76,6 @@ def sync_lines(status: SyncStatus | None, off: bool = False
     lines = [f"sync error: {e.error}" if e.path == "." else f"sync error: {e.path}: {e.error}"
              for e in last.errors]
     return row, lines
-
-
-def reembed_lines(corpora: list[Corpus]) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """A row of `lakehouse status` per corpus being re-embedded (its progress), and a line
-    below the table per one whose last batch failed (the job tries again)."""
-    rows: list[tuple[str, str, str]] = []
-    lines: list[str] = []
-    for c in corpora:
-        job = c.reembed
-        if job is None:
-            continue
-        share = f" ({100 * job.done // job.total}%)" if job.total else ""
-        rows.append(("reembed", "retrying" if job.error else "running",
-                     f"corpus {c.name}: {c.model} -> {job.model}, {job.done} of {job.total} "
-                     f"items{share}"))
-        if job.error:
-            lines.append(f"reembed error: {c.name}: {job.error}")
-    return rows, lines
 
 
 def _corpora(client: lakehouse.Client) -> list[Corpus]:

@@ -1,5 +1,5 @@
-"""What `lakehouse status` shows of the corpora's storage: a row per conversion under way,
-and a table of each corpus's rows, table and index sizes and whether its vector index
+"""What `lakehouse status` shows of the corpora's storage: a row per re-embedding and per
+conversion under way, and a table of each corpus's rows, table and index sizes and whether its vector index
 fits in PostgreSQL's shared_buffers, with the memory held (no I/O but the strings)."""
 
 from __future__ import annotations
@@ -19,23 +19,37 @@ def mib(n: int) -> str:
     return f"{n / MIB:,.1f}"
 
 
-def conversion_lines(corpora: list[Corpus]) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """A row of `lakehouse status` per corpus being converted to another precision (its
-    progress), and a line below the table per one whose last step failed (it tries again)."""
+Rows = tuple[list[tuple[str, str, str]], list[str]]
+
+
+def _job_lines(kind: str, jobs: list[tuple[str, str, int, int, str | None]]) -> Rows:
+    """A row per background job of a corpus, (corpus, what, done, total, last error): its
+    progress; and a line below the table per one whose last step failed (it tries again)."""
     rows: list[tuple[str, str, str]] = []
     lines: list[str] = []
-    for c in corpora:
-        job = c.conversion
-        if job is None:
-            continue
-        share = f" ({100 * job.done // job.total}%)" if job.total else ""
-        what = (f"{job.done} of {job.total} items copied{share}" if job.state == "copying"
-                else f"{job.total} items copied, building its indexes")
-        rows.append(("convert", "retrying" if job.error else "running",
-                     f"corpus {c.name}: {c.precision} -> {job.precision}, {what}"))
-        if job.error:
-            lines.append(f"convert error: {c.name}: {job.error}")
+    for name, what, done, total, error in jobs:
+        share = f" ({100 * done // total}%)" if total else ""
+        rows.append((kind, "retrying" if error else "running",
+                     f"corpus {name}: {what.format(done=done, total=total, share=share)}"))
+        if error:
+            lines.append(f"{kind} error: {name}: {error}")
     return rows, lines
+
+
+def reembed_lines(corpora: list[Corpus]) -> Rows:
+    """`lakehouse status`'s rows of the corpora being re-embedded."""
+    return _job_lines("reembed", [
+        (c.name, f"{c.model} -> {j.model}, {{done}} of {{total}} items{{share}}", j.done,
+         j.total, j.error) for c in corpora if (j := c.reembed) is not None])
+
+
+def conversion_lines(corpora: list[Corpus]) -> Rows:
+    """`lakehouse status`'s rows of the corpora being converted to another precision."""
+    return _job_lines("convert", [
+        (c.name, f"{c.precision} -> {j.precision}, " + (
+            "{done} of {total} items copied{share}" if j.state == "copying"
+            else "{total} items copied, building its indexes"), j.done, j.total, j.error)
+        for c in corpora if (j := c.conversion) is not None])
 
 
 def storage_lines(status: StorageStatus) -> list[str]:
