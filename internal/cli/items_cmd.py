@@ -139,8 +139,8 @@ def _corpus_convert(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
-                       usage="lakehouse corpora [list | delete NAME | convert NAME --precision "
-                             "P] [--json] [--url URL]")
+                       usage="lakehouse corpora [list|delete NAME|convert NAME] [--json] "
+                             "[--url URL]")
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
