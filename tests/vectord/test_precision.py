@@ -189,6 +189,7 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
     tasks = [asyncio.create_task(searcher(m)) for m in ("vector", "hybrid")]
     tasks.append(asyncio.create_task(writer()))
     seen: list[str] = []  # the precision each poll saw, and whether a conversion ran
+    listed: list[Any] = []
     try:
         await asyncio.sleep(0.3)
         status, started = await call(http, "POST", f"{url}/convert", {"precision": "float16"})
@@ -198,6 +199,10 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
             status, out = await call(http, "GET", url)
             assert status == 200, out
             seen.append(out["precision"] + ("+" if "conversion" in out else ""))
+            if "conversion" in out and not listed:  # the list shows it too (lakehouse status)
+                status, every = await call(http, "GET", f"{vectord_url}{C}")
+                listed = [c["conversion"] for c in every["corpora"]
+                          if c["name"] == name and "conversion" in c]
             if out["precision"] == "float16" and "conversion" not in out:
                 break
             await asyncio.sleep(0.1)
@@ -208,6 +213,7 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
     assert not failed, failed[:5]
     assert searched > 20
     assert "float32+" in seen and seen[-1] == "float16", seen
+    assert listed and listed[0]["precision"] == "float16", listed
     switches = sum(1 for a, b in itertools.pairwise(seen) if a[:7] != b[:7])
     assert switches == 1, seen
     assert await column_of(pg_dsn, name) == f"halfvec({DIM})"

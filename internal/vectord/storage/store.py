@@ -226,7 +226,8 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
-        """Every corpus with its count, and its `reembed` progress while one runs."""
+        """Every corpus with its count, and its `reembed` or `conversion` progress while
+        one runs."""
         counted: list[tuple[Corpus, int]] = []
         async with self.pool.connection() as conn:
             moving = set(await reembed_sql.jobs(conn))
@@ -238,8 +239,9 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
                     counted.append((corpus, await self.count(conn, corpus)))
                 except psycopg.errors.UndefinedTable:
                     continue  # dropped between the two statements
-        return [corpus.public(n, await self.reembed_progress(corpus) if corpus.id in moving
-                              else None) for corpus, n in counted]
+        return [corpus.public(n, await self.reembed_progress(corpus),
+                              await self.convert_progress(corpus)) if corpus.id in moving
+                else corpus.public(n) for corpus, n in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""
