@@ -160,11 +160,13 @@ def _apply_settings(server: object, dsn: str, extra: Mapping[str, str] | None = 
             current = conn.execute(
                 "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
             ).fetchone()
-            pending = conn.execute(
-                "SELECT count(*) FROM pg_file_settings WHERE name = %s AND setting = %s",
-                (name, value),
+            # The files' last word on it (postgresql.auto.conf's line after initdb's
+            # postgresql.conf, which already says shared_buffers = 128MB).
+            filed = conn.execute(
+                "SELECT setting FROM pg_file_settings WHERE name = %s ORDER BY seqno DESC "
+                "LIMIT 1", (name,),
             ).fetchone()
-            if current is not None and pending is not None and pending[0] == 0:
+            if current is not None and (filed is None or filed[0] != value):
                 conn.execute(
                     psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
                         psycopg.sql.Identifier(name), psycopg.sql.Literal(value)
