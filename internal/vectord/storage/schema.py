@@ -167,6 +167,7 @@ ALTER TABLE vectord_corpora
         CHECK (precision IN ('float16', 'float32'));
 ALTER TABLE vectord_spaces ADD COLUMN IF NOT EXISTS precision text NOT NULL DEFAULT 'float32';
 ALTER TABLE vectord_spaces DROP CONSTRAINT IF EXISTS vectord_spaces_dim_metric_model_key;
+ALTER TABLE vectord_spaces DROP CONSTRAINT IF EXISTS vectord_spaces_key;  -- run again: idempotent
 ALTER TABLE vectord_spaces ADD CONSTRAINT vectord_spaces_key UNIQUE (dim, metric, model, precision);
 ALTER TABLE vectord_reembed
     ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'reembed'
