@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from lakehouse.wire.shapes import MAX_RRF_K
+from lakehouse.wire.shapes import MAX_RRF_K, PRECISIONS
 
 # Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
 GATEWAY_PORT = 3210
@@ -222,8 +222,10 @@ class VectordConfig:
     # Empty: start the embedded PostgreSQL in data_dir.
     dsn: str = ""
     data_dir: str = "var/pg"
-    pool_min: int = 2
-    pool_max: int = 10
+    # Two connections a core (four at least): more backends only queue for the cores and
+    # each holds its own memory (DECISIONS.md, "Vectors: half precision").
+    pool_min: int = 1
+    pool_max: int = field(default_factory=lambda: max(4, 2 * (os.cpu_count() or 1)))
     # Longest wait for a free database connection before answering 503.
     pool_timeout: float = 5.0
     # Connections writes (upserts, deletes, the space applier, reembed) may hold at once;
@@ -238,6 +240,14 @@ class VectordConfig:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     ef_search: int = 100
+    # How a new corpus stores its vectors and graph unless it names one ("float16":
+    # halfvec, half the bytes, the same quality; DECISIONS.md).
+    precision: str = "float16"
+    # After a start or a leader change, the corpora's indexes and tables are read back
+    # into memory in the background for at most warm_seconds, up to warm_mb (0: half
+    # the memory the machine has available then).
+    warm_seconds: float = 120.0
+    warm_mb: int = 0
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # Hybrid's rrf fusion: w / (fusion_rrf_k + rank), when a request names no rrf_k;
@@ -286,6 +296,11 @@ class VectordConfig:
             raise ValueError('lexical_engine: must be "memory" or "sql"')
         if self.lexical_cache_mb < 1:
             raise ValueError("lexical_cache_mb: must be >= 1")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision: {self.precision!r}; expected one of "
+                             f"{', '.join(PRECISIONS)}")
+        if self.warm_seconds < 0 or self.warm_mb < 0:
+            raise ValueError("warm_seconds: must not be negative (0: no warm-up; nor warm_mb)")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from internal.api.matrixd import (
 )
 from internal.api.responses import (
     AnalyzeResponse,
+    ConvertStarted,
     Corpus,
     CorpusDeleted,
     CorpusList,
@@ -42,12 +43,14 @@ from internal.api.responses import (
     RelevanceResponse,
     SearchAutoResponse,
     SmartSearchResponse,
+    StorageStatus,
     StoredItem,
     SyncRun,
     SyncStatus,
     Upserted,
 )
 from internal.api.vectord import (
+    ConvertRequest,
     CreateCorpus,
     DeleteItems,
     MultiSearchRequest,
@@ -62,6 +65,8 @@ from internal.api.vectord import (
 __all__ = [
     "AnalyzeRequest",
     "AnalyzeResponse",
+    "ConvertRequest",
+    "ConvertStarted",
     "Corpus",
     "CorpusDeleted",
     "CorpusList",
@@ -102,6 +107,7 @@ __all__ = [
     "SmartSearchRequest",
     "SmartSearchResponse",
     "SpacesResponse",
+    "StorageStatus",
     "StoredItem",
     "SyncRun",
     "SyncStatus",

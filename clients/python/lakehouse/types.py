@@ -16,6 +16,8 @@ from msgspec import Meta
 from lakehouse.wire.responses import (
     AnalyzedEntity,
     AnalyzeResponse,
+    Conversion,
+    ConvertStarted,
     Corpus,
     CorpusStatus,
     DowngradeSummary,
@@ -62,12 +64,16 @@ from lakehouse.wire.shapes import (
     ObservationIn,
     Prf,
 )
+from lakehouse.wire.storage import CorpusStorage, MemoryHeld, StorageStatus, Warmup
 
 __all__ = [
     "AnalyzeResponse",
     "AnalyzedEntity",
+    "Conversion",
+    "ConvertStarted",
     "Corpus",
     "CorpusStatus",
+    "CorpusStorage",
     "DateRange",
     "DowngradeOption",
     "DowngradeSummary",
@@ -82,6 +88,7 @@ __all__ = [
     "Item",
     "MatrixHit",
     "MatrixSearchResponse",
+    "MemoryHeld",
     "ModelInfo",
     "ModelsResponse",
     "NormalizeResponse",
@@ -102,11 +109,13 @@ __all__ = [
     "SearchAutoResponse",
     "SkippedCorpus",
     "SmartSearchResponse",
+    "StorageStatus",
     "StoredItem",
     "SyncError",
     "SyncRun",
     "SyncStatus",
     "TemporalRange",
+    "Warmup",
 ]
 
 
