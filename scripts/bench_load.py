@@ -25,6 +25,11 @@ stacks up at once and measured in turn for `--fair-rounds` rounds (a machine sha
 other work loads each configuration alike), then a table of them all (B's p95 against its
 own alone and against all the configurations' B alone pooled).
 
+Each phase's searches are also cut into their stages, p50 and p95 of each: matrixd's
+embedding of the question (`embed_ms`), vectord's search (its slowest corpus's `ms`),
+matrixd's whole (`took_ms`) and what was outside matrixd (the client's time less
+`took_ms`: the gateway, the client, the loopback), so a p95 that grows shows where.
+
 It also prints the machine's CPU busy share in each phase (all processes: meaningful on
 an otherwise quiet machine) and each bulk job's ceiling under the searches: a CPU-bound
 job that yields the CPU to the searches (embedd's bulk threads run at nice +10) keeps at
@@ -80,6 +85,15 @@ class Searches:
 
     ms: list[float] = field(default_factory=list)
     statuses: Counter[int] = field(default_factory=Counter)
+    # Per search answered: matrixd's question embedding (embed_ms), vectord's search (its
+    # slowest corpus's ms), matrixd's whole (took_ms), and what was outside matrixd (the
+    # gateway, the client, the network: the client's time - took_ms).
+    stages: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+    def add(self, other: Searches) -> None:
+        self.ms += other.ms
+        self.statuses.update(other.statuses)
+        self.stages += other.stages
 
 
 class Questions:
@@ -104,10 +118,16 @@ async def search(session: aiohttp.ClientSession, gateway: str, text: str, out: S
     t0 = time.perf_counter()
     async with session.post(f"{gateway}/v1/matrix/search",
                             json={"query_text": text, "corpora": CORPORA}) as resp:
-        await resp.read()
+        body = await resp.read()
         out.statuses[resp.status] += 1
     if resp.status == 200:
-        out.ms.append((time.perf_counter() - t0) * 1000)
+        ms = (time.perf_counter() - t0) * 1000
+        out.ms.append(ms)
+        answer = json.loads(body)
+        took = float(answer.get("took_ms") or 0.0)
+        out.stages.append((float(answer.get("embed_ms") or 0.0),
+                           max((float(c.get("ms") or 0.0) for c in answer.get("corpora", [])),
+                               default=0.0), took, ms - took))
 
 
 async def searching(session: aiohttp.ClientSession, gateway: str, questions: Questions,
@@ -397,13 +417,11 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
                     else:
                         took, got = await busy.measure(f"{job} searched", while_searching(
                             http, gateway, questions, think, run))
-                        during[job].ms += got.ms
-                        during[job].statuses.update(got.statuses)
+                        during[job].add(got)
                     seconds.setdefault((job, mode), []).append(took)
         _, idle_after = await busy.measure("searches", while_searching(
             http, gateway, questions, think, idle_job))
-        idle.ms += idle_after.ms
-        idle.statuses.update(idle_after.statuses)
+        idle.add(idle_after)
         idle_p95 = pct(idle.ms, 95)
         speeds = {job: (n / (sum(seconds[(job, "alone")]) / args.rounds),
                         n / (sum(seconds[(job, "searched")]) / args.rounds))
@@ -423,6 +441,12 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
               "sync": f"during wiki sync ({n_pages} pages)"}
     for job in speeds:
         print(row(labels[job], during[job], idle_p95))
+    print(f"{'searches: p50 / p95 ms of':<34} {'embed':>13} {'vectord':>13} {'matrixd':>13} "
+          f"{'outside':>13}")
+    for label, s in (("idle", idle), *((labels[job], during[job]) for job in speeds)):
+        print(f"{label:<34} " + " ".join(
+            f"{pct(xs, 50):>6.1f} /{pct(xs, 95):>5.1f}"
+            for xs in ([st[i] for st in s.stages] for i in range(4))))
     print(f"{'bulk job':<34} {'alone/s':>8} {'searched/s':>11} {'ratio':>8}")
     for job, unit in (("ingest", "docs"), ("reembed", "docs"), ("sync", "pages")):
         if job not in speeds:
