@@ -1,0 +1,66 @@
+"""Upserts' language verdicts from a worker process (internal/vectord/judging.py): the same
+verdicts as lingua's here, from another process at the writes' priority, and a worker
+that dies replaced without a write failing."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from internal.common import language
+from internal.vectord.judging import Judge
+
+TEXTS = [
+    "Heat transfer in laminar boundary layers was measured on a flat plate in a wind tunnel.",
+    "La pression sur un cône mince aux vitesses supersoniques est calculée ici en détail.",
+    "Die Knickung dünner Zylinderschalen unter axialem Druck wurde im Versuch untersucht.",
+    "short",
+]
+
+
+def _same(got: list[language.Verdict], texts: list[str]) -> bool:
+    """lingua's verdicts here (its confidences may differ in the last digit from one
+    process to another: its sums' order)."""
+    here = [language.judge(t) for t in texts]
+    return all(g.language == h.language and g.letters == h.letters
+               and abs(g.confidence - h.confidence) < 1e-9 for g, h in zip(got, here, strict=True))
+
+
+def _worker_pid(judge: Judge) -> int:
+    pool = judge._pool
+    assert pool is not None
+    (pid,) = pool._processes  # one worker
+    return int(pid)
+
+
+async def test_the_worker_judges_as_lingua_does_here_at_the_writes_priority() -> None:
+    judge = Judge(7)
+    try:
+        got = await judge.verdicts(TEXTS)
+        assert _same(got, TEXTS)
+        assert [v.language for v in got[:3]] == ["english", "french", "german"]
+        pid = _worker_pid(judge)
+        assert pid != os.getpid()
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+        assert judge.judged_here == 0
+        assert await judge.verdicts([]) == []
+    finally:
+        judge.close()
+
+
+async def test_a_worker_that_dies_is_replaced_and_no_verdict_is_lost() -> None:
+    judge = Judge(0)
+    try:
+        await judge.verdicts(TEXTS[:1])
+        first = _worker_pid(judge)
+        os.kill(first, signal.SIGKILL)
+        assert _same(await judge.verdicts(TEXTS), TEXTS)
+        assert _worker_pid(judge) != first  # a new worker, not vectord's own threads
+    finally:
+        judge.close()
+
+
+async def test_without_the_worker_vectord_judges_in_its_threads() -> None:
+    judge = Judge(0, worker=False)
+    assert _same(await judge.verdicts(TEXTS), TEXTS)
+    assert judge._pool is None and judge.judged_here == 0
