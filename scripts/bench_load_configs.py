@@ -22,8 +22,9 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import aiohttp
 from bench_load import (
@@ -47,6 +48,21 @@ from bench_load import (
 )
 from bench_stacks import config_stacks, parse_config
 
+R = TypeVar("R")
+
+
+def _on_configs(args: argparse.Namespace, tmp: Path, heading: str,
+                run: Callable[[argparse.Namespace, list[str]], Coroutine[Any, Any, list[R]]]
+                ) -> tuple[list[tuple[str, dict[str, str]]], list[R]]:
+    """A stack per --config, all up for run(args, gateways) (after the heading, its
+    `{when}` the time now): the configurations and what run gives for each."""
+    configs = [parse_config(c) for c in args.config]
+    print("# bench_load " + heading.format(when=time.strftime("%Y-%m-%d %H:%M UTC",
+                                                              time.gmtime())))
+    with contextlib.ExitStack() as stacks:
+        gateways = config_stacks(stacks, configs, tmp)
+        return configs, asyncio.run(run(args, gateways))
+
 
 async def interleaved(args: argparse.Namespace, gateways: list[str]
                       ) -> list[tuple[Searches, Searches, Searches]]:
@@ -69,15 +85,11 @@ async def interleaved(args: argparse.Namespace, gateways: list[str]
 def compare_configs(args: argparse.Namespace, tmp: Path) -> None:
     """The fairness case for every --config, each on a stack of its own, all in this run,
     interleaved (`interleaved`)."""
-    configs = [parse_config(c) for c in args.config]
-    print(f"# bench_load --fairness-only: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{os.cpu_count()} cores; {len(configs)} configurations, a stack each, all up at "
-          f"once; {args.fair_rounds} rounds, each: every stack in turn, B alone "
-          f"{args.fair_seconds:g} s then B beside A {args.fair_seconds:g} s (A at "
-          f"concurrency 32, B one search a second)")
-    with contextlib.ExitStack() as stacks:
-        gateways = config_stacks(stacks, configs, tmp)
-        results = asyncio.run(interleaved(args, gateways))
+    configs, results = _on_configs(
+        args, tmp, f"--fairness-only: {{when}}, {os.cpu_count()} cores; {len(args.config)} "
+        f"configurations, a stack each, all up at once; {args.fair_rounds} rounds, each: every "
+        f"stack in turn, B alone {args.fair_seconds:g} s then B beside A {args.fair_seconds:g} "
+        f"s (A at concurrency 32, B one search a second)", interleaved)
     total = args.fair_rounds * args.fair_seconds
     for (name, _), (b_alone, b_beside, a) in zip(configs, results, strict=True):
         print(f"== {name}")
@@ -159,16 +171,13 @@ def _mean(xs: list[float]) -> float:
 
 def compare_bulk(args: argparse.Namespace, tmp: Path) -> None:
     """The bulk jobs' searches for every --config, each on a stack of its own (`_bulk_rounds`)."""
-    configs = [parse_config(c) for c in args.config]
-    print(f"# bench_load --config: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{os.cpu_count()} cores; default search over {', '.join(CORPORA)}; "
-          f"{len(configs)} configurations, a stack each, all up at once; {args.rounds} "
-          f"rounds, each: every stack in turn, idle searches {args.idle_seconds:g} s, then "
-          f"each of {', '.join(args.jobs)} alone and under the searches (2 clients, "
-          f"{args.think:g} s between a client's searches)")
-    with contextlib.ExitStack() as stacks:
-        gateways = config_stacks(stacks, configs, tmp)
-        results = asyncio.run(_bulk_rounds(args, gateways, tmp))
+    configs, results = _on_configs(
+        args, tmp, f"--config: {{when}}, {os.cpu_count()} cores; default search over "
+        f"{', '.join(CORPORA)}; {len(args.config)} configurations, a stack each, all up at "
+        f"once; {args.rounds} rounds, each: every stack in turn, idle searches "
+        f"{args.idle_seconds:g} s, then each of {', '.join(args.jobs)} alone and under the "
+        f"searches (2 clients, {args.think:g} s between a client's searches)",
+        lambda a, gateways: _bulk_rounds(a, gateways, tmp))
     print(f"{'configuration, searches':<34} {'n':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} "
           f"{'p95/idle':>9}")
     for (name, _), (idle, during, _) in zip(configs, results, strict=True):
