@@ -7,9 +7,10 @@ loop, the searches' Python, waiting for the lock at every wake-up. In a process 
 own (one worker, spawned at the first verdict asked, at `[vectord] write_nice` as the
 writes' PostgreSQL backends are) they share neither the lock nor the searches' priority.
 
-A worker that dies is replaced once; a verdict it could not give is judged here, in a
-thread, as before (`judged_here` counts them): the write goes on either way, and the
-failure is logged.
+One worker per vectord process (per priority), shared by its applications (the tests
+start several), stopped when the process exits. A worker that dies is replaced once; a
+verdict it could not give is judged here, in a thread, as before (`judged_here` counts
+them): the write goes on either way, and the failure is logged.
 """
 
 from __future__ import annotations
@@ -51,6 +52,28 @@ def _in_thread(texts: Sequence[str]) -> list[language.Verdict]:
     return out
 
 
+# The worker pool of each priority, made at its first verdict asked. spawn: vectord runs
+# threads (the event loop's executors, psycopg's), which a forked child must not inherit
+# mid-flight.
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(nice: int) -> ProcessPoolExecutor:
+    pool = _POOLS.get(nice)
+    if pool is None:
+        pool = _POOLS[nice] = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start, initargs=(nice,))
+    return pool
+
+
+def _drop(nice: int, broken: ProcessPoolExecutor) -> None:
+    """The broken pool forgotten (the next verdict starts a new worker)."""
+    if _POOLS.get(nice) is broken:
+        del _POOLS[nice]
+    broken.shutdown(wait=False, cancel_futures=True)
+
+
 class Judge:
     """lingua's verdicts for texts, from the worker process (worker False: here, in a
     thread, as before the worker existed: `[vectord] language_worker`)."""
@@ -58,17 +81,7 @@ class Judge:
     def __init__(self, nice: int, *, worker: bool = True) -> None:
         self.nice = nice
         self.worker = worker
-        self._pool: ProcessPoolExecutor | None = None
         self.judged_here = 0  # texts judged in vectord itself (the worker was unavailable)
-
-    def _executor(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            # spawn: vectord runs threads (the event loop's executors, psycopg's), which a
-            # forked child must not inherit mid-flight.
-            self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start, initargs=(self.nice,))
-        return self._pool
 
     async def verdicts(self, texts: Sequence[str]) -> list[language.Verdict]:
         if not texts:
@@ -76,18 +89,17 @@ class Judge:
         if self.worker:
             loop = asyncio.get_running_loop()
             for attempt in (1, 2):
+                pool = _pool(self.nice)
                 try:
-                    return await loop.run_in_executor(self._executor(), _judge_all, list(texts))
+                    return await loop.run_in_executor(pool, _judge_all, list(texts))
                 except BrokenProcessPool as exc:
                     log.warning("language_worker_lost", attempt=attempt, error=str(exc))
-                    self._drop()
+                    _drop(self.nice, pool)
         self.judged_here += len(texts) if self.worker else 0
         return await asyncio.to_thread(_in_thread, texts)
 
-    def _drop(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    def close(self) -> None:
-        self._drop()
+    def worker_pid(self) -> int | None:
+        """The worker process's id, None before the first verdict (tests)."""
+        pool = _POOLS.get(self.nice)
+        processes = getattr(pool, "_processes", None) or {}
+        return next(iter(processes), None)

@@ -445,13 +445,7 @@ def make_app(cfg: Config) -> web.Application:
     app = make_base_app()
     protect(app, cfg)
     app[CFG] = cfg
-    judge = app[JUDGE] = Judge(cfg.vectord.write_nice,
-                               worker=cfg.vectord.language_worker)
-
-    async def close_judge(_: web.Application) -> None:
-        judge.close()
-
-    app.on_cleanup.append(close_judge)
+    app[JUDGE] = Judge(cfg.vectord.write_nice, worker=cfg.vectord.language_worker)
     app.cleanup_ctx.append(_database)
     r = app.router
     r.add_get("/readyz", readyz)

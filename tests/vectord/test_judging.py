@@ -27,40 +27,34 @@ def _same(got: list[language.Verdict], texts: list[str]) -> bool:
 
 
 def _worker_pid(judge: Judge) -> int:
-    pool = judge._pool
-    assert pool is not None
-    (pid,) = pool._processes  # one worker
-    return int(pid)
+    pid = judge.worker_pid()
+    assert pid is not None
+    return pid
 
 
 async def test_the_worker_judges_as_lingua_does_here_at_the_writes_priority() -> None:
     judge = Judge(7)
-    try:
-        got = await judge.verdicts(TEXTS)
-        assert _same(got, TEXTS)
-        assert [v.language for v in got[:3]] == ["english", "french", "german"]
-        pid = _worker_pid(judge)
-        assert pid != os.getpid()
-        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
-        assert judge.judged_here == 0
-        assert await judge.verdicts([]) == []
-    finally:
-        judge.close()
+    got = await judge.verdicts(TEXTS)
+    assert _same(got, TEXTS)
+    assert [v.language for v in got[:3]] == ["english", "french", "german"]
+    pid = _worker_pid(judge)
+    assert pid != os.getpid()
+    assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+    assert judge.judged_here == 0
+    assert await judge.verdicts([]) == []
 
 
 async def test_a_worker_that_dies_is_replaced_and_no_verdict_is_lost() -> None:
-    judge = Judge(0)
-    try:
-        await judge.verdicts(TEXTS[:1])
-        first = _worker_pid(judge)
-        os.kill(first, signal.SIGKILL)
-        assert _same(await judge.verdicts(TEXTS), TEXTS)
-        assert _worker_pid(judge) != first  # a new worker, not vectord's own threads
-    finally:
-        judge.close()
+    judge = Judge(3)
+    await judge.verdicts(TEXTS[:1])
+    first = _worker_pid(judge)
+    os.kill(first, signal.SIGKILL)
+    assert _same(await judge.verdicts(TEXTS), TEXTS)
+    assert _worker_pid(judge) != first  # a new worker, not vectord's own threads
+    assert judge.judged_here == 0
 
 
 async def test_without_the_worker_vectord_judges_in_its_threads() -> None:
-    judge = Judge(0, worker=False)
+    judge = Judge(5, worker=False)
     assert _same(await judge.verdicts(TEXTS), TEXTS)
-    assert judge._pool is None and judge.judged_here == 0
+    assert judge.worker_pid() is None and judge.judged_here == 0
