@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
 
 from internal.common import language
 from internal.vectord.judging import Judge
+from tests.helpers import ROOT
 
 TEXTS = [
     "Heat transfer in laminar boundary layers was measured on a flat plate in a wind tunnel.",
@@ -52,6 +58,31 @@ async def test_a_worker_that_dies_is_replaced_and_no_verdict_is_lost() -> None:
     assert _same(await judge.verdicts(TEXTS), TEXTS)
     assert _worker_pid(judge) != first  # a new worker, not vectord's own threads
     assert judge.judged_here == 0
+
+
+def test_the_worker_goes_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """A vectord killed outright leaves no worker behind (its parent-death signal)."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import asyncio, os\n"
+        "from internal.vectord.judging import Judge\n"
+        "async def main():\n"
+        "    judge = Judge(0)\n"
+        "    await judge.verdicts(['An English sentence to judge.'])\n"
+        "    print(judge.worker_pid(), flush=True)\n"
+        "    await asyncio.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    asyncio.run(main())\n")
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert parent.stdout is not None
+        worker = psutil.Process(int(parent.stdout.readline()))
+        parent.kill()
+        parent.wait(10)
+        worker.wait(10)  # psutil.TimeoutExpired if it outlives its parent
+    finally:
+        parent.kill()
 
 
 async def test_without_the_worker_vectord_judges_in_its_threads() -> None:
