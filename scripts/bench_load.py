@@ -23,7 +23,13 @@ loopback address, 127.0.0.2) asks one question a second; B's p95 against B alone
 once per configuration, each on a stack of its own started with those variables set, all
 stacks up at once and measured in turn for `--fair-rounds` rounds (a machine shared with
 other work loads each configuration alike), then a table of them all (B's p95 against its
-own alone and against all the configurations' B alone pooled).
+own alone and against all the configurations' B alone pooled); without `--fairness-only`,
+the bulk jobs' searches on each configuration in turn (scripts/bench_load_configs.py).
+
+Each phase's searches are also cut into their stages, p50 and p95 of each: matrixd's
+embedding of the question (`embed_ms`), vectord's search (its slowest corpus's `ms`),
+matrixd's whole (`took_ms`) and what was outside matrixd (the client's time less
+`took_ms`: the gateway, the client, the loopback), so a p95 that grows shows where.
 
 It also prints the machine's CPU busy share in each phase (all processes: meaningful on
 an otherwise quiet machine) and each bulk job's ceiling under the searches: a CPU-bound
@@ -42,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import random
@@ -64,7 +69,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_gateway import python_of  # noqa: E402
-from bench_stacks import config_stacks, parse_config, running_stack  # noqa: E402
+from bench_stacks import running_stack  # noqa: E402
 
 T = TypeVar("T")
 
@@ -80,6 +85,15 @@ class Searches:
 
     ms: list[float] = field(default_factory=list)
     statuses: Counter[int] = field(default_factory=Counter)
+    # Per search answered: matrixd's question embedding (embed_ms), vectord's search (its
+    # slowest corpus's ms), matrixd's whole (took_ms), and what was outside matrixd (the
+    # gateway, the client, the network: the client's time - took_ms).
+    stages: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+    def add(self, other: Searches) -> None:
+        self.ms += other.ms
+        self.statuses.update(other.statuses)
+        self.stages += other.stages
 
 
 class Questions:
@@ -104,10 +118,16 @@ async def search(session: aiohttp.ClientSession, gateway: str, text: str, out: S
     t0 = time.perf_counter()
     async with session.post(f"{gateway}/v1/matrix/search",
                             json={"query_text": text, "corpora": CORPORA}) as resp:
-        await resp.read()
+        body = await resp.read()
         out.statuses[resp.status] += 1
     if resp.status == 200:
-        out.ms.append((time.perf_counter() - t0) * 1000)
+        ms = (time.perf_counter() - t0) * 1000
+        out.ms.append(ms)
+        answer = json.loads(body)
+        took = float(answer.get("took_ms") or 0.0)
+        out.stages.append((float(answer.get("embed_ms") or 0.0),
+                           max((float(c.get("ms") or 0.0) for c in answer.get("corpora", [])),
+                               default=0.0), took, ms - took))
 
 
 async def searching(session: aiohttp.ClientSession, gateway: str, questions: Questions,
@@ -280,53 +300,6 @@ async def prepare(gateways: list[str], questions: Questions) -> None:
             await warm_up(http, gateway, questions)
 
 
-async def interleaved(args: argparse.Namespace, gateways: list[str]
-                      ) -> list[tuple[Searches, Searches, Searches]]:
-    """`fairness` on every stack in turn, `--fair-rounds` times (each round starting one
-    stack later), so each configuration meets the machine's other load alike: per stack
-    (B alone, B beside A, A), the rounds merged."""
-    questions = Questions(Path(args.data))
-    await prepare(gateways, questions)
-    merged = [(Searches(), Searches(), Searches()) for _ in gateways]
-    for r in range(args.fair_rounds):
-        for k in range(len(gateways)):
-            i = (k + r) % len(gateways)
-            got = await fairness(gateways[i], questions, args.fair_seconds)
-            for into, part in zip(merged[i], got, strict=True):
-                into.ms += part.ms
-                into.statuses.update(part.statuses)
-    return merged
-
-
-def compare_configs(args: argparse.Namespace, tmp: Path) -> None:
-    """The fairness case for every --config, each on a stack of its own, all in this run,
-    interleaved (`interleaved`)."""
-    configs = [parse_config(c) for c in args.config]
-    print(f"# bench_load --fairness-only: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{os.cpu_count()} cores; {len(configs)} configurations, a stack each, all up at "
-          f"once; {args.fair_rounds} rounds, each: every stack in turn, B alone "
-          f"{args.fair_seconds:g} s then B beside A {args.fair_seconds:g} s (A at "
-          f"concurrency 32, B one search a second)")
-    with contextlib.ExitStack() as stacks:
-        gateways = config_stacks(stacks, configs, tmp)
-        results = asyncio.run(interleaved(args, gateways))
-    total = args.fair_rounds * args.fair_seconds
-    for (name, _), (b_alone, b_beside, a) in zip(configs, results, strict=True):
-        print(f"== {name}")
-        print_fairness(total, b_alone, b_beside, a)
-    pooled = [ms for b_alone, _, _ in results for ms in b_alone.ms]
-    p95 = pct(pooled, 95)
-    print(f"B alone, all configurations pooled: n {len(pooled)}, p50 {pct(pooled, 50):.1f} "
-          f"/ p95 {p95:.1f} ms")
-    print(f"{'configuration':<34} {'alone p95':>9} {'beside p50':>10} {'p95':>7} {'max':>7} "
-          f"{'/alone':>7} {'/pooled':>8} {'A answered':>10}")
-    for (name, _), (b_alone, b_beside, a) in zip(configs, results, strict=True):
-        b95 = pct(b_beside.ms, 95)
-        print(f"{name:<34} {pct(b_alone.ms, 95):>9.1f} {pct(b_beside.ms, 50):>10.1f} "
-              f"{b95:>7.1f} {max(b_beside.ms, default=float('nan')):>7.1f} "
-              f"{b95 / pct(b_alone.ms, 95):>6.2f}x {b95 / p95:>7.2f}x {len(a.ms):>10}")
-
-
 async def lanes(session: aiohttp.ClientSession, gateway: str) -> dict[str, Any]:
     async with session.get(f"{gateway}/v1/embed/lanes") as r:
         out: dict[str, Any] = (await r.json())["models"][0]["lanes"]
@@ -397,13 +370,11 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
                     else:
                         took, got = await busy.measure(f"{job} searched", while_searching(
                             http, gateway, questions, think, run))
-                        during[job].ms += got.ms
-                        during[job].statuses.update(got.statuses)
+                        during[job].add(got)
                     seconds.setdefault((job, mode), []).append(took)
         _, idle_after = await busy.measure("searches", while_searching(
             http, gateway, questions, think, idle_job))
-        idle.ms += idle_after.ms
-        idle.statuses.update(idle_after.statuses)
+        idle.add(idle_after)
         idle_p95 = pct(idle.ms, 95)
         speeds = {job: (n / (sum(seconds[(job, "alone")]) / args.rounds),
                         n / (sum(seconds[(job, "searched")]) / args.rounds))
@@ -423,6 +394,7 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
               "sync": f"during wiki sync ({n_pages} pages)"}
     for job in speeds:
         print(row(labels[job], during[job], idle_p95))
+    print_stages([("idle", idle), *((labels[job], during[job]) for job in speeds)])
     print(f"{'bulk job':<34} {'alone/s':>8} {'searched/s':>11} {'ratio':>8}")
     for job, unit in (("ingest", "docs"), ("reembed", "docs"), ("sync", "pages")):
         if job not in speeds:
@@ -441,6 +413,15 @@ async def main_async(args: argparse.Namespace, gateway: str, tmp: Path) -> None:
     print(f"embedd lanes: interactive {inter['texts']} texts, longest wait "
           f"{inter['wait_max_ms']:.1f} ms; bulk {bulk['texts']} texts, longest slice "
           f"{bulk['call_max_ms']:.1f} ms, longest wait {bulk['wait_max_ms']:.1f} ms")
+
+
+def print_stages(phases: list[tuple[str, Searches]]) -> None:
+    """Each phase's searches by stage (Searches.stages): p50 / p95 ms."""
+    print(f"{'searches: p50 / p95 ms of':<34} {'embed':>13} {'vectord':>13} {'matrixd':>13} "
+          f"{'outside':>13}")
+    for label, s in phases:
+        print(f"{label:<34} " + " ".join(f"{pct(xs, 50):>6.1f} /{pct(xs, 95):>5.1f}" for xs in
+                                         ([st[i] for st in s.stages] for i in range(4))))
 
 
 def print_fairness(seconds: float, b_alone: Searches, b_beside: Searches, a: Searches) -> None:
@@ -474,14 +455,15 @@ def main() -> int:
                         help="at most this many documents per bulk job (0: all; a quick check)")
     parser.add_argument("--config", action="append", default=[],
                         metavar="NAME:VAR=VALUE,...",
-                        help="with --fairness-only: one configuration (a stack of its own "
-                        "with these variables set); repeatable")
+                        help="one configuration (a stack of its own with these variables "
+                        "set); repeatable: the fairness case (--fairness-only) or the bulk "
+                        "jobs' searches (scripts/bench_load_configs.py) on each in turn")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lakehouse-bench-load-"))
     if args.config:
-        if not args.fairness_only:
-            parser.error("--config needs --fairness-only")
-        compare_configs(args, tmp)
+        from bench_load_configs import compare_bulk, compare_configs
+
+        (compare_configs if args.fairness_only else compare_bulk)(args, tmp)
         return 0
     with running_stack(tmp / "stack") as gateway:
         asyncio.run(main_async(args, gateway, tmp))

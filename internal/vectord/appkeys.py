@@ -7,6 +7,7 @@ from aiohttp import web
 
 from internal.config import Config
 from internal.ha.follow import LeaderWatch
+from internal.vectord.judging import Judge
 from internal.vectord.storage.reembed import Reembedder
 from internal.vectord.storage.store import Store
 from internal.vectord.storage.warm import Warmer
@@ -16,3 +17,4 @@ STORE: web.AppKey[Store] = web.AppKey("store", Store)
 REEMBED: web.AppKey[Reembedder] = web.AppKey("reembed", Reembedder)
 LEADER: web.AppKey[LeaderWatch] = web.AppKey("leader", LeaderWatch)
 WARMER: web.AppKey[Warmer] = web.AppKey("warmer", Warmer)
+JUDGE: web.AppKey[Judge] = web.AppKey("judge", Judge)

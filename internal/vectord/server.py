@@ -48,9 +48,10 @@ from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import corpora
-from internal.vectord.appkeys import CFG, LEADER, REEMBED, WARMER
+from internal.vectord.appkeys import CFG, JUDGE, LEADER, REEMBED, WARMER
 from internal.vectord.appkeys import STORE as STORE  # scripts/bench_scaling.py reads it here
 from internal.vectord.corpora import name_of, written
+from internal.vectord.judging import Judge
 from internal.vectord.keys import routes
 from internal.vectord.search import engine, scoped, validation
 from internal.vectord.shaping import shaped
@@ -146,34 +147,27 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
 
 # --- items -------------------------------------------------------------------
 
-def _prepare(corpus: Corpus, body: UpsertRequest,
-             held: dict[str, int] | None = None) -> list[PreparedItem]:
+def _prepare(corpus: Corpus, body: UpsertRequest, held: dict[str, int] | None,
+             judged: dict[int, language.Verdict]) -> list[PreparedItem]:
     """Validate every item (naming index and field) before anything is written.
 
-    held: items per language already in the corpus; with this batch's verdicts it gives
-    the prior (language.dominant) that a detected item takes unless its own verdict is
-    confident (language.settle), in an `auto` corpus; in a fixed one, the corpus's.
+    held: items per language already in the corpus; with this batch's verdicts (judged:
+    by item index, every item whose language is detected) it gives the prior
+    (language.dominant) that a detected item takes unless its own verdict is confident
+    (language.settle), in an `auto` corpus; in a fixed one, the corpus's.
     """
     arrays = []
     told: list[str | None] = []
-    verdicts: dict[int, language.Verdict] = {}
     counts = dict(held or {})
     for i, it in enumerate(body.items):
         arrays.append(validate.item(it, i, corpus.dim, corpus.metric))
         fixed = language.fixed_language(it.language, corpus.language, f"items[{i}].language")
         told.append(fixed)
-        if fixed is None:
-            v = verdicts[i] = language.judge(it.text)
-            if v.language is not None:
-                counts[v.language] = counts.get(v.language, 0) + 1
-            # This runs in a thread beside the event loop, and lingua holds the GIL for a
-            # whole judgement (about 2 ms a SciFact abstract): handing the GIL over after
-            # each one lets the loop (the searches) in at once, where it would otherwise
-            # wait out the interpreter's switch interval (5 ms) at every wake-up.
-            time.sleep(0)
+        if fixed is None and (v := judged[i]).language is not None:
+            counts[v.language] = counts.get(v.language, 0) + 1
     fallback = corpus.language if corpus.language != language.AUTO else (
-        language.dominant(counts) if verdicts else None)
-    langs = [t if t is not None else language.settle(verdicts[i], fallback)
+        language.dominant(counts) if judged else None)
+    langs = [t if t is not None else language.settle(judged[i], fallback)
              for i, t in enumerate(told)]
     return [PreparedItem.of(it, arr, lang)
             for it, arr, lang in zip(body.items, arrays, langs, strict=True)]
@@ -190,9 +184,13 @@ async def upsert_items(request: web.Request) -> web.Response:
     model = body.model.strip() if body.model else None
 
     async def run_upsert(corpus: Corpus) -> Written:
-        held = await store.language_counts(corpus) if any(
-            language.detects(it.language, corpus.language) for it in body.items) else None
-        prepared = await asyncio.to_thread(_prepare, corpus, body, held)
+        detected = [i for i, it in enumerate(body.items)
+                    if language.detects(it.language, corpus.language)]
+        held = await store.language_counts(corpus) if detected else None
+        # lingua's verdicts from the judging process (internal/vectord/judging.py).
+        verdicts = await request.app[JUDGE].verdicts([body.items[i].text for i in detected])
+        prepared = await asyncio.to_thread(_prepare, corpus, body, held,
+                                           dict(zip(detected, verdicts, strict=True)))
         return await store.upsert(corpus, prepared, model or None)
 
     done = await store.with_corpus(name, run_upsert)
@@ -384,6 +382,7 @@ def make_app(cfg: Config) -> web.Application:
     app = make_base_app()
     protect(app, cfg)
     app[CFG] = cfg
+    app[JUDGE] = Judge(cfg.vectord.write_nice, worker=cfg.vectord.language_worker)
     app.cleanup_ctx.append(_database)
     r = app.router
     r.add_get("/readyz", readyz)
