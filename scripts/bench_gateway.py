@@ -177,16 +177,36 @@ async def load_beir(session: aiohttp.ClientSession, base: str, corpus: str, data
     """SciFact + Cranfield + CISI as one corpus (ids prefixed by set), embedded by the stack."""
     import dataclasses
 
+    import msgspec
+
+    from internal.api.responses import Corpus
+    from internal.api.vectord import CreateCorpus
     from internal.clients.embed import EmbedClient
     from internal.clients.vectord import VectordClient
     from internal.evaluation import beir
     from internal.evaluation.ingest import ingest
 
+    class VectordOfAnyVersion(VectordClient):
+        """This checkout's client against a baseline too: a corpus of a vectord from before
+        precisions has none (its vectors are float32)."""
+
+        async def get_corpus(self, name: str) -> Corpus:
+            raw = await self.call("GET", self._c(name))
+            return msgspec.convert({"precision": "float32", **raw}, Corpus)
+
+        async def create_corpus(self, name: str, dim: int, metric: Any = "cosine",
+                                language: str | None = None, model: str | None = None,
+                                defer_index: bool = False) -> Corpus:
+            body = CreateCorpus(name=name, dim=dim, metric=metric, language=language or None,
+                                model=model or None, defer_index=defer_index)
+            raw = await self.call("POST", "/v1/vectors/corpora", body)
+            return msgspec.convert({"precision": "float32", **raw}, Corpus)
+
     docs = []
     for name, split, tag in BEIR_SETS:
         ds = beir.load(data / name, split)
         docs += [dataclasses.replace(d, id=f"{tag}:{d.id}") for d in ds.docs]
-    await ingest(VectordClient(session, base), EmbedClient(session, base), corpus, docs,
+    await ingest(VectordOfAnyVersion(session, base), EmbedClient(session, base), corpus, docs,
                  cache_dir=ROOT / "var" / "eval-cache", cache_name="bench_gateway_beir3")
     return len(docs)
 

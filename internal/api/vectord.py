@@ -67,7 +67,7 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
 H = TypeVar("H")
 
 
-class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
+class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     name: CorpusName
     dim: Dim
     metric: Metric = "cosine"
