@@ -20,6 +20,7 @@ import aiohttp
 import msgspec
 import numpy as np
 import proto_ranker as pr
+import proto_ranker_features as rf
 import proto_ranker_fit as fit
 
 from internal.api.responses import RankedHit
@@ -28,7 +29,6 @@ from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.evaluation import beir
 from internal.evaluation.ingest import ingest
-from internal.matrixd import ranker_features as rf
 
 ROUNDS = 2
 

@@ -86,6 +86,8 @@ class MatrixSearchRequest(msgspec.Struct, forbid_unknown_fields=True):
     playbook_max_distance: Annotated[float, Meta(ge=0)] | None = None
     relevance: RelevanceOption | None = None
     downgrade: DowngradeOption | None = None
+    # With the learned ranker ordering the hits: each one's largest feature contributions.
+    explain: bool = False
     # Tilts a corpus after fusion: merge_score x w, or distance / w in vector mode.
     corpus_weights: dict[str, float] | None = None
     # Shaping the results (vectord's, internal.vectord.shaping.shaped): absent, today's answer.

@@ -6,6 +6,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from lakehouse.wire.ranker import RankerUse
 from lakehouse.wire.responses import (
     AnalyzedEntity as AnalyzedEntity,
 )
@@ -174,6 +175,8 @@ class RankedHit(Hit):
     original_distance: float | None = None
     original_merge_score: float | msgspec.UnsetType | None = msgspec.UNSET
     rank: int = 0
+    ranker_score: float | msgspec.UnsetType = msgspec.UNSET
+    ranker_contributions: dict[str, float] | msgspec.UnsetType = msgspec.UNSET
 
 
 # The search answer's parts the client reads as JSON objects (`dict[str, Any]` on
@@ -235,6 +238,7 @@ class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
     downgrade: DowngradeSummary | msgspec.UnsetType = msgspec.UNSET
     relevance: RelevanceSummary | msgspec.UnsetType = msgspec.UNSET
+    ranker: RankerUse | msgspec.UnsetType = msgspec.UNSET
 
 
 class SmartAnswer(SearchHead[dict[str, Any]], kw_only=True):

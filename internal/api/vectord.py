@@ -9,6 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from lakehouse.wire import responses as wire
+from lakehouse.wire.features import QueryStats
 from lakehouse.wire.shapes import (  # shared with the client: defined there once
     MAX_BM25_K1 as MAX_BM25_K1,
 )
@@ -245,6 +246,8 @@ class MultiSearchRequest(SearchRequest, kw_only=True, forbid_unknown_fields=True
     # Always candidates in every branch the mode has, scored like any other; returned even
     # below the top k (flagged `included`), so a caller's boost can lift them.
     include: list[IncludeRef] = []
+    # Hybrid: each hit's `features` and the answer's `query_stats` (the learned ranker's).
+    features: bool = False
 
 
 class Corpus(msgspec.Struct, frozen=True):
@@ -324,6 +327,7 @@ class MultiSearchResult(msgspec.Struct, Generic[H]):
     include_missing: int = 0  # `include` items that do not exist (or are in no searched corpus)
     # Value counts over the lexical match set and the filter, only when `facets` was asked.
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
+    query_stats: QueryStats | msgspec.UnsetType = msgspec.UNSET  # with `features`
 
 
 class MultiSearchResponse(MultiSearchResult[Hit]):

@@ -310,8 +310,37 @@ class MatrixdConfig:
     downgrade_min_score: float = 0.0  # score-ranked modes: the hit's score below it is `weak`
     downgrade_max_age_days: float = 0.0  # updated_at older than this is `stale`
     downgrade_disputed: bool = False  # an entry marking the answer wrong makes it `disputed`
+    # The learned ranker (internal.matrixd.ranker): it re-orders the top `ranker_depth`
+    # candidates of a search with feedback. It trains by itself (`ranker_auto`): a check
+    # every `ranker_check_seconds` trains a playbook whose entries moved by
+    # `ranker_min_new_records` since its model; fewer than `ranker_min_queries` recorded
+    # questions with a right answer among their candidates: the boost alone. The boost's
+    # weight in the initial score is `ranker_alpha`, or chosen among 0, 1, 3, 10 by the
+    # cross-validation on the records (`ranker_choose_alpha`). Every replica reads the
+    # current models every `ranker_refresh_seconds`.
+    ranker_auto: bool = True
+    ranker_check_seconds: float = 60.0
+    ranker_min_new_records: int = 50
+    ranker_min_queries: int = 20
+    ranker_depth: int = 100
+    ranker_alpha: float = 1.0
+    ranker_choose_alpha: bool = False
+    ranker_refresh_seconds: float = 5.0
+    ranker_threads: int = 1  # LightGBM's threads while training (a child process, niced)
+    ranker_concurrency: int = 1  # training's searches in flight
 
     def validate(self) -> None:
+        if not 10 <= self.ranker_depth <= self.max_k:
+            raise ValueError("ranker_depth: must be in 10..max_k")
+        for key in ("ranker_check_seconds", "ranker_refresh_seconds"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{key}: must be positive")
+        for key in ("ranker_min_new_records", "ranker_min_queries", "ranker_threads",
+                    "ranker_concurrency"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key}: must be >= 1")
+        if not 0 <= self.ranker_alpha <= 100:
+            raise ValueError("ranker_alpha: must be in [0, 100]")
         for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key}: must not be negative (0 is off)")

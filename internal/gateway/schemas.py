@@ -19,6 +19,7 @@ from internal.api.matrixd import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
+from internal.api.ranker import RankerModel, RankerStatus, RankerTraining, TrainRanker
 from internal.api.responses import (
     AnalyzeResponse,
     Corpus,
@@ -88,6 +89,9 @@ __all__ = [
     "Passthrough",
     "PlaybookDeleted",
     "PlaybookList",
+    "RankerModel",
+    "RankerStatus",
+    "RankerTraining",
     "Ready",
     "RecordRequest",
     "RecordResponse",
@@ -105,6 +109,7 @@ __all__ = [
     "StoredItem",
     "SyncRun",
     "SyncStatus",
+    "TrainRanker",
     "UpsertRequest",
     "Upserted",
 ]

@@ -16,6 +16,7 @@ import structlog
 
 from internal.api import validate
 from internal.api.matrixd import MatrixSearchRequest, PassedOptions, RelevanceOption
+from internal.api.ranker import HitFeatures, QueryStats, RankerUse
 from internal.api.responses import (
     CorpusStatus,
     DroppedHit,
@@ -36,7 +37,7 @@ from internal.api.vectord import (
     SearchError,
 )
 from internal.clients.embed import Embedding
-from internal.common.auth import as_service
+from internal.common.auth import as_service, caller
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -54,6 +55,7 @@ from internal.common.web import validation_field
 from internal.config import MatrixdConfig
 from internal.matrixd import boost, downgrade, merge, playbook, relevance, semantic, spaces
 from internal.matrixd.deps import Deps, embed_query
+from internal.matrixd.ranker import serve as ranker_serve
 from internal.matrixd.relevance import Chunk
 
 log = structlog.get_logger()
@@ -115,6 +117,8 @@ async def _search_all(deps: Deps, req: MultiSearchRequest, meta: dict[str, Any] 
         return [], [CorpusResult(c, 0, ms, exc) for c in req.corpora]
     if meta is not None:
         meta["include_missing"] = out.include_missing
+        if isinstance(out.query_stats, QueryStats):
+            meta["query_stats"] = out.query_stats
         if isinstance(out.facets, dict):
             meta["facets"] = out.facets
     results = []
@@ -339,6 +343,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
     include = lookup.include(body.corpora, with_factors=in_fusion) if use_playbook else []
     req = _vectord_request(body, mode, text, per_corpus_k, passed, vector, vectors,
                            include, excluded)
+    # The learned ranker: the playbook's models this caller may be ranked with (None: none).
+    ranked_by: ranker_serve.Plan | None = None
+    if use_playbook:
+        await ranker_serve.ready(deps.rankers)
+        ranked_by = ranker_serve.plan(deps.rankers, playbook_name, caller(), mode, body.fusion)
+        if ranked_by is not None and ranked_by.applies:
+            req = msgspec.structs.replace(req, k=max(req.k, cfg.ranker_depth), features=True)
     search_meta: dict[str, Any] = {}
     merged, results = await _search_all(deps, req, search_meta)
 
@@ -365,6 +376,7 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
                                  boost.disputed(lookup.matches))
     boosted = boost.apply(hits, lookup.matches if use_playbook else [], ranking,
                           in_fusion=in_fusion)
+    ranker_use = _rerank(deps, ranked_by, hits, lookup.matches, search_meta, body.explain)
 
     hits = hits[:body.k]
     for i, h in enumerate(hits):
@@ -390,6 +402,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
             recalled=sum(1 for h in hits if h.from_playbook is True),
             missing=int(search_meta.get("include_missing", 0)), ms=playbook_ms,
             match="lexical" if lookup.lexical else "vector")
+    if ranker_use is not None:
+        out.ranker = ranker_use
     if "facets" in search_meta:
         out.facets = search_meta["facets"]
     if rules.active:
@@ -399,6 +413,22 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
     log.info("search_done", corpora=len(results), failed=len(failed), mode=mode, k=body.k,
              hits=len(hits), boosted=boosted, ms=out.took_ms)
     return out
+
+
+def _rerank(deps: Deps, plan: ranker_serve.Plan | None, hits: list[RankedHit],
+            matches: list[boost.Match], meta: dict[str, Any], explain: bool
+            ) -> RankerUse | None:
+    """The learned ranker's order of the hits (in place) and what the answer says of it;
+    the values vectord gave it are not part of the answer."""
+    if plan is None:
+        return None
+    if not plan.applies:
+        return RankerUse(applied=False, reason=plan.reason)
+    extras = [h.features if isinstance(h.features, HitFeatures) else None for h in hits]
+    for h in hits:
+        h.features = msgspec.UNSET
+    return ranker_serve.rerank(deps.rankers, plan, hits, extras, matches,
+                               meta.get("query_stats"), explain)
 
 
 def _vectord_request(body: MatrixSearchRequest, mode: Mode, text: str, per_corpus_k: int,

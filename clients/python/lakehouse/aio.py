@@ -14,6 +14,7 @@ import aiohttp
 import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
+from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, body_of, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
@@ -100,7 +101,7 @@ def _renumbered(exc: LakehouseError, places: Sequence[int]) -> LakehouseError:
     return exc
 
 
-class AsyncClient:
+class AsyncClient(RankerCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
@@ -350,7 +351,8 @@ class AsyncClient:
                      group_size: int | None = None,
                      facets: Sequence[str | Options] | None = None,
                      facet_size: int | None = None, diversity: float | None = None,
-                     recency: Options | None = None) -> MatrixSearchResponse:
+                     recency: Options | None = None, explain: bool = False
+                     ) -> MatrixSearchResponse:
         """The best `k` hits for a question, each with its corpus (POST /v1/matrix/search).
 
         `corpora` None searches every corpus but the playbook. `mode` None is hybrid for
@@ -362,7 +364,8 @@ class AsyncClient:
         shaped by `highlight` (True or {fields, pre, post, fragment_chars, fragments}),
         `group_by` ("parent" or "metadata.<key>") with `group_size`, `facets` with
         `facet_size`, `diversity` (0..1) and `recency` ({field, half_life_days, weight});
-        docs/API.md, "Shaping results".
+        docs/API.md, "Shaping results". `explain`: with the learned ranker ordering the
+        hits, each one's largest feature contributions.
         """
         shaping = body_of(highlight=highlight, group_by=group_by, group_size=group_size,
                           facets=list(facets) if facets is not None else None,
@@ -373,7 +376,7 @@ class AsyncClient:
                        prf=prf, corpus_weights=corpus_weights, per_corpus_k=per_corpus_k,
                        ef_search=ef_search, use_playbook=use_playbook,
                        playbook_corpus=playbook_corpus, allow_partial=allow_partial,
-                       downgrade=downgrade, relevance=relevance)
+                       downgrade=downgrade, relevance=relevance, explain=explain or None)
         return await self._http.call("POST", "/v1/matrix/search", MatrixSearchResponse,
                                      body=body, idempotent=True)
 

@@ -6,7 +6,7 @@ from internal.api.vectord import MAX_K, SearchRequest
 from internal.common.errors import InvalidArgument
 from internal.vectord.search import fusion, fusion_sql, prf
 from internal.vectord.search.lexical_options import DEFAULT_CANDIDATES, bm25_options, query_text
-from internal.vectord.search.options import Options
+from internal.vectord.search.options import Options, RankerAsk
 from internal.vectord.storage.filters import build_where, is_filtered
 from internal.vectord.storage.store import Store
 
@@ -36,6 +36,10 @@ def check(store: Store, req: SearchRequest) -> Options:
     if not req.k <= n <= MAX_K:
         raise InvalidArgument(f"candidates: must be in k..{MAX_K} (k={req.k}), got {n}",
                               field="candidates")
+    asked = getattr(req, "features", False)  # a multi-search's (matrixd's) only
+    if asked and req.mode != "hybrid":
+        raise InvalidArgument("features: the learned ranker's values are a hybrid search's",
+                              field="features")
     symbolic, sym_params = (None, {}) if req.prefer is None or req.mode != "hybrid" else (
         fusion_sql.symbolic_expr(req.prefer))
     return Options(req=req, where=where, params=params, filtered=is_filtered(where), text=text,
@@ -44,4 +48,4 @@ def check(store: Store, req: SearchRequest) -> Options:
                 fusion_weights=fusion_sql.fusion_weights(req), symbolic=symbolic,
                 sym_params=sym_params,
                 ef_search=req.ef_search if req.ef_search is not None else store.cfg.ef_search,
-                prf=prf.settings(req.prf))
+                prf=prf.settings(req.prf), ranker=RankerAsk() if asked else None)

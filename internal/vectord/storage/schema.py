@@ -156,6 +156,34 @@ BEGIN
     END LOOP;
 END $$;
 """),
+    # The learned ranker's models (internal.vectord.storage.rankers): versions per playbook
+    # and the corpora they rank, each tied to the playbook corpus it was trained on
+    # (`playbook_id`, its registry id): a playbook deleted and made again starts without one.
+    (10, """
+CREATE TABLE IF NOT EXISTS lakehouse_rankers (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    playbook_id     bigint NOT NULL,
+    playbook_corpus text NOT NULL,
+    corpora         text[] NOT NULL,
+    trained_by      text NOT NULL,
+    records         integer NOT NULL,
+    playbook_count  integer NOT NULL,
+    queries         integer NOT NULL,
+    examples        integer NOT NULL,
+    seconds         double precision NOT NULL,
+    trees           integer NOT NULL,
+    alpha           double precision NOT NULL,
+    reason          text,
+    ndcg10_boost    double precision,
+    ndcg10_ranker   double precision,
+    cv              jsonb NOT NULL DEFAULT '{}',
+    features        text[] NOT NULL DEFAULT '{}',
+    model           text,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
+    ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
+"""),
 ]
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from lakehouse.wire.features import HitFeatures
+
 Metric = Literal["cosine", "l2", "ip"]
 # The search modes, everywhere (vectord, matrixd, the MCP tools, the client).
 Mode = Literal["vector", "keyword", "lexical", "hybrid"]
@@ -144,6 +146,8 @@ class Hit(msgspec.Struct):
     highlight_kind: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     group: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     recency_factor: float | msgspec.UnsetType = msgspec.UNSET
+    # A multi-search's `features: true` (the learned ranker's values; matrixd asks).
+    features: HitFeatures | msgspec.UnsetType = msgspec.UNSET
 
 
 class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):

@@ -8,7 +8,7 @@ import time
 
 from internal.api.vectord import Corpus, Hit
 from internal.vectord.lexical import postings, versions
-from internal.vectord.search import feedback, fusion, hits, reads, union_merge
+from internal.vectord.search import feedback, fusion, hits, ranker_values, reads, union_merge
 from internal.vectord.search.candidates import (
     corpus_candidates,
     merged_lex,
@@ -145,6 +145,7 @@ async def hybrid_search(store: Store, p: Options, outcomes: list[Outcome],
     final = (None if included or asked or any(weight(o, weights) != 1.0 for o, _ in per)
              else req.k)
     fused = fuse(vec_lists, lex, p.prf.docs if p.prf.on else final)
+    first_lex = lex  # the question's own BM25, before feedback expands it (ranker_values)
     if p.prf.on and fused:
         corpora_at = {o.position: c for o, (c, _) in per}
         inc_at = {o.position: inc.get(o.name, []) for o, _ in per}
@@ -203,6 +204,11 @@ async def hybrid_search(store: Store, p: Options, outcomes: list[Outcome],
         h.merge_score = merged
         h.included = f.id in included
         out.append(h)
+    if p.ranker is not None:
+        plain = {(name_of[pos], item_id): (score, rank) for rank, (item_id, pos, score) in
+                 enumerate(((*union_merge.unkey(k), s) for k, s in first_lex), 1)}
+        p.ranker.stats = await ranker_values.attach(
+            store, out, {c.name: c for c in corpora.values()}, indexes, plain, stats)
     # Each corpus's answer was ready when the union's was: its time is the search's (a
     # corpus settled from shared reads ran no statement of its own to time).
     took = ms(started)

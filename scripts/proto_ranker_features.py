@@ -1,4 +1,5 @@
-"""Features of (question, candidate) pairs for a ranker learned from feedback (no I/O).
+"""The prototype's features of (question, candidate) pairs (no I/O), counted from the texts
+of the data sets; the service computes them from a search (internal.matrixd.ranker.features).
 
 One row per fused candidate of a search, from what the search already computed: each
 layer's score and rank (`Hit.ranks` / `Hit.scores`: the vector layer, the hybrid's
