@@ -10,8 +10,9 @@ Prints, from one run:
 - With `--quality`: the held-out nDCG@10 of the cross-validated default (`lakehouse eval
   --cross-validate` over SciFact train, Cranfield dev and CISI dev) for each numerics in
   a fresh data directory, and for corpora embedded by the float numerics searched with
-  questions embedded by the integer ones (what an existing data directory meets after
-  the upgrade, the model id being the same).
+  questions embedded by the integer ones (the float run's vectors, kept in its eval
+  cache, labelled with the integer numerics' id: the mix the two ids prevent); then, per
+  set, the two numerics' nDCG@10 query by query (how many queries moved, by how much).
 - With `--dense-only`: each set's nDCG@10 of the vectors alone (exact cosine search,
   in-process), both numerics and the two mixed: how far the vectors themselves move,
   apart from the hybrid search's fusion and feedback.
@@ -45,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 from bench_embed import data_dir, free_port, wait_up  # noqa: E402
 
 from internal.config.sections import LOCAL_NUMERICS  # noqa: E402
-from internal.embedd.local import LocalModel  # noqa: E402
+from internal.embedd.local import MODEL_IDS, LocalModel  # noqa: E402
+from internal.evaluation.ingest import cache_path  # noqa: E402
 
 SIDES = tuple(reversed(LOCAL_NUMERICS))  # float (shipped) first, then integer
 SETS = (("scifact", "train"), ("cranfield", "dev"), ("cisi", "dev"))
@@ -166,36 +168,81 @@ async def speed(args: argparse.Namespace) -> None:
           f"documents {cosine(vd[new], vd[old])}")
 
 
-def held_out(numerics: str, data: Path) -> dict[str, float]:
-    """The default's held-out nDCG@10 per data set, from `lakehouse eval` as printed."""
-    cmd = [str(ROOT / ".venv" / "bin" / "lakehouse"), "eval", "--in-process", "--cross-validate"]
+Run = tuple[dict[str, float], dict[str, dict[str, float]]]  # held out per set; per query
+
+
+def held_out(numerics: str, data: Path) -> Run:
+    """The default's held-out nDCG@10 per data set (as `lakehouse eval` prints it) and
+    its nDCG@10 per query (its --json)."""
+    cmd = [str(ROOT / ".venv" / "bin" / "lakehouse"), "eval", "--in-process", "--cross-validate",
+           "--json", str(data / "eval.json")]
     for name, split in SETS:
         cmd += ["--dataset", str(data_dir() / "data" / name), "--split", split]
     env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(data / "pg"),
            "LAKEHOUSE_EMBEDD_LOCAL_NUMERICS": numerics, "LAKEHOUSE_LOG_LEVEL": "warning"}
+    data.mkdir(parents=True, exist_ok=True)
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     found = dict(re.findall(r"^\| (\w+) \| (0\.\d{4}) \|$", out.stdout, re.MULTILINE))
     mean = re.search(r"the shipped default: .* \(held-out mean (0\.\d{4})\)", out.stdout)
     result = {name: float(found[name]) for name, _ in SETS}
     result["mean of the three"] = float(mean.group(1)) if mean else float("nan")
-    return result
+    return result, json.loads((data / "eval.json").read_text())["per_query"]
+
+
+def relabel_cache(source: Path, target: Path, old: str, new: str) -> None:
+    """The eval cache's vectors of model old in source, filed in target as model new's:
+    an eval of the new numerics in target (a fresh data directory, so no corpus of the
+    old id that vectord would re-embed) builds its corpora from them (the old numerics'
+    vectors under the new id) and embeds only the questions."""
+    (target / "eval-cache").mkdir(parents=True)
+    for path in sorted((source / "eval-cache").glob("*.npz")):
+        with np.load(path, allow_pickle=False) as f:
+            if str(f["model"]) != old:
+                continue
+            keys, vectors = f["keys"], f["vectors"]
+        corpus = path.name.split(".")[0]  # a corpus name has no dot
+        np.savez(cache_path(target / "eval-cache", corpus, new), model=np.array(new),
+                 keys=keys, vectors=vectors)
+
+
+def paired(a: dict[str, float], b: dict[str, float]) -> str:
+    """One set's per-query comparison of b against a: a row of the paired table."""
+    d = np.array([b[q] - a[q] for q in sorted(a)])
+    moved = np.abs(d) > 1e-9
+    se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+    big = sorted([(x, q) for x, q in zip(d, sorted(a), strict=True) if abs(x) > 1e-9],
+                 key=lambda x: -abs(x[0]))[:3]
+    return (f"{len(d)} | {int((d > 1e-9).sum())} / {int((d < -1e-9).sum())} / "
+            f"{int((~moved).sum())} | {d.mean():+.4f} | {se:.4f} | "
+            f"{np.abs(d[moved]).mean() if moved.any() else 0:.4f} | "
+            + ", ".join(f"{q} {x:+.3f}" for x, q in big) + " |")
 
 
 def quality() -> None:
     old, new = SIDES
+    ids = dict(MODEL_IDS)
     with tempfile.TemporaryDirectory(prefix="bench-numerics-") as tmp:
-        runs = {old: held_out(old, Path(tmp) / old), new: held_out(new, Path(tmp) / new),
-                # the float corpora kept, questions embedded by the integer numerics
-                "mixed": held_out(new, Path(tmp) / old)}
+        runs = {old: held_out(old, Path(tmp) / old), new: held_out(new, Path(tmp) / new)}
+        relabel_cache(Path(tmp) / old, Path(tmp) / "mixed", ids[old], ids[new])
+        runs["mixed"] = held_out(new, Path(tmp) / "mixed")
     print()
     print("held-out nDCG@10 of the cross-validated default (lakehouse eval --cross-validate)")
     print()
     print(f"| data set | {old} (shipped) | {new} | {new} - {old} | {old} corpus, {new} "
           f"questions | its - {old} |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name in runs[old]:
-        a, b, m = runs[old][name], runs[new][name], runs["mixed"][name]
+    for name in runs[old][0]:
+        a, b, m = runs[old][0][name], runs[new][0][name], runs["mixed"][0][name]
         print(f"| {name} | {a:.4f} | {b:.4f} | {b - a:+.4f} | {m:.4f} | {m - a:+.4f} |")
+    print()
+    print(f"the default's nDCG@10 query by query, {new} against {old} (d = {new} - {old}; "
+          "se: the paired standard error of the mean d)")
+    print()
+    print("| data set | queries | higher / lower / same | mean d | se | mean abs d of those "
+          "moved | largest moves (query d) |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    for name, _ in SETS:
+        print(f"| {name} | " + paired(runs[old][1][name], runs[new][1][name]))
 
 
 def judged(name: str, split: str) -> tuple[list[dict[str, str]], dict[str, str],

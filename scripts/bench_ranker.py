@@ -83,7 +83,7 @@ def held_out(qid: str) -> bool:
 
 def pct(values: list[float], p: float) -> float:
     xs = sorted(values)
-    return xs[max(0, int(round(p * len(xs))) - 1)]
+    return xs[max(0, round(p * len(xs)) - 1)]
 
 
 async def record_all(matrix: MatrixdClient, corpus: str, playbook: str,

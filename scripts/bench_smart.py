@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -121,8 +122,8 @@ async def window_grid(vc: VectordClient, ec: EmbedClient, cfg: Any,
     for conv in convs:
         for q in conv.questions[:limit] if limit else conv.questions:
             for name, suffix in names.items():
-                out = await run_search(deps, MatrixSearchRequest(
-                    corpora=[conv.corpus + suffix], query_text=q.text, k=K))
+                out = msgspec.to_builtins(await run_search(deps, MatrixSearchRequest(
+                    corpora=[conv.corpus + suffix], query_text=q.text, k=K)))
                 ids = [str(h["id"]) for h in out["hits"]]
                 for k in (5, 10):
                     r = locomo.recall(ids, q.evidence, k)
@@ -138,27 +139,27 @@ async def window_grid(vc: VectordClient, ec: EmbedClient, cfg: Any,
     return "\n".join(lines)
 
 
-System = Callable[[Deps, str, locomo.Question], Awaitable[dict[str, Any]]]
+System = Callable[[Deps, str, locomo.Question], Awaitable[Any]]  # a matrixd answer struct
 ORACLE = "hybrid + answer (oracle)"
 
 
 def systems(costs: dict[str, strategy.CostModel]) -> dict[str, System]:
-    async def hybrid(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+    async def hybrid(deps: Deps, corpus: str, q: locomo.Question) -> Any:
         return await run_search(deps, MatrixSearchRequest(corpora=[corpus], query_text=q.text,
                                                           k=K))
 
-    async def smart_(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+    async def smart_(deps: Deps, corpus: str, q: locomo.Question) -> Any:
         return await smart.smart_search(deps, SmartSearchRequest(query_text=q.text,
                                                                  corpora=[corpus], k=K))
 
     def auto(index: str) -> System:
-        async def run(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+        async def run(deps: Deps, corpus: str, q: locomo.Question) -> Any:
             return await smart.search_auto(deps, SearchAutoRequest(query_text=q.text,
                                                                    corpora=[corpus], k=K),
                                            costs[index])
         return run
 
-    async def oracle(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+    async def oracle(deps: Deps, corpus: str, q: locomo.Question) -> Any:
         # A reference no system can be: plain hybrid asked the question with its gold answer
         # appended, i.e. the most any rewriting of the question could add to it.
         return await run_search(deps, MatrixSearchRequest(
@@ -173,7 +174,7 @@ def systems(costs: dict[str, strategy.CostModel]) -> dict[str, System]:
 
 
 def _on(fn: System, suffix: str) -> System:
-    async def run(deps: Deps, corpus: str, q: locomo.Question) -> dict[str, Any]:
+    async def run(deps: Deps, corpus: str, q: locomo.Question) -> Any:
         return await fn(deps, corpus + suffix, q)
     return run
 
@@ -268,8 +269,9 @@ async def main() -> int:
                 order = names[i % len(names):] + names[:i % len(names)]  # alternate who goes first
                 for name in order:
                     t0 = time.perf_counter()
-                    out = await runs[name](deps, conv.corpus, q)
+                    answer = await runs[name](deps, conv.corpus, q)
                     lat[name].append((time.perf_counter() - t0) * 1000)
+                    out = msgspec.to_builtins(answer)  # the answer as its JSON says it
                     ids = [str(h["id"]) for h in out["hits"]]
                     for k in (5, 10):
                         r = locomo.recall(ids, q.evidence, k)

@@ -104,7 +104,7 @@ def build(tmp: Path, tok: Tokenizer) -> dict[str, Path]:
                     per_channel=True, weight_type=QuantType.QInt8,
                     activation_type=QuantType.QUInt8, op_types_to_quantize=["MatMul"],
                     calibrate_method=CalibrationMethod.MinMax)
-    data = model_build.build_bytes(src)
+    data = model_build.build_bytes(src, frozenset(), {})  # as first merged: no float channel
     out["integer"].write_bytes(data)
     out["qattention"].write_bytes(with_qattention(data))
     return out

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import psycopg
@@ -35,6 +35,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from internal.api.responses import ModelInfo, ModelsResponse  # noqa: E402
 from internal.api.vectord import Hit as VHit  # noqa: E402
 from internal.api.vectord import MultiSearchRequest  # noqa: E402
 from internal.clients.embed import Embedding  # noqa: E402
@@ -62,13 +63,14 @@ MISSES = "--misses" in sys.argv
 class ConstantEmbedder:
     """Every text one unit vector: the lexical layer reads no vector."""
 
-    async def models(self) -> dict[str, object]:
-        return {"default": "constant", "models": [{"id": "constant", "dim": DIM}]}
+    async def models(self) -> ModelsResponse:
+        return ModelsResponse(default="constant",
+                              models=[ModelInfo(id="constant", backend="constant", dim=DIM)])
 
     async def default_model(self) -> tuple[str, int]:
         return "constant", DIM
 
-    async def embed(self, texts: list[str], input_type: str = "document",
+    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = "document",
                     model: str | None = None) -> Embedding:
         return Embedding(model="constant", dim=DIM, truncated=[],
                          vectors=[[1.0] + [0.0] * (DIM - 1) for _ in texts])

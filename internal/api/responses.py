@@ -29,6 +29,12 @@ from lakehouse.wire.responses import (
     CorpusStatus as CorpusStatus,
 )
 from lakehouse.wire.responses import (
+    DowngradeSummary as DowngradeSummary,
+)
+from lakehouse.wire.responses import (
+    DroppedHit as DroppedHit,
+)
+from lakehouse.wire.responses import (
     EmbedResponse as EmbedResponse,
 )
 from lakehouse.wire.responses import (
@@ -47,10 +53,16 @@ from lakehouse.wire.responses import (
     Health as Health,
 )
 from lakehouse.wire.responses import (
+    HitRelevance as HitRelevance,
+)
+from lakehouse.wire.responses import (
     IdRow as IdRow,
 )
 from lakehouse.wire.responses import (
     IdsPage as IdsPage,
+)
+from lakehouse.wire.responses import (
+    IndexBuilt as IndexBuilt,
 )
 from lakehouse.wire.responses import (
     ItemsDeleted as ItemsDeleted,
@@ -78,9 +90,6 @@ from lakehouse.wire.responses import (
 )
 from lakehouse.wire.responses import (
     NormalizeResponse as NormalizeResponse,
-)
-from lakehouse.wire.responses import (
-    Passthrough as Passthrough,
 )
 from lakehouse.wire.responses import (
     PlaybookDeleted as PlaybookDeleted,
@@ -111,6 +120,9 @@ from lakehouse.wire.responses import (
 )
 from lakehouse.wire.responses import (
     RelevanceResponse as RelevanceResponse,
+)
+from lakehouse.wire.responses import (
+    RelevanceSummary as RelevanceSummary,
 )
 from lakehouse.wire.responses import (
     Resolved as Resolved,
@@ -150,13 +162,6 @@ from lakehouse.wire.shapes import Hit
 # ---- matrixd's hits as it builds them ----------------------------------------------------
 
 
-class HitRelevance(msgspec.Struct):
-    """A hit's `relevance` when the relevance filter ran."""
-
-    score: float
-    signals: dict[str, float]
-
-
 class RankedHit(Hit):
     """A hit as matrixd answers it: vectord's `Hit` (decoded straight into this struct)
     with matrixd's annotations. The client decodes it as `MatrixHit`, whose defaults say
@@ -177,36 +182,10 @@ class RankedHit(Hit):
     rank: int = 0
     ranker_score: float | msgspec.UnsetType = msgspec.UNSET
     ranker_contributions: dict[str, float] | msgspec.UnsetType = msgspec.UNSET
-
-
-# The search answer's parts the client reads as JSON objects (`dict[str, Any]` on
-# MatrixSearchResponse and MatrixHit): built as structs here, in the answer's key order.
-
-class DroppedHit(msgspec.Struct):
-    """A hit the relevance filter dropped (the answer's `relevance.dropped`)."""
-
-    corpus: str
-    id: str
-    score: float
-    signals: dict[str, float]
-
-
-class RelevanceSummary(msgspec.Struct):
-    """The answer's `relevance`: the filter's threshold, how many hits it kept, the dropped."""
-
-    threshold: float
-    kept: int
-    dropped: list[DroppedHit]
-
-
-class DowngradeSummary(msgspec.Struct):
-    """The answer's `downgrade`: the gate's thresholds (0 is off) and how many it moved."""
-
-    max_distance: float
-    min_score: float
-    max_age_days: float
-    disputed: bool
-    downgraded: int
+    # Smart search and search_auto: the score a hit has judged with its neighbours
+    # (internal.understanding.context), and the ids of the plan's sub-queries that found it.
+    context_score: float | msgspec.UnsetType = msgspec.UNSET
+    sub_queries: list[int] | msgspec.UnsetType = msgspec.UNSET
 
 
 H = TypeVar("H")
@@ -241,10 +220,10 @@ class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
     ranker: RankerUse | msgspec.UnsetType = msgspec.UNSET
 
 
-class SmartAnswer(SearchHead[dict[str, Any]], kw_only=True):
+class SmartAnswer(SearchHead[RankedHit], kw_only=True):
     """POST /v1/matrix/smart_search's answer as matrixd builds it; the client reads it as
-    `SmartSearchResponse`. Its hits are JSON objects: the fusion of the sub-queries and
-    the context smoothing add keys of their own (`sub_queries`, `context_score`)."""
+    `SmartSearchResponse`. Its hits carry what the fusion of the sub-queries and the
+    context smoothing add (`sub_queries`, `context_score`)."""
 
     analysis: AnalyzeResponse
     plan: dict[str, Any]
@@ -258,10 +237,9 @@ class SmartAnswer(SearchHead[dict[str, Any]], kw_only=True):
 # msgspec structs take fields from one base only, so each kind declares the choice.
 
 class AutoAnswer(MatrixAnswer, kw_only=True):
-    """search_auto after a plain search. With context smoothing (hybrid) its hits are JSON
-    objects with `context_score`."""
+    """search_auto after a plain search. With context smoothing (hybrid) its hits carry
+    `context_score`."""
 
-    hits: list[Any]
     strategy: str  # keyword | lexical | vector | hybrid
     reason: str
     estimated_ms: float

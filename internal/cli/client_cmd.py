@@ -8,83 +8,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from internal.cli import session as session_state
 from internal.cli import shaped
-from internal.cli.connect import add_url_arg, gateway_token, gateway_url
-from internal.cli.ingest_input import InputError, normalized, plan_ingest, read_jsonl, window_arg
-from internal.common.errors import describe
+from internal.cli.connect import add_url_arg, run_command
+from internal.cli.ingest_input import normalized, plan_ingest, read_jsonl, window_arg
+from internal.cli.output import describe_error, format_score, format_table, print_json, shorten
 from internal.understanding import context
-from lakehouse.errors import CONNECTION_LOST, TIMEOUT, UNREACHABLE, LakehouseError
-from lakehouse.lsn import REQUEST_LSN, WRITTEN, format_lsn
+from lakehouse.wire.modes import MODES
 
 if TYPE_CHECKING:  # loaded by the commands that use them
     from internal.ingest import Doc, StackFailure
     from lakehouse import AsyncClient
     from lakehouse.types import MatrixSearchResponse
-
-T = TypeVar("T")
-
-CALL_TIMEOUT = 30.0  # seconds per request of a command (ingest: its --timeout)
-
-
-def run_command(args: argparse.Namespace, work: Callable[[AsyncClient], Awaitable[int]], *,
-         timeout: float = CALL_TIMEOUT, retries: int = 3, max_wait: float = 60.0) -> int:
-    """Run one command against the gateway through the client; errors become one line and
-    exit code 1. `retries`: attempts after a 503 or a refused connection, `max_wait`:
-    seconds of 429s waited out per call (the client's)."""
-    from lakehouse import AsyncClient
-
-    base, token = gateway_url(args), gateway_token(args)
-
-    async def go() -> int:
-        # Read-your-writes across commands (internal/cli/session.py): the last write
-        # position goes with every request; this command's writes update it.
-        REQUEST_LSN.set(session_state.recent_lsn(base))
-        written: list[int] = []
-        WRITTEN.set(written)
-        try:
-            async with AsyncClient(base, token, timeout=timeout, retries=retries,
-                                   max_wait=max_wait) as client:
-                return await work(client)
-        finally:
-            if written:
-                session_state.remember_lsn(base, format_lsn(max(written)))
-
-    try:
-        return asyncio.run(go())
-    except LakehouseError as exc:
-        if exc.code in (UNREACHABLE, CONNECTION_LOST):
-            print(f"error: cannot reach Lakehouse at {base} (is `lakehouse up` running?)",
-                  file=sys.stderr)
-        elif exc.code == TIMEOUT:
-            print(f"error: timed out: {exc.message}", file=sys.stderr)
-        else:
-            print(f"error: {_describe(exc)}", file=sys.stderr)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-    return 1
-
-
-def print_json(value: Any) -> None:
-    """An answer as indented JSON (every field the client knows, dates in ISO 8601)."""
-    import msgspec
-
-    print(json.dumps(msgspec.to_builtins(value), indent=2))
-
-
-def format_table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(out)
 
 
 def _reembed(args: argparse.Namespace) -> int:
@@ -113,27 +52,21 @@ def _reembed(args: argparse.Namespace) -> int:
 
 # --- ingest ------------------------------------------------------------------
 
-def _describe(exc: Exception) -> str:
-    """The status, code, field and message the stack answered, and its request id (the
-    one in every daemon's log line for the request)."""
-    if not isinstance(exc, LakehouseError):
-        return describe(exc)
-    where = f" ({exc.field})" if exc.field else ""
-    rid = f" [request_id {exc.request_id}]" if exc.request_id else ""
-    return f"HTTP {exc.status} {exc.code}{where}: {exc.message}{rid}"
-
-
 def _notice(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
-    """The corpus of the ingest, made for the stack's embedding model if there is none."""
+async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> str | None:
+    """The corpus of the ingest, made for the stack's embedding model if there is none;
+    the model to embed with: the corpus's when embedd serves it (a corpus of a superseded
+    model is written as it is until its re-embedding switches it), else the default."""
     corpus, created = await client.ensure_corpus(args.corpus, metric=args.metric,
                                                  language=args.language)
     if created:
         print(f"created corpus {args.corpus!r} (dim {corpus.dim}, model {corpus.model})",
               file=sys.stderr)
+    served = {m.id for m in (await client.models()).models}
+    return corpus.model if corpus.model in served else None
 
 
 def _ids(docs: list[Doc], limit: int = 20) -> str:
@@ -154,7 +87,7 @@ def _ingest(args: argparse.Namespace) -> int:
     async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
         # Each step waits out a 429 (past this client's share), as the batches do.
-        await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
+        model = await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
         if args.normalize:
             docs = await normalized(client, docs, args.context, args.thread)
 
@@ -176,9 +109,12 @@ def _ingest(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"batch {pipe.size}", refresh=False)
             bar.update(done)
 
-        pipe = Pipeline(store, store, args.corpus, batch=args.batch,
+        async def corpus_model() -> str | None:
+            return (await client.get_corpus(args.corpus)).model
+
+        pipe = Pipeline(store, store, args.corpus, model=model, batch=args.batch,
                         concurrency=max(1, args.concurrency), retries=3, notice=_notice,
-                        progress=progress)
+                        progress=progress, model_of=corpus_model)
         stopped: StackFailure | None = None
         try:
             await pipe.write(plan.todo)
@@ -187,9 +123,9 @@ def _ingest(args: argparse.Namespace) -> int:
         bar.close()
         report = pipe.report
         for doc_id, (_, why) in report.failed.items():
-            print(f"failed: document {doc_id!r}: {_describe(why)}", file=sys.stderr)
+            print(f"failed: document {doc_id!r}: {describe_error(why)}", file=sys.stderr)
         if stopped is not None:
-            print(f"error: {args.corpus}: stopped: {_describe(stopped.cause)}", file=sys.stderr)
+            print(f"error: {args.corpus}: stopped: {describe_error(stopped.cause)}", file=sys.stderr)
             print(f"{args.corpus}: {report.upserted} upserted before stopping, "
                   f"{len(report.failed)} failed; run again to resume", file=sys.stderr)
             return 1
@@ -211,15 +147,6 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 # --- search and record -------------------------------------------------------
-
-def shorten(text: Any, width: int) -> str:
-    s = " ".join(str(text or "").split())
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def format_score(x: Any) -> str:
-    return f"{x:.4f}" if isinstance(x, (int, float)) else ""
-
 
 def _search(args: argparse.Namespace) -> int:
     from lakehouse.types import SearchAutoResponse
@@ -311,7 +238,7 @@ def _playbooks_delete(args: argparse.Namespace) -> int:
     return run_command(args, work)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_reembed(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("reembed", help="embed a corpus again with another model, online",
                        usage="lakehouse reembed CORPUS --model MODEL [--wait]")
     p.add_argument("corpus")
@@ -320,6 +247,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_reembed)
 
+
+def _add_ingest(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ingest", help="embed and store a JSON-lines file (resumable)",
                        usage="lakehouse ingest FILE --corpus NAME [options]")
     p.add_argument("file", help="JSON lines: {_id, title?, text, metadata?, tags?, ...}")
@@ -345,10 +274,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_ingest)
 
+
+def _add_search(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("search", help="search one or more corpora")
     p.add_argument("text")
     p.add_argument("--corpora", help="comma-separated corpus names (default: every corpus)")
-    p.add_argument("--mode", choices=("vector", "keyword", "lexical", "hybrid"))
+    p.add_argument("--mode", choices=list(MODES))
     p.add_argument("--auto", action="store_true",
                    help="pick keyword, lexical, vector, hybrid or smart")
     p.add_argument("--budget-ms", type=float, help="with --auto: the time the strategy may take")
@@ -366,6 +297,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_search)
 
+
+def _add_record(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("record", help="record ANSWER_ID as a right (or --wrong) answer")
     p.add_argument("query")
     p.add_argument("answer_id")
@@ -378,6 +311,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_record)
 
+
+def _add_playbooks(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("playbooks", help="list or delete recorded feedback")
     psub = p.add_subparsers(dest="playbooks_command", required=True, metavar="list|delete")
     pl = psub.add_parser("list", help="entries, newest first")
@@ -393,3 +328,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pd.add_argument("--playbook-corpus", help="default: matrixd's [matrixd] playbook_corpus")
     add_url_arg(pd)
     pd.set_defaults(func=_playbooks_delete)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for add in (_add_reembed, _add_ingest, _add_search, _add_record, _add_playbooks):
+        add(sub)

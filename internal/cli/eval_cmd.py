@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from internal.common.errors import LakehouseError
 from internal.evaluation.beir import DatasetError
-from internal.evaluation.modes import MODES
+from internal.evaluation.modes import table_modes
+from lakehouse.wire.modes import FUSIONS
 
 if TYPE_CHECKING:  # loaded by the command, not by `lakehouse --help`
     from internal.config import Config
@@ -35,7 +36,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--split", required=True, action="append", metavar="NAME",
                    help="qrels/NAME.tsv: one for all, or one per --dataset")
     p.add_argument("--json", metavar="FILE", help="also write the table as JSON ('-': stdout)")
-    p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
+    modes = list(table_modes())
+    p.add_argument("--modes", nargs="+", choices=modes, default=modes, metavar="MODE",
                    help="the modes (default: all of them)")
     p.add_argument("--corpus", help="the corpus caching one data set (eval_<name>)")
     p.add_argument("--in-process", action="store_true",
@@ -55,8 +57,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-ranker", action="store_true",
                    help="with --feedback-qrels: the boost alone, no learned ranker")
     tune = p.add_argument_group("hybrid options (default: vectord's)")
-    tune.add_argument("--fusion", choices=["rrf", "weighted", "dbsf"], metavar="NAME",
-                      help="its fusion: rrf, weighted or dbsf")
+    tune.add_argument("--fusion", choices=list(FUSIONS), metavar="NAME",
+                      help=f"its fusion: {', '.join(FUSIONS)}")
     tune.add_argument("--rrf-k", type=int, metavar="K", help="RRF k of hybrid-rrf")
     tune.add_argument("--weights", metavar="V,L[,S]", help="branch weights (weighted, dbsf)")
     tune.add_argument("--candidates", type=int, metavar="N", help="candidates per branch")
@@ -125,6 +127,15 @@ def _cache_dir(cfg: Config) -> Path:
     return Path(cfg.vectord.data_dir).parent / "eval-cache"
 
 
+def _write_json(dest: str, doc: object) -> None:
+    """--json: doc to the file dest, or to stdout for '-'."""
+    text = json.dumps(doc, indent=2)
+    if dest == "-":
+        print(text)
+    else:
+        Path(dest).write_text(text + "\n", encoding="utf-8")
+
+
 def _finished(work: Coroutine[Any, Any, T]) -> T:
     """The evaluation's result; a failure is one line and exit code 2 (bad input) or 1."""
     try:
@@ -162,12 +173,8 @@ def run(args: argparse.Namespace) -> int:
     if len(reports) > 1:
         print("\n" + mean_table(reports))
     if args.json:
-        doc = reports[0].to_json() if len(reports) == 1 else mean_json(reports)
-        text = json.dumps(doc, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+        _write_json(args.json, reports[0].to_json() if len(reports) == 1
+                    else mean_json(reports))
     return 0 if all(r.ok for r in reports) else 1
 
 
@@ -186,11 +193,7 @@ def _run_feedback(args: argparse.Namespace, cfg: Config, dataset: str, split: st
     ))
     print(report.table())
     if args.json:
-        text = json.dumps(report.to_json(), indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+        _write_json(args.json, report.to_json())
     return 0 if report.ok else 1
 
 
@@ -209,4 +212,6 @@ def _run_cross_validation(args: argparse.Namespace, cfg: Config,
     print(f"hybrid search, nDCG@10 cross-validated over {args.cross_validate} folds of the "
           f"queries of {names} (each set's mean counts once)\n")
     print(crossval.table(result, default=crossval.AS_SHIPPED))
+    if args.json:  # the shipped default's figures, each query's too
+        _write_json(args.json, crossval.to_json(result, crossval.AS_SHIPPED))
     return 0

@@ -5,14 +5,13 @@ pipeline (`lakehouse ingest`), over the public client."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, cast, get_args
+from typing import Literal
 
 import msgspec
 
 from internal.api import vectord
+from internal.api.responses import Corpus, EmbedResponse, IdRow, ModelsResponse
 from internal.api.vectord import Metric
-from internal.clients.embed import Embedding
-from internal.common.errors import InvalidArgument
 from lakehouse import AsyncClient, Item
 
 
@@ -23,9 +22,8 @@ class GatewayStore:
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
 
-    async def models(self) -> dict[str, object]:
-        out: dict[str, object] = msgspec.to_builtins(await self.client.models())
-        return out
+    async def models(self) -> ModelsResponse:
+        return await self.client.models()
 
     async def default_model(self) -> tuple[str, int]:
         listing = await self.client.models()
@@ -35,29 +33,23 @@ class GatewayStore:
         probe = await self.embed(["dimension probe"], input_type="query")
         return probe.model, probe.dim
 
-    async def embed(self, texts: list[str], input_type: str = "document",
-                    model: str | None = None) -> Embedding:
-        out = await self.client.embed(texts, model=model or None,
-                                      input_type="query" if input_type == "query" else "document")
-        return Embedding(model=out.model, dim=out.dim, vectors=out.vectors,
-                         truncated=out.truncated)
+    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = "document",
+                    model: str | None = None) -> EmbedResponse:
+        return await self.client.embed(texts, model=model or None, input_type=input_type)
 
-    async def ensure_corpus(self, name: str, dim: int, metric: str = "cosine",
+    async def ensure_corpus(self, name: str, dim: int, metric: Metric = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False) -> tuple[dict[str, Any], bool]:
-        if metric not in get_args(Metric):
-            raise InvalidArgument(f"metric: expected one of {get_args(Metric)}, got {metric!r}",
-                                  field="metric")
-        corpus, created = await self.client.ensure_corpus(
-            name, dim, metric=cast(Metric, metric), language=language, model=model,
-            defer_index=defer_index)
-        out: dict[str, Any] = msgspec.to_builtins(corpus)
-        return out, created
+                            defer_index: bool = False) -> tuple[Corpus, bool]:
+        return await self.client.ensure_corpus(name, dim, metric=metric, language=language,
+                                               model=model, defer_index=defer_index)
+
+    async def get_corpus(self, name: str) -> Corpus:
+        return await self.client.get_corpus(name)
 
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
-                       ) -> AsyncIterator[dict[str, Any]]:
+                       ) -> AsyncIterator[IdRow]:
         async for row in self.client.iter_ids(name, prefix=prefix or None, page_size=page):
-            yield {"id": row.id, "content_hash": row.content_hash}
+            yield row
 
     async def delete_items(self, name: str, ids: list[str]) -> int:
         return await self.client.delete_items(name, ids)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from internal.cli.client_cmd import format_table, print_json, run_command
-from internal.cli.connect import add_url_arg
+from internal.cli.connect import add_url_arg, run_command
+from internal.cli.output import format_table, print_json
 
 if TYPE_CHECKING:  # the client loads with the command that runs, not with --help
     from lakehouse import AsyncClient

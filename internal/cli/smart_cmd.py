@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from internal.cli.client_cmd import format_score, format_table, print_json, run_command, shorten
-from internal.cli.connect import add_url_arg
+from internal.cli.connect import add_url_arg, run_command
+from internal.cli.output import format_score, format_table, print_json, shorten
 
 if TYPE_CHECKING:  # annotations only: the client loads when a command runs (run_command)
     from lakehouse import AsyncClient

@@ -14,7 +14,7 @@ from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_c
 from lakehouse.errors import LakehouseError
 
 if TYPE_CHECKING:  # `lakehouse --help` imports no msgspec (tests/cli/test_startup.py)
-    from lakehouse.types import SyncStatus
+    from lakehouse.types import Corpus, SyncStatus
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -75,6 +75,33 @@ def sync_lines(status: SyncStatus | None, off: bool = False
     return row, lines
 
 
+def reembed_lines(corpora: list[Corpus]) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """A row of `lakehouse status` per corpus being re-embedded (its progress), and a line
+    below the table per one whose last batch failed (the job tries again)."""
+    rows: list[tuple[str, str, str]] = []
+    lines: list[str] = []
+    for c in corpora:
+        job = c.reembed
+        if job is None:
+            continue
+        share = f" ({100 * job.done // job.total}%)" if job.total else ""
+        rows.append(("reembed", "retrying" if job.error else "running",
+                     f"corpus {c.name}: {c.model} -> {job.model}, {job.done} of {job.total} "
+                     f"items{share}"))
+        if job.error:
+            lines.append(f"reembed error: {c.name}: {job.error}")
+    return rows, lines
+
+
+def _corpora(client: lakehouse.Client) -> list[Corpus]:
+    """The corpora this key may see; none when they cannot be listed (vectord down: its
+    row says so; a key without the right)."""
+    try:
+        return client.list_corpora()
+    except LakehouseError:
+        return []
+
+
 def _sync_status(client: lakehouse.Client) -> tuple[SyncStatus | None, bool]:
     """(the sync's status, sync is off); (None, False) when this key may not see it."""
     try:
@@ -87,10 +114,12 @@ def _status(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     base = gateway_url(args)
     sync: tuple[SyncStatus | None, bool] = (None, False)
+    corpora: list[Corpus] = []
     try:
         with lakehouse.Client(base, gateway_token(args), timeout=5, retries=0) as client:
             answer: lakehouse.types.Ready | None = client.ready()
             sync = _sync_status(client)
+            corpora = _corpora(client)
     except LakehouseError:
         answer = None
     rows: list[tuple[str, str, str]] = [("gateway", "ok" if answer else "unreachable", base)]
@@ -124,6 +153,9 @@ def _status(args: argparse.Namespace) -> int:
     sync_row, notes = sync_lines(*sync)
     if sync_row is not None:
         rows.append(sync_row)
+    moving, moving_notes = reembed_lines(corpora)
+    rows += moving
+    notes += moving_notes
     width = max(len(r[0]) for r in rows)
     for name, state, addr in rows:
         print(f"{name:<{width}}  {state:<11}  {addr}")

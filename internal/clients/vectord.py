@@ -9,10 +9,23 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from internal.api.ranker import NewRanker, RankerSaved, StoredRanker, StoredRankers
-from internal.api.responses import Corpus, CorpusList
+from internal.api.responses import (
+    Corpus,
+    CorpusDeleted,
+    CorpusList,
+    IdRow,
+    IdsPage,
+    IndexBuilt,
+    ItemsDeleted,
+    StoredItem,
+    Upserted,
+)
 from internal.api.vectord import (
+    CreateCorpus,
+    DeleteItems,
     Hit,
     Item,
+    Metric,
     MultiSearchRequest,
     MultiSearchResult,
     SearchRequest,
@@ -21,7 +34,7 @@ from internal.api.vectord import (
     UpsertRequest,
 )
 from internal.clients.base import ServiceClient
-from internal.common.errors import ServiceError
+from internal.common.errors import Conflict, NotFound
 from internal.common.upstream import Upstream
 
 H = TypeVar("H", bound=Hit)
@@ -42,26 +55,19 @@ class VectordClient(ServiceClient):
         """The corpora the caller may see, with their counts."""
         return (await self.call_as(CorpusList, "GET", "/v1/vectors/corpora")).corpora
 
-    async def get_corpus(self, name: str) -> dict[str, Any]:
-        out: dict[str, Any] = await self.call("GET", self._c(name))
-        return out
+    async def get_corpus(self, name: str) -> Corpus:
+        return await self.call_as(Corpus, "GET", self._c(name))
 
-    async def create_corpus(self, name: str, dim: int, metric: str = "cosine",
+    async def create_corpus(self, name: str, dim: int, metric: Metric = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": name, "dim": dim, "metric": metric}
-        if language:
-            body["language"] = language
-        if model:
-            body["model"] = model
-        if defer_index:
-            body["defer_index"] = True
-        out: dict[str, Any] = await self.call("POST", "/v1/vectors/corpora", body)
-        return out
+                            defer_index: bool = False) -> Corpus:
+        body = CreateCorpus(name=name, dim=dim, metric=metric, language=language or None,
+                            model=model or None, defer_index=defer_index)
+        return await self.call_as(Corpus, "POST", "/v1/vectors/corpora", body)
 
-    async def ensure_corpus(self, name: str, dim: int, metric: str = "cosine",
+    async def ensure_corpus(self, name: str, dim: int, metric: Metric = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False) -> tuple[dict[str, Any], bool]:
+                            defer_index: bool = False) -> tuple[Corpus, bool]:
         """The corpus `name`, created with these settings when it does not exist yet;
         returns (corpus, created). Two first writers racing: the loser's 409 means the
         winner created it, which is all either needs. The one place ingest, sync, eval and
@@ -69,54 +75,52 @@ class VectordClient(ServiceClient):
         their own policy."""
         try:
             return await self.get_corpus(name), False
-        except ServiceError as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
+            pass
         try:
             return await self.create_corpus(name, dim, metric, language, model, defer_index), True
-        except ServiceError as exc:
-            if exc.status != 409:
-                raise
+        except Conflict:
+            pass
         return await self.get_corpus(name), False
 
-    async def build_index(self, name: str, timeout: float = 3600.0) -> dict[str, Any]:
+    async def build_index(self, name: str, timeout: float = 3600.0) -> IndexBuilt:
         """Build the HNSW index of a corpus created with defer_index (idempotent)."""
-        out: dict[str, Any] = await self.call("POST", f"{self._c(name)}/index", {}, timeout=timeout,
-                                               idempotent=True)
-        return out
+        return await self.call_as(IndexBuilt, "POST", f"{self._c(name)}/index", {},
+                                  timeout=timeout, idempotent=True)
 
-    async def delete_corpus(self, name: str) -> None:
-        await self.call("DELETE", self._c(name))
+    async def delete_corpus(self, name: str) -> CorpusDeleted:
+        return await self.call_as(CorpusDeleted, "DELETE", self._c(name))
 
     async def upsert(self, name: str, items: Sequence[Item], model: str | None = None) -> int:
         body = UpsertRequest(items=list(items), model=model or None)
         # Idempotent: the same batch again stores the same rows.
-        out = await self.call("POST", f"{self._c(name)}/items", body, idempotent=True)
-        return int(out["upserted"])
+        out = await self.call_as(Upserted, "POST", f"{self._c(name)}/items", body,
+                                 idempotent=True)
+        return out.upserted
 
-    async def get_item(self, name: str, item_id: str) -> dict[str, Any]:
-        out: dict[str, Any] = await self.call("GET", f"{self._c(name)}/items/{quote(item_id, safe='')}")
-        return out
+    async def get_item(self, name: str, item_id: str) -> StoredItem:
+        return await self.call_as(StoredItem, "GET",
+                                  f"{self._c(name)}/items/{quote(item_id, safe='')}")
 
     async def delete_items(self, name: str, ids: list[str]) -> int:
-        out = await self.call("POST", f"{self._c(name)}/items/delete", {"ids": ids},
-                              idempotent=True)
-        return int(out["deleted"])
+        out = await self.call_as(ItemsDeleted, "POST", f"{self._c(name)}/items/delete",
+                                 DeleteItems(ids=ids), idempotent=True)
+        return out.deleted
 
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
-                       ) -> AsyncIterator[dict[str, Any]]:
+                       ) -> AsyncIterator[IdRow]:
         """Every stored (id, content_hash, updated_at), in id order, page by page."""
         after: str | None = None
         while True:
-            params: dict[str, Any] = {"limit": page}
+            params: dict[str, str | int] = {"limit": page}
             if prefix:
                 params["prefix"] = prefix
             if after is not None:
                 params["after"] = after
-            out = await self.call("GET", f"{self._c(name)}/ids?{urlencode(params)}")
-            for row in out["items"]:
+            out = await self.call_as(IdsPage, "GET", f"{self._c(name)}/ids?{urlencode(params)}")
+            for row in out.items:
                 yield row
-            after = out.get("next_after")
+            after = out.next_after
             if after is None:
                 return
 

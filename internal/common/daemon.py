@@ -16,6 +16,12 @@ from internal.config import Config, ConfigError, load_or_exit, redacted
 log = structlog.get_logger()
 
 
+def warn_renamed(cfg: Config) -> None:
+    """A warning a renamed key the config still uses, naming the new one."""
+    for old, new in cfg.renamed:
+        log.warning("config_key_renamed", key=old, use=new)
+
+
 def serve(service: str, make_app: Callable[[Config], web.Application], section: str) -> int:
     """Load the config (exit 1 naming a bad key), log it without secrets, serve the app.
 
@@ -25,6 +31,7 @@ def serve(service: str, make_app: Callable[[Config], web.Application], section: 
     cfg = load_or_exit()
     logs.configure(cfg.log.level, cfg.log.format, service=service)
     log.info("config", config=redacted(cfg))
+    warn_renamed(cfg)
     try:
         check_exposure(cfg, section)
         app = make_app(cfg)

@@ -1,7 +1,7 @@
 """Limits on decoded JSON that msgspec does not enforce, each naming the field (no I/O).
 
-- Free-form values (`Any`, such as `items[].metadata`, `filter.metadata`, matrixd's
-  `filter`/`prefer`) may nest at most MAX_DEPTH levels. msgspec has no depth limit of
+- Free-form values (`Any`, such as `items[].metadata`, `filter.metadata`,
+  `prefer.metadata`) may nest at most MAX_DEPTH levels. msgspec has no depth limit of
   its own: past Python's recursion limit (~1,000 levels) it raises RecursionError,
   and anything deep that gets through costs stack in PostgreSQL's jsonb parser and in
   every encoder after it. The check walks only the fields whose type can hold free-form

@@ -30,7 +30,7 @@ from internal.common.errors import (
 )
 from internal.common.lsn import LSN_HEADER, REQUEST_LSN, WRITTEN, format_lsn, parse_lsn
 from internal.common.priority import PRIORITY, PRIORITY_HEADER, of_header
-from lakehouse.wire.responses import Health
+from lakehouse.wire.responses import ErrorBody, ErrorDetail, Health
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -72,12 +72,10 @@ def route(template: str) -> str:
     return _PARAM.sub(r"{\1:[^/]+}", template)
 
 
-def error_body(code: str, message: str, request_id: str, field: str | None = None) -> dict[str, Any]:
+def error_body(code: str, message: str, request_id: str, field: str | None = None) -> ErrorBody:
     """The one error shape of every daemon (pinned by tests/test_error_shape.py)."""
-    err: dict[str, Any] = {"code": code, "message": message}
-    if field is not None:
-        err["field"] = field
-    return {"error": err, "request_id": request_id}
+    return ErrorBody(error=ErrorDetail(code=code, message=message, field=field),
+                     request_id=request_id)
 
 
 def error_response(status: int, code: str, message: str, request_id: str,

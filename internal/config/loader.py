@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from internal.config.sections import SECRET_KEYS, Config
+from internal.config.sections import RENAMED_KEYS, SECRET_KEYS, Config
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,16 +90,41 @@ def _parse_env(key: str, hint: Any, raw: str) -> Any:
     return raw
 
 
+def _renamed(section: str, table: Mapping[str, Any], env: Mapping[str, str]
+             ) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]:
+    """The section's table and environment with each renamed key under its new name (the
+    new name given wins), and the renamed keys used, as (old, new) dotted names."""
+    table, env = dict(table), dict(env)
+    used: list[tuple[str, str]] = []
+    for (where, old), new in RENAMED_KEYS.items():
+        if where != section:
+            continue
+        old_env, new_env = f"LAKEHOUSE_{section}_{old}".upper(), f"LAKEHOUSE_{section}_{new}".upper()
+        if old in table:
+            used.append((f"{section}.{old}", f"{section}.{new}"))
+            table.setdefault(new, table[old])
+            del table[old]
+        if old_env in env:
+            used.append((old_env, new_env))
+            env.setdefault(new_env, env[old_env])
+    return table, env, used
+
+
 def _build(raw: Mapping[str, Any], env: Mapping[str, str], base_dir: Path) -> Config:
     sections: dict[str, Any] = {}
-    top_hints = typing.get_type_hints(Config)
+    renamed: list[tuple[str, str]] = []
+    top_hints = {name: hint for name, hint in typing.get_type_hints(Config).items()
+                 if name != "renamed"}  # the sections
     for name in raw:
         if name not in top_hints:
             raise ConfigError(name, "unknown section")
+    all_env = env
     for section_name, section_cls in top_hints.items():
         table = raw.get(section_name, {})
         if not isinstance(table, Mapping):
             raise ConfigError(section_name, "expected a table")
+        table, env, used = _renamed(section_name, table, all_env)
+        renamed += used
         hints = typing.get_type_hints(section_cls)
         for key in table:
             if key not in hints:
@@ -134,7 +159,7 @@ def _build(raw: Mapping[str, Any], env: Mapping[str, str], base_dir: Path) -> Co
             key, _, reason = str(exc).partition(": ")
             raise ConfigError(f"{section_name}.{key}", reason) from None
         sections[section_name] = obj
-    return Config(**sections)
+    return Config(**sections, renamed=tuple(renamed))
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path | None:

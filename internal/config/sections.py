@@ -230,13 +230,19 @@ class VectordConfig:
     # the rest of the pool is left to searches, so a bulk load never takes them all.
     # 0: half of pool_max (at least 1).
     write_connections: int = 0
+    # A local PostgreSQL's backends (over a Unix socket, as the embedded one) run this
+    # much lower an OS priority while they write, so the searches' backends get the
+    # cores first (internal/pg/backend_nice.py); 0: as the server's.
+    write_nice: int = 10
     max_batch: int = 1000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     ef_search: int = 100
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    rrf_k: int = 20  # tuned on SciFact/Cranfield/CISI (DECISIONS.md)
+    # Hybrid's rrf fusion: w / (fusion_rrf_k + rank), when a request names no rrf_k;
+    # tuned on SciFact/Cranfield/CISI (DECISIONS.md). Was `rrf_k` (still read, warned).
+    fusion_rrf_k: int = 20
     default_language: str = "english"
     # BM25 is scored from an in-memory copy of the postings (internal/vectord/lexical/postings.py,
     # kept in step by lexindex.py) within this budget; "sql" scores inside PostgreSQL
@@ -266,14 +272,16 @@ class VectordConfig:
             raise ValueError("write_connections: must be in 0..pool_max")
         if self.pool_timeout <= 0:
             raise ValueError("pool_timeout: must be positive")
+        if not 0 <= self.write_nice <= 19:
+            raise ValueError("write_nice: must be between 0 and 19")
         if not 1 <= self.max_batch <= 10000:
             raise ValueError("max_batch: must be in 1..10000")
         if not 1 <= self.ef_search <= 1000:
             raise ValueError("ef_search: must be in 1..1000")
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
-        if not 1 <= self.rrf_k <= MAX_RRF_K:
-            raise ValueError(f"rrf_k: must be in 1..{MAX_RRF_K} (a request's range)")
+        if not 1 <= self.fusion_rrf_k <= MAX_RRF_K:
+            raise ValueError(f"fusion_rrf_k: must be in 1..{MAX_RRF_K} (a request's range)")
         if self.lexical_engine not in ("memory", "sql"):
             raise ValueError('lexical_engine: must be "memory" or "sql"')
         if self.lexical_cache_mb < 1:
@@ -292,8 +300,10 @@ class MatrixdConfig:
     playbook_corpus: str = "playbook_memory"
     playbook_top_k: int = 20
     playbook_max_distance: float = 0.35
-    # k of the rank-based cross-corpus merge for lexical and keyword modes
-    rrf_k: int = 60
+    # The rank constant of the merge of modes ranked newest first (keyword): a hit's
+    # merge_score is 1 / (keyword_merge_k + rank), which the playbook boost divides. Was
+    # `rrf_k` (still read, warned).
+    keyword_merge_k: int = 60
     max_corpora: int = 64
     # Query intelligence: the longest observation /v1/matrix/normalize takes,
     # reflection's bar (vector similarity of a sub-query's best hit), and the time budget
@@ -310,14 +320,9 @@ class MatrixdConfig:
     downgrade_min_score: float = 0.0  # score-ranked modes: the hit's score below it is `weak`
     downgrade_max_age_days: float = 0.0  # updated_at older than this is `stale`
     downgrade_disputed: bool = False  # an entry marking the answer wrong makes it `disputed`
-    # The learned ranker (internal.matrixd.ranker): it re-orders the top `ranker_depth`
-    # candidates of a search with feedback. It trains by itself (`ranker_auto`): a check
-    # every `ranker_check_seconds` trains a playbook whose entries moved by
-    # `ranker_min_new_records` since its model; fewer than `ranker_min_queries` recorded
-    # questions with a right answer among their candidates: the boost alone. The boost's
-    # weight in the initial score is `ranker_alpha`, or chosen among 0, 1, 3, 10 by the
-    # cross-validation on the records (`ranker_choose_alpha`). Every replica reads the
-    # current models every `ranker_refresh_seconds`.
+    # The learned ranker (internal.matrixd.ranker; docs/API.md): it re-orders the top
+    # `ranker_depth` candidates of a search with feedback, trains by itself (`ranker_auto`)
+    # once `ranker_min_new_records` entries moved; under `ranker_min_queries`: the boost.
     ranker_auto: bool = True
     ranker_check_seconds: float = 60.0
     ranker_min_new_records: int = 50
@@ -332,16 +337,12 @@ class MatrixdConfig:
     def validate(self) -> None:
         if not 10 <= self.ranker_depth <= self.max_k:
             raise ValueError("ranker_depth: must be in 10..max_k")
-        for key in ("ranker_check_seconds", "ranker_refresh_seconds"):
+        for key in ("ranker_check_seconds", "ranker_refresh_seconds", "ranker_min_new_records",
+                    "ranker_min_queries", "ranker_threads", "ranker_concurrency"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"{key}: must be positive")
-        for key in ("ranker_min_new_records", "ranker_min_queries", "ranker_threads",
-                    "ranker_concurrency"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"{key}: must be >= 1")
-        if not 0 <= self.ranker_alpha <= 100:
-            raise ValueError("ranker_alpha: must be in [0, 100]")
-        for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days"):
+        for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days",
+                    "ranker_alpha"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key}: must not be negative (0 is off)")
         if not self.vectord_url:
@@ -352,8 +353,8 @@ class MatrixdConfig:
             raise ValueError("playbook_top_k: must be in 1..max_k")
         if self.playbook_max_distance < 0:
             raise ValueError("playbook_max_distance: must not be negative")
-        if self.rrf_k < 1:
-            raise ValueError("rrf_k: must be >= 1")
+        if self.keyword_merge_k < 1:
+            raise ValueError("keyword_merge_k: must be >= 1")
         if self.max_corpora < 1:
             raise ValueError("max_corpora: must be >= 1")
         if self.normalize_max_chars < 1:
@@ -471,6 +472,14 @@ class HaConfig:
             raise ValueError("watch_interval: must be positive")
 
 
+# Keys renamed: (section, old) -> new. The old key is still read (the new one wins when
+# both are given) and the daemons warn at start-up, naming the new one.
+RENAMED_KEYS: dict[tuple[str, str], str] = {
+    ("vectord", "rrf_k"): "fusion_rrf_k",
+    ("matrixd", "rrf_k"): "keyword_merge_k",
+}
+
+
 @dataclass(frozen=True)
 class Config:
     log: LogConfig = field(default_factory=LogConfig)
@@ -482,6 +491,8 @@ class Config:
     mcpd: McpdConfig = field(default_factory=McpdConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     ha: HaConfig = field(default_factory=HaConfig)
+    # The renamed keys this config used, as (old, new) dotted names (RENAMED_KEYS).
+    renamed: tuple[tuple[str, str], ...] = ()
 
 
 # Keys whose values never reach a log line.

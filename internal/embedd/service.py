@@ -92,4 +92,5 @@ class EmbedService:
 
     def models(self) -> ModelsResponse:
         return ModelsResponse(default=self.default.model, models=[
-            ModelInfo(id=b.model, backend=b.kind, dim=b.dim) for b in self.backends])
+            ModelInfo(id=b.model, backend=b.kind, dim=b.dim, superseded_by=b.superseded_by)
+            for b in self.backends])

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lakehouse.wire.modes import DEFAULT_FUSION
+from lakehouse.wire.modes import FUSIONS as REGISTERED
+
 # The configurations `lakehouse eval --cross-validate` compares: the hybrid request's
 # options (fusion x feedback). "as shipped" sends none, so it is whatever vectord's
 # defaults are today, and the table shows which named configuration it equals.
@@ -28,7 +31,7 @@ FEEDBACK: dict[str, dict[str, Any]] = {
     "rocchio": {"docs": 10, "terms": 0, "weight": 0.5, "vector": True},
     "rm3+rocchio": {"docs": 10, "terms": 10, "weight": 0.5, "vector": True},
 }
-FUSIONS = ("weighted", "rrf", "dbsf")
+FUSIONS = (DEFAULT_FUSION, *(name for name in REGISTERED if name != DEFAULT_FUSION))
 # Fewer candidates per branch than vectord's 100 (the request's `candidates`), with the
 # weighted fusion and RM3: less to scan, fuse and expand, so a faster default, if it holds.
 POOLS = (50, 30)
@@ -84,6 +87,7 @@ class Result:
     # each configuration's held-out score on each data set alone: the mean over the folds
     # of its mean on that set's queries of the fold
     held_out_by_set: dict[str, dict[str, float]]
+    per_query: Mapping[str, PerQuery]  # each configuration's nDCG@10 per query, as scored
 
     @property
     def mean_held_out(self) -> float:
@@ -123,7 +127,18 @@ def cross_validate(configs: Mapping[str, PerQuery], folds: int = 5) -> Result:
     by_set = {n: {s: _mean([score(configs[n], [k for k in held if k[0] == s])
                             for held in by_fold if any(k[0] == s for k in held)])
                   for s in sets} for n in names}
-    return Result(out, chosen_on_all, on_all, mean_by_config, by_set)
+    return Result(out, chosen_on_all, on_all, mean_by_config, by_set, configs)
+
+
+def to_json(result: Result, config: str) -> dict[str, Any]:
+    """One configuration's figures (`lakehouse eval --cross-validate --json`): its held-out
+    nDCG@10 per set and each query's nDCG@10 (set -> query id -> value), for paired
+    comparisons of two runs."""
+    per_set: dict[str, dict[str, float]] = {}
+    for (name, qid), value in sorted(result.per_query[config].items()):
+        per_set.setdefault(name, {})[qid] = value
+    return {"configuration": config, "held_out_by_set": result.held_out_by_set[config],
+            "mean_held_out": result.mean_held_out_by_config[config], "per_query": per_set}
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -34,8 +34,9 @@ from internal.evaluation import beir, ranker_runs
 from internal.evaluation.asking import Side, ask_both
 from internal.evaluation.ingest import IngestReport, Progress, ingest
 from internal.evaluation.metrics import evaluate
+from internal.evaluation.modes import table_modes
 from internal.evaluation.ranker_eval import RankerReport
-from internal.evaluation.runner import DEPTH, MODES, SearchOptions, embed_queries
+from internal.evaluation.runner import DEPTH, SearchOptions, embed_queries
 from internal.evaluation.services import services
 
 log = structlog.get_logger()
@@ -189,19 +190,15 @@ def playbook_name(corpus: str) -> str:
     return f"{corpus[:50]}_playbook"
 
 
-async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedback_file: str | Path,
-                            modes: Sequence[str] = tuple(MODES), *, holdout: float = HOLDOUT,
-                            options: SearchOptions | None = None, corpus: str | None = None,
-                            in_process: bool = False, progress: Progress | None = None,
-                            cache_dir: Path | None = None, ranker: bool = True,
-                            folds: int = 0, curve: Sequence[int] = ()) -> FeedbackReport:
-    """Record FILE's judged pairs, then score the split's queries with and without them;
-    with `ranker` and the default hybrid among the modes, the learned ranker's rows too.
-    folds > 1: the ranker's rows only, by cross-validation over the questions; curve: the
-    held-out figure with the first n pairs recorded, for each n."""
+def _check(modes: Sequence[str] | None, holdout: float, ranker: bool, folds: int,
+           curve: Sequence[int]) -> tuple[list[str], bool]:
+    """The modes (None: every table mode) and whether the ranker's rows are measured;
+    ValueError naming the argument."""
+    table = table_modes()
+    modes = list(table) if modes is None else list(modes)
     for mode in modes:
-        if mode not in MODES:
-            raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+        if mode not in table:
+            raise ValueError(f"mode {mode!r}: expected one of {', '.join(table)}")
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"holdout: expected a share in [0, 1), got {holdout}")
     if folds == 1 or folds < 0:
@@ -210,6 +207,20 @@ async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedbac
     if (folds or curve) and not with_ranker:
         raise ValueError(f"folds and curve measure the learned ranker: give mode "
                          f"{ranker_runs.MODE!r}")
+    return modes, with_ranker
+
+
+async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedback_file: str | Path,
+                            modes: Sequence[str] | None = None, *, holdout: float = HOLDOUT,
+                            options: SearchOptions | None = None, corpus: str | None = None,
+                            in_process: bool = False, progress: Progress | None = None,
+                            cache_dir: Path | None = None, ranker: bool = True,
+                            folds: int = 0, curve: Sequence[int] = ()) -> FeedbackReport:
+    """Record FILE's judged pairs, then score the split's queries with and without them;
+    with `ranker` and the default hybrid among the modes, the learned ranker's rows too.
+    folds > 1: the ranker's rows only, by cross-validation over the questions; curve: the
+    held-out figure with the first n pairs recorded, for each n."""
+    modes, with_ranker = _check(modes, holdout, ranker, folds, curve)
     dataset = beir.load(folder, split)
     fb_qrels = beir.load_qrels(Path(feedback_file))
     all_queries = beir.load_queries(folder)

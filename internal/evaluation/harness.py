@@ -16,8 +16,9 @@ from internal.config import Config
 from internal.evaluation import beir, crossval
 from internal.evaluation.ingest import Progress, ingest
 from internal.evaluation.metrics import ndcg10_per_query
+from internal.evaluation.modes import table_modes
 from internal.evaluation.report import Report
-from internal.evaluation.runner import MODES, SearchOptions, embed_queries, run_modes, search_all
+from internal.evaluation.runner import SearchOptions, embed_queries, run_modes, search_all
 from internal.evaluation.services import services
 
 
@@ -35,7 +36,7 @@ async def _clients(cfg: Config, in_process: bool, vectord_url: str | None,
 
 
 async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
-                           modes: Sequence[str] = tuple(MODES), *,
+                           modes: Sequence[str] | None = None, *,
                            options: SearchOptions | None = None,
                            corpus: str | None = None, in_process: bool = False,
                            vectord_url: str | None = None, embedd_url: str | None = None,
@@ -53,7 +54,7 @@ async def evaluate_dataset(cfg: Config, folder: str | Path, split: str,
 
 
 async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]],
-                            modes: Sequence[str] = tuple(MODES), *,
+                            modes: Sequence[str] | None = None, *,
                             options: SearchOptions | None = None,
                             corpus: str | None = None, in_process: bool = False,
                             vectord_url: str | None = None, embedd_url: str | None = None,
@@ -63,9 +64,11 @@ async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]]
 
     corpus names the corpus of a single data set only (each has its own eval_<name>).
     """
+    table = table_modes()
+    modes = list(table) if modes is None else modes
     for mode in modes:
-        if mode not in MODES:
-            raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+        if mode not in table:
+            raise ValueError(f"mode {mode!r}: expected one of {', '.join(table)}")
     if corpus is not None and len(pairs) != 1:
         raise ValueError("corpus: only with a single data set")
     datasets = [(beir.load(folder, split), split) for folder, split in pairs]
@@ -86,7 +89,7 @@ async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]]
                 "hybrid_options": dict(options.hybrid),
                 "bm25_k1": cfg.vectord.bm25_k1,
                 "bm25_b": cfg.vectord.bm25_b,
-                "rrf_k": cfg.vectord.rrf_k,
+                "fusion_rrf_k": cfg.vectord.fusion_rrf_k,
             }
             reports.append(Report(dataset=dataset.name, split=split, docs=len(dataset.docs),
                                   queries=len(dataset.queries), ingest=ing,

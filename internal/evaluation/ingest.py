@@ -103,9 +103,9 @@ def _doc(doc: Doc) -> StoredDoc:
 async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tuple[bool, bool]:
     """Make sure the corpus exists for this model: (created, rebuilt)."""
     corpus, created = await vc.ensure_corpus(name, dim, "cosine", language=LANGUAGE, model=model)
-    if created or (corpus.get("model") == model and int(corpus["dim"]) == dim):
+    if created or (corpus.model == model and corpus.dim == dim):
         return created, False
-    log.info("eval_corpus_rebuild", corpus=name, had_model=corpus.get("model"), model=model)
+    log.info("eval_corpus_rebuild", corpus=name, had_model=corpus.model, model=model)
     await vc.delete_corpus(name)
     await vc.create_corpus(name, dim, "cosine", language=LANGUAGE, model=model)
     return True, True
@@ -131,7 +131,7 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
                         cache_path(cache_dir, cache_name or name, model), model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)
     wanted = [_doc(d) for d in docs]
-    stored = {row["id"]: row["content_hash"] async for row in vc.iter_ids(name)}
+    stored = {row.id: row.content_hash async for row in vc.iter_ids(name)}
     todo, empty, _ = changed(wanted, stored)
     kept = {d.id for d in wanted} - {d.id for d in empty}
     stale = sorted(set(stored) - kept)

@@ -18,7 +18,8 @@ from internal.common.errors import InvalidArgument, LakehouseError
 from internal.common.web import validation_field
 from internal.evaluation.beir import Dataset
 from internal.evaluation.metrics import evaluate
-from internal.evaluation.modes import MODES as MODES
+from internal.evaluation.modes import table_modes
+from lakehouse.wire.modes import FUSIONS, MODES
 
 log = structlog.get_logger()
 
@@ -49,20 +50,23 @@ class SearchOptions:
 
 def search_body(mode: str, text: str, vector: list[float], options: SearchOptions) -> dict[str, Any]:
     """The vectord search request for one query in one table mode."""
-    api_mode, fusion = MODES[mode]
+    api_mode, fusion = table_modes()[mode]
+    spec = MODES[api_mode]
     body: dict[str, Any] = {"mode": api_mode, "k": DEPTH}
-    if api_mode in ("vector", "hybrid"):
+    if spec.needs != "text":
         body["query_vector"] = vector
-    if api_mode in ("lexical", "hybrid"):
+    if spec.needs != "vector":
         body["query_text"] = text
-    if api_mode == "hybrid":
+    if spec.fusion:
         if fusion is not None:
             body["fusion"] = fusion
+        tuning = {key for f in FUSIONS.values() for key in f.tuned_by}
         for key, value in options.hybrid.items():
-            # rrf_k only shapes RRF, weights only the score fusions, fusion only the mode
-            # that names none (the default hybrid takes every option given).
-            if fusion is not None and (key == "fusion" or (key == "rrf_k" and fusion != "rrf")
-                                       or (key == "weights" and fusion == "rrf")):
+            # A method named takes the options that tune it (rrf: rrf_k; the score
+            # fusions: weights), not another's, nor `fusion`; the mode that names none
+            # (vectord's default method) takes every option given.
+            if fusion is not None and (key == "fusion" or (
+                    key in tuning and key not in FUSIONS[fusion].tuned_by)):
                 continue
             body[key] = value
     return body

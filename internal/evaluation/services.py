@@ -9,6 +9,7 @@ the local model. Both are served on free loopback ports and closed on the way ou
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -61,18 +62,20 @@ async def services(cfg: Config, *, in_process: bool = False,
             use_e = not in_process and await _answers(session, eurl)
         if (vectord_url and not use_v) or (embedd_url and not use_e):
             raise RuntimeError(f"daemon not answering at {vectord_url if not use_v else embedd_url}")
-        if not use_v:
-            from internal.vectord.server import make_app as make_vectord
-
-            runner, vurl = await _serve(make_vectord(cfg))
-            runners.append(runner)
-            started.append("vectord")
         if not use_e:
             from internal.embedd.server import make_app as make_embedd
 
             runner, eurl = await _serve(make_embedd(cfg))
             runners.append(runner)
             started.append("embedd")
+        if not use_v:
+            from internal.vectord.server import make_app as make_vectord
+
+            # vectord re-embeds (a superseded model's corpora too) through this embedd.
+            vcfg = dataclasses.replace(cfg.vectord, embedd_url=(eurl,))
+            runner, vurl = await _serve(make_vectord(dataclasses.replace(cfg, vectord=vcfg)))
+            runners.append(runner)
+            started.append("vectord")
         log.info("eval_services", vectord=vurl, embedd=eurl, started=started)
         yield Endpoints(vectord_url=vurl, embedd_url=eurl, started=tuple(started))
     finally:

@@ -11,6 +11,8 @@ from internal.api import vectord as vm
 from internal.config import Config
 from internal.gateway import schemas as s
 from internal.gateway.routes import ROUTES, Route
+from lakehouse.wire.modes import FUSIONS, MODES
+from lakehouse.wire.search import SearchSpec
 
 _REF = "#/components/schemas/{name}"
 _PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
@@ -122,6 +124,20 @@ def _configured_limits(components: dict[str, Any], cfg: Config) -> None:
         _limit(props["MatrixSearchRequest"][key], "maximum", cfg.matrixd.max_k)
 
 
+def _registered(components: dict[str, Any], requests: list[type]) -> None:
+    """The modes and fusion methods a search request may name: the registries' (a name is
+    a checked string on the wire, so the document lists the stack's own)."""
+    choices = {"mode": list(MODES), "fusion": list(FUSIONS)}
+    for t in requests:
+        if not issubclass(t, SearchSpec):
+            continue
+        props = components[t.__name__].get("properties", {})
+        for key, names in choices.items():
+            for branch in props.get(key, {}).get("anyOf", [props.get(key, {})]):
+                if branch.get("type") == "string":
+                    branch["enum"] = names
+
+
 def build(secured: bool, cfg: Config | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document of every route the gateway serves.
 
@@ -151,6 +167,7 @@ def build(secured: bool, cfg: Config | None = None) -> dict[str, Any]:
     if missing:  # a name clash: msgspec qualified the names, so our refs would dangle
         raise RuntimeError(f"openapi: struct names must be unique: {sorted(missing)}")
     _configured_limits(components, cfg or Config())
+    _registered(components, [r.request for r in ROUTES if r.request is not None])
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "Lakehouse", "version": "0.1.0",

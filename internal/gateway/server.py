@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -62,16 +62,23 @@ def _proxy_handler(cfg: Config, route: Route) -> Handler:
 def make_app(cfg: Config) -> web.Application:
     """The gateway app: proxy routes, health, readiness, metrics, API document."""
     app = make_base_app(max_body_bytes=cfg.gateway.max_body_bytes)
-    metrics = Metrics()
-    app[METRICS] = metrics
+    metrics = app[METRICS] = Metrics()
     app[UPSTREAMS] = make_upstreams(cfg)
     # Metrics see the final status, so they wrap the error-rendering middleware.
     app.middlewares.insert(0, metrics.middleware())
     keyring = Keyring(cfg.gateway.tokens, None)
-    if cfg.gateway.tokens:
+    _add_admission(app, cfg, keyring, metrics)
+    app.cleanup_ctx.append(_sessions(cfg, keyring))
+    _add_routes(app, cfg)
+    return app
+
+
+def _add_admission(app: web.Application, cfg: Config, keyring: Keyring, metrics: Metrics) -> None:
+    """The key check (when tokens are configured), then the search and write queues."""
+    g = cfg.gateway
+    if g.tokens:
         app.middlewares.append(make_keys_middleware(keyring, OPEN_PATHS | console.OPEN_PATHS))
     # After auth: a client is counted by the credential that was checked (its key's id).
-    g = cfg.gateway
     searches = Admission("search", Shares(g.search_slots(), g.client_in_flight, g.client_queue,
                                           g.light_in_flight, g.share_seconds,
                                           g.alone_slots()),
@@ -81,21 +88,24 @@ def make_app(cfg: Config) -> web.Application:
     app.middlewares.append(admission.make_middleware(searches, writes, READ_POSTS,
                                                      auth_on=bool(g.tokens),
                                                      light_priority=g.light_priority))
-    document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
-    async def session_ctx(app: web.Application) -> AsyncIterator[None]:
+
+def _sessions(cfg: Config, keyring: Keyring
+              ) -> Callable[[web.Application], AsyncIterator[None]]:
+    """The cleanup context of the proxy's sessions (reads and writes) and the keyring's."""
+    g = cfg.gateway
+
+    def session() -> aiohttp.ClientSession:
         # auto_decompress off: bodies are relayed byte for byte, Content-Encoding intact.
         # limit_per_host: each daemon address has its own budget, so one daemon's slow
         # answers cannot take the connections another daemon's requests need; and reads
         # and writes have a budget each, so a bulk load cannot take a search's.
-        g = cfg.gateway
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=g.upstream_connections,
+                                         keepalive_timeout=30)
+        return aiohttp.ClientSession(connector=connector, auto_decompress=False,
+                                     cookie_jar=aiohttp.DummyCookieJar())
 
-        def session() -> aiohttp.ClientSession:
-            connector = aiohttp.TCPConnector(limit=0, limit_per_host=g.upstream_connections,
-                                             keepalive_timeout=30)
-            return aiohttp.ClientSession(connector=connector, auto_decompress=False,
-                                         cookie_jar=aiohttp.DummyCookieJar())
-
+    async def session_ctx(app: web.Application) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack, session() as reads, session() as writes:
             app[SESSION] = reads
             # Key lookups: JSON from vectord as the stack (its own session: the proxy's
@@ -104,31 +114,40 @@ def make_app(cfg: Config) -> web.Application:
                 aiohttp.ClientSession(headers=service_headers(cfg)))
             keyring.vectord = ServiceClient(keys_session, app[UPSTREAMS]["vectord"], "vectord",
                                             timeout=g.vectors_timeout)
-            app[PROXY] = Proxy(reads, metrics, Limits(
+            app[PROXY] = Proxy(reads, app[METRICS], Limits(
                 max_body_bytes=g.max_body_bytes, body_timeout=g.body_timeout,
                 buffer_bytes=g.buffer_bytes, upstream_wait=g.upstream_wait,
                 stream_slots=g.stream_slots), service_token(cfg), write_session=writes)
             yield
 
-    app.cleanup_ctx.append(session_ctx)
+    return session_ctx
 
-    async def readyz(request: web.Request) -> web.Response:
-        ready = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
-        metrics.observe_replicas(readiness.replicas_of(ready))
-        metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
-        return json_response(ready, status=200 if ready.status == "ok" else 503)
 
-    async def metrics_handler(request: web.Request) -> web.Response:
-        # The standbys' lag is vectord's to measure, embedd's lanes embedd's: asked for
-        # at each scrape.
-        upstreams = request.app[UPSTREAMS]
-        bodies: dict[str, Any] = {}
-        ready = await readiness.check(request.app[SESSION], upstreams, bodies)
-        metrics.observe_replicas(readiness.replicas_of(ready))
-        metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
-        for address in upstreams["embedd"].addresses:
-            metrics.observe_embed_lanes(address, readiness.embed_lanes_of(bodies.get(address)))
-        return await metrics.handler(request)
+async def readyz(request: web.Request) -> web.Response:
+    metrics = request.app[METRICS]
+    ready = await readiness.check(request.app[SESSION], request.app[UPSTREAMS])
+    metrics.observe_replicas(readiness.replicas_of(ready))
+    metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
+    return json_response(ready, status=200 if ready.status == "ok" else 503)
+
+
+async def metrics_handler(request: web.Request) -> web.Response:
+    # The standbys' lag is vectord's to measure, embedd's lanes embedd's: asked for
+    # at each scrape.
+    metrics = request.app[METRICS]
+    upstreams = request.app[UPSTREAMS]
+    bodies: dict[str, Any] = {}
+    ready = await readiness.check(request.app[SESSION], upstreams, bodies)
+    metrics.observe_replicas(readiness.replicas_of(ready))
+    metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
+    for address in upstreams["embedd"].addresses:
+        metrics.observe_embed_lanes(address, readiness.embed_lanes_of(bodies.get(address)))
+    return await metrics.handler(request)
+
+
+def _add_routes(app: web.Application, cfg: Config) -> None:
+    """The gateway's own routes, every proxied route of the table, and the console's."""
+    document = openapi.build(secured=bool(cfg.gateway.tokens), cfg=cfg)
 
     async def openapi_json(_: web.Request) -> web.Response:
         return json_response(document)
@@ -140,7 +159,6 @@ def make_app(cfg: Config) -> web.Application:
     for r in ROUTES:
         app.router.add_route(r.method, route(r.path), _proxy_handler(cfg, r))
     console.add_routes(app, cfg)
-    return app
 
 
 def main() -> int:

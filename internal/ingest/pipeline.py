@@ -12,7 +12,9 @@ reported failed and the rest goes in. Any other failure is the stack's: the run 
 the batch's groups are reported failed and the run goes on. A call answered 429 (past
 the client's share of the gateway) waits the answer's Retry-After and is sent again, and
 the next batches are half as large (down to 1); after a few batches answered without
-one they grow back towards `batch`. Stale ids are deleted
+one they grow back towards `batch`. An upsert refused because the corpus changed model
+meanwhile (409 `model_mismatch`: a re-embedding switched it) is embedded again by the
+corpus's model now (`model_of`) and sent once more. Stale ids are deleted
 after the writes (`delete_stale`), and never those of a group that failed, so a page
 whose new content did not go in keeps its old content.
 """
@@ -143,14 +145,16 @@ class Pipeline:
     concurrency: batches in flight at once. retries: attempts more for a call answered
     503 or 504 (the stack busy), waiting 2, 4, ... s; `notice` hears of each. progress:
     called with the number of documents of each batch done (written or failed).
-    `size` is the batch size in use: `batch`, less after 429s.
+    `size` is the batch size in use: `batch`, less after 429s. model_of: the corpus's
+    model as it is now (asked after a `model_mismatch`; None: such a refusal stands).
     """
 
     def __init__(self, store: Store, embedder: Embedder, corpus: str, *,
                  model: str | None = None, batch: int = 64, concurrency: int = 1,
                  stop_on_stack_failure: bool = True, retries: int = 0,
                  notice: Callable[[str], None] | None = None,
-                 progress: Callable[[int], object] | None = None) -> None:
+                 progress: Callable[[int], object] | None = None,
+                 model_of: Callable[[], Awaitable[str | None]] | None = None) -> None:
         if batch < 1 or concurrency < 1 or retries < 0:
             raise ValueError("batch and concurrency must be >= 1, retries >= 0")
         self.store = store
@@ -163,6 +167,7 @@ class Pipeline:
         self.retries = retries
         self.notice = notice
         self.progress = progress
+        self.model_of = model_of
         self.report = Report()
         self.size = batch
         self._fine = 0  # batches done in a row without a 429
@@ -236,6 +241,7 @@ class Pipeline:
         pending = list(batch)
         vectors: dict[str, list[float]] = {}
         model = self.model
+        switched = False
         while pending:
             stage = [d for d in pending if d.id not in vectors]  # what the failing call sent
             try:
@@ -255,6 +261,10 @@ class Pipeline:
                 n = await self._retrying(partial(self.store.upsert, self.corpus, items, model),
                                          "upsert", limited)
             except (LakehouseError, aiohttp.ClientError) as exc:
+                if not switched and await self._switched(exc, model):
+                    switched = True  # the corpus moved to another model: embed again
+                    vectors.clear()
+                    continue
                 if not blames_input(exc):
                     if self.stop:
                         raise StackFailure(exc) from None
@@ -275,6 +285,20 @@ class Pipeline:
                 continue
             self.report.upserted += n
             return
+
+    async def _switched(self, exc: Exception, model: str | None) -> bool:
+        """Whether exc refused vectors of `model` for a corpus now of another model
+        (then the pipeline embeds with that one from now on)."""
+        if getattr(exc, "code", None) != "model_mismatch" or self.model_of is None:
+            return False
+        try:
+            now = await self.model_of()
+        except (LakehouseError, aiohttp.ClientError):
+            return False  # the refusal stands, as it would without asking
+        if now is None or now == model:
+            return False
+        self.model = now
+        return True
 
     def _fail(self, docs: list[Doc], exc: Exception) -> None:
         for key in dict.fromkeys(d.key for d in docs):

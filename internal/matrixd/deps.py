@@ -34,6 +34,8 @@ class Deps:
     spaces: list[Space] = field(default_factory=list)
     spaces_at: float = float("-inf")
     rankers: RankerCache = field(default_factory=RankerCache)
+    # Playbook corpora vectord answered 404 for, and when (time.monotonic; matrixd.playbook).
+    playbooks_absent: dict[str, float] = field(default_factory=dict)
 
 
 async def embed_query(deps: Deps, text: str) -> Embedding:

@@ -9,6 +9,7 @@ to hits is decided by the pure modules boost and downgrade.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +42,11 @@ MAX_LIST = 1000
 # mode with this text lists every entry, newest first, with the metadata filter in its SQL.
 _LIST_MARK = "/"
 _PLAYBOOK_ID = re.compile(r"^[0-9a-f]{64}$")
+# How long a playbook corpus vectord said does not exist is taken as still absent (as long
+# as matrixd trusts its spaces, matrixd.spaces): a stack whose playbook was never recorded
+# to pays no round trip a search for it. A record through this matrixd forgets it at once;
+# one through another replica is seen within this time.
+ABSENT_TTL_SECONDS = 5.0
 
 
 @dataclass
@@ -91,11 +97,15 @@ async def lookup(deps: Deps, corpus: str, vector: list[float] | None, text: str,
     has none. Any other failure is a 502, or with allow_partial an empty lookup marked
     unavailable.
     """
+    absent_at = deps.playbooks_absent.get(corpus)
+    if absent_at is not None and time.monotonic() - absent_at < ABSENT_TTL_SECONDS:
+        return Lookup(corpus, lexical=vector is None)
     req = (SearchRequest(mode="vector", query_vector=vector, k=top_k) if vector is not None
            else SearchRequest(mode="lexical", query_text=text, k=top_k))
     try:
         out = await deps.vectord.search(corpus, req)
     except NotFound:
+        deps.playbooks_absent[corpus] = time.monotonic()
         return Lookup(corpus, lexical=vector is None)
     except LakehouseError as exc:
         if not allow_partial:
@@ -214,7 +224,7 @@ async def delete_entry(deps: Deps, corpus: str, playbook_id: str,
     try:
         if scope is not None and not scope.all_corpora:
             item = await deps.vectord.get_item(corpus, playbook_id)
-            entry = boost.entry_from_metadata(item.get("metadata"))
+            entry = boost.entry_from_metadata(item.metadata)
             if entry is None or not scope.sees(entry.answer_corpus):
                 raise NotFound(playbook_id)
         deleted = await deps.vectord.delete_items(corpus, [playbook_id])
@@ -259,6 +269,9 @@ async def record(deps: Deps, body: RecordRequest) -> RecordResponse:
             await deps.vectord.upsert(name, [item], model=emb.model)
     except ServiceError as exc:
         raise _record_fault(exc) from None
+    # After the write: a search that found no playbook while it was being made must not
+    # leave it taken as absent.
+    deps.playbooks_absent.pop(name, None)
     log.info("playbook_recorded", corpus=name, playbook_id=pid, answer_corpus=body.answer_corpus,
              score=score, created=created)
     return RecordResponse(playbook_id=pid, playbook_corpus=name, created=created)

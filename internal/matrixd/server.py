@@ -88,7 +88,7 @@ async def corpora_handler(request: web.Request) -> web.Response:
 async def search_handler(request: web.Request) -> web.Response:
     body = await read_json(request, MatrixSearchRequest)
     out = await run_search(request.app[DEPS], body)
-    if out.mode in strategy.STRATEGIES and not out.degraded:
+    if out.mode in strategy.strategies() and not out.degraded:
         request.app[COSTS].observe(out.mode, out.took_ms)
     return json_response(out)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -37,7 +38,7 @@ from internal.api.responses import (
     SmartAutoAnswer,
 )
 from internal.api.validate import corpus_name
-from internal.api.vectord import Mode
+from internal.api.vectord import Filter
 from internal.common.errors import InvalidArgument, PayloadTooLarge
 from internal.matrixd.deps import Deps
 from internal.matrixd.search import run_search
@@ -53,6 +54,7 @@ from internal.understanding.plan import (
     prefer_speakers,
     waves,
 )
+from lakehouse.wire.modes import MODES
 
 log = structlog.get_logger()
 
@@ -138,24 +140,26 @@ async def resolve_corpora(deps: Deps, corpora: list[str] | None) -> list[str]:
     return names
 
 
-def _search(body: SearchOptions, corpora: list[str], text: str, k: int, mode: Mode,
-            **more: Any) -> MatrixSearchRequest:
-    """One search that smart_search or search_auto runs, with the caller's options."""
-    return MatrixSearchRequest(corpora=corpora, query_text=text, k=k, mode=mode,
-                               filter=body.filter, language=body.language,
-                               allow_partial=body.allow_partial, **more)
+_SEARCH_FIELDS = MatrixSearchRequest.__struct_fields__
+
+
+def _search(body: SearchOptions, corpora: list[str], text: str, k: int, mode: str,
+            prefer: Filter | None = None) -> MatrixSearchRequest:
+    """One search that smart_search or search_auto runs: the caller's matrix search with
+    its text, depth and mode (and, in a mode that fuses, its preferences) set."""
+    fields = {f: getattr(body, f) for f in _SEARCH_FIELDS}
+    fields.update(corpora=corpora, query_text=text, k=k, mode=mode,
+                  prefer=prefer if MODES[mode].fusion else None)
+    return MatrixSearchRequest(**fields)
 
 
 def _request(body: SmartSearchRequest, corpora: list[str], sq: SubQuery, k: int
              ) -> MatrixSearchRequest:
-    return _search(body, corpora, sq.text, k, sq.layer, per_corpus_k=body.per_corpus_k,
-                   ef_search=body.ef_search, fusion=body.fusion, rrf_k=body.rrf_k,
-                   weights=body.weights, candidates=body.candidates,
-                   prefer=sq.prefer if sq.layer == "hybrid" else None,
-                   use_playbook=body.use_playbook, playbook_corpus=body.playbook_corpus)
+    prefer = None if sq.prefer is None else msgspec.convert(sq.prefer, Filter)
+    return _search(body, corpora, sq.text, k, sq.layer, prefer)
 
 
-def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> SubQuery:
+def _with_answers(sq: SubQuery, results: dict[int, list[RankedHit]]) -> SubQuery:
     """A dependent sub-query gets the terms of its dependencies' best hits (their answer)."""
     if not sq.depends_on:
         return sq
@@ -171,8 +175,13 @@ def _with_answers(sq: SubQuery, results: dict[int, list[dict[str, Any]]]) -> Sub
 
 def check_options(deps: Deps, body: SearchOptions) -> tuple[str, datetime]:
     """The options smart_search and search_auto share, checked once: the stripped query
-    text and the instant `now` means; 400 naming the field."""
-    text = _query_text(body.query_text)
+    text and the instant `now` means; 400 naming the field. Each search they run is
+    checked as any matrix search (run_search)."""
+    for name in ("mode", "query_vector"):
+        if getattr(body, name) is not None:
+            raise InvalidArgument(f"{name}: chosen for each search it runs, not given",
+                                  field=name)
+    text = _query_text(body.query_text or "")
     _check_k(body.k, deps)
     if body.corpora is not None:
         for i, name in enumerate(body.corpora):
@@ -191,109 +200,112 @@ def validate_smart(deps: Deps, body: SmartSearchRequest) -> tuple[str, datetime,
     return text, now, bar
 
 
+@dataclass
+class _Run:
+    """A smart search's searches so far: each sub-query's hits (by id, and in the order
+    they ran), the answers, and what each iteration did."""
+
+    deps: Deps
+    body: SmartSearchRequest
+    corpora: list[str]
+    depth: int
+    results: dict[int, list[RankedHit]] = field(default_factory=dict)
+    ran: list[tuple[SubQuery, list[RankedHit]]] = field(default_factory=list)
+    responses: list[MatrixAnswer] = field(default_factory=list)
+    iterations: list[dict[str, Any]] = field(default_factory=list)
+
+    async def search(self, pending: list[SubQuery]) -> list[dict[str, Any]]:
+        """The pending sub-queries searched, a wave at a time (a wave's dependencies ran
+        before it, their answers added to its text); what each query did."""
+        cfg, queries = self.deps.cfg, []
+        for wave in waves(pending, set(self.results)):
+            wave = [_with_answers(q, self.results) for q in wave]
+            outs = await asyncio.gather(*(run_search(self.deps, _request(
+                self.body, self.corpora, q, self.depth)) for q in wave))
+            for q, resp in zip(wave, outs, strict=True):
+                hits = resp.hits
+                if self.body.context:
+                    hits = context.smooth(hits, group=cfg.context_group,
+                                          position=cfg.context_position)
+                self.results[q.id] = hits
+                self.ran.append((q, hits))
+                self.responses.append(resp)
+                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.took_ms,
+                                "best_confidence": round(max(
+                                    (reflect.confidence(h) for h in hits), default=0.0), 4)})
+        return queries
+
+
 async def smart_search(deps: Deps, body: SmartSearchRequest,
                        analysis: Analysis | None = None) -> SmartAnswer:
     """Plan, run the sub-queries, merge, reflect, refine; until adequate or max_iterations."""
     started = time.perf_counter()
     text, now, bar = validate_smart(deps, body)
     a = analysis or await analyze_text(text, now)
-    corpora = await resolve_corpora(deps, body.corpora)
-    plan = make_plan(a, date_field=body.date_field, user_prefer=body.prefer)
-    depth = min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH))
-    results: dict[int, list[dict[str, Any]]] = {}
-    ran: list[tuple[SubQuery, list[dict[str, Any]]]] = []
-    responses: list[MatrixAnswer] = []
-    iterations: list[dict[str, Any]] = []
+    plan = make_plan(a, date_field=body.date_field,
+                     user_prefer=None if body.prefer is None else _plain(body.prefer))
+    run = _Run(deps, body, await resolve_corpora(deps, body.corpora),
+               min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)))
     tried = {q.text.lower() for q in plan.sub_queries}
     pending = list(plan.sub_queries)
-    fused: list[dict[str, Any]] = []
+    fused: list[RankedHit] = []
     stopped = "max_iterations"
     for n in range(1, body.max_iterations + 1):
         t0 = time.perf_counter()
-        queries: list[dict[str, Any]] = []
-        for wave in waves(pending, set(results)):
-            wave = [_with_answers(q, results) for q in wave]
-            outs = await asyncio.gather(*(run_search(deps, _request(body, corpora, q, depth))
-                                          for q in wave))
-            for q, resp in zip(wave, outs, strict=True):
-                hits = _as_json(resp.hits)
-                if body.context:
-                    hits = context.smooth(hits, group=deps.cfg.context_group,
-                                          position=deps.cfg.context_position)
-                results[q.id] = hits
-                ran.append((q, hits))
-                responses.append(resp)
-                queries.append({**q.to_dict(), "hits": len(hits), "took_ms": resp.took_ms,
-                                "best_confidence": round(max(
-                                    (reflect.confidence(h) for h in hits), default=0.0), 4)})
-        fused = fuse(ran, plan)
-        found = reflect.assess(a, plan, results, fused, bar, body.k)
-        entry: dict[str, Any] = {"iteration": n, "queries": queries,
-                                 "missing": [m.to_dict() for m in found.missing],
-                                 "adequate": found.adequate}
+        queries = await run.search(pending)
+        fused = fuse(run.ran, plan)
+        found = reflect.assess(a, plan, run.results, fused, bar, body.k)
         new: list[SubQuery] = []
         if found.adequate:
             stopped = "adequate"
         elif n == body.max_iterations:
             stopped = "max_iterations"
         else:
-            new = reflect.refine(a, plan, found, results, fused, tried)
+            new = reflect.refine(a, plan, found, run.results, fused, tried)
             stopped = "" if new else "no_new_queries"
-        entry["took_ms"] = _ms(t0)
-        entry["stopped"] = stopped or None
-        iterations.append(entry)
+        run.iterations.append({
+            "iteration": n, "queries": queries, "missing": [m.to_dict() for m in found.missing],
+            "adequate": found.adequate, "took_ms": _ms(t0), "stopped": stopped or None})
         log.info("smart_iteration", iteration=n, queries=[q["query"] for q in queries],
                  missing=[m.target for m in found.missing], adequate=found.adequate,
-                 stopped=stopped or None, ms=entry["took_ms"])
+                 stopped=stopped or None, ms=run.iterations[-1]["took_ms"])
         if stopped:
             break
         plan.sub_queries.extend(new)
         pending = new
-    hits = fused[:body.k]
-    first = responses[0]
-    out = SmartAnswer(
-        mode="smart",
-        requested_mode="smart",
-        k=body.k,
-        hits=hits,
-        corpora=first.corpora,
+    out = _smart_answer(run, a, plan, fused[:body.k], stopped)
+    out.took_ms = _ms(started)
+    log.info("smart_search_done", iterations=len(run.iterations), searches=len(run.responses),
+             stopped=stopped, hits=len(out.hits), ms=out.took_ms)
+    return out
+
+
+def _smart_answer(run: _Run, a: Analysis, plan: Plan, hits: list[RankedHit], stopped: str
+                  ) -> SmartAnswer:
+    """The answer: the fused hits with what every search said (the first one's corpora,
+    every failure and skip once, every degradation)."""
+    responses = run.responses
+    return SmartAnswer(
+        mode=strategy.SMART, requested_mode=strategy.SMART, k=run.body.k, hits=hits,
+        corpora=responses[0].corpora,
         failed_corpora=_union([r.failed_corpora for r in responses]),
         skipped_corpora=_union([r.skipped_corpora for r in responses]),
         degraded=sorted({d for r in responses for d in r.degraded}),
         playbook_boosted=_boosted(hits),
         embed_ms=round(sum(r.embed_ms or 0.0 for r in responses), 2),
-        analysis=a.to_wire(),
-        plan=_plan_dict(plan),
-        iterations=iterations,
-        stopped=stopped,
-        searches=len(responses),
-        took_ms=_ms(started),
-    )
-    log.info("smart_search_done", iterations=len(iterations), searches=len(responses),
-             stopped=stopped, hits=len(hits), ms=out.took_ms)
-    return out
+        analysis=a.to_wire(), plan=plan.to_dict(), iterations=run.iterations,
+        stopped=stopped, searches=len(responses), took_ms=0.0)
 
 
-def _as_json(hits: list[RankedHit]) -> list[dict[str, Any]]:
-    """A search's hits as JSON objects, which the fusion of sub-queries and the context
-    smoothing extend with their own keys (`sub_queries`, `context_score`)."""
-    out: list[dict[str, Any]] = msgspec.to_builtins(hits)
-    return out
-
-
-def _boosted(hits: list[dict[str, Any]]) -> int:
+def _boosted(hits: list[RankedHit]) -> int:
     """How many of the hits the playbook moved (matrixd's `playbook_boosted`)."""
-    return sum(1 for h in hits if h.get("boost_factor", 1.0) != 1.0)
+    return sum(1 for h in hits if h.boost_factor != 1.0)
 
 
-def _ranked(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ranked(hits: list[RankedHit]) -> list[RankedHit]:
     for i, h in enumerate(hits):
-        h["rank"] = i + 1
+        h.rank = i + 1
     return hits
-
-
-def _plan_dict(plan: Plan) -> dict[str, Any]:
-    return plan.to_dict()
 
 
 C = TypeVar("C", FailedCorpus, SkippedCorpus)
@@ -308,10 +320,17 @@ def _union(lists: list[list[C]]) -> list[C]:
     return list(seen.values())
 
 
+def _plain(value: msgspec.Struct) -> dict[str, Any]:
+    """An option struct as the plan's JSON object: the fields given."""
+    out: dict[str, Any] = {k: v for k, v in msgspec.to_builtins(value).items() if v is not None}
+    return out
+
+
 # ---- search_auto --------------------------------------------------------------------------
 
-_MODES: dict[str, Mode] = {"keyword": "keyword", "lexical": "lexical", "vector": "vector",
-                           "hybrid": "hybrid"}
+def _context_score(hit: RankedHit) -> float | None:
+    return hit.context_score if isinstance(hit.context_score, float) else None
+
 
 async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostModel
                       ) -> AutoAnswer | SmartAutoAnswer:
@@ -334,22 +353,22 @@ async def search_auto(deps: Deps, body: SearchAutoRequest, costs: strategy.CostM
     reason = choice.reason
     # The chosen search's answer, then the choice (a shallow copy of its fields).
     searched: MatrixAnswer | SmartAnswer
-    hits: list[Any] | None = None  # smoothed by context: JSON objects with context_score
-    if choice.strategy == "smart":
+    hits: list[RankedHit] | None = None  # smoothed by context: with their context_score
+    if choice.strategy == strategy.SMART:
         shared = {f: getattr(body, f) for f in SearchOptions.__struct_fields__}
         searched = await smart_search(deps, SmartSearchRequest(
             **{**shared, "query_text": text, "corpora": corpora}), analysis=a)
     else:
         q = strategy.quoted(text) if choice.strategy == "keyword" else None
-        mode: Mode = _MODES[choice.strategy]
+        mode = choice.strategy  # a mode's name (every strategy but smart)
         deep = choice.strategy == "hybrid" and body.context
         searched = await run_search(deps, _search(
             body, corpora, q or text,
             min(deps.cfg.max_k, max(body.k, SUB_QUERY_DEPTH)) if deep else body.k, mode))
         if deep:
-            smoothed = context.smooth(_as_json(searched.hits), group=deps.cfg.context_group,
+            smoothed = context.smooth(searched.hits, group=deps.cfg.context_group,
                                       position=deps.cfg.context_position)
-            ranked = prefer_speakers(smoothed, persons_of(a) if a else [], "context_score")
+            ranked = prefer_speakers(smoothed, persons_of(a) if a else [], _context_score)
             hits = _ranked(ranked[:body.k])
         if choice.strategy == "keyword" and not searched.hits:
             costs.observe("keyword", _ms(t0))

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from internal.common import logs
+from internal.common.daemon import warn_renamed
 from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
 from internal.common.web import REQUEST_ID_HEADER
 from internal.config import Config, ConfigError, load_or_exit, redacted
@@ -169,6 +170,7 @@ def main() -> int:
     cfg = load_or_exit()
     logs.configure(cfg.log.level, cfg.log.format, service="mcpd")
     log.info("config", config=redacted(cfg))
+    warn_renamed(cfg)
     try:
         app = make_app(cfg)
     except ConfigError as exc:

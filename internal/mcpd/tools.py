@@ -17,7 +17,7 @@ from urllib.parse import quote
 import msgspec
 from msgspec import Meta
 
-from internal.api.vectord import Mode
+from lakehouse.wire.search import ModeName
 
 _QUERY = Annotated[str, Meta(description="The question or words to look for, in plain language.")]
 _CORPORA = Annotated[list[str] | None, Meta(
@@ -39,7 +39,7 @@ _NOW = Annotated[str | None, Meta(description=(
 class SearchArgs(msgspec.Struct, forbid_unknown_fields=True):
     query: _QUERY
     corpora: _CORPORA = None
-    mode: Annotated[Mode | None, Meta(description=(
+    mode: Annotated[ModeName | None, Meta(description=(
         "hybrid (default): meaning and words together, best for most questions; "
         "keyword: exact substrings, for names, ids, error codes and file paths; "
         "lexical: ranked words (BM25), for rare terms; vector: meaning only, for paraphrases."

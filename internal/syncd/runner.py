@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import aiohttp
 import structlog
 
-from internal.api.vectord import Item
+from internal.api.responses import Corpus, IdRow, ModelsResponse
+from internal.api.vectord import Item, Metric
 from internal.clients.embed import Embedding
 from internal.clients.matrixd import MatrixdClient
 from internal.common.errors import (
@@ -56,11 +57,11 @@ class Embedder(Protocol):
     """What a run asks of the embedder: syncd's EmbedClient, or `lakehouse sync`'s
     gateway client (internal/cli/sync_cmd.py)."""
 
-    async def models(self) -> dict[str, object]: ...
+    async def models(self) -> ModelsResponse: ...
 
     async def default_model(self) -> tuple[str, int]: ...
 
-    async def embed(self, texts: list[str], input_type: str = ...,
+    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = ...,
                     model: str | None = ...) -> Embedding: ...
 
 
@@ -68,16 +69,18 @@ class Store(Protocol):
     """What a run asks of the store: syncd's VectordClient, or `lakehouse sync`'s gateway
     client (internal/cli/sync_cmd.py)."""
 
-    async def ensure_corpus(self, name: str, dim: int, metric: str = ...,
+    async def ensure_corpus(self, name: str, dim: int, metric: Metric = ...,
                             language: str | None = ..., model: str | None = ...,
-                            defer_index: bool = ...) -> tuple[dict[str, Any], bool]: ...
+                            defer_index: bool = ...) -> tuple[Corpus, bool]: ...
 
     def iter_ids(self, name: str, prefix: str = ..., page: int = ...
-                 ) -> AsyncIterator[dict[str, Any]]: ...
+                 ) -> AsyncIterator[IdRow]: ...
 
     async def delete_items(self, name: str, ids: list[str]) -> int: ...
 
     async def upsert(self, name: str, items: Sequence[Item], model: str | None = ...) -> int: ...
+
+    async def get_corpus(self, name: str) -> Corpus: ...
 
 
 @dataclass(frozen=True)
@@ -298,10 +301,8 @@ class Syncer:
         """
         name = self.settings.corpus
         info = await self.embed.models()
-        default = str(info.get("default", ""))
-        models = info.get("models")
-        dims = {str(m.get("id")): int(m.get("dim", 0)) for m in models
-                if isinstance(m, dict)} if isinstance(models, list) else {}
+        default = info.default
+        dims = {m.id: m.dim or 0 for m in info.models}
         if dims.get(default, 0) <= 0:  # a remote backend learns its dimension on first use
             default, dims[default] = await self.embed.default_model()
         corpus, created = await self.vectord.ensure_corpus(name, dims[default], metric="cosine",
@@ -309,12 +310,15 @@ class Syncer:
         if created:
             log.info("sync_corpus_created", corpus=name, model=default, dim=dims[default])
             return default, None
-        model = corpus.get("model")
-        if model and str(model) not in dims:
+        model = corpus.model
+        if model and model not in dims:
             raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
                            f"does not serve (it has {sorted(dims)})", code="model_mismatch")
-        language = corpus.get("language")
-        return (str(model) if model else default), (str(language) if language else None)
+        return (model or default), (corpus.language or None)
+
+    async def _corpus_model(self) -> str | None:
+        """The corpus's model now (a re-embedding may have switched it during a run)."""
+        return (await self.vectord.get_corpus(self.settings.corpus)).model or None
 
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
         s = self.settings
@@ -337,7 +341,7 @@ class Syncer:
         result.chunks = sum(len(p.chunks) for p in found.pages.values())
         stored: dict[str, str] = {}
         async for row in self.vectord.iter_ids(s.corpus):
-            stored[str(row["id"])] = str(row.get("content_hash") or "")
+            stored[row.id] = row.content_hash
         desired = {path: {c.id: c.hash for c in page.chunks} for path, page in found.pages.items()}
         p = diff.plan(desired, stored, unreadable=found.unreadable, unlisted=found.unlisted)
         result.unchanged = len(p.unchanged)
@@ -358,7 +362,8 @@ class Syncer:
         # A failure of the stack costs the batch's pages (reported), never the run.
         embedder = _Timed(self.embed, result)
         pipe = Pipeline(self.vectord, embedder, s.corpus, model=model, batch=s.batch_size,
-                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance)
+                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance,
+                        model_of=self._corpus_model)
         await pipe.write(todo)
         # Stale chunks go only after the page's new chunks are in (crash-safe order), and
         # never those of a page whose new chunks did not all go in.

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-import msgspec
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
@@ -109,11 +108,6 @@ class Analysis:
             required_info_types=self.required_info_types,
             sub_queries=self.sub_queries,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The analyze route's answer as JSON values (smart search's `analysis`)."""
-        out: dict[str, Any] = msgspec.to_builtins(self.to_wire())
-        return out
 
 
 # ---- entities -----------------------------------------------------------------------------

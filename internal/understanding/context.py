@@ -23,7 +23,10 @@ documents that name their thread (LoCoMo, hybrid: 0.685 -> 0.769 overall R@10).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+import msgspec
+
+from internal.api.responses import RankedHit
 
 # Share of a neighbour's score a turn borrows, by offset (-1: the turn before).
 NEIGHBOUR_WEIGHTS: Mapping[int, float] = {-1: 0.5, 1: 0.3, -2: 0.2, 2: 0.2}
@@ -34,11 +37,11 @@ POSITION = "turn"  # metadata field holding the turn's number in its thread
 WINDOW_KEY = "context_window"
 
 
-def place(hit: Mapping[str, Any], group: str = GROUP, position: str = POSITION
+def place(hit: RankedHit, group: str = GROUP, position: str = POSITION
           ) -> tuple[str, str, int] | None:
     """(corpus, thread, position) of a hit, or None when its metadata lacks either."""
-    meta = hit.get("metadata")
-    if not isinstance(meta, Mapping) or WINDOW_KEY in meta:
+    meta = hit.metadata
+    if WINDOW_KEY in meta:
         return None  # no place, or indexed with its neighbours already (`windows`)
     g, p = meta.get(group), meta.get(position)
     if g is None or isinstance(p, bool):
@@ -47,14 +50,14 @@ def place(hit: Mapping[str, Any], group: str = GROUP, position: str = POSITION
         p = int(p)
     if not isinstance(p, int):
         return None
-    return str(hit.get("corpus")), str(g), p
+    return hit.corpus, str(g), p
 
 
-def smooth(hits: Sequence[dict[str, Any]], *, group: str = GROUP, position: str = POSITION,
-           weights: Mapping[int, float] = NEIGHBOUR_WEIGHTS) -> list[dict[str, Any]]:
+def smooth(hits: Sequence[RankedHit], *, group: str = GROUP, position: str = POSITION,
+           weights: Mapping[int, float] = NEIGHBOUR_WEIGHTS) -> list[RankedHit]:
     """The hits re-ranked by score + the weighted scores of their neighbours in this list.
 
-    Every hit is copied with "context_score"; the order is by it, ties in the given
+    Every hit is copied with its `context_score`; the order is by it, ties in the given
     order. A list where no hit has a place comes back in its order, scores untouched.
     """
     places = [place(h, group, position) for h in hits]
@@ -62,13 +65,13 @@ def smooth(hits: Sequence[dict[str, Any]], *, group: str = GROUP, position: str 
     for h, pl in zip(hits, places, strict=True):
         if pl is not None:
             at.setdefault(pl, _score(h))
-    out: list[tuple[float, int, dict[str, Any]]] = []
+    out: list[tuple[float, int, RankedHit]] = []
     for i, (h, pl) in enumerate(zip(hits, places, strict=True)):
         s = _score(h)
         if pl is not None:
             corpus, thread, pos = pl
             s += sum(w * at.get((corpus, thread, pos + off), 0.0) for off, w in weights.items())
-        out.append((s, i, {**h, "context_score": s}))
+        out.append((s, i, msgspec.structs.replace(h, context_score=s)))
     if not at:
         return [h for _, _, h in out]
     out.sort(key=lambda t: (-t[0], t[1]))
@@ -107,11 +110,8 @@ def windows(texts: Sequence[str], threads: Sequence[object | None],
     return out
 
 
-def _score(hit: Mapping[str, Any]) -> float:
+def _score(hit: RankedHit) -> float:
     """The key the list is ranked by: `merge_score` (corpus weights and the playbook's
     factor applied) when the hit has one, else `score`."""
-    for name in ("merge_score", "score"):
-        s = hit.get(name)
-        if isinstance(s, int | float) and not isinstance(s, bool):
-            return float(s)
-    return 0.0
+    s = hit.merge_score if hit.merge_score is not None else hit.score
+    return float(s) if s is not None else 0.0

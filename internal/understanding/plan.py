@@ -10,13 +10,17 @@ that state a time.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
+from internal.api.responses import RankedHit
 from internal.understanding import temporal
 from internal.understanding.analyze import Analysis
 
-Layer = Literal["hybrid", "lexical", "vector"]
+Layer = str  # the search mode a sub-query runs in (lakehouse.wire.modes)
 Purpose = Literal["original", "part", "entity", "refined"]
 
 RRF_K = 60
@@ -154,26 +158,24 @@ def waves(subs: list[SubQuery], done: set[int]) -> list[list[SubQuery]]:
 
 # ---- merge --------------------------------------------------------------------------------
 
-def hit_text(hit: dict[str, Any]) -> str:
-    return f"{hit.get('title') or ''}\n{hit.get('text') or ''}"
+def hit_text(hit: RankedHit) -> str:
+    return f"{hit.title or ''}\n{hit.text or ''}"
 
 
-def mentions(hit: dict[str, Any], name: str) -> bool:
+def mentions(hit: RankedHit, name: str) -> bool:
     """The hit's title or text names `name` (whole words, any case)."""
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", hit_text(hit), re.IGNORECASE) is not None
 
 
-def states_time(hit: dict[str, Any]) -> bool:
-    meta = hit.get("metadata")
-    if isinstance(meta, dict) and meta.get(DATES_KEY):
+def states_time(hit: RankedHit) -> bool:
+    if hit.metadata.get(DATES_KEY):
         return True
-    return temporal.TIME_CUE.search(str(hit.get("text") or "")) is not None
+    return temporal.TIME_CUE.search(hit.text or "") is not None
 
 
-def said_by(hit: dict[str, Any], persons: list[str]) -> bool:
+def said_by(hit: RankedHit, persons: list[str]) -> bool:
     """The hit's metadata speaker is one of the persons (any case)."""
-    meta = hit.get("metadata")
-    who = meta.get(SPEAKER_KEY) if isinstance(meta, dict) else None
+    who = hit.metadata.get(SPEAKER_KEY)
     return isinstance(who, str) and who.strip().casefold() in {p.casefold() for p in persons}
 
 
@@ -183,30 +185,32 @@ def persons_of(a: Analysis) -> list[str]:
     return [e.name for e in a.entities if e.type in ("person", "unknown")]
 
 
-def prefer_speakers(hits: list[dict[str, Any]], persons: list[str], score: str = "score"
-                    ) -> list[dict[str, Any]]:
-    """One ranking re-ordered by hit[score] x (1 + SPEAKER_BONUS) for a hit said by one of
-    the persons (search_auto's hybrid; smart_search applies the bonus in its merge)."""
+def prefer_speakers(hits: list[RankedHit], persons: list[str],
+                    score: Callable[[RankedHit], float | None] = lambda h: h.score
+                    ) -> list[RankedHit]:
+    """One ranking re-ordered by score(hit) x (1 + SPEAKER_BONUS) for a hit said by one
+    of the persons (search_auto's hybrid; smart_search applies the bonus in its merge)."""
     if not persons:
         return hits
 
-    def value(h: dict[str, Any]) -> float:
-        v = h.get(score)
-        base = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+    def value(h: RankedHit) -> float:
+        v = score(h)
+        base = float(v) if v is not None else 0.0
         return base * (1 + SPEAKER_BONUS) if said_by(h, persons) else base
 
     order = sorted(range(len(hits)), key=lambda i: (-value(hits[i]), i))
     return [hits[i] for i in order]
 
 
-def key(hit: dict[str, Any]) -> tuple[str, str]:
-    return str(hit.get("corpus")), str(hit.get("id"))
+def key(hit: RankedHit) -> tuple[str, str]:
+    return hit.corpus, hit.id
 
 
-def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[dict[str, Any]]:
-    """Every sub-query's hits in one ranking: weighted RRF, then the entity and time bonuses."""
+def fuse(runs: list[tuple[SubQuery, list[RankedHit]]], plan: Plan) -> list[RankedHit]:
+    """Every sub-query's hits in one ranking: weighted RRF, then the entity and time
+    bonuses; each hit a copy, its `merge_score` and `sub_queries` the fusion's."""
     score: dict[tuple[str, str], float] = {}
-    first: dict[tuple[str, str], dict[str, Any]] = {}
+    first: dict[tuple[str, str], RankedHit] = {}
     found_by: dict[tuple[str, str], list[int]] = {}
     for sq, hits in runs:
         rank = 0
@@ -220,7 +224,7 @@ def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[
             found_by.setdefault(k, []).append(sq.id)
     out = []
     for k, s in score.items():
-        h = dict(first[k])
+        h = first[k]
         if plan.entities:
             share = sum(mentions(h, n) for n in plan.entities) / len(plan.entities)
             s *= 1 + ENTITY_BONUS * share
@@ -228,10 +232,8 @@ def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[
             s *= 1 + TIME_BONUS
         if plan.persons and said_by(h, plan.persons):
             s *= 1 + SPEAKER_BONUS
-        h["merge_score"] = s
-        h["sub_queries"] = found_by[k]
-        out.append(h)
-    out.sort(key=lambda h: (-h["merge_score"], key(h)))
+        out.append(msgspec.structs.replace(h, merge_score=s, sub_queries=found_by[k]))
+    out.sort(key=lambda h: (-(h.merge_score or 0.0), key(h)))
     if plan.per_source > 0:
         out = spread(out, plan.per_source)
     backbone = next((hits for sq, hits in runs if sq.purpose == "original"), [])
@@ -244,21 +246,21 @@ def fuse(runs: list[tuple[SubQuery, list[dict[str, Any]]]], plan: Plan) -> list[
     # score below it: scores read in the order of the ranks (ties, never an inversion).
     floor = 0.0
     for h in reversed(out):
-        floor = max(floor, h["merge_score"])
-        h["merge_score"] = floor
+        floor = max(floor, h.merge_score or 0.0)
+        h.merge_score = floor
     for i, h in enumerate(out):
-        h["rank"] = i + 1
+        h.rank = i + 1
     return out
 
 
-def spread(hits: list[dict[str, Any]], per_source: int) -> list[dict[str, Any]]:
+def spread(hits: list[RankedHit], per_source: int) -> list[RankedHit]:
     """The same hits, no source (corpus + title) more than per_source times before every
     other source's hits are placed; order within each pass kept."""
     seen: dict[tuple[str, str], int] = {}
-    first: list[dict[str, Any]] = []
-    later: list[dict[str, Any]] = []
+    first: list[RankedHit] = []
+    later: list[RankedHit] = []
     for h in hits:
-        src = (str(h.get("corpus")), str(h.get("title") or h.get("id")))
+        src = (h.corpus, h.title or h.id)
         seen[src] = seen.get(src, 0) + 1
         (first if seen[src] <= per_source else later).append(h)
     return first + later

@@ -17,8 +17,10 @@ from typing import Any, Literal
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
+from internal.api.responses import RankedHit
 from internal.understanding.analyze import Analysis
 from internal.understanding.plan import WEIGHTS, Plan, SubQuery, mentions
+from lakehouse.wire.modes import MODES
 
 MissingKind = Literal["sub_query", "entity", "support"]
 FEEDBACK_HITS = 3  # best hits a refinement takes its terms from
@@ -46,21 +48,22 @@ class Assessment:
     missing: list[Missing]
 
 
-def confidence(hit: dict[str, Any]) -> float:
+def confidence(hit: RankedHit) -> float:
     """How surely a hit answers its query: the vector similarity (0 when it has none)."""
-    scores = hit.get("scores")
-    sim = scores.get("vector") if isinstance(scores, dict) else None
-    return float(sim) if isinstance(sim, (int, float)) else 0.0
+    sim = hit.scores.get("vector")
+    return float(sim) if sim is not None else 0.0
 
 
-def assess(a: Analysis, plan: Plan, results: dict[int, list[dict[str, Any]]],
-           fused: list[dict[str, Any]], bar: float, k: int) -> Assessment:
+def assess(a: Analysis, plan: Plan, results: dict[int, list[RankedHit]],
+           fused: list[RankedHit], bar: float, k: int) -> Assessment:
     """What the results so far leave unanswered (see the module docstring)."""
     missing: list[Missing] = []
     refined_for = {q.refines for q in plan.sub_queries if q.refines is not None}
     for sq in plan.sub_queries:
-        # Lexical readings have no similarity to judge; the question they read is judged.
-        if sq.purpose not in ("original", "part") or sq.layer == "lexical" or sq.id not in results:
+        # Readings in a mode without vectors (lexical) have no similarity to judge; the
+        # question they read is judged.
+        if (sq.purpose not in ("original", "part") or not MODES[sq.layer].embeds
+                or sq.id not in results):
             continue
         hits = results[sq.id]
         best = max((confidence(h) for h in hits), default=0.0)
@@ -83,7 +86,7 @@ def assess(a: Analysis, plan: Plan, results: dict[int, list[dict[str, Any]]],
     return Assessment(not missing, missing)
 
 
-def feedback_terms(hits: list[dict[str, Any]], exclude: set[str], n: int = FEEDBACK_TERMS
+def feedback_terms(hits: list[RankedHit], exclude: set[str], n: int = FEEDBACK_TERMS
                    ) -> list[str]:
     """Words of the best hits not in the query: the ones shared by more hits first."""
     df: Counter[str] = Counter()
@@ -91,7 +94,7 @@ def feedback_terms(hits: list[dict[str, Any]], exclude: set[str], n: int = FEEDB
     spelled: dict[str, str] = {}
     for h in hits[:FEEDBACK_HITS]:
         seen: set[str] = set()
-        for w in _WORD.findall(str(h.get("text") or "")):
+        for w in _WORD.findall(h.text or ""):
             low = w.lower().strip("'’-")
             if (len(low) < 3 or low in STOP_WORDS or low in exclude or low in seen
                     or low.endswith(("'s", "’s"))):
@@ -108,8 +111,8 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
-def refine(a: Analysis, plan: Plan, found: Assessment, results: dict[int, list[dict[str, Any]]],
-           fused: list[dict[str, Any]], tried: set[str]) -> list[SubQuery]:
+def refine(a: Analysis, plan: Plan, found: Assessment, results: dict[int, list[RankedHit]],
+           fused: list[RankedHit], tried: set[str]) -> list[SubQuery]:
     """New sub-queries for what is missing, none already tried; ids continue the plan's."""
     out: list[SubQuery] = []
     next_id = len(plan.sub_queries)

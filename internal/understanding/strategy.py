@@ -16,15 +16,25 @@ import re
 import statistics
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal
 
-Strategy = Literal["keyword", "lexical", "vector", "hybrid", "smart"]
-STRATEGIES: tuple[Strategy, ...] = ("keyword", "lexical", "vector", "hybrid", "smart")
+from lakehouse.wire.modes import MODES
+
+# A strategy is a search mode (lakehouse.wire.modes) or SMART: a planned search.
+Strategy = str
+SMART = "smart"
+
+
+def strategies() -> tuple[Strategy, ...]:
+    """Every strategy: the modes registered, then smart search."""
+    return (*MODES, SMART)
+
+
 # Starting points only (ms on a 2-core box, from scripts/bench_smart.py); replaced by
-# measurements as requests come in.
+# measurements as requests come in. A mode without one starts at DEFAULT_PRIOR.
 PRIORS: dict[Strategy, float] = {"keyword": 6.0, "lexical": 10.0, "vector": 15.0,
                                  "hybrid": 25.0, "smart": 90.0}
-# What each strategy gives way to when over budget, best first.
+DEFAULT_PRIOR = 25.0
+# What each strategy gives way to when over budget, best first (none listed: none).
 FALLBACK: dict[Strategy, tuple[Strategy, ...]] = {
     "smart": ("hybrid", "lexical", "keyword"),
     "hybrid": ("lexical", "vector", "keyword"),
@@ -48,21 +58,25 @@ class CostModel:
     """Per-strategy times of recent requests (ms), and estimates from them."""
 
     def __init__(self, window: int = WINDOW) -> None:
-        self.samples: dict[Strategy, deque[float]] = {s: deque(maxlen=window) for s in STRATEGIES}
+        self.window = window
+        self.samples: dict[Strategy, deque[float]] = {
+            s: deque(maxlen=window) for s in strategies()}
 
     def observe(self, strategy: Strategy, ms: float) -> None:
         if ms >= 0:
-            self.samples[strategy].append(ms)
+            self.samples.setdefault(strategy, deque(maxlen=self.window)).append(ms)
 
     def estimate(self, strategy: Strategy) -> tuple[float, str]:
         """(ms, source): 'measured' from its own requests, else 'scaled_prior' or 'prior'."""
-        own = self.samples[strategy]
+        own = self.samples.get(strategy)
         if own:
             return statistics.median(own), "measured"
-        ratios = [statistics.median(v) / PRIORS[s] for s, v in self.samples.items() if v]
+        prior = PRIORS.get(strategy, DEFAULT_PRIOR)
+        ratios = [statistics.median(v) / PRIORS.get(s, DEFAULT_PRIOR)
+                  for s, v in self.samples.items() if v]
         if ratios:
-            return PRIORS[strategy] * statistics.median(ratios), "scaled_prior"
-        return PRIORS[strategy], "prior"
+            return prior * statistics.median(ratios), "scaled_prior"
+        return prior, "prior"
 
 
 def quoted(text: str) -> str | None:
@@ -97,7 +111,7 @@ def wants(text: str, question_type: str | None, has_entities: bool) -> tuple[Str
     if words <= 3 and not _QUESTION.search(text):
         return "lexical", f"{words} word(s), not a question: term match"
     if question_type in SMART_TYPES:
-        return "smart", f"{question_type} question: planned sub-queries and reflection"
+        return SMART, f"{question_type} question: planned sub-queries and reflection"
     return "hybrid", f"{question_type or 'plain'} query: vector and lexical fused"
 
 
@@ -114,13 +128,13 @@ def choose(text: str, question_type: str | None, has_entities: bool, costs: Cost
     est, src = costs.estimate(wanted)
     if budget_ms is None or budget_ms <= 0 or est <= budget_ms:
         return Choice(wanted, wanted, reason, round(est, 2), src)
-    for alt in FALLBACK[wanted]:
+    for alt in FALLBACK.get(wanted, ()):
         alt_est, alt_src = costs.estimate(alt)
         if alt_est <= budget_ms:
             return Choice(alt, wanted, f"{reason}; expected {est:.0f} ms > budget "
                           f"{budget_ms:g} ms, so {alt} (expected {alt_est:.0f} ms)",
                           round(alt_est, 2), alt_src)
-    options = [wanted, *FALLBACK[wanted]]
+    options = [wanted, *FALLBACK.get(wanted, ())]
     cheapest = min(options, key=lambda s: costs.estimate(s)[0])
     c_est, c_src = costs.estimate(cheapest)
     return Choice(cheapest, wanted, f"{reason}; nothing fits the budget {budget_ms:g} ms, "

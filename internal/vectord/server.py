@@ -26,7 +26,6 @@ from internal.api.responses import (
 )
 from internal.api.vectord import (
     MAX_IDS_PAGE,
-    MAX_INCLUDE,
     Corpus,
     CorpusSearchResult,
     CreateCorpus,
@@ -54,7 +53,7 @@ from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord.keys import routes
-from internal.vectord.search import engine, scoped
+from internal.vectord.search import engine, scoped, validation
 from internal.vectord.shaping import shaped
 from internal.vectord.storage import ranker_routes, schema
 from internal.vectord.storage.reembed import Reembedder
@@ -225,6 +224,11 @@ def _prepare(corpus: Corpus, body: UpsertRequest,
             v = verdicts[i] = language.judge(it.text)
             if v.language is not None:
                 counts[v.language] = counts.get(v.language, 0) + 1
+            # This runs in a thread beside the event loop, and lingua holds the GIL for a
+            # whole judgement (about 2 ms a SciFact abstract): handing the GIL over after
+            # each one lets the loop (the searches) in at once, where it would otherwise
+            # wait out the interpreter's switch interval (5 ms) at every wake-up.
+            time.sleep(0)
     fallback = corpus.language if corpus.language != language.AUTO else (
         language.dominant(counts) if verdicts else None)
     langs = [t if t is not None else language.settle(verdicts[i], fallback)
@@ -329,13 +333,14 @@ async def search(request: web.Request) -> web.Response:
     store = request.app[STORE]
     name = _name(request)
     req = scoped.request(await read_json(request, SearchRequest))
+    p, plan = validation.check(store, req), shaped.check(req)  # before any corpus is touched
     lsn = _request_lsn(request)
-    answer = await store.read_search(lambda: shaped.search(store, [name], req), lsn)
+    answer = await store.read_search(lambda: shaped.search(store, [name], p, plan), lsn)
     result = answer.result
     if result.outcomes[0].error is not None:
         raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
-    return json_response(SearchResponse(corpus=name, mode=req.mode, hits=result.hits,
+    return json_response(SearchResponse(corpus=name, mode=p.mode.name, hits=result.hits,
                                         took_ms=took, facets=answer.facets))
 
 
@@ -382,39 +387,41 @@ async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
     return list(req.corpora)
 
 
+def _federation(req: MultiSearchRequest, names: list[str],
+                weights: dict[str, float] | None) -> engine.Federation:
+    """The corpus weights (each a searched corpus's; checked when the corpora were named)
+    and the `include` items of the searched corpora, checked."""
+    if weights is None:
+        weights = validate.corpus_weights(req.corpus_weights or {}, names)
+    for i, ref in enumerate(req.include):
+        validate.item_id(ref.id, f"include[{i}].id")
+    searched = set(names)
+    return engine.federation(weights, [(r.corpus, r.id, r.factor) for r in req.include
+                                       if r.corpus in searched])
+
+
 async def multi_search(request: web.Request) -> web.Response:
     """One search over several corpora, ranked as their union (internal.vectord.search.engine)."""
     started = time.perf_counter()
     store = request.app[STORE]
     req = scoped.request(await read_json(request, MultiSearchRequest))
     validate.corpora(req.corpora, MAX_SEARCH_CORPORA)
-    if req.corpora is not None:
-        validate.corpus_weights(req.corpus_weights or {}, req.corpora)
-    p = engine.check(store, req)  # request-wide checks before any corpus is touched
-    if shaped.asks(req):
-        shaped.check(req)
+    weights = (None if req.corpora is None  # checked once the corpora are known
+               else validate.corpus_weights(req.corpus_weights or {}, req.corpora))
+    p, plan = validation.check(store, req), shaped.check(req)  # before any corpus is touched
     names = await _searched(store, req)
-    weights = validate.corpus_weights(req.corpus_weights or {}, names)
-    if len(req.include) > MAX_INCLUDE:
-        raise InvalidArgument(f"include: at most {MAX_INCLUDE} items, got {len(req.include)}",
-                              field="include")
-    for i, ref in enumerate(req.include):
-        validate.corpus_name(ref.corpus, f"include[{i}].corpus")
-        validate.item_id(ref.id, f"include[{i}].id")
-    searched = set(names)
-    include = [(r.corpus, r.id, r.factor) for r in req.include if r.corpus in searched]
+    fed = _federation(req, names, weights)
     lsn = _request_lsn(request)
-    answer = await store.read_search(
-        lambda: shaped.search(store, names, req, weights, p, include), lsn)
+    answer = await store.read_search(lambda: shaped.search(store, names, p, plan, fed), lsn)
     result = answer.result
     took = round((time.perf_counter() - started) * 1000, 3)
+    outside = sum(1 for r in req.include if r.corpus not in fed.include)  # no searched corpus's
     return json_response(MultiSearchResponse(
-        mode=req.mode, hits=result.hits, results=[_corpus_result(o) for o in result.outcomes],
-        took_ms=took,
-        include_missing=result.include_missing + len(req.include) - len(include),
-        facets=answer.facets,
-        query_stats=p.ranker.stats if p.ranker is not None and p.ranker.stats is not None
-        else msgspec.UNSET))
+        mode=p.mode.name, hits=result.hits,
+        results=[_corpus_result(o) for o in result.outcomes], took_ms=took,
+        include_missing=result.include_missing + outside, facets=answer.facets,
+        query_stats=(p.ranker.stats if p.ranker is not None and p.ranker.stats is not None
+                     else msgspec.UNSET)))
 
 
 async def readyz(request: web.Request) -> web.Response:

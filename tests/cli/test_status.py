@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from internal.api.responses import SyncError, SyncRun, SyncStatus
-from internal.cli.stack_cmd import sync_lines
+from internal.cli.stack_cmd import reembed_lines, sync_lines
 from tests.helpers import ROOT
 
 
@@ -66,3 +66,30 @@ def test_the_sync_row_says_how_its_last_run_went() -> None:
     row, notes = sync_lines(status([SyncError(path=".", error="embedd_unavailable: down")]))
     assert row is not None and row[1] == "failed"
     assert notes == ["sync error: embedd_unavailable: down"]
+
+
+AT = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+def test_a_row_per_corpus_being_re_embedded() -> None:
+    """`lakehouse status` shows each re-embedding's progress (a superseded model's corpora
+    move at start-up), and the last error of one that retries."""
+    from internal.api.responses import Reembedding
+    from lakehouse.types import Corpus
+
+    def corpus(name: str, job: Reembedding | None) -> Corpus:
+        return Corpus(name=name, dim=384, metric="cosine", language="english",
+                      model="all-MiniLM-L6-v2", count=1000, created_at=AT, reembed=job)
+
+    rows, notes = reembed_lines([
+        corpus("docs", Reembedding(model="all-MiniLM-L6-v2-int8", dim=384, done=250,
+                                   total=1000)),
+        corpus("quiet", None),
+        corpus("wiki", Reembedding(model="all-MiniLM-L6-v2-int8", dim=384, done=0, total=0,
+                                   error="embedd at http://127.0.0.1:8401: refused"))])
+    assert rows == [
+        ("reembed", "running", "corpus docs: all-MiniLM-L6-v2 -> all-MiniLM-L6-v2-int8, "
+                               "250 of 1000 items (25%)"),
+        ("reembed", "retrying", "corpus wiki: all-MiniLM-L6-v2 -> all-MiniLM-L6-v2-int8, "
+                                "0 of 0 items")]
+    assert notes == ["reembed error: wiki: embedd at http://127.0.0.1:8401: refused"]

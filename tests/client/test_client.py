@@ -42,7 +42,7 @@ def test_corpora_create_get_list_delete(client: lakehouse.Client) -> None:
     name = _name()
     made = client.create_corpus(name)
     assert isinstance(made, types.Corpus) and isinstance(made.created_at, datetime)
-    assert (made.dim, made.model, made.count) == (384, "all-MiniLM-L6-v2", 0)
+    assert (made.dim, made.model, made.count) == (384, "all-MiniLM-L6-v2-int8", 0)
     assert client.get_corpus(name) == made
     assert name in {c.name for c in client.list_corpora()}
     with pytest.raises(lakehouse.Conflict) as conflict:
@@ -191,18 +191,18 @@ def test_query_understanding(client: lakehouse.Client) -> None:
 def test_embed_models_and_ensure_corpus(client: lakehouse.Client) -> None:
     listing = client.models()
     assert isinstance(listing, types.ModelsResponse)
-    assert listing.default == "all-MiniLM-L6-v2"
+    assert listing.default == "all-MiniLM-L6-v2-int8"
     assert any(m.id == listing.default and m.dim == 384 for m in listing.models)
     emb = client.embed(["VPN at home", "paper jam"], input_type="query")
     assert (emb.model, emb.dim, len(emb.vectors), len(emb.vectors[1])) == (
-        "all-MiniLM-L6-v2", 384, 2, 384)
+        "all-MiniLM-L6-v2-int8", 384, 2, 384)
     with pytest.raises(lakehouse.InvalidArgument) as blank:
         client.embed(["fine", "  "])
     assert blank.value.field == "texts[1]" and blank.value.request_id
     name = _name()
     made, created = client.ensure_corpus(name)
     try:
-        assert created and (made.dim, made.model) == (384, "all-MiniLM-L6-v2")
+        assert created and (made.dim, made.model) == (384, "all-MiniLM-L6-v2-int8")
         assert client.ensure_corpus(name) == (made, False)  # there already: not made again
     finally:
         client.delete_corpus(name)

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 import lakehouse
-from internal.common.web import error_body
+from internal.common.web import error_response
 from lakehouse._transport import retry_after_seconds
 from tests.helpers import serve, url_of
 
@@ -47,9 +47,10 @@ class HalfLimited:
                     ) -> web.StreamResponse:
         self.requests.append(f"{request.method} {request.path}")
         if len(self.requests) % 2 == 1:
-            return web.json_response(
-                error_body("too_many_requests", "past this client's share", "rid-429"),
-                status=429, headers={"Retry-After": self.retry_after})
+            resp = error_response(429, "too_many_requests", "past this client's share",
+                                  "rid-429")
+            resp.headers["Retry-After"] = self.retry_after
+            return resp
         return await handler(request)
 
     async def corpora(self, request: web.Request) -> web.Response:

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 import lakehouse
-from internal.common.web import error_body
+from internal.common.web import error_response
 from tests.helpers import serve, url_of
 from tests.stack.ports import free_port
 
@@ -31,7 +31,7 @@ def flaky(failures: int, seen: list[str], code: str = "vectord_unavailable") -> 
     async def corpora(request: web.Request) -> web.Response:
         seen.append(request.headers.get("Authorization", ""))
         if len(seen) <= failures:
-            return web.json_response(error_body(code, "not now", "rid-503"), status=503)
+            return error_response(503, code, "not now", "rid-503")
         return web.json_response(LISTING)
 
     return app_of("GET", CORPORA, corpora)

@@ -22,6 +22,28 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_repo_config_loads() -> None:
     cfg = load(ROOT / "lakehouse.toml", env={})
     assert cfg.vectord.port == 3212 and Path(cfg.vectord.data_dir).is_absolute()
+    assert cfg.renamed == ()  # the shipped file uses no old name
+
+
+def test_renamed_keys_are_read_and_warned_about(tmp_path: Path) -> None:
+    """`rrf_k` meant two things: [vectord]'s is fusion_rrf_k, [matrixd]'s keyword_merge_k.
+    The old keys still work (the new name wins when both are given) and the daemon warns
+    at start-up, naming the new one."""
+    from structlog.testing import capture_logs
+
+    from internal.common.daemon import warn_renamed
+
+    cfg = load(_write(tmp_path, "[vectord]\nrrf_k = 30\n[matrixd]\nrrf_k = 70\n"
+                                "keyword_merge_k = 80\n"),
+               env={"LAKEHOUSE_VECTORD_RRF_K": "40"})
+    assert cfg.vectord.fusion_rrf_k == 40 and cfg.matrixd.keyword_merge_k == 80
+    assert set(cfg.renamed) == {("vectord.rrf_k", "vectord.fusion_rrf_k"),
+                                ("LAKEHOUSE_VECTORD_RRF_K", "LAKEHOUSE_VECTORD_FUSION_RRF_K"),
+                                ("matrixd.rrf_k", "matrixd.keyword_merge_k")}
+    with capture_logs() as logs:
+        warn_renamed(cfg)
+    assert {(e["key"], e["use"]) for e in logs if e["event"] == "config_key_renamed"
+            and e["log_level"] == "warning"} == set(cfg.renamed)
 
 
 @pytest.mark.parametrize(("text", "env", "key", "words"), [
@@ -32,7 +54,7 @@ def test_repo_config_loads() -> None:
     ("", {"LAKEHOUSE_VECTORD_POOL_MAX": "ten"}, "vectord.pool_max", '"ten"'),
     ("[vectord]\npool_min = 5\npool_max = 2\n", {}, "vectord.pool_max", ">= pool_min"),
     ('[embedd]\nbackend = "openai"\n', {}, "embedd.openai_base_url", "openai"),
-    ("[vectord]\nrrf_k = 100001\n", {}, "vectord.rrf_k", "1..100000"),
+    ("[vectord]\nfusion_rrf_k = 100001\n", {}, "vectord.fusion_rrf_k", "1..100000"),
 ])
 def test_bad_config_names_the_key(tmp_path: Path, text: str, env: dict[str, str], key: str,
                                   words: str) -> None:

@@ -53,7 +53,7 @@ async def test_matches_sentence_transformers_reference(
     ref = np.load(require_shared(*MODEL_DIR, "ref_st.npy"))
     status, out = await embed(http, url_of(server), {"texts": texts})
     assert status == 200, out
-    assert out["model"] == "all-MiniLM-L6-v2" and out["dim"] == 384
+    assert out["model"] == "all-MiniLM-L6-v2-int8" and out["dim"] == 384
     got = np.asarray(out["vectors"], dtype=np.float64)
     assert got.shape == (251, 384)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
@@ -145,7 +145,7 @@ async def test_limits_and_errors(server: TestServer, http: aiohttp.ClientSession
 
     status, out = await embed(http, url, {"texts": ["x"], "model": "gpt-9"})
     assert status == 400 and out["error"]["field"] == "model"
-    assert "all-MiniLM-L6-v2" in out["error"]["message"]
+    assert "all-MiniLM-L6-v2-int8, all-MiniLM-L6-v2" in out["error"]["message"]
 
     status, out = await embed(http, url, {"texts": ["x"], "input_type": "passage"})
     assert status == 400 and out["error"]["field"] == "input_type"
@@ -157,14 +157,18 @@ async def test_limits_and_errors(server: TestServer, http: aiohttp.ClientSession
     assert status == 200 and out["vectors"] == [] and out["dim"] == 384
 
     status, out = await embed(http, url, {"texts": ["x"], "model": "local"})
-    assert status == 200 and out["model"] == "all-MiniLM-L6-v2"
+    assert status == 200 and out["model"] == "all-MiniLM-L6-v2-int8"
 
 
 async def test_models_and_readyz(server: TestServer, http: aiohttp.ClientSession) -> None:
+    """The integer numerics are the default; the float numerics (the id data embedded
+    before holds) are served too, listed as superseded by them."""
     async with http.get(f"{url_of(server)}/v1/embed/models") as resp:
         assert await resp.json() == {
-            "default": "all-MiniLM-L6-v2",
-            "models": [{"id": "all-MiniLM-L6-v2", "backend": "local", "dim": 384}]}
+            "default": "all-MiniLM-L6-v2-int8",
+            "models": [{"id": "all-MiniLM-L6-v2-int8", "backend": "local", "dim": 384},
+                       {"id": "all-MiniLM-L6-v2", "backend": "local", "dim": 384,
+                        "superseded_by": "all-MiniLM-L6-v2-int8"}]}
     async with http.get(f"{url_of(server)}/readyz") as resp:
         assert resp.status == 200 and (await resp.json())["status"] == "ok"
 
@@ -181,7 +185,8 @@ async def test_client_library(server: TestServer, http: aiohttp.ClientSession) -
     client = make_client(http, url_of(server))
     assert client is not None
     out = await client.embed(["first text", "second text"], input_type="query")
-    assert out.model == "all-MiniLM-L6-v2" and out.dim == 384 and len(out.vectors) == 2
+    assert out.model == "all-MiniLM-L6-v2-int8" and out.dim == 384 and len(out.vectors) == 2
     assert out.truncated == []
     models = await client.models()
-    assert models["default"] == "all-MiniLM-L6-v2"
+    assert models.default == "all-MiniLM-L6-v2-int8"
+    assert await client.superseded() == {"all-MiniLM-L6-v2": "all-MiniLM-L6-v2-int8"}

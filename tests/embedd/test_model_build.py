@@ -61,14 +61,15 @@ def test_other_bytes_than_expected_are_refused_and_not_kept(
 
 
 def test_integer_vectors_stay_close_to_the_shipped_numerics() -> None:
-    """The same weights, multiplied as integers: each vector near the float one, and a
-    text's vector does not depend on the texts embedded beside it."""
+    """The same weights, multiplied as integers (a few outlier channels in float): each
+    vector near the float one (0.9946 on average before those channels), and a text's
+    vector does not depend on the texts embedded beside it."""
     texts = ["How do I reset my password?",
              "Laminar flow over a flat plate at high Mach numbers, with heat transfer.",
              "Die Katze sitzt auf der Matte."]
     integer, shipped = LocalModel(1, "integer"), LocalModel(1, "float")
     got = integer.embed(texts).vectors
     ref = shipped.embed(texts).vectors
-    assert float(np.min((got * ref).sum(axis=1))) > 0.985
+    assert float(np.min((got * ref).sum(axis=1))) > 0.999
     alone = np.stack([integer.embed([t]).vectors[0] for t in texts])
     np.testing.assert_allclose(got, alone, atol=1e-6)

@@ -65,3 +65,13 @@ def test_candidates_cover_fusion_and_feedback() -> None:
                                         + len(crossval.POOLS))
     assert crossval.CANDIDATES["weighted, feedback off"] == {"fusion": "weighted",
                                                              "prf": {"docs": 0}}
+
+
+def test_the_json_carries_each_query_of_the_configuration() -> None:
+    """`lakehouse eval --cross-validate --json`: what a paired comparison of two runs reads."""
+    keys = _keys(10)
+    configs = {"a": {k: 0.1 * int(k[1]) for k in keys}, "b": dict.fromkeys(keys, 0.5)}
+    doc = crossval.to_json(crossval.cross_validate(configs, folds=2), "a")
+    assert doc["configuration"] == "a" and set(doc["held_out_by_set"]) == {"a", "b"}
+    assert doc["per_query"]["b"]["3"] == pytest.approx(0.3)
+    assert sorted(doc["per_query"]) == ["a", "b"] and len(doc["per_query"]["a"]) == 10

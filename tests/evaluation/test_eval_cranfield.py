@@ -50,4 +50,4 @@ async def test_ingest_reuses_unchanged_content(vectord_url: str, embedd_url: str
     changed = [beir.Doc(d.id, d.title, d.text + " revised", d.metadata) for d in docs[:3]]
     third = await ingest(vc, ec, name, changed + docs[3:30])
     assert (third.embedded, third.reused, third.deleted) == (3, 27, 10)
-    assert (await vc.get_corpus(name))["count"] == 30
+    assert (await vc.get_corpus(name)).count == 30

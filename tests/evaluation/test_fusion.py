@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
+import msgspec
 import pytest
 
+from internal.api import search
+from internal.api.vectord import MAX_WEIGHT, SearchRequest
+from internal.common.errors import InvalidArgument
 from internal.vectord.search import fusion
 from internal.vectord.search.fusion import (
     dbsf,
@@ -114,19 +116,24 @@ def test_normalise_weights() -> None:
         {"vector": 0.5, "lexical": 0.5})
     assert normalise_weights({"vector": 2, "lexical": 2}, ["vector", "lexical"]) == {"vector": 0.5, "lexical": 0.5}
     assert normalise_weights({"vector": 0, "lexical": 0}, ["vector", "lexical"]) == {"vector": 0.5, "lexical": 0.5}
-    with pytest.raises(ValueError, match=r"weights\.semantic"):
-        normalise_weights({"semantic": 1.0}, ["vector"])
-    with pytest.raises(ValueError, match=r"weights\.lexical"):
-        normalise_weights({"lexical": -1.0}, ["lexical"])
-    with pytest.raises(ValueError, match=r"weights\.vector"):
-        normalise_weights({"vector": math.nan}, ["vector"])
+
+
+
+def test_weights_name_layers_and_are_in_range() -> None:
+    """Checked once, with the request: a layer there is (the edge's check), a number in
+    0..MAX_WEIGHT (the wire type's); the fusion trusts them."""
+    with pytest.raises(InvalidArgument) as bad:
+        search.layer_weights({"semantic": 1.0})
+    assert bad.value.field == "weights.semantic"
+    assert search.layer_weights({"lexical": 2.0}) == {"lexical": 2.0}
+    for value in (-1.0, MAX_WEIGHT + 1):
+        with pytest.raises(msgspec.ValidationError, match=r"weights"):
+            msgspec.convert({"weights": {"vector": value}}, SearchRequest)
 
 
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="fusion"):
         fuse("borda", {"vector": []})
-    with pytest.raises(ValueError, match="rrf_k"):
-        rrf({"vector": []}, k=0)
     with pytest.raises(ValueError, match="branch"):
         rrf({"title": [("a", 1.0)]})
 

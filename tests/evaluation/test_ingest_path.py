@@ -73,7 +73,7 @@ async def test_cli_ingest_ranks_like_the_harness(base_cfg: Config, vectord_url: 
         async with aiohttp.ClientSession() as http:
             vc = VectordClient(http, vectord_url, timeout=600)
             ec = EmbedClient(http, embedd_url, timeout=600)
-            assert (await vc.get_corpus(cli))["language"] == "auto"
+            assert (await vc.get_corpus(cli)).language == "auto"
             report = await ingest(vc, ec, harness, ds.docs)
             vectors = await embed_queries(ec, ds.queries, report.model)
             for mode in ("lexical", "hybrid"):

@@ -91,12 +91,13 @@ CASES = [
     Case("deep_multi_filter", "vectord", "POST", "/v1/vectors/search",
          raw('{"corpora": ["hard_c"], "mode": "keyword", "query_text": "tea", '
              '"filter": {"metadata": {"a": ' + deep(10_000) + "}}}"), "filter.metadata"),
+    # matrixd's filter and prefer are vectord's structs: the same fields named.
     Case("deep_matrix_filter", "matrixd", "POST", "/v1/matrix/search",
-         raw('{"corpora": ["hard_c"], "query_text": "tea", "filter": {"metadata": '
-             + deep(10_000) + "}}"), "filter"),
+         raw('{"corpora": ["hard_c"], "query_text": "tea", "filter": {"metadata": {"a": '
+             + deep(10_000) + "}}}"), "filter.metadata"),
     Case("deep_matrix_prefer", "matrixd", "POST", "/v1/matrix/search",
-         raw('{"corpora": ["hard_c"], "query_text": "tea", "prefer": {"a": '
-             + deep(500) + "}}"), "prefer"),
+         raw('{"corpora": ["hard_c"], "query_text": "tea", "prefer": {"metadata": {"a": '
+             + deep(500) + "}}}"), "prefer.metadata"),
     # a NUL character in text that would reach PostgreSQL
     Case("nul_keyword_query", "vectord", "POST", C + "/search",
          js({"mode": "keyword", "query_text": "a\x00b"}), "query_text"),

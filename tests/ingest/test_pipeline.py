@@ -31,7 +31,7 @@ async def _corpus(vc: VectordClient, ec: EmbedClient) -> tuple[str, str]:
 
 
 async def _stored(vc: VectordClient, name: str) -> dict[str, str]:
-    return {row["id"]: row["content_hash"] async for row in vc.iter_ids(name)}
+    return {row.id: row.content_hash async for row in vc.iter_ids(name)}
 
 
 async def test_only_changed_documents_are_written_and_hashes_match(
@@ -131,3 +131,26 @@ async def test_429s_are_waited_out_and_the_batches_shrink_then_grow(
     for _ in range(GROW_AFTER):
         pipe._adapt(False)
     assert pipe.size == 2
+
+
+async def test_a_corpus_switched_to_another_model_meanwhile_is_written_with_it(
+        vectord_url: str, embedd_url: str, http: aiohttp.ClientSession) -> None:
+    """A run begun while the corpus held the old numerics' id, its re-embedding switching
+    it during the run: the refused batch (409 model_mismatch) is embedded again by the
+    corpus's model now and written, and so is every later batch."""
+    vc, ec = VectordClient(http, vectord_url), EmbedClient(http, embedd_url)
+    name, model = await _corpus(vc, ec)  # the model the corpus switched to
+    old = "all-MiniLM-L6-v2"
+    docs = [Doc(f"d{i}", f"a note on kelp number {i}") for i in range(5)]
+    with pytest.raises(StackFailure, match="holds vectors of model"):
+        await Pipeline(vc, ec, name, model=old, batch=2).write(docs)
+
+    async def model_of() -> str | None:
+        return str((await vc.get_corpus(name))["model"])
+
+    pipe = Pipeline(vc, ec, name, model=old, batch=2, model_of=model_of)
+    report = await pipe.write(docs)
+    assert report.upserted == 5 and not report.failed and pipe.model == model
+    item = await vc.get_item(name, "d3")
+    want = (await ec.embed([docs[3].text], model=model)).vectors[0]
+    assert sum(a * b for a, b in zip(item["vector"], want, strict=True)) > 0.9999

@@ -15,11 +15,11 @@ import aiohttp
 import pytest
 
 from internal.api.responses import ErrorBody
-from internal.api.vectord import MODES
 from internal.config import Config
 from internal.gateway.routes import ROUTES, Route
 from internal.matrixd.server import make_app
 from internal.vectord.server import make_app as vectord_app
+from lakehouse.wire.modes import MODES
 from tests.helpers import serve, url_of, with_section
 from tests.wire_drift import strictly
 

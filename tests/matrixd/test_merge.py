@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-import pytest
 
 from internal.api.responses import RankedHit
 from internal.api.vectord import Hit
 from internal.matrixd.merge import annotate, ranking_of
+from lakehouse.wire.modes import MODES
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -25,7 +25,7 @@ def test_order_kept_and_corpus_rank_counted_per_corpus() -> None:
     merged = [h("b1", "b", distance=0.1, merge_distance=0.1),
               h("a1", "a", distance=0.2, merge_distance=0.2),
               h("b2", "b", distance=0.3, merge_distance=0.3)]
-    out = annotate(merged, "vector")
+    out = annotate(merged, MODES["vector"])
     assert [x.id for x in out] == ["b1", "a1", "b2"]
     assert [x.corpus_rank for x in out] == [1, 1, 2]
     assert all(x.merge_score is None for x in out)
@@ -38,7 +38,7 @@ def test_hits_read_as_vectord_sent_them() -> None:
     sent = msgspec.json.encode([Hit(id="a1", corpus="a", distance=None, score=0.5, ranks={},
                                     scores={}, text="", title=None, tags=[], metadata={},
                                     language="english", updated_at=WHEN, recency_factor=0.9)])
-    out = annotate(msgspec.json.decode(sent, type=list[RankedHit]), "lexical")
+    out = annotate(msgspec.json.decode(sent, type=list[RankedHit]), MODES["lexical"])
     answer = msgspec.json.decode(msgspec.json.encode(out))[0]
     vectord = msgspec.json.decode(sent)[0]
     assert list(answer)[:len(vectord)] == list(vectord) and "highlight" not in answer
@@ -48,16 +48,16 @@ def test_hits_read_as_vectord_sent_them() -> None:
 
 def test_score_modes_keep_vectord_merge_score() -> None:
     out = annotate([h("a1", "a", score=2.0, merge_score=6.0), h("b1", "b", score=5.0)],
-                   "lexical")
+                   MODES["lexical"])
     assert [x.merge_score for x in out] == [6.0, 5.0]
 
 
 def test_keyword_gets_rank_based_merge_score() -> None:
-    out = annotate([h("a1", "a"), h("b1", "b")], "keyword", rrf_k=60)
+    out = annotate([h("a1", "a"), h("b1", "b")], MODES["keyword"], keyword_merge_k=60)
     assert [x.merge_score for x in out] == [1 / 61, 1 / 62]
 
 
 def test_modes() -> None:
-    assert ranking_of("vector") == "distance" and ranking_of("hybrid") == "score"
-    with pytest.raises(ValueError):
-        annotate([], "nope")
+    """The ranking key is the registry's merge rule: by distance, else by merge_score."""
+    assert ranking_of(MODES["vector"]) == "distance" and ranking_of(MODES["hybrid"]) == "score"
+    assert {ranking_of(m) for m in MODES.values()} == {"distance", "score"}

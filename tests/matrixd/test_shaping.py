@@ -118,8 +118,8 @@ async def test_semantic_passages_are_bounded_a_search(
     (PASSAGE_BUDGET); a later one keeps its lead; a text of one passage needs no model
     call. None of these texts holds the question's words."""
     name = unique("budget")
-    long_a = ("The cafeteria opens at eight. Parking permits renew in January. Visitors "
-              "sign in at reception. The east stairs are closed for painting. Badges are "
+    long_a = ("The cafeteria opens at eight. Parking permits renew in January. Guests "
+              "sign in at the front desk. The east stairs are closed for painting. Badges are "
               "printed on the second floor.")
     long_b = ("The gym opens at six. Showers are on level one. Towels are handed out at "
               "the desk. Lockers are cleared every Friday. Classes are booked online.")

@@ -7,6 +7,7 @@ from datetime import date, datetime
 import pytest
 from spacy.language import Language
 
+from internal.api.responses import TemporalRange
 from internal.understanding import temporal
 from internal.understanding.analyze import analyze
 
@@ -15,13 +16,13 @@ NOW = datetime(2023, 5, 8, 13, 56)  # a Monday
 
 def test_entities_typed(pipeline: Language) -> None:
     a = analyze(pipeline, "Where did John and Sarah meet when they worked at Microsoft in Paris?",
-                NOW).to_dict()
-    types = {e["name"]: e["type"] for e in a["entities"]}
+                NOW).to_wire()
+    types = {e.name: e.type for e in a.entities}
     assert types["John"] == "person" and types["Sarah"] == "person"
     assert types["Microsoft"] == "organization"
     assert types["Paris"] == "location"
-    assert a["persons"] == ["John", "Sarah"]
-    assert a["locations"] == ["Paris"] and a["organizations"] == ["Microsoft"]
+    assert a.persons == ["John", "Sarah"]
+    assert a.locations == ["Paris"] and a.organizations == ["Microsoft"]
 
 
 def test_possessive_dropped_from_entity(pipeline: Language) -> None:
@@ -37,29 +38,29 @@ def test_possessive_dropped_from_entity(pipeline: Language) -> None:
     ("What did Jon buy last month?", "2023-04-01", "2023-05-01"),
 ])
 def test_temporal_range(pipeline: Language, text: str, start: str, end: str) -> None:
-    rng = analyze(pipeline, text, NOW).to_dict()["temporal_range"]
+    rng = analyze(pipeline, text, NOW).to_wire().temporal_range
     assert rng is not None
-    assert (rng["start"], rng["end"]) == (start, end)
+    assert (rng.start, rng.end) == (start, end)
 
 
 def test_relative_range_names_its_expression(pipeline: Language) -> None:
-    rng = analyze(pipeline, "What did Melanie do last week?", NOW).to_dict()["temporal_range"]
-    assert rng["relative"] == "last week"
-    absolute = analyze(pipeline, "What happened in May 2023?", NOW).to_dict()["temporal_range"]
-    assert "relative" not in absolute
+    rng = analyze(pipeline, "What did Melanie do last week?", NOW).to_wire().temporal_range
+    assert rng is not None and rng.relative == "last week"
+    absolute = analyze(pipeline, "What happened in May 2023?", NOW).to_wire().temporal_range
+    assert absolute is not None and absolute.relative is None
 
 
 def test_range_depends_on_now(pipeline: Language) -> None:
     later = datetime(2024, 2, 20)
-    rng = analyze(pipeline, "What happened yesterday?", later).to_dict()["temporal_range"]
-    assert rng["start"] == "2024-02-19"
+    rng = analyze(pipeline, "What happened yesterday?", later).to_wire().temporal_range
+    assert rng is not None and rng.start == "2024-02-19"
 
 
 def test_operator_bounds_one_side(pipeline: Language) -> None:
-    rng = analyze(pipeline, "What did Jon do before May 2023?", NOW).to_dict()["temporal_range"]
-    assert rng == {"end": "2023-05-01"}
-    rng = analyze(pipeline, "What has Jon done since 2021?", NOW).to_dict()["temporal_range"]
-    assert rng == {"start": "2021-01-01"}
+    rng = analyze(pipeline, "What did Jon do before May 2023?", NOW).to_wire().temporal_range
+    assert rng == TemporalRange(end="2023-05-01")
+    rng = analyze(pipeline, "What has Jon done since 2021?", NOW).to_wire().temporal_range
+    assert rng == TemporalRange(start="2021-01-01")
 
 
 def test_unresolvable_event_gives_no_range(pipeline: Language) -> None:

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
+from internal.api.responses import RankedHit
 from internal.understanding import context
 
 
+def ranked(id_: str, score: float, metadata: dict[str, Any], corpus: str = "talk") -> RankedHit:
+    return RankedHit(id=id_, corpus=corpus, distance=None, score=score, ranks={}, scores={},
+                     text="", title=None, tags=[], metadata=metadata, language="english",
+                     updated_at=datetime(2026, 1, 1, tzinfo=UTC))
+
+
 def hit(id_: str, score: float, session: Any = 1, turn: Any = None, corpus: str = "talk"
-        ) -> dict[str, Any]:
+        ) -> RankedHit:
     meta: dict[str, Any] = {"session": session}
     if turn is not None:
         meta["turn"] = turn
-    return {"corpus": corpus, "id": id_, "score": score, "metadata": meta}
+    return ranked(id_, score, meta, corpus)
 
 
-def ids(hits: list[dict[str, Any]]) -> list[str]:
-    return [h["id"] for h in hits]
+def ids(hits: list[RankedHit]) -> list[str]:
+    return [h.id for h in hits]
 
 
 def test_the_answer_borrows_from_the_question_before_it() -> None:
@@ -27,7 +36,7 @@ def test_the_answer_borrows_from_the_question_before_it() -> None:
     hits = [hit("D1:4", 1.0, 1, 4), hit("D2:9", 0.6, 2, 9), hit("D1:5", 0.5, 1, 5)]
     out = context.smooth(hits)
     assert ids(out) == ["D1:4", "D1:5", "D2:9"]
-    by = {h["id"]: h["context_score"] for h in out}
+    by = {h.id: h.context_score for h in out}
     assert by["D1:5"] == pytest.approx(0.5 + 0.5 * 1.0)  # the turn before, weight 0.5
     assert by["D1:4"] == pytest.approx(1.0 + 0.3 * 0.5)  # the turn after, weight 0.3
     assert by["D2:9"] == pytest.approx(0.6)
@@ -35,7 +44,7 @@ def test_the_answer_borrows_from_the_question_before_it() -> None:
 
 def test_two_away_counts_and_three_away_does_not() -> None:
     out = context.smooth([hit("a", 1.0, 1, 1), hit("b", 0.1, 1, 3), hit("c", 0.1, 1, 4)])
-    by = {h["id"]: h["context_score"] for h in out}
+    by = {h.id: h.context_score for h in out}
     assert by["b"] == pytest.approx(0.1 + 0.2 * 1.0 + 0.3 * 0.1)
     assert by["c"] == pytest.approx(0.1 + 0.5 * 0.1)  # "a" is three turns before
 
@@ -43,23 +52,23 @@ def test_two_away_counts_and_three_away_does_not() -> None:
 def test_neighbours_only_in_the_same_thread_and_corpus() -> None:
     hits = [hit("a", 1.0, 1, 4), hit("b", 0.5, 2, 5), hit("c", 0.5, 1, 5, corpus="other")]
     out = context.smooth(hits)
-    assert [h["context_score"] for h in out] == [1.0, 0.5, 0.5]
+    assert [h.context_score for h in out] == [1.0, 0.5, 0.5]
     assert ids(out) == ["a", "b", "c"]  # ties keep the given order
 
 
 def test_hits_without_a_place_keep_their_order_and_scores() -> None:
-    hits = [hit("x", 0.9), {"corpus": "wiki", "id": "y", "score": 0.8},
+    hits = [hit("x", 0.9), ranked("y", 0.8, {}, "wiki"),
             hit("z", 0.7, turn=True)]  # a bool is no position
     out = context.smooth(hits)
     assert ids(out) == ["x", "y", "z"]
-    assert [h["score"] for h in out] == [0.9, 0.8, 0.7]
-    assert hits[0].get("context_score") is None  # the input is not changed
+    assert [h.score for h in out] == [0.9, 0.8, 0.7]
+    assert hits[0].context_score is msgspec.UNSET  # the input is not changed
 
 
 def test_positions_as_digit_strings_and_other_field_names() -> None:
-    hits = [{"corpus": "c", "id": "q", "score": 1.0, "metadata": {"thread": "t", "seq": "7"}},
-            {"corpus": "c", "id": "x", "score": 0.8, "metadata": {"thread": "u", "seq": "1"}},
-            {"corpus": "c", "id": "a", "score": 0.4, "metadata": {"thread": "t", "seq": "8"}}]
+    hits = [ranked("q", 1.0, {"thread": "t", "seq": "7"}, "c"),
+            ranked("x", 0.8, {"thread": "u", "seq": "1"}, "c"),
+            ranked("a", 0.4, {"thread": "t", "seq": "8"}, "c")]
     out = context.smooth(hits, group="thread", position="seq")
     assert ids(out) == ["q", "a", "x"]
     assert context.place(hits[0], "session", "turn") is None
@@ -86,15 +95,15 @@ def test_windows_refuse_bad_arguments() -> None:
 
 def test_items_indexed_with_their_window_are_not_smoothed_again() -> None:
     hits = [hit("a", 1.0, 1, 4), hit("b", 0.5, 1, 5)]
-    hits[1]["metadata"]["context_window"] = "2:1"
+    hits[1].metadata["context_window"] = "2:1"
     out = context.smooth(hits)
-    assert [h["context_score"] for h in out] == [1.0, 0.5]
+    assert [h.context_score for h in out] == [1.0, 0.5]
 
 
 def test_the_ranking_key_is_merge_score_when_there_is_one() -> None:
     # A playbook boost or a corpus weight lives in merge_score: the re-ranking keeps it.
     a, b = hit("a", 0.9, 1, 1), hit("b", 0.5, 2, 1)
-    a["merge_score"], b["merge_score"] = 0.45, 1.0
+    a.merge_score, b.merge_score = 0.45, 1.0
     out = context.smooth([b, a])
     assert ids(out) == ["b", "a"]
-    assert [h["context_score"] for h in out] == [1.0, 0.45]
+    assert [h.context_score for h in out] == [1.0, 0.45]

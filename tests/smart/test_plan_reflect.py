@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from spacy.language import Language
 
+from internal.api.responses import RankedHit
 from internal.understanding import plan as P
 from internal.understanding import reflect
 from internal.understanding.analyze import analyze
@@ -15,9 +16,13 @@ from internal.understanding.analyze import analyze
 NOW = datetime(2023, 5, 8, 13, 56)
 
 
-def hit(i: str, text: str, sim: float | None = None, corpus: str = "c") -> dict[str, Any]:
-    return {"id": i, "corpus": corpus, "text": text, "title": None,
-            "scores": {"vector": sim, "lexical": None}, "metadata": {}}
+def hit(i: str, text: str, sim: float | None = None, corpus: str = "c", *,
+        title: str | None = None, score: float | None = None,
+        metadata: dict[str, Any] | None = None) -> RankedHit:
+    return RankedHit(id=i, corpus=corpus, distance=None, score=score, ranks={},
+                     scores={"vector": sim, "lexical": None}, text=text, title=title, tags=[],
+                     metadata=metadata or {}, language="english",
+                     updated_at=datetime(2026, 1, 1, tzinfo=UTC))
 
 
 def test_multi_hop_plan_runs_parts_in_parallel(pipeline: Language) -> None:
@@ -69,7 +74,7 @@ def test_temporal_question_prefers_dated_hits(pipeline: Language,
     runs = [(p.sub_queries[0], [hit("a", "Caroline: the group was nice"),
                                 hit("b", "Caroline: I went to the group yesterday")])]
     fused = P.fuse(runs, p)
-    assert [h["id"] for h in fused] == ["b", "a"]  # "yesterday" states a time
+    assert [h.id for h in fused] == ["b", "a"]  # "yesterday" states a time
 
 
 def test_a_turn_said_by_the_person_asked_about_gets_the_speaker_bonus(
@@ -79,15 +84,15 @@ def test_a_turn_said_by_the_person_asked_about_gets_the_speaker_bonus(
     p = P.make_plan(a)
     assert p.persons == ["Maria"] and p.to_dict()["merge"]["speaker_bonus"] == P.SPEAKER_BONUS
     john, maria = hit("j", "John: Maria, my yoga class is fun"), hit("m", "Maria: kundalini yoga")
-    john["metadata"], maria["metadata"] = {"speaker": "John"}, {"speaker": "maria"}
+    john.metadata, maria.metadata = {"speaker": "John"}, {"speaker": "maria"}
     fused = P.fuse([(p.sub_queries[0], [john, maria])], p)
-    assert [h["id"] for h in fused] == ["m", "j"]
+    assert [h.id for h in fused] == ["m", "j"]
     # Rank 2 of the question's ranking, names Maria (entity bonus), said by her.
-    assert fused[0]["merge_score"] == pytest.approx(
+    assert fused[0].merge_score == pytest.approx(
         1 / (P.RRF_K + 2) * (1 + P.ENTITY_BONUS) * (1 + P.SPEAKER_BONUS))
     # No person named: no bonus, the order stays.
     q = P.make_plan(analyze(pipeline, "What types of yoga are there?", NOW))
-    assert q.persons == [] and [h["id"] for h in P.fuse([(q.sub_queries[0], [john, maria])], q)] == ["j", "m"]
+    assert q.persons == [] and [h.id for h in P.fuse([(q.sub_queries[0], [john, maria])], q)] == ["j", "m"]
 
 
 def test_fuse_weights_and_must_match(pipeline: Language,
@@ -101,10 +106,10 @@ def test_fuse_weights_and_must_match(pipeline: Language,
             (ent, [hit("x", "Melanie: adoption agencies are slow"),
                    hit("y", "Caroline: I looked at adoption agencies")])]
     fused = P.fuse(runs, p)
-    assert fused[0]["id"] == "y"  # found by both sub-queries (x fails the must-match)
-    assert fused[0]["sub_queries"] == [orig.id, ent.id]
-    assert fused[1]["sub_queries"] == [orig.id]
-    assert [h["rank"] for h in fused] == [1, 2]
+    assert fused[0].id == "y"  # found by both sub-queries (x fails the must-match)
+    assert fused[0].sub_queries == [orig.id, ent.id]
+    assert fused[1].sub_queries == [orig.id]
+    assert [h.rank for h in fused] == [1, 2]
 
 
 def test_reflection_stops_when_adequate(pipeline: Language) -> None:
@@ -167,9 +172,9 @@ def test_refine_returns_nothing_twice(pipeline: Language) -> None:
 
 
 def test_spread_over_sources() -> None:
-    hits = [{"id": str(i), "corpus": "c", "title": "s1" if i < 5 else "s2"} for i in range(7)]
+    hits = [hit(str(i), "", title="s1" if i < 5 else "s2") for i in range(7)]
     out = P.spread(hits, 3)
-    assert [h["id"] for h in out] == ["0", "1", "2", "5", "6", "3", "4"]
+    assert [h.id for h in out] == ["0", "1", "2", "5", "6", "3", "4"]
     assert P.spread(hits, 10) == hits
 
 
@@ -186,19 +191,19 @@ def test_question_ranking_is_the_backbone(pipeline: Language) -> None:
     own = [hit(str(i), f"Melanie: text {i}") for i in range(P.KEEP_TOP + 2)]
     extra = [hit("e", "Caroline: adoption agencies")]
     fused = P.fuse([(orig, own), (ent, extra)], p)
-    ids = [h["id"] for h in fused]
+    ids = [h.id for h in fused]
     # The question's own first KEEP_TOP hits stay; the entity query's find is merged after.
-    assert ids[:P.KEEP_TOP] == [h["id"] for h in own[:P.KEEP_TOP]]
+    assert ids[:P.KEEP_TOP] == [h.id for h in own[:P.KEEP_TOP]]
     assert "e" in ids[P.KEEP_TOP:]
 
 
 def test_prefer_speakers_reorders_one_ranking() -> None:
-    hits = [{"id": "a", "score": 1.0, "metadata": {"speaker": "John"}},
-            {"id": "b", "score": 0.9, "metadata": {"speaker": "Maria"}},
-            {"id": "c", "score": 0.5, "metadata": {}}]
-    assert [h["id"] for h in P.prefer_speakers(hits, ["maria"])] == ["b", "a", "c"]
+    hits = [hit("a", "", score=1.0, metadata={"speaker": "John"}),
+            hit("b", "", score=0.9, metadata={"speaker": "Maria"}),
+            hit("c", "", score=0.5)]
+    assert [h.id for h in P.prefer_speakers(hits, ["maria"])] == ["b", "a", "c"]
     assert P.prefer_speakers(hits, []) == hits
-    assert [h["id"] for h in P.prefer_speakers(hits, ["Nobody"])] == ["a", "b", "c"]
+    assert [h.id for h in P.prefer_speakers(hits, ["Nobody"])] == ["a", "b", "c"]
 
 
 def test_fused_scores_read_in_the_order_of_the_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,7 +217,7 @@ def test_fused_scores_read_in_the_order_of_the_ranks(monkeypatch: pytest.MonkeyP
     runs = [(orig, [hit("a", "a"), hit("b", "b")]),
             (part, [hit("b", "b"), hit("c", "c")])]
     fused = P.fuse(runs, p)
-    assert [h["id"] for h in fused] == ["a", "b", "c"]  # a kept first though b fused higher
-    scores = [h["merge_score"] for h in fused]
+    assert [h.id for h in fused] == ["a", "b", "c"]  # a kept first though b fused higher
+    scores = [h.merge_score for h in fused]
     assert scores == sorted(scores, reverse=True)
     assert scores[0] == scores[1] > scores[2]

@@ -9,7 +9,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import pytest
@@ -34,7 +34,7 @@ class CountingEmbed(EmbedClient):
         self.texts: list[str] = []
         self.calls = 0
 
-    async def embed(self, texts: list[str], input_type: str = "document",
+    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = "document",
                     model: str | None = None) -> Embedding:
         self.calls += 1
         self.texts.extend(texts)
@@ -56,7 +56,7 @@ def expected_pages(root: Path, ignore: tuple[str, ...] = IGNORE) -> set[str]:
 
 
 async def stored_ids(vectord: VectordClient, corpus: str) -> dict[str, str]:
-    return {str(r["id"]): str(r["content_hash"]) async for r in vectord.iter_ids(corpus)}
+    return {r.id: r.content_hash async for r in vectord.iter_ids(corpus)}
 
 
 def stored_pages(ids: dict[str, str]) -> set[str]:

@@ -40,7 +40,7 @@ async def test_cli_sync_through_the_gateway(
         assert "chunk" in err  # the tqdm progress bar went to stderr
         vectord = VectordClient(session, vectord_url)
         assert stored_pages(await stored_ids(vectord, corpus)) == want
-        assert (await vectord.get_item(corpus, "pages.de/common/7z.md#0"))["language"] == "german"
+        assert (await vectord.get_item(corpus, "pages.de/common/7z.md#0")).language == "german"
 
         # A folder of the map that matches no page: the run succeeds, with a warning.
         code, out, err = await _cli(str(wiki), "--corpus", corpus, "--url", url, "--quiet",

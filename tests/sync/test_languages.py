@@ -44,8 +44,8 @@ def syncer(root: Path, corpus: str, session: aiohttp.ClientSession, vectord_url:
 async def languages_of(vectord: VectordClient, corpus: str) -> dict[str, str]:
     out = {}
     async for row in vectord.iter_ids(corpus):
-        item = await vectord.get_item(corpus, str(row["id"]))
-        out[str(row["id"]).rpartition("#")[0]] = str(item["language"])
+        item = await vectord.get_item(corpus, row.id)
+        out[row.id.rpartition("#")[0]] = str(item.language)
     return out
 
 

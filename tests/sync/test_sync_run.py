@@ -6,6 +6,7 @@ import asyncio
 import shutil
 import tarfile
 from pathlib import Path
+from typing import Literal
 
 import aiohttp
 import msgspec
@@ -41,14 +42,14 @@ async def test_full_sync_then_edit_delete_and_rerun(
     assert stored_pages(ids) == want
     assert "pages/_index.md#0" not in ids and "pages.de/common/..md#0" not in ids
     corpus_info = await vectord.get_corpus(corpus)
-    assert corpus_info["dim"] == 384 and corpus_info["model"]
+    assert corpus_info.dim == 384 and corpus_info.model
     item = await vectord.get_item(corpus, "pages.de/common/7z.md#0")
-    assert item["title"] == "7z"
-    assert item["language"] == "german"
-    assert item["metadata"] == {"title": "7z", "path": "pages.de/common/7z.md",
+    assert item.title == "7z"
+    assert item.language == "german"
+    assert item.metadata == {"title": "7z", "path": "pages.de/common/7z.md",
                                 "folder": "pages.de/common", "parent_id": "pages.de/common/7z.md",
                                 "language": "german"}
-    assert (await vectord.get_item(corpus, "pages/common/7z.md#0"))["language"] == "english"
+    assert (await vectord.get_item(corpus, "pages/common/7z.md#0")).language == "english"
 
     # No change: nothing is embedded.
     embed.reset()
@@ -67,7 +68,7 @@ async def test_full_sync_then_edit_delete_and_rerun(
     assert (third.added, third.updated, third.deleted) == (0, 3, 0)
     assert third.unchanged == len(want) - 3 and third.embedded_pages == 3
     assert len(embed.texts) == 3 and all("Edited by the sync test" in t for t in embed.texts)
-    assert "echo edited" in (await vectord.get_item(corpus, "pages/common/7z.md#0"))["text"]
+    assert "echo edited" in (await vectord.get_item(corpus, "pages/common/7z.md#0")).text
 
     # Deleting 2 removes those 2 and nothing else.
     before = await stored_ids(vectord, corpus)
@@ -132,7 +133,7 @@ async def test_embedder_outage_mid_run_then_next_run_converges(
     dead = await _dead_url()
 
     class Outage(CountingEmbed):
-        async def embed(self, texts: list[str], input_type: str = "document",
+        async def embed(self, texts: list[str], input_type: Literal["query", "document"] = "document",
                         model: str | None = None) -> Embedding:
             if self.calls >= 2:
                 self.upstream = Upstream("embedd", (dead,), 5.0)
@@ -206,7 +207,7 @@ async def test_real_tldr_wiki_subset_from_the_archive(
     assert stored_pages(await stored_ids(vectord, corpus)) == want
     first_it = sorted(w for w in want if w.startswith("pages.it"))[0]
     item = await vectord.get_item(corpus, f"{first_it}#0")
-    assert item["language"] == "italian"
+    assert item.language == "italian"
 
 
 async def _dead_url() -> str:
@@ -284,4 +285,4 @@ async def test_run_killed_mid_way_loses_nothing_and_next_run_converges(
     ids = await stored_ids(vectord, corpus)
     assert stored_pages(ids) == want
     for rel in edited:
-        assert "Edited before the crash" in (await vectord.get_item(corpus, f"{rel}#0"))["text"]
+        assert "Edited before the crash" in (await vectord.get_item(corpus, f"{rel}#0")).text

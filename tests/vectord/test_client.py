@@ -16,22 +16,22 @@ async def test_client_round_trip(vectord_url: str, http: aiohttp.ClientSession) 
     name = unique("client")
     created = await client.create_corpus(name, 8, metric="ip", language="english",
                                          model="m", defer_index=True)
-    assert created["metric"] == "ip" and created["language"] == "english"
+    assert created.metric == "ip" and created.language == "english"
     assert await client.upsert(name, [item(i, 8) for i in range(30)], model="m") == 30
     query = SearchRequest(mode="vector", query_vector=unit(8, 4), k=3)
     before = await client.search(name, query)
     built = await client.build_index(name)
-    assert built["index"] == "hnsw" and built["seconds"] >= 0
+    assert built.corpus == name and built.index == "hnsw" and built.seconds >= 0
     await client.build_index(name)  # idempotent
     after = await client.search(name, query)
     assert [h.id for h in after.hits] == [h.id for h in before.hits]
     assert after.hits[0].id == "doc-0004"
     assert after.hits[0].distance == pytest.approx(-1.0, abs=1e-5)  # <#>: -inner product
-    ids = [row["id"] async for row in client.iter_ids(name, prefix="doc-001", page=4)]
+    ids = [row.id async for row in client.iter_ids(name, prefix="doc-001", page=4)]
     assert ids == [f"doc-001{i}" for i in range(10)]
-    assert (await client.get_item(name, "doc-0003"))["text"] == "document number 3"
+    assert (await client.get_item(name, "doc-0003")).text == "document number 3"
     assert await client.delete_items(name, ["doc-0003"]) == 1
-    assert (await client.get_corpus(name))["count"] == 29
+    assert (await client.get_corpus(name)).count == 29
     assert name in [c.name for c in await client.list_corpora()]
     await client.delete_corpus(name)
     with pytest.raises(ServiceError) as info:

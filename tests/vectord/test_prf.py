@@ -63,17 +63,21 @@ def test_best_first_is_the_prefix_of_the_whole_order() -> None:
 
 
 def test_settings_checked() -> None:
-    from internal.api.vectord import Prf
-    from internal.common.errors import InvalidArgument
+    """The ranges are the wire type's, checked when a request is decoded (the 400 names
+    the field): the settings trust what was decoded."""
+    import msgspec
+
+    from internal.api.vectord import Prf, SearchRequest
+    from internal.common.web import validation_field
 
     assert prf.settings(None) == prf.DEFAULT
     assert not prf.settings(Prf(docs=0, terms=10, weight=1.0)).on
     assert prf.settings(Prf(docs=3, terms=0, weight=0.5)).on
-    for bad, field in ((Prf(docs=-1), "prf.docs"), (Prf(docs=3, terms=1000), "prf.terms"),
-                       (Prf(docs=3, weight=float("nan")), "prf.weight")):
-        with pytest.raises(InvalidArgument) as exc:
-            prf.settings(bad)
-        assert exc.value.field == field
+    for bad, field in (({"docs": -1}, "prf.docs"), ({"docs": 3, "terms": 1000}, "prf.terms"),
+                       ({"docs": 3, "weight": 11.0}, "prf.weight")):
+        with pytest.raises(msgspec.ValidationError) as exc:
+            msgspec.json.decode(msgspec.json.encode({"prf": bad}), type=SearchRequest)
+        assert validation_field(str(exc.value)) == field
 
 
 def _search(i: int, query: str, fusion: str, **extra: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 
 import aiohttp
+import psutil
 
 from internal.config import Config
 from internal.vectord.server import STORE, make_app
@@ -45,5 +46,26 @@ async def test_search_answers_while_every_write_slot_is_held(base_cfg: Config,
             assert not upsert.done()  # the write waits for a write slot, not a search
         status, _ = await upsert  # and goes through once one is free
         assert status == 200
+    finally:
+        await server.close()
+
+
+async def test_a_write_connections_backend_runs_lower_while_it_writes(base_cfg: Config) -> None:
+    """The embedded PostgreSQL is reached over a Unix socket: while a connection is lent
+    to a write its backend runs at `write_nice`, and it is back at 0 before any search
+    can take it (the tests run as root, who may raise it back)."""
+    app = make_app(with_section(base_cfg, "vectord", pool_min=1, pool_max=2,
+                                write_connections=1, write_nice=7))
+    server = await serve(app)
+    try:
+        store = app[STORE]
+        assert store.write_nice.on
+        async with store.write_connection() as conn:
+            pid = conn.info.backend_pid
+            assert psutil.Process(pid).nice() == 7
+            await conn.execute("SELECT 1")
+        assert psutil.Process(pid).nice() == 0
+        async with store.pool.connection() as conn:  # a search's connection: untouched
+            assert psutil.Process(conn.info.backend_pid).nice() == 0
     finally:
         await server.close()

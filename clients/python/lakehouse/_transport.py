@@ -60,6 +60,18 @@ def body_of(**fields: Any) -> dict[str, Any]:
     return {name: plain(value) for name, value in fields.items() if value is not None}
 
 
+def given_only(**fields: Any) -> dict[str, Any]:
+    """The keyword arguments given (not None): a struct built with them keeps its own
+    defaults for the others."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def as_given(value: Any) -> Any:
+    """An option of a request struct as the caller gave it, its struct or a dict of its
+    fields: sent as it is (the server decodes either, and names a bad field)."""
+    return value
+
+
 class Transport:
     """Calls the gateway at `url` with a bearer `token` ("" for none) and `headers`.
 

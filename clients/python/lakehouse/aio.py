@@ -15,7 +15,7 @@ import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
 from lakehouse._ranker import RankerCalls
-from lakehouse._transport import Transport, body_of, plain
+from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
 from lakehouse.wire.responses import (
@@ -42,10 +42,16 @@ from lakehouse.wire.responses import (
     SyncStatus,
     Upserted,
 )
-from lakehouse.wire.shapes import MAX_IDS_PAGE, Mode, ObservationIn, embed_text
+from lakehouse.wire.search import (
+    FusionName,
+    MatrixSearchRequest,
+    ModeName,
+    SearchAutoRequest,
+    SmartSearchRequest,
+)
+from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, embed_text
 
 Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
-Fusion = Literal["rrf", "weighted", "dbsf"]
 
 EMBED_BATCH = 256  # texts per /v1/embed call: embedd's default max_texts
 UPSERT_BATCH = 256  # items per upsert call (vectord takes up to max_batch, 1,000)
@@ -335,10 +341,10 @@ class AsyncClient(RankerCalls):
 
     async def search(self, query: str | None = None, *,
                      corpora: str | Sequence[str] | None = None, k: int = 10,
-                     mode: Mode | None = None, vector: Sequence[float] | None = None,
+                     mode: ModeName | None = None, vector: Sequence[float] | None = None,
                      filter: Filter | Options | None = None,
                      prefer: Filter | Options | None = None, language: str | None = None,
-                     fusion: Fusion | None = None, rrf_k: int | None = None,
+                     fusion: FusionName | None = None, rrf_k: int | None = None,
                      weights: Mapping[str, float] | None = None, candidates: int | None = None,
                      prf: Prf | Options | None = None,
                      corpus_weights: Mapping[str, float] | None = None,
@@ -365,20 +371,28 @@ class AsyncClient(RankerCalls):
         `group_by` ("parent" or "metadata.<key>") with `group_size`, `facets` with
         `facet_size`, `diversity` (0..1) and `recency` ({field, half_life_days, weight});
         docs/API.md, "Shaping results". `explain`: with the learned ranker ordering the
-        hits, each one's largest feature contributions.
+        hits, each one's largest feature contributions. The keyword arguments build a
+        `MatrixSearchRequest` (lakehouse.wire.search), sent by `search_request`.
         """
-        shaping = body_of(highlight=highlight, group_by=group_by, group_size=group_size,
-                          facets=list(facets) if facets is not None else None,
-                          facet_size=facet_size, diversity=diversity, recency=recency)
-        body = shaping | body_of(query_text=query, query_vector=vector, corpora=_names(corpora), k=k,
-                       mode=mode, filter=filter, prefer=prefer, language=language,
-                       fusion=fusion, rrf_k=rrf_k, weights=weights, candidates=candidates,
-                       prf=prf, corpus_weights=corpus_weights, per_corpus_k=per_corpus_k,
-                       ef_search=ef_search, use_playbook=use_playbook,
-                       playbook_corpus=playbook_corpus, allow_partial=allow_partial,
-                       downgrade=downgrade, relevance=relevance, explain=explain or None)
+        spec = MatrixSearchRequest(
+            query_text=query, query_vector=list(vector) if vector is not None else None,
+            corpora=_names(corpora), k=k, mode=mode, filter=as_given(filter),
+            prefer=as_given(prefer), language=language, fusion=fusion, rrf_k=rrf_k,
+            weights=dict(weights) if weights is not None else None, candidates=candidates,
+            prf=as_given(prf), corpus_weights=dict(corpus_weights) if corpus_weights else None,
+            per_corpus_k=per_corpus_k, ef_search=ef_search, use_playbook=use_playbook,
+            playbook_corpus=playbook_corpus, allow_partial=allow_partial,
+            downgrade=as_given(downgrade), relevance=as_given(relevance),
+            highlight=as_given(highlight), group_by=group_by,
+            facets=as_given(list(facets)) if facets is not None else None,
+            diversity=diversity, recency=as_given(recency), explain=explain,
+            **given_only(group_size=group_size, facet_size=facet_size))
+        return await self.search_request(spec)
+
+    async def search_request(self, spec: MatrixSearchRequest) -> MatrixSearchResponse:
+        """POST /v1/matrix/search with a request built whole (the fields `search` takes)."""
         return await self._http.call("POST", "/v1/matrix/search", MatrixSearchResponse,
-                                     body=body, idempotent=True)
+                                     body=spec, idempotent=True)
 
     async def smart_search(self, query: str, *, corpora: str | Sequence[str] | None = None,
                            k: int = 10, max_iterations: int = 3, now: str | datetime | None = None,
@@ -389,13 +403,14 @@ class AsyncClient(RankerCalls):
                            ) -> SmartSearchResponse:
         """A planned search: the question is analysed and split, its parts searched, the
         hits merged, and parts still unanswered searched again (up to `max_iterations`)."""
-        body = body_of(query_text=query, corpora=_names(corpora), k=k,
-                       max_iterations=max_iterations, now=_iso(now),
-                       min_confidence=min_confidence, date_field=date_field,
-                       context=context, filter=filter, prefer=prefer, language=language,
-                       use_playbook=use_playbook, allow_partial=allow_partial)
+        spec = SmartSearchRequest(
+            query_text=query, corpora=_names(corpora), k=k, max_iterations=max_iterations,
+            now=_iso(now), min_confidence=min_confidence, context=context,
+            filter=as_given(filter), prefer=as_given(prefer), language=language,
+            use_playbook=use_playbook, allow_partial=allow_partial,
+            **given_only(date_field=date_field))
         return await self._http.call("POST", "/v1/matrix/smart_search", SmartSearchResponse,
-                                     body=body, idempotent=True)
+                                     body=spec, idempotent=True)
 
     async def search_auto(self, query: str, *, corpora: str | Sequence[str] | None = None,
                           k: int = 10, budget_ms: float | None = None,
@@ -405,11 +420,12 @@ class AsyncClient(RankerCalls):
                           ) -> SearchAutoResponse:
         """A search whose strategy (keyword, lexical, vector, hybrid or smart) the stack
         picks for the question and, with `budget_ms`, for the time it may take."""
-        body = body_of(query_text=query, corpora=_names(corpora), k=k, budget_ms=budget_ms,
-                       now=_iso(now), filter=filter, language=language,
-                       allow_partial=allow_partial, context=context)
+        spec = SearchAutoRequest(query_text=query, corpora=_names(corpora), k=k,
+                                 budget_ms=budget_ms, now=_iso(now), filter=as_given(filter),
+                                 language=language, allow_partial=allow_partial,
+                                 context=context)
         return await self._http.call("POST", "/v1/matrix/search_auto", SearchAutoResponse,
-                                     body=body, idempotent=True)
+                                     body=spec, idempotent=True)
 
     # ---- query understanding ------------------------------------------------------------
 

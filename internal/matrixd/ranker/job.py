@@ -140,7 +140,7 @@ class Trainer:
                                                         for m in self.deps.rankers.current})
             for name in playbooks:
                 try:
-                    count = (await self.deps.vectord.get_corpus(name)).get("count", 0)
+                    count = (await self.deps.vectord.get_corpus(name)).count
                 except NotFound:
                     continue
                 mine = [m for m in self.deps.rankers.current if m.playbook_corpus == name]

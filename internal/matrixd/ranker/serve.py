@@ -31,6 +31,7 @@ from internal.common.errors import LakehouseError, describe
 from internal.matrixd.boost import Match
 from internal.matrixd.deps import Deps, RankerCache
 from internal.matrixd.ranker import features
+from lakehouse.wire.modes import DEFAULT_FUSION, ModeSpec
 
 log = structlog.get_logger()
 
@@ -97,7 +98,7 @@ class Plan:
         return bool(self.models)
 
 
-def plan(cache: RankerCache, playbook_corpus: str, scope: Scope | None, mode: str,
+def plan(cache: RankerCache, playbook_corpus: str, scope: Scope | None, mode: ModeSpec,
          fusion: str | None) -> Plan | None:
     """Which models order this search: None when the playbook has no model the caller may
     be ranked with (the answer then says nothing of a ranker); else those with trees, or
@@ -105,10 +106,11 @@ def plan(cache: RankerCache, playbook_corpus: str, scope: Scope | None, mode: st
     mine = usable(cache, playbook_corpus, scope)
     if not mine:  # none, or none of corpora this caller sees all of: as if none
         return None
-    if mode != "hybrid":
-        return Plan([], f"mode {mode}: the model ranks hybrid search's fused candidates")
-    if fusion not in (None, "weighted"):
-        return Plan([], f"fusion {fusion}: the model was trained on the weighted fusion's scores")
+    if not mode.ranked:
+        return Plan([], f"mode {mode.name}: the model ranks a fused search's candidates")
+    if fusion not in (None, DEFAULT_FUSION):
+        return Plan([], f"fusion {fusion}: the model was trained on the {DEFAULT_FUSION} "
+                        "fusion's scores")
     used = [m for m in mine if m.trees > 0 and m.id in cache.boosters]
     if not used:
         return Plan([], mine[0].reason or "the model has no trees")

@@ -25,17 +25,18 @@ from internal.vectord.search.lexical_memory import (
 )
 from internal.vectord.search.lexical_options import query_languages
 from internal.vectord.search.options import Candidates, Options
+from internal.vectord.search.union_merge import Key
 from internal.vectord.search.vector_scan import shared_scans
 from internal.vectord.storage import schema
 from internal.vectord.storage.store import Store
 
 
 async def corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str, federated: bool,
-                             stats: sql_index.QueryStats | None, position: int,
-                             include: Sequence[str] = (),
-                             query_vector: list[float] | None = None,
-                             ix: postings.CorpusIndex | None = None,
-                             scored_lex: list[tuple[str, float]] | None = None) -> Candidates:
+                            stats: sql_index.QueryStats | None, position: int,
+                            include: Sequence[str] = (),
+                            query_vector: list[float] | None = None,
+                            ix: postings.CorpusIndex | None = None,
+                            scored_lex: list[tuple[str, float]] | None = None) -> Candidates:
     """One corpus's vector and BM25 candidates (ids and branch scores only), and the
     `include` items' scores in the branches that missed them.
 
@@ -45,76 +46,59 @@ async def corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str,
     scored_lex: its BM25 candidates already scored with the other corpora's
     (union_lexical).
     """
-    req = p.req
     query: npt.NDArray[np.float32] | None = None
     if query_vector is not None:
         query = validate.vector(query_vector, corpus.dim, corpus.metric, "query_vector")
-    langs = query_languages(req, corpus)
     lexical_branch = bool(text.strip())
     scored: list[tuple[str, float]] | None = None
     s: postings.F64 | None = None
     if ix is not None and lexical_branch:
-        if scored_lex is not None:
-            scored = scored_lex
-        elif stats is not None:
-            s = bm25_scores(p, ix, stats)
-            scored = await filtered_top(store, p, corpus, ix, s, p.n)
-        else:
-            scored = []
+        scored, s = await _scored_in_memory(store, p, corpus, ix, stats, scored_lex)
         if query is None and p.symbolic is None and not include:
             # Nothing for PostgreSQL to add (feedback's lexical pass).
             return Candidates([], union_merge.keyed(scored, position), {})
-    table = tables.items_table(corpus.id)
     # BM25 scored in memory goes into the statement only when the symbolic layer must
     # score its candidates too; else the statement is the vector branch alone.
     lex_in_sql = scored is not None and p.symbolic is not None
+    langs = query_languages(p, corpus)
     stmt = fusion_sql.candidates_sql(
-        table, corpus.id, langs, p.where, p.filtered,
+        tables.items_table(corpus.id), corpus.id, langs, p.where, p.filtered,
         None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
         given=federated, lexical_branch=lexical_branch and (scored is None or lex_in_sql),
         lexical_scored=lex_in_sql)
     args: dict[str, Any] = {**p.params, **p.sym_params, "vec_q": query, "vec_n": p.n}
-    if scored is not None:
-        if lex_in_sql:
-            args.update({"lex_ids": [i for i, _ in scored],
-                         "lex_scores": [sc for _, sc in scored]})
-    else:
+    if scored is None:
         args.update(sql_index.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats))
+    elif lex_in_sql:
+        args.update({"lex_ids": [i for i, _ in scored], "lex_scores": [sc for _, sc in scored]})
     rows = await candidate_rows(store, p, stmt, args)
-    vec = vec_of(rows, position)
-    if scored is not None and not lex_in_sql:
-        lex = union_merge.keyed(scored, position)
-        in_lex = {i for i, _ in scored}
-    else:
-        lex = [(union_merge.key(r["id"], position), float(r["lex_score"]))
-               for r in sorted((r for r in rows if r["lex_rank"] is not None),
-                               key=lambda r: r["lex_rank"])]
-        in_lex = {r["id"] for r in rows if r["lex_rank"] is not None}
-    sym = ({} if p.symbolic is None else
-           {union_merge.key(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
-    out = Candidates(vec, lex, sym)
-    in_vec = {r["id"] for r in rows if r["vec_rank"] is not None}
+    out, in_vec, in_lex = _of_rows(p, rows, position, None if lex_in_sql else scored)
     extra = [i for i in include if i not in in_vec or i not in in_lex]
     if extra:
-        given_scores = None
+        given = None
         if ix is not None and s is not None:
-            given_scores = {i: sc for i in extra if (sc := score_of(ix, s, i)) is not None}
-        for row in await reads.included(store, p, corpus, extra, query, text, federated, stats,
-                                   given_scores):
-            key = union_merge.key(row["id"], position)
-            if row["id"] not in in_vec and row["distance"] is not None:
-                out.extra_vec.append((key, float(row["distance"])))
-            if row["id"] not in in_lex and row["lex_score"] is not None:
-                out.extra_lex.append((key, float(row["lex_score"])))
-            if p.symbolic is not None:
-                out.sym[key] = float(row["sym_score"] or 0.0)
-            if row["id"] not in in_vec and row["id"] not in in_lex:
-                out.included.add(key)
+            given = {i: sc for i in extra if (sc := score_of(ix, s, i)) is not None}
+        rows = await reads.included(store, p, corpus, extra, query, text, federated, stats, given)
+        _add_included(p, out, rows, position, in_vec, in_lex)
     return out
 
 
+async def _scored_in_memory(store: Store, p: Options, corpus: Corpus, ix: postings.CorpusIndex,
+                            stats: sql_index.QueryStats | None,
+                            scored_lex: list[tuple[str, float]] | None
+                            ) -> tuple[list[tuple[str, float]], postings.F64 | None]:
+    """The corpus's BM25 candidates from its in-memory index (given already, or scored
+    now with the statistics; none without them) and the scores when scored now."""
+    if scored_lex is not None:
+        return scored_lex, None
+    if stats is None:
+        return [], None
+    s = bm25_scores(p, ix, stats)
+    return await filtered_top(store, p, corpus, ix, s, p.n), s
+
+
 async def candidate_rows(store: Store, p: Options, stmt: sql.Composed,
-                          args: dict[str, Any]) -> list[dict[str, Any]]:
+                         args: dict[str, Any]) -> list[dict[str, Any]]:
     async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
@@ -122,14 +106,49 @@ async def candidate_rows(store: Store, p: Options, stmt: sql.Composed,
         return await cur.fetchall()
 
 
-def vec_of(rows: Sequence[dict[str, Any]], position: int) -> list[tuple[str, float]]:
+def _of_rows(p: Options, rows: Sequence[dict[str, Any]], position: int,
+             scored: list[tuple[str, float]] | None
+             ) -> tuple[Candidates, set[str], set[str]]:
+    """The candidates of a candidates statement's rows (the BM25 ones given when scored
+    in memory), and the ids each branch found."""
+    vec = vec_of(rows, position)
+    if scored is not None:
+        lex = union_merge.keyed(scored, position)
+        in_lex = {i for i, _ in scored}
+    else:
+        lexical = sorted((r for r in rows if r["lex_rank"] is not None), key=lambda r: r["lex_rank"])
+        lex = [((r["id"], position), float(r["lex_score"])) for r in lexical]
+        in_lex = {r["id"] for r in lexical}
+    sym = ({} if p.symbolic is None else
+           {(r["id"], position): float(r["sym_score"] or 0.0) for r in rows})
+    in_vec = {r["id"] for r in rows if r["vec_rank"] is not None}
+    return Candidates(vec, lex, sym), in_vec, in_lex
+
+
+def _add_included(p: Options, out: Candidates, rows: Sequence[dict[str, Any]], position: int,
+                  in_vec: set[str], in_lex: set[str]) -> None:
+    """The `include` items' rows as candidates of the branches that missed them."""
+    for row in rows:
+        item_id = row["id"]
+        key = (item_id, position)
+        if item_id not in in_vec and row["distance"] is not None:
+            out.extra_vec.append((key, float(row["distance"])))
+        if item_id not in in_lex and row["lex_score"] is not None:
+            out.extra_lex.append((key, float(row["lex_score"])))
+        if p.symbolic is not None:
+            out.sym[key] = float(row["sym_score"] or 0.0)
+        if item_id not in in_vec and item_id not in in_lex:
+            out.included.add(key)
+
+
+def vec_of(rows: Sequence[dict[str, Any]], position: int) -> list[tuple[Key, float]]:
     """The vector branch's candidates of a candidates statement, nearest first."""
-    return [(union_merge.key(r["id"], position), float(r["vec_distance"]))
+    return [((r["id"], position), float(r["vec_distance"]))
             for r in sorted((r for r in rows if r["vec_rank"] is not None),
                             key=lambda r: r["vec_rank"])]
 
 
-def merged_vec(parts: list[Candidates], n: int) -> list[tuple[str, float]]:
+def merged_vec(parts: list[Candidates], n: int) -> list[tuple[Key, float]]:
     """The union's top n by distance, then the `include` items with their true distances,
     wherever those rank."""
     vec = union_merge.top_by_distance([r for c in parts for r in c.vec], n)
@@ -137,7 +156,7 @@ def merged_vec(parts: list[Candidates], n: int) -> list[tuple[str, float]]:
     return union_merge.top_by_distance(vec + extra, len(vec) + len(extra)) if extra else vec
 
 
-def merged_vec_spaces(parts: list[Candidates], n: int) -> list[list[tuple[str, float]]]:
+def merged_vec_spaces(parts: list[Candidates], n: int) -> list[list[tuple[Key, float]]]:
     """merged_vec within each embedding space (one list when every corpus shares one)."""
     by_space: dict[int, list[Candidates]] = {}
     for c in parts:
@@ -145,7 +164,7 @@ def merged_vec_spaces(parts: list[Candidates], n: int) -> list[list[tuple[str, f
     return [merged_vec(group, n) for _, group in sorted(by_space.items())] or [[]]
 
 
-def merged_lex(parts: list[Candidates], n: int) -> list[tuple[str, float]]:
+def merged_lex(parts: list[Candidates], n: int) -> list[tuple[Key, float]]:
     """The union's top n by BM25, then the `include` items with their true scores."""
     lex = union_merge.top_by_score([r for c in parts for r in c.lex], n)
     extra = [r for c in parts for r in c.extra_lex]
@@ -159,7 +178,7 @@ async def rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict[
                  space: int = query_vectors.PLAIN) -> list[Candidates]:
     """One branch again (the vector one when `query` is given, else BM25) over every
     corpus: each corpus's candidates (BM25 from `indexes` when given)."""
-    shared: dict[int, list[tuple[str, float]]] = {}
+    shared: dict[int, list[tuple[Key, float]]] = {}
     if query is not None:
         shared = await shared_scans(store, p, [(pos, c, query, space) for pos, c in corpora.items()
                                                 if not inc.get(pos)], p.n)
@@ -193,7 +212,7 @@ async def rerun(store: Store, p: Options, corpora: dict[int, Corpus], inc: dict[
     return [out[pos] for pos in corpora]
 
 
-def settled_candidates(p: Options, position: int, vec: list[tuple[str, float]] | None,
+def settled_candidates(p: Options, position: int, vec: list[tuple[Key, float]] | None,
              lex: list[tuple[str, float]] | None) -> Candidates | None:
     """A corpus's candidates when its BM25 was scored with the union's (`lex`) and no
     statement is left to run for it: no preferences to score, and its vector candidates

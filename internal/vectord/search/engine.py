@@ -15,13 +15,15 @@ of them. Per mode:
   statistics, the symbolic share), branch lists merged across corpora to the union's top
   n, fused once, then the top k items read back from their corpora.
 
-Where each step lives: the checked request (`check` -> Options) in search/validation.py; a
-mode is one registered function (`SEARCHES`, one signature, `Search`), each in its own
-module: search/modes/vector.py, search/modes/keyword.py, search/modes/lexical.py (its two BM25 engines
-behind one signature: SQL there, in-memory in search/lexical_memory.py), search/modes/hybrid.py (its
-candidates in search/candidates.py); what they share (a corpus's outcome, the concurrent loop,
-the top k plus every included item) in search/outcome.py, the shared vector scans in
-search/vector_scan.py. The statements of the reads besides the branches' own (statistics,
+Where each step lives: the checked request (`check` -> Options, which nothing after it
+reads the request for) in search/validation.py; a mode is declared in lakehouse.wire.modes
+and runs as one function its module registers (search/registry.py: `SEARCHES`, one
+signature, `Search`): search/modes/vector.py, search/modes/keyword.py,
+search/modes/lexical.py (its two BM25 engines behind one signature: SQL there, in-memory
+in search/lexical_memory.py), search/modes/hybrid.py (its candidates in
+search/candidates.py); what they share (a corpus's outcome, what the caller adds to the
+union, the concurrent loop, the top k plus every included item) in search/outcome.py,
+the shared vector scans in search/vector_scan.py. The statements of the reads besides the branches' own (statistics,
 `include` rows, hits read back, feedback's documents) in reads.py, the branches'
 statements composed in lexical/sql_index.py and search/fusion_sql.py; the merge (search/union_merge.py) and the fusion
 (search/fusion.py) I/O-free; feedback's second pass in search/feedback.py (its math in search/prf.py).
@@ -29,33 +31,23 @@ statements composed in lexical/sql_index.py and search/fusion_sql.py; the merge 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from internal.api.vectord import MODES, Hit, SearchRequest
+from internal.api.vectord import Hit
+from internal.vectord.search import modes as _modes  # noqa: F401  (registers every mode's search)
 from internal.vectord.search import reads
-from internal.vectord.search.modes.hybrid import hybrid_search
-from internal.vectord.search.modes.keyword import keyword_search
-from internal.vectord.search.modes.lexical import lexical_search
-from internal.vectord.search.modes.vector import vector_search
 from internal.vectord.search.options import Options
-from internal.vectord.search.outcome import Outcome, each, resolved
+from internal.vectord.search.outcome import Federation, Outcome, each, resolved
+from internal.vectord.search.registry import SEARCHES, Search
 from internal.vectord.search.validation import check
 from internal.vectord.storage.store import Store
+from lakehouse.wire.modes import MODES
 
-__all__ = ["SEARCHES", "Outcome", "Result", "Search", "check", "search"]
+__all__ = ["SEARCHES", "Federation", "Outcome", "Result", "Search", "check", "federation",
+           "search"]
 
-# A search mode: (store, options, one outcome a corpus, corpus weights, `include` ids by
-# corpus, (corpus, id) -> playbook factor) -> the ranked hits over every corpus.
-Search = Callable[[Store, Options, list[Outcome], dict[str, float], dict[str, list[str]],
-                   dict[tuple[str, str], float]], Awaitable[list[Hit]]]
-SEARCHES: dict[str, Search] = {
-    "vector": vector_search,
-    "keyword": keyword_search,
-    "lexical": lexical_search,
-    "hybrid": hybrid_search,
-}
-assert set(SEARCHES) == set(MODES), "every mode of the API has its search, and no other"
+assert set(SEARCHES) == set(MODES), "every mode declared has its search, and no other"
 
 
 @dataclass
@@ -65,21 +57,9 @@ class Result:
     include_missing: int = 0
 
 
-async def search(store: Store, names: Sequence[str], req: SearchRequest,
-                 corpus_weights: dict[str, float] | None = None,
-                 p: Options | None = None,
-                 include: Sequence[tuple[str, str, float]] = ()) -> Result:
-    """The top k over the named corpora, ranked as their union; one outcome per corpus.
-
-    include: (corpus, id, factor) scored as candidates whatever retrieval finds and returned
-    even below the top k (`included`), for the playbook's recall (keyword mode: ignored).
-    In hybrid mode the factor is applied to the item's branch scores before the fusion
-    (distance x factor, BM25 / factor): the playbook boost, inside the fusion.
-    """
-    p = p or check(store, req)
-    weights = dict(corpus_weights or {})
-    outcomes = [Outcome(name, i) for i, name in enumerate(names)]
-    await each(store, outcomes, resolved)
+def federation(corpus_weights: dict[str, float] | None,
+               include: Sequence[tuple[str, str, float]] = ()) -> Federation:
+    """What the caller adds to the union: include as (corpus, id, factor), each id once."""
     inc: dict[str, list[str]] = {}
     factors: dict[tuple[str, str], float] = {}
     for corpus, item_id, f in include:
@@ -87,15 +67,31 @@ async def search(store: Store, names: Sequence[str], req: SearchRequest,
             inc[corpus].append(item_id)
         if f != 1.0:
             factors[(corpus, item_id)] = f
-    run = SEARCHES[req.mode]
+    return Federation(dict(corpus_weights or {}), inc, factors)
+
+
+async def search(store: Store, names: Sequence[str], p: Options,
+                 fed: Federation | None = None) -> Result:
+    """The top k over the named corpora, ranked as their union; one outcome per corpus.
+
+    fed.include: ids scored as candidates whatever retrieval finds and returned even below
+    the top k (`included`), for the playbook's recall (modes merged newest first: ignored).
+    In hybrid mode a factor is applied to the item's branch scores before the fusion
+    (distance x factor, BM25 / factor): the playbook boost, inside the fusion.
+    """
+    fed = fed or Federation()
+    outcomes = [Outcome(name, i) for i, name in enumerate(names)]
+    await each(store, outcomes, resolved)
+    run = SEARCHES[p.mode.name]
     try:
-        found = await run(store, p, outcomes, weights, inc, factors)
+        found = await run(store, p, outcomes, fed)
     except reads.Stale:  # a write landed while scoring from the cache: read it this time
-        found = await run(store, replace(p, trust_cache=False), outcomes, weights, inc, factors)
+        found = await run(store, replace(p, trust_cache=False), outcomes, fed)
     by_name = {o.name: o for o in outcomes}
     for h in found:
         by_name[h.corpus].hits += 1
-    wanted = sum(len(ids) for ids in inc.values())
-    got = sum(1 for h in found if h.id in inc.get(h.corpus, ()))
-    missing = wanted - got if req.mode != "keyword" else 0
-    return Result(found, outcomes, max(0, missing))
+    if p.mode.merge == "newest":
+        return Result(found, outcomes)
+    wanted = sum(len(ids) for ids in fed.include.values())
+    got = sum(1 for h in found if h.id in fed.include.get(h.corpus, ()))
+    return Result(found, outcomes, max(0, wanted - got))

@@ -12,8 +12,9 @@ import numpy as np
 
 from internal.api.vectord import Corpus
 from internal.vectord.lexical import memory_index, postings, sql_index
-from internal.vectord.search import fusion, prf, query_vectors, reads, union_merge
+from internal.vectord.search import fusion, prf, query_vectors, reads
 from internal.vectord.search.options import Candidates, Options
+from internal.vectord.search.union_merge import Key
 from internal.vectord.storage.store import Store
 
 # The branch again over the given corpora (candidates.rerun): corpora, include, text, given
@@ -22,7 +23,7 @@ Rerun = Callable[..., Awaitable[list["Candidates"]]]
 
 
 async def run(store: Store, p: Options, corpora: dict[int, Corpus],
-              inc: dict[int, list[str]], first: list[fusion.Fused], text: str,
+              inc: dict[int, list[str]], first: list[fusion.Fused[Key]], text: str,
               stats: sql_index.QueryStats | None,
               choices: dict[int, query_vectors.Choice], first_parts: dict[int, Candidates],
               indexes: dict[int, postings.CorpusIndex] | None = None, *,
@@ -40,7 +41,7 @@ async def run(store: Store, p: Options, corpora: dict[int, Corpus],
     top = first[:p.prf.docs]
     wanted: dict[int, list[str]] = {}
     for f in top:
-        item_id, pos = union_merge.unkey(f.id)
+        item_id, pos = f.id
         wanted.setdefault(pos, []).append(item_id)
     new_vec: list[Candidates] | None = None
     new_lex: list[Candidates] | None = None
@@ -56,7 +57,7 @@ async def run(store: Store, p: Options, corpora: dict[int, Corpus],
             # In the fused order, so the sum (and the moved query) does not depend on which
             # corpus answered first.
             vectors = [by_key[f.id] for f in top
-                       if f.id in by_key and union_merge.unkey(f.id)[1] in positions]
+                       if f.id in by_key and f.id[1] in positions]
             if not vectors and len(by_space) > 1:
                 new_vec += [first_parts[pos] for pos in positions]
                 continue
@@ -78,10 +79,10 @@ async def run(store: Store, p: Options, corpora: dict[int, Corpus],
 
 async def _docs(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list[str]],
                          indexes: dict[int, postings.CorpusIndex] | None
-                         ) -> dict[str, dict[str, float]]:
+                         ) -> dict[Key, dict[str, float]]:
     """Each feedback document's lexeme counts (by fused key): from the in-memory index
     when it read them at its version before, else from PostgreSQL (and kept there)."""
-    docs: dict[str, dict[str, float]] = {}
+    docs: dict[Key, dict[str, float]] = {}
     missing: dict[int, list[str]] = {}
     for pos, ids in wanted.items():
         ix = (indexes or {}).get(corpora[pos].id)
@@ -90,18 +91,18 @@ async def _docs(store: Store, corpora: dict[int, Corpus], wanted: dict[int, list
             if counts is None:
                 missing.setdefault(pos, []).append(item_id)
             else:
-                docs[union_merge.key(item_id, pos)] = counts
+                docs[(item_id, pos)] = counts
     for row in await reads.read_rows(store, corpora, missing, reads.FEEDBACK_LEXEMES) if missing else []:
         counts = memory_index.tsvector_counts(row["lex"])
         docs[row["key"]] = counts
-        ix = (indexes or {}).get(corpora[union_merge.unkey(row["key"])[1]].id)
+        ix = (indexes or {}).get(corpora[row["key"][1]].id)
         if ix is not None:
             ix.keep_doc(row["id"], counts)
     return docs
 
 
 async def expanded_stats(store: Store, p: Options, corpora: dict[int, Corpus],
-                          top: list[fusion.Fused], wanted: dict[int, list[str]],
+                          top: list[fusion.Fused[Key]], wanted: dict[int, list[str]],
                           stats: sql_index.QueryStats | None,
                           indexes: dict[int, postings.CorpusIndex] | None = None
                           ) -> sql_index.QueryStats | None:

@@ -10,6 +10,11 @@ given. Every method returns the union of the candidates, best first:
 - `dbsf`: like weighted, but each layer is normalised by mean ± 3 standard deviations
   of its scores and clipped to [0, 1] (distribution-based score fusion, as in Qdrant).
 
+A method is one function with `Method`'s signature, registered by name (`method`); the
+names and the options that tune each are declared in lakehouse.wire.modes (FUSIONS),
+which the request check reads. A candidate's id is any hashable key (the search's are
+(item id, corpus position), union_merge.Key).
+
 A candidate missing from a layer contributes 0 for it. Weights are normalised over the
 layers in play (a branch with no candidates, or no preferences, drops out), so an empty
 branch leaves the other branch's order unchanged.
@@ -25,62 +30,64 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
-VECTOR = "vector"
-LEXICAL = "lexical"
-SYMBOLIC = "symbolic"
-LAYERS = (VECTOR, LEXICAL, SYMBOLIC)
-METHODS = ("rrf", "weighted", "dbsf")
+from internal.common.registries import registrar
+from lakehouse.wire.modes import DEFAULT_FUSION, FUSIONS
+from lakehouse.wire.search import LAYERS
+
+VECTOR, LEXICAL, SYMBOLIC = LAYERS
 
 # Defaults tuned on SciFact train, Cranfield dev and CISI dev (DECISIONS.md, Fusion):
 # weighted with vector = lexical was the only setting within reach of the best on all
 # three (SciFact +0.031 nDCG@10 over BM25); the symbolic layer keeps its 0.2.
-DEFAULT_METHOD = "weighted"  # hybrid's fusion when a request names none
-DEFAULT_RRF_K = 60  # the formula's classic k; vectord's [vectord] rrf_k (20) is what it uses
+DEFAULT_METHOD = DEFAULT_FUSION  # hybrid's fusion when a request names none
+DEFAULT_RRF_K = 60  # the formula's classic k; [vectord] fusion_rrf_k (20) is what a search uses
 DEFAULT_WEIGHTS: Mapping[str, float] = {VECTOR: 0.4, LEXICAL: 0.4, SYMBOLIC: 0.2}
 
-Branch = Sequence[tuple[str, float]]  # (id, score), best first
+Id = TypeVar("Id", bound=Hashable)  # a candidate's id
+Branch = Sequence[tuple[Id, float]]  # (id, score), best first
 
 
-class Fused:
+class Fused(Generic[Id]):
     """One candidate after fusion: its fused score and what each layer said.
 
     What each layer said is read from the fusion's tables when asked for: a search
-    builds one Fused per candidate (hundreds) and looks at the layers of ten."""
+    builds one Fused per candidate (hundreds) and looks at the layers of ten. The tables
+    are keyed by `at` (the candidate's ordinal in the fusion, an int: hashed for free,
+    where a search's ids are (item id, position) tuples), else by the id."""
 
-    __slots__ = ("_layers", "_ranks", "_raw", "id", "score")
+    __slots__ = ("_at", "_layers", "_ranks", "_raw", "id", "score")
 
-    def __init__(self, id: str, score: float, raw: Mapping[str, Mapping[str, float]],
-                 ranks: Mapping[str, Mapping[str, int]], layers: Sequence[str]) -> None:
+    def __init__(self, id: Id, score: float, raw: Mapping[str, Mapping[Any, float]],
+                 ranks: Mapping[str, Mapping[Any, int]], layers: Sequence[str],
+                 at: int | None = None) -> None:
         self.id, self.score = id, score
         self._raw, self._ranks, self._layers = raw, ranks, layers
+        self._at: Any = id if at is None else at
 
     @property
     def scores(self) -> dict[str, float | None]:
         """Raw score per layer (None: the layer did not find it)."""
-        return {layer: self._raw[layer].get(self.id) for layer in self._layers}
+        return {layer: self._raw[layer].get(self._at) for layer in self._layers}
 
     @property
     def ranks(self) -> dict[str, int | None]:
         """1-based rank per layer (None: the layer did not find it)."""
-        return {layer: self._ranks[layer].get(self.id) for layer in self._layers}
+        return {layer: self._ranks[layer].get(self._at) for layer in self._layers}
 
     @property
     def matched_layers(self) -> tuple[str, ...]:
-        return tuple(layer for layer in self._layers if self.id in self._ranks[layer])
+        return tuple(layer for layer in self._layers if self._at in self._ranks[layer])
 
     def __repr__(self) -> str:
         return f"Fused({self.id!r}, {self.score!r}, ranks={self.ranks!r})"
 
 
 def normalise_weights(weights: Mapping[str, float], layers: Sequence[str]) -> dict[str, float]:
-    """Weights of the given layers scaled to sum to 1 (equal when they sum to 0)."""
-    for name, w in weights.items():
-        if name not in LAYERS:
-            raise ValueError(f"weights.{name}: unknown layer; expected one of {', '.join(LAYERS)}")
-        if not math.isfinite(w) or w < 0:
-            raise ValueError(f"weights.{name}: must be a finite number >= 0")
+    """Weights of the given layers scaled to sum to 1 (equal when they sum to 0); each a
+    layer's, >= 0 (checked with the request: internal.api.search.layer_weights)."""
     picked = {name: float(weights.get(name, 0.0)) for name in layers}
     total = sum(picked.values())
     if total <= 0:
@@ -111,17 +118,17 @@ def dbsf_normalise(scores: Sequence[float]) -> list[float]:
     return [min(1.0, max(0.0, (s - lo) / (6 * std))) for s in scores]
 
 
-def _symbolic_ranks(symbolic: Mapping[str, float]) -> dict[str, int]:
+def _symbolic_ranks(symbolic: Mapping[int, float]) -> dict[int, int]:
     """Competition ranks (1, 2, 2, 4) of the candidates matching any preference."""
     ordered = sorted((s for s in symbolic.values() if s > 0), reverse=True)
     first: dict[float, int] = {}
     for i, s in enumerate(ordered, 1):
         first.setdefault(s, i)
-    return {cid: first[s] for cid, s in symbolic.items() if s > 0}
+    return {at: first[s] for at, s in symbolic.items() if s > 0}
 
 
-def with_spaces(branches: Mapping[str, Branch], vector_spaces: Sequence[Branch] | None
-                ) -> tuple[dict[str, Branch], list[Branch]]:
+def with_spaces(branches: Mapping[str, Branch[Id]], vector_spaces: Sequence[Branch[Id]] | None
+                ) -> tuple[dict[str, Branch[Id]], list[Branch[Id]]]:
     """The branches with the vector layer as its list of spaces (one list when not split)."""
     out = dict(branches)
     if vector_spaces is None:
@@ -134,147 +141,167 @@ def with_spaces(branches: Mapping[str, Branch], vector_spaces: Sequence[Branch] 
     return out, spaces
 
 
-def _collect(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None,
-             vector_spaces: Sequence[Branch] | None = None
-             ) -> tuple[list[str], dict[str, dict[str, float]], dict[str, dict[str, int]],
-                        list[list[str]]]:
-    """Union of candidate ids (first-seen order), each layer's raw scores and ranks (the
-    vector layer's ranked within each space), and the vector layer's ids per space."""
+Layers = dict[str, dict[int, float]]  # layer -> candidate ordinal -> its raw score
+Ranks = dict[str, dict[int, int]]  # layer -> candidate ordinal -> its 1-based rank
+
+
+def _collect(branches: Mapping[str, Branch[Id]], symbolic: Mapping[Id, float] | None,
+             vector_spaces: Sequence[Branch[Id]] | None = None
+             ) -> tuple[list[Id], Layers, Ranks, list[list[int]]]:
+    """The union of candidate ids (first-seen order: a candidate's ordinal is its place
+    here), each layer's raw scores and ranks by ordinal (the vector layer's ranked within
+    each space), and the vector layer's ordinals per space."""
     for name in branches:
         if name not in (VECTOR, LEXICAL):
             raise ValueError(f"unknown branch {name!r}")
     flat, spaces = with_spaces(branches, vector_spaces)
-    first: dict[str, None] = {}  # the union, in first-seen order
-    raw: dict[str, dict[str, float]] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    groups: list[list[str]] = []
-    lists: list[tuple[str, Branch]] = [(VECTOR, s) for s in spaces]
+    index: dict[Id, int] = {}  # the union, in first-seen order
+    raw: Layers = {}
+    ranks: Ranks = {}
+    groups: list[list[int]] = []
+    lists: list[tuple[str, Branch[Id]]] = [(VECTOR, s) for s in spaces]
     lists += [(name, b) for name, b in flat.items() if name != VECTOR]
     for name, hits in lists:
         layer_raw = raw.setdefault(name, {})
         layer_ranks = ranks.setdefault(name, {})
-        group: list[str] = []
+        group: list[int] = []
         for rank, (cid, score) in enumerate(hits, 1):
-            if cid in layer_raw:
+            at = index.get(cid)
+            if at is None:
+                at = index[cid] = len(index)
+            elif at in layer_raw:
                 continue  # keep a duplicate's best (first) rank
-            layer_raw[cid] = float(score)
-            layer_ranks[cid] = rank
-            group.append(cid)
-        first.update(dict.fromkeys(group))
+            layer_raw[at] = float(score)
+            layer_ranks[at] = rank
+            group.append(at)
         if name == VECTOR:
             groups.append(group)
-    order = list(first)
     if symbolic is not None:
-        raw[SYMBOLIC] = {cid: float(symbolic.get(cid, 0.0)) for cid in order}
+        raw[SYMBOLIC] = {at: float(symbolic.get(cid, 0.0)) for cid, at in index.items()}
         ranks[SYMBOLIC] = _symbolic_ranks(raw[SYMBOLIC])
-    return order, raw, ranks, groups
+    return list(index), raw, ranks, groups
 
 
-def _finish(order: list[str], fused: Mapping[str, float], raw: Mapping[str, Mapping[str, float]],
-            ranks: Mapping[str, Mapping[str, int]], limit: int | None = None) -> list[Fused]:
+def _finish(ids: list[Id], fused: Sequence[float], raw: Layers, ranks: Ranks,
+            limit: int | None = None) -> list[Fused[Id]]:
     """Best fused score first; ties by the best rank in any layer, then first seen. limit:
     only the first `limit` of that list (a search that reads ten of two hundred)."""
-    worst = 1 << 30
-    best: dict[str, int] = dict.fromkeys(order, worst)
+    best = [1 << 30] * len(ids)
     for layer_ranks in ranks.values():
-        for cid, rank in layer_ranks.items():
-            if rank < best[cid]:
-                best[cid] = rank
-    rows = zip([-fused[cid] for cid in order], [best[cid] for cid in order],
-               range(len(order)), order, strict=True)
-    # nsmallest(n, rows) is sorted(rows)[:n] (no two rows are equal: the position differs).
-    keyed = (sorted(rows) if limit is None or limit >= len(order)
+        for at, rank in layer_ranks.items():
+            if rank < best[at]:
+                best[at] = rank
+    # (-score, best rank, ordinal, id): no two rows are equal (the ordinal differs), so
+    # the ids are never compared, and nsmallest(n, rows) is sorted(rows)[:n].
+    rows = zip([-f for f in fused], best, range(len(ids)), ids, strict=True)
+    keyed = (sorted(rows) if limit is None or limit >= len(ids)
              else heapq.nsmallest(max(limit, 0), rows))
     layers = tuple(layer for layer in LAYERS if layer in raw)
-    return [Fused(cid, -neg, raw, ranks, layers) for neg, _, _, cid in keyed]
+    return [Fused(cid, -neg, raw, ranks, layers, at) for neg, _, at, cid in keyed]
 
 
-def _active(raw: Mapping[str, Mapping[str, float]], symbolic: Mapping[str, float] | None
-            ) -> list[str]:
+def _active(raw: Layers, symbolic: Mapping[Id, float] | None) -> list[str]:
     layers = [name for name in (VECTOR, LEXICAL) if raw.get(name)]
     if symbolic is not None and layers:
         layers.append(SYMBOLIC)
     return layers
 
 
-def rrf(branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
-        symbolic: Mapping[str, float] | None = None,
+class Method(Protocol):
+    """A fusion method: the branches' lists (the vector layer possibly split by embedding
+    space) and the symbolic scores -> every candidate, best first (the first `limit`)."""
+
+    def __call__(self, branches: Mapping[str, Branch[Id]], *, k: int = DEFAULT_RRF_K,
+                 weights: Mapping[str, float] | None = None,
+                 symbolic: Mapping[Id, float] | None = None,
+                 vector_spaces: Sequence[Branch[Id]] | None = None,
+                 limit: int | None = None) -> list[Fused[Id]]: ...
+
+
+METHODS: dict[str, Method] = {}
+# `@method("<name>")`: the decorated function is that fusion method (in FUSIONS).
+method = registrar(METHODS, FUSIONS, "fusion")
+
+
+@method("rrf")
+def rrf(branches: Mapping[str, Branch[Id]], *, k: int = DEFAULT_RRF_K,
         weights: Mapping[str, float] | None = None,
-        vector_spaces: Sequence[Branch] | None = None, limit: int | None = None) -> list[Fused]:
+        symbolic: Mapping[Id, float] | None = None,
+        vector_spaces: Sequence[Branch[Id]] | None = None,
+        limit: int | None = None) -> list[Fused[Id]]:
     """Reciprocal Rank Fusion; symbolic ranks count candidates matching a preference.
 
     Without weights every layer counts alike (the classic formula); with weights each
-    term is scaled by the layer's normalised weight.
+    term is scaled by the layer's normalised weight. k: rrf_k (>= 1, the request's range).
     """
-    if k < 1:
-        raise ValueError("rrf_k: must be >= 1")
-    order, raw, ranks, _ = _collect(branches, symbolic, vector_spaces)
+    ids, raw, ranks, _ = _collect(branches, symbolic, vector_spaces)
     layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers) if weights is not None else dict.fromkeys(layers, 1.0)
-    fused = {
-        cid: sum(w[layer] / (k + ranks[layer][cid]) for layer in layers if cid in ranks[layer])
-        for cid in order
-    }
-    return _finish(order, fused, raw, ranks, limit)
+    fused = [sum(w[layer] / (k + ranks[layer][at]) for layer in layers if at in ranks[layer])
+             for at in range(len(ids))]
+    return _finish(ids, fused, raw, ranks, limit)
 
 
-def _normalised_fusion(branches: Mapping[str, Branch], symbolic: Mapping[str, float] | None,
-                       weights: Mapping[str, float], method: str,
-                       vector_spaces: Sequence[Branch] | None = None,
-                       limit: int | None = None) -> list[Fused]:
-    order, raw, ranks, groups = _collect(branches, symbolic, vector_spaces)
+def _normalised_fusion(branches: Mapping[str, Branch[Id]], symbolic: Mapping[Id, float] | None,
+                       weights: Mapping[str, float], scale: Callable[[Sequence[float]], list[float]],
+                       vector_spaces: Sequence[Branch[Id]] | None = None,
+                       limit: int | None = None) -> list[Fused[Id]]:
+    ids, raw, ranks, groups = _collect(branches, symbolic, vector_spaces)
     layers = _active(raw, symbolic)
     w = normalise_weights(weights, layers)
-    norm: dict[str, dict[str, float]] = {}
-    scale = minmax if method == "weighted" else dbsf_normalise
+    norm: Layers = {}
     for layer in layers:
         if layer == SYMBOLIC:
             # A share of preferences is already on [0, 1] and comparable across queries.
             norm[layer] = raw[layer]
             continue
         norm[layer] = {}
-        for ids in groups if layer == VECTOR else [list(raw[layer])]:
-            values = [raw[layer][cid] for cid in ids]
-            norm[layer].update(zip(ids, scale(values), strict=True))
+        for group in groups if layer == VECTOR else [list(raw[layer])]:
+            values = [raw[layer][at] for at in group]
+            norm[layer].update(zip(group, scale(values), strict=True))
     # Each candidate's sum, layer by layer in this order (as sum() over the layers would
     # add them; a layer that did not find it adds an exact 0.0, so it is left out).
-    fused: dict[str, float] = dict.fromkeys(order, 0.0)
+    fused = [0.0] * len(ids)
     for layer in layers:
         wl = w[layer]
-        for cid, v in norm[layer].items():
-            fused[cid] += wl * v
-    return _finish(order, fused, raw, ranks, limit)
+        for at, v in norm[layer].items():
+            fused[at] += wl * v
+    return _finish(ids, fused, raw, ranks, limit)
 
 
-def weighted(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
-             symbolic: Mapping[str, float] | None = None,
-             vector_spaces: Sequence[Branch] | None = None,
-             limit: int | None = None) -> list[Fused]:
-    """Convex combination of min-max normalised layer scores."""
-    return _normalised_fusion(branches, symbolic, weights, "weighted", vector_spaces, limit)
+@method("weighted")
+def weighted(branches: Mapping[str, Branch[Id]], *, k: int = DEFAULT_RRF_K,
+             weights: Mapping[str, float] | None = None,
+             symbolic: Mapping[Id, float] | None = None,
+             vector_spaces: Sequence[Branch[Id]] | None = None,
+             limit: int | None = None) -> list[Fused[Id]]:
+    """Convex combination of min-max normalised layer scores (weights None: the default)."""
+    return _normalised_fusion(branches, symbolic, weights or DEFAULT_WEIGHTS, minmax,
+                              vector_spaces, limit)
 
 
-def dbsf(branches: Mapping[str, Branch], *, weights: Mapping[str, float] = DEFAULT_WEIGHTS,
-         symbolic: Mapping[str, float] | None = None,
-         vector_spaces: Sequence[Branch] | None = None,
-         limit: int | None = None) -> list[Fused]:
-    """Distribution-based score fusion: mean ± 3σ normalisation, then weighted sum."""
-    return _normalised_fusion(branches, symbolic, weights, "dbsf", vector_spaces, limit)
-
-
-def fuse(method: str, branches: Mapping[str, Branch], *, k: int = DEFAULT_RRF_K,
+@method("dbsf")
+def dbsf(branches: Mapping[str, Branch[Id]], *, k: int = DEFAULT_RRF_K,
          weights: Mapping[str, float] | None = None,
-         symbolic: Mapping[str, float] | None = None,
-         vector_spaces: Sequence[Branch] | None = None,
-         limit: int | None = None) -> list[Fused]:
-    """Dispatch on the method name (rrf | weighted | dbsf); limit: the best `limit` only."""
-    if method == "rrf":
-        return rrf(branches, k=k, symbolic=symbolic, weights=weights,
-                   vector_spaces=vector_spaces, limit=limit)
-    if method == "weighted":
-        return weighted(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic,
-                        vector_spaces=vector_spaces, limit=limit)
-    if method == "dbsf":
-        return dbsf(branches, weights=weights or DEFAULT_WEIGHTS, symbolic=symbolic,
-                    vector_spaces=vector_spaces, limit=limit)
-    raise ValueError(f"fusion: unknown method {method!r}; expected one of {', '.join(METHODS)}")
+         symbolic: Mapping[Id, float] | None = None,
+         vector_spaces: Sequence[Branch[Id]] | None = None,
+         limit: int | None = None) -> list[Fused[Id]]:
+    """Distribution-based score fusion: mean ± 3σ normalisation, then weighted sum."""
+    return _normalised_fusion(branches, symbolic, weights or DEFAULT_WEIGHTS, dbsf_normalise,
+                              vector_spaces, limit)
+
+
+def fuse(name: str, branches: Mapping[str, Branch[Id]], *, k: int = DEFAULT_RRF_K,
+         weights: Mapping[str, float] | None = None,
+         symbolic: Mapping[Id, float] | None = None,
+         vector_spaces: Sequence[Branch[Id]] | None = None,
+         limit: int | None = None) -> list[Fused[Id]]:
+    """The method registered as `name`; limit: the best `limit` only."""
+    fn = METHODS.get(name)
+    if fn is None:
+        raise ValueError(f"fusion: unknown method {name!r}; expected one of {', '.join(METHODS)}")
+    return fn(branches, k=k, weights=weights, symbolic=symbolic, vector_spaces=vector_spaces,
+              limit=limit)
+
+
+assert set(METHODS) == set(FUSIONS), "every fusion method declared has its function"

@@ -13,11 +13,10 @@ from typing import Any
 
 from psycopg import sql
 
-from internal.api.vectord import Filter, SearchRequest
+from internal.api.vectord import Filter
 from internal.common.errors import InvalidArgument
 from internal.vectord import tables
 from internal.vectord.lexical import sql_index, versions
-from internal.vectord.search import fusion
 from internal.vectord.storage.filters import build_clauses
 
 _CANDIDATES = """
@@ -93,14 +92,3 @@ def vector_only_sql(corpus_id: int, operator: str) -> bytes:
     return sql.SQL(_VEC_ONLY).format(op=sql.SQL(operator), version=sql.SQL(versions.VERSION_OF),
                                      table=tables.items_table(corpus_id)).as_bytes(None)
 
-
-def fusion_weights(req: SearchRequest) -> dict[str, float] | None:
-    """The request's layer weights, checked (None: the method's default)."""
-    if req.weights is None:
-        return None
-    try:
-        fusion.normalise_weights(req.weights, fusion.LAYERS)
-    except ValueError as exc:
-        field, _, _ = str(exc).partition(":")
-        raise InvalidArgument(str(exc), field=field) from None
-    return dict(req.weights)

@@ -12,7 +12,7 @@ from internal.vectord.lexical import postings, postings_union, sql_index
 from internal.vectord.search import hits, reads, union_merge
 from internal.vectord.search.lexical_options import union_languages
 from internal.vectord.search.options import Options
-from internal.vectord.search.outcome import Outcome, each, keep, weight
+from internal.vectord.search.outcome import Federation, Outcome, each, keep
 from internal.vectord.storage.store import Store
 
 
@@ -34,7 +34,7 @@ async def prepared(store: Store, p: Options, outcomes: list[Outcome]
     fails alone (the registry is re-read once)."""
     live = [o for o in outcomes if o.error is None and o.corpus is not None]
     corpora = [o.corpus for o in live if o.corpus is not None]
-    langs, auto = union_languages(p.req, corpora) if corpora else ([], [])
+    langs, auto = union_languages(p, corpora) if corpora else ([], [])
     try:
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, fw(p),
                                        trust=p.trust_cache)
@@ -48,7 +48,7 @@ async def prepared(store: Store, p: Options, outcomes: list[Outcome]
                 o.error = exc
         live = [o for o in live if o.error is None]
         corpora = [o.corpus for o in live if o.corpus is not None]
-        langs, auto = union_languages(p.req, corpora) if corpora else ([], [])
+        langs, auto = union_languages(p, corpora) if corpora else ([], [])
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, fw(p),
                                        trust=p.trust_cache)
     return ({c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}, prep.stats,
@@ -118,8 +118,8 @@ def score_of(ix: postings.CorpusIndex, s: postings.F64, item_id: str) -> float |
 
 
 async def memory_lexical(store: Store, p: Options, outcomes: list[Outcome],
-                          weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
-    req = p.req
+                          fed: Federation) -> list[Hit]:
+    inc = fed.include
     indexes, stats, expect = await prepared(store, p, outcomes)
     if stats is None and not inc:
         await reads.check_versions(store, expect)
@@ -130,7 +130,7 @@ async def memory_lexical(store: Store, p: Options, outcomes: list[Outcome],
         if stats is None:  # no query lexeme anywhere: `include` items score BM25 0
             return corpus, [], dict.fromkeys(inc.get(corpus.name, []), 0.0)
         s = bm25_scores(p, ix, stats)
-        found = await filtered_top(store, p, corpus, ix, s, req.k)
+        found = await filtered_top(store, p, corpus, ix, s, p.k)
         have = {i for i, _ in found}
         extra = {i: score_of(ix, s, i) or 0.0 for i in inc.get(corpus.name, [])
                  if i not in have}
@@ -140,13 +140,13 @@ async def memory_lexical(store: Store, p: Options, outcomes: list[Outcome],
     corpora: dict[int, Corpus] = {}
     for o, (corpus, found, extra) in await each(store, outcomes, run):
         corpora[o.position] = corpus
-        w = weight(o, weights)
+        w = fed.weight(o)
         for i, sc in found:
             ranked.append((-union_merge.weighted_score(sc, w), i, o.position, False, sc))
         for i, sc in extra.items():
             ranked.append((-union_merge.weighted_score(sc, w), i, o.position, True, sc))
     ranked.sort(key=lambda r: r[:3])
-    kept = keep(ranked, req.k, lambda r: r[3])  # r[3]: an `include` item
+    kept = keep(ranked, p.k, lambda r: r[3])  # r[3]: an `include` item
     wanted: dict[int, list[str]] = {}
     for r in kept:
         wanted.setdefault(r[2], []).append(r[1])

@@ -1,7 +1,7 @@
-"""The request-wide options of a search (`Options`, checked once by validation.check)
-and one corpus's hybrid candidates (`Candidates`, private to the search paths: the
-search_*.py modules, search/candidates.py and feedback). Their own module so that those and
-search_reads import them without importing each other."""
+"""A search as the engine works on it (`Options`, checked once by validation.check from the
+request, which nothing reads after it) and one corpus's hybrid candidates (`Candidates`,
+keyed by `union_merge.Key`). Their own module so that the search paths and the reads
+import them without importing each other."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 from psycopg import sql
 
 from internal.api.ranker import QueryStats
-from internal.api.vectord import SearchRequest
+from internal.api.vectord import QueryVector
 from internal.vectord.search import prf, query_vectors
+from internal.vectord.search.union_merge import Key
+from lakehouse.wire.modes import ModeSpec
 
 
 @dataclass
@@ -27,11 +29,17 @@ class RankerAsk:
 class Options:
     """The request-wide options of a search, checked once before any corpus is touched."""
 
-    req: SearchRequest
+    mode: ModeSpec
+    k: int
+    text: str  # what the mode searches with ("" for none; not stripped: a cache key)
+    query_text: str  # the request's own text, whatever the mode (highlights read it)
+    query_vector: list[float] | None
+    query_vectors: list[QueryVector] | None
+    # The query's regconfig when the request names a language, else None (each corpus's).
+    language: str | None
     where: sql.Composable
     params: dict[str, Any]
     filtered: bool
-    text: str
     k1: float
     b: float
     field_weights: dict[str, float]
@@ -51,11 +59,11 @@ class Options:
 
 @dataclass
 class Candidates:
-    vec: list[tuple[str, float]]  # (key, distance), nearest first
-    lex: list[tuple[str, float]]  # (key, BM25), best first
-    sym: dict[str, float]  # key -> share of preferences met
+    vec: list[tuple[Key, float]]  # (key, distance), nearest first
+    lex: list[tuple[Key, float]]  # (key, BM25), best first
+    sym: dict[Key, float]  # key -> share of preferences met
     # `include` items, scored in the branches their natural lists missed.
-    extra_vec: list[tuple[str, float]] = field(default_factory=list)
-    extra_lex: list[tuple[str, float]] = field(default_factory=list)
-    included: set[str] = field(default_factory=set)  # keys found by no branch on their own
+    extra_vec: list[tuple[Key, float]] = field(default_factory=list)
+    extra_lex: list[tuple[Key, float]] = field(default_factory=list)
+    included: set[Key] = field(default_factory=set)  # keys found by no branch on their own
     space: int = query_vectors.PLAIN  # the embedding space its vector candidates are from

@@ -1,13 +1,14 @@
-"""One corpus's part of a search (`Outcome`), run with its failure kept on it, and the
-loops every search path shares: each corpus concurrently (`each`), the top k plus every
-included item (`keep`)."""
+"""One corpus's part of a search (`Outcome`), run with its failure kept on it; what the
+caller adds to the union of corpora (`Federation`: corpus weights, `include`, the
+playbook's factors); and the loops every search path shares: each corpus concurrently
+(`each`), the top k plus every included item (`keep`)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import psycopg
@@ -34,6 +35,23 @@ class Outcome:
     took_ms: float = 0.0
     hits: int = 0
     skipped: str | None = None  # why no query vector fits its space (query_vectors)
+
+
+@dataclass(frozen=True)
+class Federation:
+    """What the caller adds to the union of corpora, by corpus name: the corpus weights
+    (after fusion), the `include` ids (scored as candidates whatever retrieval finds), and
+    (corpus, id) -> the playbook's factor (hybrid: applied inside the fusion)."""
+
+    weights: dict[str, float] = field(default_factory=dict)
+    include: dict[str, list[str]] = field(default_factory=dict)
+    factors: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def weight(self, o: Outcome) -> float:
+        return self.weights.get(o.name, 1.0)
+
+    def weighs_all_one(self, outcomes: Iterable[Outcome]) -> bool:
+        return all(self.weights.get(o.name, 1.0) == 1.0 for o in outcomes)
 
 
 def ms(started: float) -> float:
@@ -96,13 +114,9 @@ async def each(store: Store, outcomes: Sequence[Outcome],
             if o.error is None and r is not None]
 
 
-def weight(o: Outcome, weights: dict[str, float]) -> float:
-    return weights.get(o.name, 1.0)
-
-
 def choose(p: Options, o: Outcome, corpus: Corpus) -> query_vectors.Choice:
     """The corpus's query vector and space; a skip is noted on its outcome."""
-    choice = query_vectors.choose(corpus, p.req.query_vector, p.req.query_vectors)
+    choice = query_vectors.choose(corpus, p.query_vector, p.query_vectors)
     o.skipped = choice.skipped
     return choice
 

@@ -25,11 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from internal.api.vectord import Prf
-from internal.common.errors import InvalidArgument
-
-MAX_DOCS = 50
-MAX_TERMS = 100
-MAX_WEIGHT = 10.0
+from internal.vectord.search.union_merge import Key
 
 
 @dataclass(frozen=True)
@@ -58,20 +54,11 @@ class Settings:
 DEFAULT = Settings(docs=10, terms=10, weight=0.5, vector=False, min_docs=100)
 
 
-def settings(req: Prf | None) -> Settings:
-    """The request's feedback settings, checked (400 naming the field), or the default."""
-    if req is None:
+def settings(given: Prf | None) -> Settings:
+    """The request's feedback settings (in range by the wire type), or the default."""
+    if given is None:
         return DEFAULT
-    if not 0 <= req.docs <= MAX_DOCS:
-        raise InvalidArgument(f"prf.docs: must be in 0..{MAX_DOCS}, got {req.docs}",
-                              field="prf.docs")
-    if not 0 <= req.terms <= MAX_TERMS:
-        raise InvalidArgument(f"prf.terms: must be in 0..{MAX_TERMS}, got {req.terms}",
-                              field="prf.terms")
-    if not (math.isfinite(req.weight) and 0 <= req.weight <= MAX_WEIGHT):
-        raise InvalidArgument(f"prf.weight: must be a number in 0..{MAX_WEIGHT}",
-                              field="prf.weight")
-    return Settings(req.docs, req.terms, float(req.weight), req.vector)
+    return Settings(given.docs, given.terms, float(given.weight), given.vector)
 
 
 def rocchio(query: npt.NDArray[np.float32], docs: Sequence[npt.NDArray[np.float32]],
@@ -96,7 +83,7 @@ def idf(df: float, n: float) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-def relevance_model(docs: Mapping[str, Mapping[str, float]], doc_weights: Mapping[str, float]
+def relevance_model(docs: Mapping[Key, Mapping[str, float]], doc_weights: Mapping[Key, float]
                     ) -> dict[str, float]:
     """P(t|R) = Σ_d P(d) · tf(t, d) / |d|; P(d) are doc_weights normalised to sum 1."""
     total = sum(max(0.0, doc_weights.get(d, 0.0)) for d in docs)

@@ -3,7 +3,7 @@ statistics, the `include` items' rows with their branch scores, the hits' rows r
 (one UNION ALL over several corpora, with the lexical versions a search scored at
 checked on the same rows), and what feedback reads (documents' vectors and lexemes,
 document frequencies). Storage: every statement here; the search's plan and merge are
-in search/engine.py and the search_*.py modules, search/fusion.py and union_merge.py, feedback's pass in
+in search/engine.py and the modes (search/modes/), search/fusion.py and union_merge.py, feedback's pass in
 search/feedback.py."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from internal.api.vectord import Corpus
 from internal.pg import union
 from internal.vectord import tables
 from internal.vectord.lexical import sql_index, versions
-from internal.vectord.search import fusion_sql, union_merge
+from internal.vectord.search import fusion_sql
 from internal.vectord.search.lexical_options import query_languages, union_languages
 from internal.vectord.search.options import Options
 from internal.vectord.storage import schema
@@ -37,7 +37,7 @@ class Stale(Exception):
 async def union_stats(store: Store, p: Options, corpora: Sequence[Corpus]
                       ) -> sql_index.QueryStats | None:
     """The query side of BM25 over the union of corpora (None: no query lexeme matches)."""
-    langs, auto = union_languages(p.req, corpora)
+    langs, auto = union_languages(p, corpora)
     src = sql_index.stats_sources([c.id for c in corpora])
     # auto corpora: the languages they hold, not every one plus `simple` (sql_index.held_languages)
     stmt = sql.SQL(sql_index.UNION_STATS).format(held=sql_index.held_languages(
@@ -73,7 +73,7 @@ async def included(store: Store, p: Options, corpus: Corpus, ids: Sequence[str],
     lex_scores: their BM25, scored in memory (an id not in it has none).
     """
     table = tables.items_table(corpus.id)
-    langs = query_languages(p.req, corpus)
+    langs = query_languages(p, corpus)
     lexical_branch = lex_scores is None and bool(text.strip()) and (
         stats is not None or not federated)
     bm25: sql.Composable = (
@@ -252,7 +252,7 @@ async def read_rows(store: Store, corpora: dict[int, Corpus], wanted: dict[int, 
                                                    for pos, ids in wanted.items()},
                                      row_factory=dict_row)
         for row in rows:
-            row["key"] = union_merge.key(row["id"], int(row.pop("pos")))
+            row["key"] = (row["id"], int(row.pop("pos")))
         return list(rows)
 
     async def read(pos: int) -> list[dict[str, Any]]:
@@ -260,7 +260,7 @@ async def read_rows(store: Store, corpora: dict[int, Corpus], wanted: dict[int, 
         async with store.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(stmt, {"ids": wanted[pos]})
-            return [{**row, "key": union_merge.key(row["id"], pos)}
+            return [{**row, "key": (row["id"], pos)}
                     for row in await cur.fetchall()]
 
     return [row for part in await asyncio.gather(*(read(pos) for pos in wanted)) for row in part]

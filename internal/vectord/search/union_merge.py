@@ -11,51 +11,36 @@ hit still attributed to its corpus. It holds because
   corpus: per-corpus min-max or rank fusion gives every corpus's best hit the same score.
 Ties are broken the way the union's SQL breaks them (by id), then by corpus position.
 
-Candidates are named by a key that is unique across corpora and sorts by item id first:
-`key(id, position)`. Ids never contain NUL (vectord refuses it), so the separator sorts
-below any character of an id.
+A candidate is named by its `Key`, (item id, corpus position): unique across corpora,
+and ordered by item id first, then position.
 
 `corpus_weights` tilt a corpus after fusion, as Meilisearch's federated search does:
-score-ranked modes rank by `merge_score = score * w`; vector mode by
+score-ranked modes rank by `merge_score = score * w`; distance-ranked modes by
 `merge_distance = distance / w` (the playbook boost's convention: a weight of 2 counts
-like halving the distance). Keyword mode is ordered by time and takes no weight.
+like halving the distance). Modes merged newest first take no weight.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-_SEP = "\x00"
+from internal.api.vectord import Hit
+from lakehouse.wire.modes import Merge
+
+Key = tuple[str, int]  # (item id, corpus position)
 
 
-def _suffix(position: int) -> str:
-    return f"{_SEP}{position:06d}"
+def keyed(rows: Iterable[tuple[str, float]], position: int) -> list[tuple[Key, float]]:
+    """(key, value) of each (item id, value) of the corpus at `position`."""
+    return [((item_id, position), v) for item_id, v in rows]
 
 
-def key(item_id: str, position: int) -> str:
-    """The cross-corpus candidate key of item_id in the corpus at `position`."""
-    return item_id + _suffix(position)
-
-
-def keyed(rows: Iterable[tuple[str, float]], position: int) -> list[tuple[str, float]]:
-    """(key, value) of each (item id, value) of the corpus at `position`: `key` with its
-    suffix formatted once (a hundred keys: 8 instead of 33 us, four lists a search)."""
-    suffix = _suffix(position)
-    return [(item_id + suffix, v) for item_id, v in rows]
-
-
-def unkey(k: str) -> tuple[str, int]:
-    """(item id, corpus position) of a key."""
-    item_id, _, pos = k.rpartition(_SEP)
-    return item_id, int(pos)
-
-
-def top_by_distance(rows: Sequence[tuple[str, float]], n: int) -> list[tuple[str, float]]:
+def top_by_distance(rows: Sequence[tuple[Key, float]], n: int) -> list[tuple[Key, float]]:
     """The n nearest (key, distance) rows, nearest first, ties by key."""
     return sorted(rows, key=lambda r: (r[1], r[0]))[:n]
 
 
-def top_by_score(rows: Sequence[tuple[str, float]], n: int) -> list[tuple[str, float]]:
+def top_by_score(rows: Sequence[tuple[Key, float]], n: int) -> list[tuple[Key, float]]:
     """The n best (key, score) rows, best first, ties by key."""
     return sorted(rows, key=lambda r: (-r[1], r[0]))[:n]
 
@@ -68,3 +53,26 @@ def weighted_score(score: float, weight: float) -> float:
 def weighted_distance(distance: float, weight: float) -> float:
     """A distance-ranked hit's cross-corpus key: its distance divided by its corpus's weight."""
     return distance / weight
+
+
+def merged_hits(found: Iterable[tuple[int, float, Sequence[Hit]]], merge: Merge
+                ) -> list[Hit]:
+    """The hits of several corpora (position, weight, hits) in one ranking by the mode's
+    rule: by distance (merge_distance set), by score (merge_score set) or newest first
+    (no weight); ties by id, then position."""
+    rows: list[tuple[float, str, int, Hit]] = []
+    for position, w, hits in found:
+        for h in hits:
+            if merge == "distance":
+                assert h.distance is not None
+                h.merge_distance = weighted_distance(h.distance, w)
+                rows.append((h.merge_distance, h.id, position, h))
+            elif merge == "score":
+                assert h.score is not None
+                h.merge_score = weighted_score(h.score, w)
+                rows.append((-h.merge_score, h.id, position, h))
+            else:
+                rows.append((-h.updated_at.timestamp(), h.id, position, h))
+    rows.sort(key=lambda r: r[:3])
+    return [r[3] for r in rows]
+

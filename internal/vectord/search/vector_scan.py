@@ -15,6 +15,7 @@ from internal.pg.replicas import ReplicaFailed
 from internal.vectord.search import fusion_sql, hits, query_vectors, reads, union_merge
 from internal.vectord.search.options import Options
 from internal.vectord.search.outcome import Member, Outcome, choose
+from internal.vectord.search.union_merge import Key
 from internal.vectord.storage import schema
 from internal.vectord.storage.store import Store
 
@@ -24,7 +25,7 @@ log = structlog.get_logger()
 async def vectors_of(store: Store, p: Options, outcomes: list[Outcome],
                       inc: dict[str, list[str]], n: int
                       ) -> tuple[list[Outcome], dict[int, query_vectors.Choice],
-                                 dict[int, list[tuple[str, float]]]]:
+                                 dict[int, list[tuple[Key, float]]]]:
     """The live outcomes, each one's query vector and space (by position), and the vector
     candidates of those a shared index serves (shared_scans; `include` corpora not)."""
     live = [o for o in outcomes if o.error is None and o.corpus is not None]
@@ -36,7 +37,7 @@ async def vectors_of(store: Store, p: Options, outcomes: list[Outcome],
 
 
 async def shared_scans(store: Store, p: Options, members: Sequence[Member], n: int
-                        ) -> dict[int, list[tuple[str, float]]]:
+                        ) -> dict[int, list[tuple[Key, float]]]:
     """The vector candidates of the corpora their space's shared index serves: one scan
     per (space, query vector), the union's n nearest; position -> (key, distance),
     nearest first. The others (absent from the answer) search their own tables.
@@ -53,7 +54,7 @@ async def shared_scans(store: Store, p: Options, members: Sequence[Member], n: i
     if not any(len(g) > 1 for g in groups.values()):
         return {}
     sizes = await store.space_sizes()
-    out: dict[int, list[tuple[str, float]]] = {}
+    out: dict[int, list[tuple[Key, float]]] = {}
 
     async def scan(space_id: int, group: list[Member]) -> None:
         known = sizes.get(space_id, {})
@@ -74,9 +75,9 @@ async def shared_scans(store: Store, p: Options, members: Sequence[Member], n: i
         if rows is None:
             return  # changes pending: the corpora's own graphs answer
         position = {c.id: pos for pos, c, _, _ in group}
-        found: dict[int, list[tuple[str, float]]] = {pos: [] for pos, _, _, _ in group}
+        found: dict[int, list[tuple[Key, float]]] = {pos: [] for pos, _, _, _ in group}
         for cid, item_id, d in rows:
-            found[position[cid]].append((union_merge.key(item_id, position[cid]), d))
+            found[position[cid]].append(((item_id, position[cid]), d))
         out.update(found)
 
     await asyncio.gather(*(scan(sid, g) for (sid, _), g in groups.items()))
@@ -84,16 +85,16 @@ async def shared_scans(store: Store, p: Options, members: Sequence[Member], n: i
 
 
 async def shared_hits(store: Store, corpora: dict[int, Corpus],
-                       shared: dict[int, list[tuple[str, float]]]) -> dict[int, list[Hit]]:
+                       shared: dict[int, list[tuple[Key, float]]]) -> dict[int, list[Hit]]:
     """The hits of a shared-index scan, their rows read from their corpora's tables."""
-    wanted = {pos: [union_merge.unkey(key)[0] for key, _ in found]
+    wanted = {pos: [key[0] for key, _ in found]
               for pos, found in shared.items() if found and pos in corpora}
     rows = await reads.read_items(store, corpora, wanted) if wanted else {}
     out: dict[int, list[Hit]] = {}
     for pos, corpus in corpora.items():
         found = []
         for key, d in shared.get(pos, []):
-            row = rows.get((pos, union_merge.unkey(key)[0]))
+            row = rows.get((pos, key[0]))
             if row is not None:  # deleted between the statements
                 found.append({**row, "distance": d})
         out[pos] = hits.from_vector_rows(corpus, found)
@@ -103,7 +104,7 @@ async def shared_hits(store: Store, corpora: dict[int, Corpus],
 async def first_vectors(store: Store, p: Options, outcomes: list[Outcome],
                          inc: dict[str, list[str]]
                          ) -> tuple[list[Outcome], dict[int, query_vectors.Choice],
-                                    dict[int, list[tuple[str, float]]], dict[int, int]]:
+                                    dict[int, list[tuple[Key, float]]], dict[int, int]]:
     """vectors_of, plus the vector candidates of the corpora searched on their own
     graphs (hybrid's first pass, read beside the lexical index) and those corpora's
     lexical versions, read in the same statements (corpus id -> version)."""
@@ -125,7 +126,7 @@ async def first_vectors(store: Store, p: Options, outcomes: list[Outcome],
 
 async def _own_scan(store: Store, p: Options, position: int, corpus: Corpus,
                     vector: list[float]
-                    ) -> tuple[list[tuple[str, float]], int | None] | None:
+                    ) -> tuple[list[tuple[Key, float]], int | None] | None:
     """One corpus's vector candidates from its own graph, unfiltered (the candidates
     statement's vector branch alone, fusion_sql.vector_only_sql), and the corpus's lexical
     version read with them (None: no row to read it from). None when it fails: the

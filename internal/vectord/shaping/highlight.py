@@ -49,7 +49,7 @@ async def query_lexemes(store: Store, p: Options, corpora: Sequence[Corpus], *,
     if not lexical_memory.in_memory(store):
         stats = await reads.union_stats(store, p, corpora)
         return (stats.lexemes if stats is not None else []), {}
-    langs, auto = union_languages(p.req, corpora)
+    langs, auto = union_languages(p, corpora)
     try:
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto,
                                        lexical_memory.fw(p), trust=trust)
@@ -151,14 +151,14 @@ def with_bigrams(h: Hit, text: str, spans: Spans, lexemes: Collection[str]) -> S
     return cjk.merged(spans, cjk.marks(text, lexemes))
 
 
-async def highlight(store: Store, p: Options, req_text: str | None, hl: Highlight,
-                    corpora: dict[str, Corpus], hits: list[Hit]) -> None:
+async def highlight(store: Store, p: Options, hl: Highlight, corpora: dict[str, Corpus],
+                    hits: list[Hit]) -> None:
     """Each hit's `highlight` and `highlight_kind` (lexical marks, else the field's lead)."""
     if not hits:
         return
     found: dict[tuple[str, str], dict[str, tuple[str, Spans]]] = {}
     # The search's own text (not stripped: the key of the query's lexemes it cached).
-    text = p.text or req_text or ""
+    text = p.text or p.query_text
     searched = [c for c in corpora.values() if any(h.corpus == c.name for h in hits)]
     lexemes, views = await query_lexemes(store, replace(p, text=text), searched)
     if lexemes:

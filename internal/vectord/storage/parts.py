@@ -14,6 +14,7 @@ from psycopg import AsyncConnection
 
 from internal.api.vectord import Corpus
 from internal.config import VectordConfig
+from internal.pg.backend_nice import BackendNice
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord.lexical.memory_index import LexIndex
@@ -64,6 +65,8 @@ class StoreParts:
     # Bulk writes hold at most write_slots of the pool at once (`write_connection`).
     write_slots: int
     _writes: asyncio.Semaphore
+    # The write connections' backends at a lower OS priority (`write_connection`).
+    write_nice: BackendNice
 
     def searching_a_replica(self) -> bool:
         """Whether the search in this context reads a standby."""
@@ -78,6 +81,13 @@ class StoreParts:
     @contextlib.asynccontextmanager
     async def write_connection(self) -> AsyncIterator[Conn]:
         """A connection for a bulk write: at most write_slots at once, so searches always
-        find the rest of the pool free (writes queue here, not in front of searches)."""
+        find the rest of the pool free (writes queue here, not in front of searches); its
+        backend at a lower OS priority while it writes (`write_nice`, a local server)."""
         async with self._writes, self.pool.connection() as conn:
-            yield conn
+            pid = conn.info.backend_pid
+            lowered = self.write_nice.lower(conn.info.host, pid)
+            try:
+                yield conn
+            finally:
+                if lowered and not self.write_nice.restore(pid):
+                    await conn.close()  # never lent to a search at the lower priority

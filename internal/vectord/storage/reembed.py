@@ -6,6 +6,11 @@ in batches into a second vector column (storage/reembed_sql.py). Searches keep t
 vectors until every item has a new one; writes meanwhile reach both (a changed item is
 embedded again); then one transaction switches. The job's state lives in PostgreSQL, so
 a restart resumes it, on whichever vectord takes it first (one at a time per corpus).
+
+embedd's model listing may say that a model is superseded by another (the local model's
+numerics, DECISIONS.md "Vector and embeddings"): at start and at every scan, each corpus
+of a superseded model with no job yet is moved to the model replacing it, by the same
+job. A new stack has no such corpus and moves nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ BATCH = 64  # texts per embedding call
 RETRY_SECONDS = 5.0  # after a failed batch (embedd down): the job is tried again then
 # Session advisory lock class: the vectord running a corpus's job holds (class, corpus id).
 JOB_LOCK_CLASS = 0x5EE
-RETRY_SECONDS = 2.0  # a job interrupted by PostgreSQL going away is tried again after this
+PG_RETRY_SECONDS = 2.0  # a job interrupted by PostgreSQL going away is tried again after this
+SCAN_SECONDS = 30.0  # pending jobs and superseded models are looked for this often
 
 
 class Reembedder:
@@ -46,6 +52,9 @@ class Reembedder:
         self.embed = embed
         self.wake = asyncio.Event()
         self.running: set[int] = set()
+        self.checked = asyncio.Event()  # set after each look for superseded models
+        self.moved: list[str] = []  # the corpora this vectord began moving that way
+        self._check_retry = RETRY_SECONDS
 
     async def start(self, corpus: Corpus, model: str) -> ReembedStarted:
         """Check the model (400 naming it when embedd serves no such model; 409 when it
@@ -80,9 +89,51 @@ class Reembedder:
             state = Reembedding(model=probe.model, dim=probe.dim, done=0, total=0)
         return ReembedStarted(corpus=corpus.name, **msgspec.structs.asdict(state))
 
+    async def supersede(self) -> list[str]:
+        """Begin moving each corpus whose model embedd lists as superseded to the model
+        replacing it; the corpora begun. Idempotent: a corpus has one job at most (in
+        PostgreSQL), and one with a job is left to it."""
+        if self.embed is None:
+            return []
+        moves = await self.embed.superseded()
+        begun: list[str] = []
+        for corpus in await self.store.corpora_to_move(sorted(moves)) if moves else []:
+            assert corpus.model is not None
+            try:
+                await self.start(corpus, moves[corpus.model])
+            except Conflict:
+                continue  # another vectord began it meanwhile
+            except LakehouseError as exc:  # e.g. embedd no longer serves the new model
+                log.warning("reembed_supersede_failed", corpus=corpus.name, error=exc.message)
+                continue
+            log.info("reembed_superseded", corpus=corpus.name, model=corpus.model,
+                     to=moves[corpus.model])
+            begun.append(corpus.name)
+        return begun
+
+    async def _check_superseded(self) -> None:
+        """supersede(), its failure (embedd not answering yet: the stack starting) tried
+        again soon, then less and less often (up to every scan); a warning once the
+        failures have lasted that long."""
+        try:
+            self.moved += await self.supersede()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            lasting = self._check_retry >= SCAN_SECONDS
+            (log.warning if lasting else log.info)("reembed_supersede_check_failed",
+                                                   error=str(exc))
+            asyncio.get_running_loop().call_later(self._check_retry, self.wake.set)
+            self._check_retry = min(2 * self._check_retry, SCAN_SECONDS)
+            return
+        self._check_retry = RETRY_SECONDS
+        self.checked.set()
+
     async def run_forever(self) -> None:
-        """Run every pending job (at start-up, when woken, and every 30 s)."""
+        """Move corpora of superseded models, and run every pending job (at start-up,
+        when woken, and every SCAN_SECONDS)."""
         while True:
+            await self._check_superseded()
             try:
                 for corpus_id in await self.store.reembed_jobs():
                     if corpus_id not in self.running:
@@ -93,7 +144,7 @@ class Reembedder:
                 raise
             except Exception as exc:
                 log.warning("reembed_scan_failed", error=str(exc))
-            await waits.event(self.wake, 30.0)
+            await waits.event(self.wake, SCAN_SECONDS)
             self.wake.clear()
 
     def _finished(self, corpus_id: int) -> Any:
@@ -119,7 +170,7 @@ class Reembedder:
                     # The server went away (a restart, an HA failover): the job is not at
                     # fault; it stays pending and is picked up again once PostgreSQL is back.
                     log.warning("reembed_interrupted", corpus_id=corpus_id, error=str(exc))
-                    asyncio.get_running_loop().call_later(RETRY_SECONDS, self.wake.set)
+                    asyncio.get_running_loop().call_later(PG_RETRY_SECONDS, self.wake.set)
                     return
                 log.warning("reembed_failed", corpus_id=corpus_id, error=str(exc))
                 with contextlib.suppress(Exception):

@@ -21,6 +21,7 @@ from internal.api.vectord import Corpus
 from internal.vectord import tables
 from internal.vectord.lexical import sql_index
 from internal.vectord.storage import schema, space_index
+from internal.vectord.storage.parts import CORPUS_COLUMNS
 
 Conn = psycopg.AsyncConnection[Any]
 
@@ -29,6 +30,10 @@ INSERT INTO vectord_reembed (corpus_id, model, dim) VALUES (%(id)s, %(model)s, %
 ON CONFLICT (corpus_id) DO NOTHING RETURNING corpus_id"""
 JOB = "SELECT corpus_id, model, dim, error FROM vectord_reembed WHERE corpus_id = %(id)s"
 JOBS = "SELECT corpus_id FROM vectord_reembed ORDER BY corpus_id"
+# The corpora of some models with no re-embedding under way (a superseded model's).
+TO_MOVE = f"""
+SELECT {CORPUS_COLUMNS} FROM vectord_corpora AS c WHERE c.model = ANY(%(models)s)
+AND NOT EXISTS (SELECT 1 FROM vectord_reembed AS r WHERE r.corpus_id = c.id) ORDER BY c.name"""
 FAIL = "UPDATE vectord_reembed SET error = %(error)s WHERE corpus_id = %(id)s"
 FINISH = "DELETE FROM vectord_reembed WHERE corpus_id = %(id)s"
 PENDING = """
@@ -85,6 +90,13 @@ async def job(conn: Conn, corpus_id: int) -> Job | None:
 async def jobs(conn: Conn) -> list[int]:
     cur = await conn.execute(JOBS)
     return [int(r[0]) for r in await cur.fetchall()]
+
+
+async def to_move(conn: Conn, models: list[str]) -> list[Corpus]:
+    """The corpora of models with no re-embedding under way, in name order."""
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(TO_MOVE, {"models": models})
+    return [Corpus(**row) for row in await cur.fetchall()]
 
 
 async def pending(conn: Conn, corpus_id: int, n: int, after: str = "") -> list[dict[str, Any]]:

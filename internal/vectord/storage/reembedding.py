@@ -47,6 +47,11 @@ class ReembedPart(StoreParts):
         async with self.pool.connection() as conn:
             return await reembed_sql.jobs(conn)
 
+    async def corpora_to_move(self, models: list[str]) -> list[Corpus]:
+        """The corpora of these models with no re-embedding under way."""
+        async with self.pool.connection() as conn:
+            return await reembed_sql.to_move(conn, models)
+
     async def reembed_job(self, corpus_id: int) -> reembed_sql.Job | None:
         async with self.pool.connection() as conn:
             return await reembed_sql.job(conn, corpus_id)

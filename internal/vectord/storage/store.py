@@ -25,6 +25,7 @@ from internal.common import access
 from internal.common.auth import caller
 from internal.common.errors import Conflict, NotFound, Unavailable
 from internal.config import VectordConfig
+from internal.pg.backend_nice import BackendNice
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import tables
@@ -100,6 +101,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         self._sizes_at = float("-inf")
         self.write_slots = cfg.write_connections or max(1, cfg.pool_max // 2)
         self._writes = asyncio.Semaphore(self.write_slots)
+        self.write_nice = BackendNice(cfg.write_nice)
 
     async def wal_position(self) -> str:
         """The primary's WAL position now (after every write committed before the call)."""
@@ -217,18 +219,20 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
-        out = []
+        """Every corpus with its count, and its `reembed` progress while one runs."""
+        counted: list[tuple[Corpus, int]] = []
         async with self.pool.connection() as conn:
+            moving = set(await reembed_sql.jobs(conn))
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(LIST_CORPORA)
             for row in await cur.fetchall():
                 corpus = Corpus(**row)
                 try:
-                    n = await self.count(conn, corpus)
+                    counted.append((corpus, await self.count(conn, corpus)))
                 except psycopg.errors.UndefinedTable:
                     continue  # dropped between the two statements
-                out.append(corpus.public(n))
-        return out
+        return [corpus.public(n, await self.reembed_progress(corpus) if corpus.id in moving
+                              else None) for corpus, n in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""
@@ -278,7 +282,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
             await reembed_sql.cancel(conn, corpus.id)
         return corpus
 
-    async def build_index(self, name: str) -> dict[str, Any]:
+    async def build_index(self, name: str) -> wire.IndexBuilt:
         """Build the corpus's HNSW index if missing (after a deferred bulk load)."""
         corpus = await self.corpus(name, fresh=True)
         started = time.perf_counter()
@@ -296,7 +300,8 @@ class Store(ItemsPart, SearchPart, ReembedPart):
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
         self._cache.pop(name, None)
-        return {"corpus": name, "index": "hnsw", "seconds": round(time.perf_counter() - started, 3)}
+        return wire.IndexBuilt(corpus=name, index="hnsw",
+                               seconds=round(time.perf_counter() - started, 3))
 
     async def ping(self) -> dict[str, Any]:
         async with self.pool.connection(timeout=5.0) as conn:

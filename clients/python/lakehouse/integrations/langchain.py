@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from lakehouse.client import Client
 from lakehouse.integrations._hits import hit_key, hit_metadata, search_async, search_options
 from lakehouse.wire.responses import MatrixHit
-from lakehouse.wire.shapes import Mode
+from lakehouse.wire.search import ModeName
 
 
 class LakehouseRetriever(BaseRetriever):
@@ -38,7 +38,7 @@ class LakehouseRetriever(BaseRetriever):
     client: Client | None = None
     corpora: list[str] | None = None
     k: int = 4
-    mode: Mode | None = None
+    mode: ModeName | None = None
     filter: dict[str, Any] | None = None
     use_playbook: bool = False
     group_by: str | None = None  # "parent": one document per wiki page

@@ -24,7 +24,7 @@ from lakehouse.integrations._hits import (
     search_options,
 )
 from lakehouse.wire.responses import MatrixHit
-from lakehouse.wire.shapes import Mode
+from lakehouse.wire.search import ModeName
 
 # Shown to the LLM and the embedder with a node's text; the rest of the metadata is kept
 # on the node for the caller (scores, ranks, ids).
@@ -42,7 +42,7 @@ class LakehouseRetriever(BaseRetriever):
     """
 
     def __init__(self, client: Client | None = None, *, corpora: list[str] | None = None,
-                 k: int = 4, mode: Mode | None = None,
+                 k: int = 4, mode: ModeName | None = None,
                  filter: Mapping[str, Any] | None = None, use_playbook: bool = False,
                  search_kwargs: Mapping[str, Any] | None = None, group_by: str | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:

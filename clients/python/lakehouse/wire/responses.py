@@ -17,7 +17,7 @@ from lakehouse.wire.ranker import RankerUse
 from lakehouse.wire.shapes import Hit
 
 
-class ErrorDetail(msgspec.Struct):
+class ErrorDetail(msgspec.Struct, omit_defaults=True):  # `field` absent unless one is at fault
     code: str
     message: str
     field: str | None = None
@@ -62,10 +62,13 @@ class EmbedResponse(msgspec.Struct):
     truncated: list[int]
 
 
-class ModelInfo(msgspec.Struct):
+class ModelInfo(msgspec.Struct, omit_defaults=True):  # `superseded_by` absent unless set
     id: str
     backend: str
     dim: int | None  # a remote model's dimension is known after its first answer
+    # The model whose vectors replace this one's: corpora of this model are re-embedded
+    # with it by the stack (served meanwhile, for them).
+    superseded_by: str | None = None
 
 
 class ModelsResponse(msgspec.Struct):
@@ -112,6 +115,14 @@ class CorpusDeleted(msgspec.Struct):
     deleted: str
 
 
+class IndexBuilt(msgspec.Struct):
+    """POST /v1/vectors/corpora/{name}/index: the vector index built (or there already)."""
+
+    corpus: str
+    index: str  # "hnsw"
+    seconds: float
+
+
 class Upserted(msgspec.Struct):
     upserted: int
 
@@ -148,6 +159,40 @@ class IdsPage(msgspec.Struct):
 
 # ---- matrixd: search -------------------------------------------------------------------------
 
+class HitRelevance(msgspec.Struct):
+    """A hit's `relevance` when the relevance filter ran."""
+
+    score: float
+    signals: dict[str, float]
+
+
+class DroppedHit(msgspec.Struct):
+    """A hit the relevance filter dropped (the answer's `relevance.dropped`)."""
+
+    corpus: str
+    id: str
+    score: float
+    signals: dict[str, float]
+
+
+class RelevanceSummary(msgspec.Struct):
+    """The answer's `relevance`: the filter's threshold, how many hits it kept, the dropped."""
+
+    threshold: float
+    kept: int
+    dropped: list[DroppedHit]
+
+
+class DowngradeSummary(msgspec.Struct):
+    """The answer's `downgrade`: the gate's thresholds (0 is off) and how many it moved."""
+
+    max_distance: float
+    min_score: float
+    max_age_days: float
+    disputed: bool
+    downgraded: int
+
+
 class MatrixCorpus(msgspec.Struct):
     name: str
     count: int
@@ -173,7 +218,7 @@ class MatrixHit(Hit):
     from_playbook: bool = False  # set on every hit when use_playbook is
     # The downgrade gate's reasons (weak, stale, disputed), on every hit when it is on.
     downgraded: list[str] = msgspec.field(default_factory=list)
-    relevance: dict[str, Any] | None = None  # {"score", "signals"} when the filter ran
+    relevance: HitRelevance | None = None  # when the relevance filter ran
     context_score: float | None = None  # smart search and search_auto: judged with neighbours
     # Smart search: the ids of the plan's sub-queries that found the hit.
     sub_queries: list[int] = msgspec.field(default_factory=list)
@@ -230,8 +275,8 @@ class MatrixSearchResponse(msgspec.Struct):
     degraded: list[str] = []
     playbook_boosted: int = 0
     playbook: PlaybookSummary | None = None
-    downgrade: dict[str, Any] | None = None  # the gate's thresholds and `downgraded` count
-    relevance: dict[str, Any] | None = None  # {"threshold", "kept", "dropped"}
+    downgrade: DowngradeSummary | None = None  # when the downgrade gate is on
+    relevance: RelevanceSummary | None = None  # when the relevance filter ran
     embed_ms: float | None = None
     took_ms: float = 0.0
     # Value counts per facet, when `facets` was asked (internal.vectord.shaping.shaped).
@@ -300,7 +345,7 @@ class SmartSearchResponse(MatrixSearchResponse, kw_only=True):
 class SearchAutoResponse(MatrixSearchResponse, kw_only=True):
     """The chosen strategy's answer, with why it was chosen and what it was expected to cost."""
 
-    strategy: Literal["keyword", "lexical", "vector", "hybrid", "smart"]
+    strategy: str  # a search mode (lakehouse.wire.modes) or "smart"
     reason: str
     estimated_ms: float
     estimate_source: str = ""
@@ -396,7 +441,3 @@ class SyncStatus(msgspec.Struct):
     last_run_at: datetime | None = None
     last_finished_at: datetime | None = None
     next_run_at: datetime | None = None
-
-
-class Passthrough(msgspec.Struct):
-    """Any JSON object: the daemon's own answer, passed on unchanged."""

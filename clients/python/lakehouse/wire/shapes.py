@@ -5,7 +5,6 @@ sends and decodes them. Constraints live in the annotations, checked at decode t
 
 from __future__ import annotations
 
-import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -15,9 +14,6 @@ from msgspec import Meta
 from lakehouse.wire.features import HitFeatures
 
 Metric = Literal["cosine", "l2", "ip"]
-# The search modes, everywhere (vectord, matrixd, the MCP tools, the client).
-Mode = Literal["vector", "keyword", "lexical", "hybrid"]
-MODES: tuple[str, ...] = typing.get_args(Mode)
 
 # HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
 MAX_DIM = 2000
@@ -33,6 +29,10 @@ MAX_RRF_K = 100_000
 MAX_BM25_K1 = 100.0
 MAX_WEIGHT = 1000.0  # fusion and field weights; only their ratios matter
 MAX_IDS_PAGE = 10_000  # ids per delete call and per /ids page
+# Pseudo-relevance feedback's ranges (Prf).
+MAX_PRF_DOCS = 50
+MAX_PRF_TERMS = 100
+MAX_PRF_WEIGHT = 10.0
 NAME_PATTERN = "^[a-z][a-z0-9_]{0,62}$"
 
 
@@ -114,9 +114,9 @@ class Prf(msgspec.Struct, forbid_unknown_fields=True):
     weight against the original query's 1 in both. docs 0: off, the plain search.
     """
 
-    docs: int = 0
-    terms: int = 0
-    weight: float = 0.5
+    docs: Annotated[int, Meta(ge=0, le=MAX_PRF_DOCS)] = 0
+    terms: Annotated[int, Meta(ge=0, le=MAX_PRF_TERMS)] = 0
+    weight: Annotated[float, Meta(ge=0, le=MAX_PRF_WEIGHT)] = 0.5
     vector: bool = True
 
 

@@ -18,7 +18,8 @@ from internal.vectord.search import hits, reads, union_merge
 from internal.vectord.search.lexical_memory import memory_lexical
 from internal.vectord.search.lexical_options import query_languages
 from internal.vectord.search.options import Options
-from internal.vectord.search.outcome import Outcome, each, keep_hits, weight
+from internal.vectord.search.outcome import Federation, Outcome, each, keep_hits
+from internal.vectord.search.registry import searches
 from internal.vectord.storage.store import Store
 
 
@@ -32,23 +33,23 @@ async def federated_stats(store: Store, p: Options, outcomes: list[Outcome]
 
 
 async def sql_lexical(store: Store, p: Options, outcomes: list[Outcome],
-                      weights: dict[str, float], inc: dict[str, list[str]]) -> list[Hit]:
+                      fed: Federation) -> list[Hit]:
     """The "sql" engine: each corpus's top k scored inside PostgreSQL."""
-    req = p.req
+    inc = fed.include
     federated, stats = await federated_stats(store, p, outcomes)
     unmatched = federated and stats is None  # no query lexeme in any corpus
     if unmatched and not inc:
         return []
 
     async def run(corpus: Corpus) -> list[Hit]:
-        langs = query_languages(req, corpus)
+        langs = query_languages(p, corpus)
         table = tables.items_table(corpus.id)
         rows: list[dict[str, Any]] = []
         if not unmatched:
             stmt = sql_index.lexical_sql(table, corpus.id, langs, p.where, p.filtered,
                                        given=federated)
             args = {**p.params, **sql_index.bm25_params(p.text, langs, p.k1, p.b,
-                                                      p.field_weights, req.k, stats)}
+                                                      p.field_weights, p.k, stats)}
             async with store.reads.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
                 await cur.execute(stmt, args)
@@ -67,15 +68,9 @@ async def sql_lexical(store: Store, p: Options, outcomes: list[Outcome],
                 found.append(h)
         return found
 
-    rows: list[tuple[float, str, int, Hit]] = []
-    for o, found in await each(store, outcomes, run):
-        w = weight(o, weights)
-        for h in found:
-            assert h.score is not None
-            h.merge_score = union_merge.weighted_score(h.score, w)
-            rows.append((-h.merge_score, h.id, o.position, h))
-    rows.sort(key=lambda r: r[:3])
-    out = keep_hits([r[3] for r in rows], req.k, inc)
+    found = await each(store, outcomes, run)
+    ranked = union_merge.merged_hits(((o.position, fed.weight(o), h) for o, h in found), "score")
+    out = keep_hits(ranked, p.k, inc)
     rank = 0
     for h in out:  # ranks in the union's list, as one corpus would say
         if not h.included:
@@ -85,15 +80,14 @@ async def sql_lexical(store: Store, p: Options, outcomes: list[Outcome],
 
 
 # A BM25 engine: the corpora's top k by BM25 (and the `include` items), merged by score.
-Engine = Callable[[Store, Options, list[Outcome], dict[str, float], dict[str, list[str]]],
-                  Awaitable[list[Hit]]]
+Engine = Callable[[Store, Options, list[Outcome], Federation], Awaitable[list[Hit]]]
 ENGINES: dict[str, Engine] = {"memory": memory_lexical, "sql": sql_lexical}
 
 
+@searches("lexical")
 async def lexical_search(store: Store, p: Options, outcomes: list[Outcome],
-                         weights: dict[str, float], inc: dict[str, list[str]],
-                         factors: dict[tuple[str, str], float]) -> list[Hit]:
-    """Mode lexical (the factors are hybrid's: unused here)."""
+                         fed: Federation) -> list[Hit]:
+    """Mode lexical (the playbook's factors are hybrid's: unused here)."""
     if not p.text.strip():
         return []
-    return await ENGINES[store.cfg.lexical_engine](store, p, outcomes, weights, inc)
+    return await ENGINES[store.cfg.lexical_engine](store, p, outcomes, fed)
