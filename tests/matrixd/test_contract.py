@@ -135,7 +135,8 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     trained = await c.call("POST", "/v1/matrix/ranker/train", {"wait": True})
     assert trained.trees == 0 and trained.reason and trained.current
     status = await c.call("GET", "/v1/matrix/ranker")
-    assert [m.id for m in status.models if m.current] == [trained.id]
+    assert [m.id for m in status.models if m.current and m.corpora == trained.corpora
+            and m.playbook_corpus == trained.playbook_corpus] == [trained.id]
     ranked = await c.call("POST", "/v1/matrix/search", {"query_text": "pets", "corpora": [name],
                                                         "use_playbook": True})
     assert ranked.ranker is not None and not ranked.ranker.applied

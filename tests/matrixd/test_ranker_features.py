@@ -18,6 +18,7 @@ from internal.matrixd.deps import RankerCache
 from internal.matrixd.ranker import features as rf
 from internal.matrixd.ranker import model
 from internal.matrixd.ranker.serve import plan
+from lakehouse.wire.modes import MODES
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -164,17 +165,17 @@ def test_a_model_of_corpora_a_key_cannot_see_never_ranks_its_searches(
         scope: Scope | None, expected: list[int] | None) -> None:
     cache = RankerCache(current=[stored(1, ["a"]), stored(2, ["a", "b"])],
                         boosters={1: object(), 2: object()})
-    p = plan(cache, "pb", scope, "hybrid", None)
+    p = plan(cache, "pb", scope, MODES["hybrid"], None)
     assert (None if p is None else [m.id for m in p.models]) == expected
 
 
 def test_the_plan_says_why_the_boost_alone_orders_a_search() -> None:
     cache = RankerCache(current=[stored(1, ["a"], trees=0)])
-    p = plan(cache, "pb", None, "hybrid", None)
+    p = plan(cache, "pb", None, MODES["hybrid"], None)
     assert p is not None and not p.applies and p.reason == "too few records"
     cache = RankerCache(current=[stored(1, ["a"])], boosters={1: object()})
     for mode, fusion, why in (("vector", None, "mode vector"), ("hybrid", "rrf", "fusion rrf")):
-        p = plan(cache, "pb", None, mode, fusion)
+        p = plan(cache, "pb", None, MODES[mode], fusion)
         assert p is not None and not p.applies and p.reason is not None
         assert p.reason.startswith(why)
-    assert plan(cache, "other", None, "hybrid", None) is None
+    assert plan(cache, "other", None, MODES["hybrid"], None) is None
