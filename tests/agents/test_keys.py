@@ -407,6 +407,31 @@ def test_a_tenant_tokens_filter_holds_with_the_ranker_on(
                                    for h in out["hits"]), out["hits"]
 
 
+def test_cli_ranker_train_and_status_print_the_model_and_its_figures(
+        live: Live, ranked: dict[str, Any]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
+    env.update(LAKEHOUSE_URL=live.url, LAKEHOUSE_TOKEN=live.token,
+               LAKEHOUSE_CONFIG=str(ROOT / "lakehouse.toml"))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "internal.cli.main", "ranker", *args],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    trained = cli("train", "--playbook-corpus", RANKED_PB, "--corpora", RANKED)
+    head = trained.splitlines()[0]
+    got = re.match(rf"model (\d+) \({RANKED_PB}: {RANKED}\): \d+ trees ranking searches with "
+                   r"feedback \(alpha 1\)$", head)
+    assert got is not None and int(got.group(1)) > ranked["id"], trained
+    assert "cross-validated nDCG@10 on the records: boost alone" in trained
+    status = cli("status", "--playbook-corpus", RANKED_PB)
+    assert status.startswith(head) and "earlier versions:" in status, status
+    assert str(ranked["id"]) in status.split("earlier versions:")[1]
+    listed = json.loads(cli("status", "--playbook-corpus", RANKED_PB, "--json"))
+    assert [m["current"] for m in listed["models"][:2]] == [True, False], listed
+
+
 # ---- MCP -----------------------------------------------------------------------------------
 
 @contextlib.asynccontextmanager
