@@ -34,18 +34,16 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from internal.api.matrixd import RecordRequest  # noqa: E402
 from internal.clients.embed import EmbedClient  # noqa: E402
 from internal.clients.matrixd import MatrixdClient  # noqa: E402
 from internal.clients.vectord import VectordClient  # noqa: E402
-from internal.common.errors import NotFound  # noqa: E402
 from internal.evaluation import beir  # noqa: E402
+from internal.evaluation.asking import record_all  # noqa: E402
 from internal.evaluation.ingest import ingest  # noqa: E402
 
 DATA = Path(os.environ.get("LAKEHOUSE_DATA", ROOT.parent / "shared")) / "data" / "scifact"
 CACHE = ROOT / "var" / "eval-cache"
 PLAYBOOKS = {"boost": "bench_pb_boost", "ranker": "bench_pb_ranker"}
-CONCURRENCY = 4
 
 
 def free_port() -> int:
@@ -86,25 +84,6 @@ def pct(values: list[float], p: float) -> float:
     return xs[max(0, round(p * len(xs)) - 1)]
 
 
-async def record_all(matrix: MatrixdClient, corpus: str, playbook: str,
-                     pairs: list[tuple[str, str]]) -> int:
-    gate = asyncio.Semaphore(CONCURRENCY)
-    done = 0
-
-    async def one(q: str, d: str) -> None:
-        nonlocal done
-        async with gate:
-            try:
-                await matrix.record(RecordRequest(query_text=q, answer_id=d, answer_corpus=corpus,
-                                                  score=1.0, playbook_corpus=playbook))
-                done += 1
-            except NotFound:
-                pass
-
-    await asyncio.gather(*(one(q, d) for q, d in pairs))
-    return done
-
-
 async def ask(session: aiohttp.ClientSession, gateway: str, body: dict[str, Any]
               ) -> tuple[float, dict[str, Any]]:
     t = time.perf_counter()
@@ -116,8 +95,7 @@ async def ask(session: aiohttp.ClientSession, gateway: str, body: dict[str, Any]
 
 async def run(rounds: int) -> None:
     dataset = beir.load(DATA, "train")
-    pairs = [(dataset.queries[q], d) for q, docs in dataset.qrels.items()
-             for d, g in docs.items() if g > 0]
+    pairs = [(q, d) for q, docs in dataset.qrels.items() for d, g in docs.items() if g > 0]
     held = [dataset.queries[q] for q in dataset.queries if held_out(q)]
     corpus = beir.corpus_name(dataset)
     with tempfile.TemporaryDirectory(prefix="bench-ranker-") as tmp:
@@ -129,7 +107,7 @@ async def run(rounds: int) -> None:
                 matrix = MatrixdClient(s, urls["matrixd"], timeout=1800.0)
                 await ingest(vc, ec, corpus, dataset.docs, cache_dir=CACHE)
                 for pb in PLAYBOOKS.values():
-                    n = await record_all(matrix, corpus, pb, pairs)
+                    n, _ = await record_all(matrix, corpus, pb, pairs, dataset.queries)
                 print(f"{len(pairs)} judged pairs of SciFact train recorded ({n} found) in "
                       f"each of {', '.join(PLAYBOOKS.values())}", flush=True)
                 gw = urls["gateway"]
