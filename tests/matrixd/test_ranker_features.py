@@ -15,6 +15,7 @@ from internal.api.vectord import Hit
 from internal.common.access import Scope
 from internal.matrixd.boost import Match, PlaybookEntry
 from internal.matrixd.deps import RankerCache
+from internal.matrixd.ranker import collect
 from internal.matrixd.ranker import features as rf
 from internal.matrixd.ranker import model
 from internal.matrixd.ranker.serve import plan
@@ -52,6 +53,29 @@ def test_out_of_fold_drops_the_questions_own_records() -> None:
     assert {m.entry.query_text for m in kept} == {
         q for q in others if rf.fold_of(q) != rf.fold_of(own)}
     assert kept, "forty other questions cannot all share one fold of five"
+
+
+def test_a_training_questions_features_never_hold_its_own_record() -> None:
+    """What training collects (collect.matches_out_of_fold, then the rows' playbook part):
+    a question and its paraphrase of the same fold answer a1, a question of another fold
+    answers a2; all three near each other. The question sees a2's record, never a1's."""
+    own = "does aspirin lower the risk of stroke"
+    same = next(f"aspirin and stroke risk, take {i}" for i in range(100)
+                if rf.fold_of(f"aspirin and stroke risk, take {i}") == rf.fold_of(own))
+    other = next(f"aspirin against strokes, take {i}" for i in range(100)
+                 if rf.fold_of(f"aspirin against strokes, take {i}") != rf.fold_of(own))
+    entries = [PlaybookEntry(query_text=q, answer_id=a, answer_corpus="c", score=1.0)
+               for q, a in ((own, "a1"), (same, "a1"), (other, "a2"))]
+    near = {own: [1.0, 0.0], same: [0.99, 0.141], other: [0.98, 0.199]}
+    vectors = {q: np.asarray(v, dtype=np.float32) / np.linalg.norm(v) for q, v in near.items()}
+    recs = collect.Records("pb", ["c"], entries, len(entries))
+    found = collect.matches_out_of_fold(recs, vectors, top_k=20, max_distance=0.35)
+    assert [m.entry.query_text for m in found[own]] == [other]
+    assert {m.entry.query_text for m in found[other]} == {own, same}
+    rows = rf.rows([hit("a1", 0.9, 0.8, 5.0), hit("a2", 0.8, 0.7, 4.0)], [None, None],
+                   found[own], None)
+    assert col(rows, 0, "pb_pos_n") == 0 and col(rows, 0, "pb_pos_sim") == 0
+    assert col(rows, 1, "pb_pos_n") == 1 and col(rows, 1, "pb_pos_sim") > 0.9
 
 
 def test_fold_is_the_questions_and_stable() -> None:
