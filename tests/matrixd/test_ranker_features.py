@@ -15,9 +15,8 @@ from internal.api.vectord import Hit
 from internal.common.access import Scope
 from internal.matrixd.boost import Match, PlaybookEntry
 from internal.matrixd.deps import RankerCache
-from internal.matrixd.ranker import collect
+from internal.matrixd.ranker import collect, model
 from internal.matrixd.ranker import features as rf
-from internal.matrixd.ranker import model
 from internal.matrixd.ranker.serve import plan
 from lakehouse.wire.modes import MODES
 
