@@ -7,12 +7,12 @@ A stack of this checkout on free ports (`lakehouse up`, training by itself off),
 ingested (vectors from var/eval-cache), every judged pair of train.tsv (919) recorded in
 two playbooks alike. One is trained (`POST /v1/matrix/ranker/train`, `wait`): its time is
 the training figure. Then the default search of SciFact's held-out questions (the eval's
-20%), one at a time, three ways in turn (which goes first alternating): without feedback,
-with feedback of the untrained playbook (the boost alone), with feedback of the trained one
-(the learned ranker): p50 and p95 of each, and the ranker's p50 over the boost alone's
-(the target: at most 1.15). Last, a search's p50 and p95 while a training runs, against
-the same searches just before and after it (the training on the bulk side must not slow
-them).
+20%), one at a time, four ways in turn (which goes first rotating): without feedback, with
+feedback of the untrained playbook (the boost alone), the same at the ranker's depth
+(`per_corpus_k` 100: what of the cost is the depth), with feedback of the trained one (the
+learned ranker): p50 and p95 of each, and the ranker's p50 over the boost alone's (the
+target: at most 1.15). Last, a search's p50 and p95 while a training runs, against the
+same searches just before and after it (the training on the bulk side must not slow them).
 """
 
 from __future__ import annotations
@@ -134,6 +134,9 @@ def bodies(corpus: str) -> dict[str, dict[str, Any]]:
     return {"default": {"corpora": [corpus]},
             "boost": {"corpora": [corpus], "use_playbook": True,
                       "playbook_corpus": PLAYBOOKS["boost"]},
+            # The boost alone at the ranker's depth: the part of its cost that is k 100.
+            "boost k100": {"corpora": [corpus], "use_playbook": True, "per_corpus_k": 100,
+                           "playbook_corpus": PLAYBOOKS["boost"]},
             "ranker": {"corpora": [corpus], "use_playbook": True,
                        "playbook_corpus": PLAYBOOKS["ranker"]}}
 
@@ -144,6 +147,7 @@ async def latencies(s: aiohttp.ClientSession, gw: str, corpus: str, held: list[s
     names = list(kinds)
     lat: dict[str, list[float]] = {k: [] for k in names}
     applied = 0
+    scoring: list[float] = []  # the answer's ranker.ms: features and predict in matrixd
     for rnd in range(rounds + 1):  # round 0 warms the caches
         for i, q in enumerate(held):
             turn = (i + rnd) % len(names)
@@ -151,7 +155,10 @@ async def latencies(s: aiohttp.ClientSession, gw: str, corpus: str, held: list[s
                 ms, out = await ask(s, gw, {"query_text": q, **kinds[name]})
                 if rnd:
                     lat[name].append(ms)
-                    applied += name == "ranker" and bool((out.get("ranker") or {}).get("applied"))
+                    used = (out.get("ranker") or {}) if name == "ranker" else {}
+                    applied += bool(used.get("applied"))
+                    if used.get("ms") is not None:
+                        scoring.append(float(used["ms"]))
     p50 = {k: statistics.median(v) for k, v in lat.items()}
     print(f"\n{rounds} rounds x {len(held)} held-out SciFact questions, one at a time, through "
           "the gateway (the default search, k 10)\n")
@@ -159,6 +166,9 @@ async def latencies(s: aiohttp.ClientSession, gw: str, corpus: str, held: list[s
     print("|---|---:|---:|")
     for k, v in lat.items():
         print(f"| {k} | {p50[k]:.1f} | {pct(v, 0.95):.1f} |")
+    if scoring:
+        print(f"| ranker's scoring in matrixd (features + predict, the answer's ranker.ms) | "
+              f"{statistics.median(scoring):.2f} | {pct(scoring, 0.95):.2f} |")
     print(f"\nthe learned ranker ordered {applied} of {len(lat['ranker'])} answers; its p50 "
           f"{p50['ranker'] / p50['boost']:.3f}x the boost alone's (target <= 1.15), "
           f"{p50['ranker'] / p50['default']:.3f}x the search without feedback's", flush=True)
