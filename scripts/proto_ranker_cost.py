@@ -6,7 +6,7 @@ var/rankproto/scifact.json), timed. Then the held-out questions through the gate
 a time, the three searches alternating which goes first: the default search (k 10), the
 same with `use_playbook` (the boost alone), and the same with `use_playbook` and k 100
 (the candidates a ranker re-orders), whose 100 hits are then featurised and scored here
-(ranker_features.rows and the model's predict, as matrixd would run them), timed apart.
+(proto_ranker_features.rows and the model's predict, as matrixd would run them), timed apart.
 """
 
 from __future__ import annotations
