@@ -18,7 +18,7 @@ own (in no process's memory).
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
         .venv/bin/python scripts/bench_chroma.py [--n 100000] [--queries 1000] [--rounds 3]
-        [--lakehouse default,half,lean,f32-lean] [--chroma-venv var/bench-chroma]
+        [--lakehouse default,float32,before] [--chroma-venv var/bench-chroma]
 """
 
 from __future__ import annotations
@@ -63,32 +63,26 @@ CORPUS = "bench_chroma"
 
 @dataclass(frozen=True)
 class Profile:
-    """One way of running Lakehouse: the vectors' precision, the embedded PostgreSQL's
-    settings over its defaults, and vectord's environment."""
+    """One way of running Lakehouse: the corpus's precision (None: vectord's default), the
+    embedded PostgreSQL's settings over its defaults, and vectord's environment."""
 
-    precision: str
+    precision: str | None
     pg: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     note: str = ""
 
 
-# glibc's malloc raises its mmap threshold to the largest block freed (up to 32 MiB): after
-# the first upsert body, bodies of a few MiB come from the heap and stay there when
-# freed. A fixed threshold keeps them mmapped, so they go back to the system when freed.
-TRIM = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072"}
-POOL4 = {"LAKEHOUSE_VECTORD_POOL_MIN": "1", "LAKEHOUSE_VECTORD_POOL_MAX": "4"}
-SB128 = {"shared_buffers": "128MB"}
+# The settings shipped before precisions (the prototype's profiles and figures are in
+# DECISIONS.md, "Vectors: half precision"): float32, a 512 MB pool, vectord's pool 2..10
+# (vectord's malloc thresholds are fixed in every profile: it sets them at start).
+BEFORE_PG = {"shared_buffers": "512MB"}
+BEFORE_ENV = {"LAKEHOUSE_VECTORD_POOL_MIN": "2", "LAKEHOUSE_VECTORD_POOL_MAX": "10"}
 
 PROFILES = {
-    "default": Profile("float32", note="as shipped"),
-    "half": Profile("float16", note="halfvec column and HNSW, else as shipped"),
-    "half-sb128": Profile("float16", pg=SB128, note="halfvec; shared_buffers 128MB"),
-    "half-pool4": Profile("float16", env=POOL4, note="halfvec; vectord's pool 1..4"),
-    "half-trim": Profile("float16", env=TRIM, note="halfvec; vectord's malloc mmap threshold fixed"),
-    "lean": Profile("float16", pg=SB128, env={**POOL4, **TRIM},
-                    note="halfvec; shared_buffers 128MB; pool 1..4; mmap threshold fixed"),
-    "f32-lean": Profile("float32", pg=SB128, env={**POOL4, **TRIM},
-                        note="float32; shared_buffers 128MB; pool 1..4; mmap threshold fixed"),
+    "default": Profile(None, note="as shipped: float16"),
+    "float32": Profile("float32", note='"precision": "float32" at creation, else as shipped'),
+    "before": Profile("float32", pg=BEFORE_PG, env=BEFORE_ENV,
+                      note="as shipped before: float32, shared_buffers 512MB, pool 2..10"),
 }
 
 Query = Callable[[int], Awaitable[list[str]]]
@@ -130,7 +124,7 @@ class Lakehouse:
                "LAKEHOUSE_CONFIG": str(ROOT / "lakehouse.toml"), **profile.env}
         self.proc = subprocess.Popen([sys.executable, "-m", "internal.vectord.server"], cwd=ROOT,
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.load_s = self.build_s = self.convert_s = 0.0
+        self.load_s = self.build_s = 0.0
         self.bodies: list[bytes] = []
         self.rss: dict[str, int] = {}
 
@@ -138,9 +132,11 @@ class Lakehouse:
         await wait_for(http, f"{self.base}/readyz", self.proc, f"vectord ({self.name})")
         self.rss["idle"] = mem.usage(self.proc.pid).rss
         c = f"{self.base}/v1/vectors/corpora"
-        await post(http, c, enc.encode({"name": CORPUS, "dim": data.shape[1], "metric": "cosine",
-                                        "language": "english", "model": "bench",
-                                        "defer_index": True}))
+        spec = {"name": CORPUS, "dim": data.shape[1], "metric": "cosine",
+                "language": "english", "model": "bench", "defer_index": True}
+        if self.profile.precision is not None:
+            spec["precision"] = self.profile.precision
+        await post(http, c, enc.encode(spec))
         sem = asyncio.Semaphore(2)  # two batches of 1,000 in flight, as bench_vectors
 
         async def batch(start: int) -> None:
@@ -155,16 +151,10 @@ class Lakehouse:
         await asyncio.gather(*(batch(s) for s in range(0, len(data), 1000)))
         self.load_s = time.perf_counter() - t
         self.rss["loaded"] = mem.usage(self.proc.pid).rss
-        if self.profile.precision == "float16":
-            # vectord's own build would name vector_cosine_ops; its maintainer attaches
-            # the corpus to its space in the background (a lone corpus: no copy).
-            self.convert_s, self.build_s = await asyncio.to_thread(
-                proto_precision.rewrite, self.pg.dsn, CORPUS, "float16")
-        else:
-            t = time.perf_counter()
-            await post(http, f"{c}/{CORPUS}/index", b"{}")
-            self.build_s = time.perf_counter() - t
-            await asyncio.to_thread(self.analyze)
+        t = time.perf_counter()
+        await post(http, f"{c}/{CORPUS}/index", b"{}")
+        self.build_s = time.perf_counter() - t
+        await asyncio.to_thread(self.analyze)
 
     def analyze(self) -> None:
         with psycopg.connect(self.pg.dsn, autocommit=True) as conn:
@@ -394,7 +384,6 @@ def report(args: argparse.Namespace, houses: list[Lakehouse], chroma: Chroma, ef
           "rounds. Targets: memory <= 1.00x Chroma's, QPS >= 1.50x, recall@10 >= 0.998.)")
     for h in houses:
         print(f"\n{h.name} ({h.profile.note}): load {h.load_s:.1f} s, "
-              f"{'rewrite to halfvec ' + format(h.convert_s, '.1f') + ' s, ' if h.convert_s else ''}"
               f"HNSW build {h.build_s:.1f} s; vectord RSS idle {h.rss['idle'] / mem.MIB:.0f} MiB, "
               f"after load {h.rss['loaded'] / mem.MIB:.0f} MiB")
         vd, pg = h.memory()
@@ -426,7 +415,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--lakehouse", default="default,half,lean,f32-lean",
+    parser.add_argument("--lakehouse", default="default,float32,before",
                         help=f"profiles, comma-separated: {', '.join(PROFILES)}")
     parser.add_argument("--chroma-venv", default=str(ROOT / "var" / "bench-chroma"))
     args = parser.parse_args()

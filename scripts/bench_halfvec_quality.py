@@ -2,13 +2,12 @@
 
 Uses `lakehouse eval`'s corpora (eval_scifact, eval_cranfield, eval_cisi in [vectord]
 data_dir, ingested or reused, document vectors from its eval-cache), vectord and embedd
-in-process. For each precision in turn, the three corpora are rewritten in it straight in
-PostgreSQL (scripts/proto_precision.py: the embedding column and the HNSW index, as a
-corpus created with that precision would hold them), the daemons started afresh, and
+in-process. For each precision in turn, the three corpora are converted to it by vectord
+(POST .../convert, the online conversion `lakehouse corpora convert` starts), and
 scored: the vector mode and the default hybrid search at depth 100 (nDCG@10, recall@10,
 recall@100 per set, and the mean counting each set once), then the cross-validated
 table of `lakehouse eval --cross-validate` (the shipped default's held-out mean). The
-corpora are left in float32.
+corpora are left in the last precision of --order.
 
     flock -s /tmp/lakehouse-heavy.lock .venv/bin/python scripts/bench_halfvec_quality.py \\
         [--data ../shared/data] [--order float32,float16]
@@ -28,12 +27,11 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import proto_precision  # noqa: E402
-
 from internal.clients.embed import EmbedClient  # noqa: E402
 from internal.clients.vectord import VectordClient  # noqa: E402
 from internal.common import logs  # noqa: E402
 from internal.common.auth import service_headers  # noqa: E402
+from internal.common.errors import Conflict  # noqa: E402
 from internal.config import Config, load_or_exit  # noqa: E402
 from internal.evaluation import beir, crossval  # noqa: E402
 from internal.evaluation.harness import cross_validate_datasets  # noqa: E402
@@ -41,7 +39,6 @@ from internal.evaluation.ingest import ingest  # noqa: E402
 from internal.evaluation.metrics import evaluate  # noqa: E402
 from internal.evaluation.runner import SearchOptions, embed_queries, search_all  # noqa: E402
 from internal.evaluation.services import services  # noqa: E402
-from internal.pg import embedded  # noqa: E402
 
 SETS = (("scifact", "train"), ("cranfield", "dev"), ("cisi", "dev"))
 MODES = ("vector", "hybrid")
@@ -79,6 +76,27 @@ async def score(cfg: Config, datasets: list[beir.Dataset]) -> Scores:
     return out
 
 
+async def convert(cfg: Config, datasets: list[beir.Dataset], precision: str) -> float:
+    """Every corpus converted to `precision` by vectord (one at a time); the seconds taken."""
+    started = time.perf_counter()
+    async with services(cfg, in_process=True) as ends, \
+            aiohttp.ClientSession(headers=service_headers(cfg)) as session:
+        vc = VectordClient(session, ends.vectord_url, timeout=600.0)
+        for ds in datasets:
+            name = beir.corpus_name(ds)
+            try:
+                await vc.call("POST", f"/v1/vectors/corpora/{name}/convert",
+                              {"precision": precision})
+            except Conflict:  # in that precision already
+                pass
+            while True:
+                corpus = await vc.get_corpus(name)
+                if corpus.precision == precision and corpus.conversion is None:
+                    break
+                await asyncio.sleep(0.5)
+    return time.perf_counter() - started
+
+
 def table(by_precision: dict[str, Scores], sets: list[str]) -> str:
     names = list(by_precision)
     lines = ["| mode | set | " + " | ".join(f"{m} {p}" for m in METRICS for p in names)
@@ -107,17 +125,9 @@ def main() -> None:
     results: dict[str, Scores] = {}
     held: dict[str, crossval.Result] = {}
     asyncio.run(score(cfg, datasets))  # ingested (or reused) before any rewrite
-    for p in [*args.order.split(","), "float32"]:
-        # The in-process vectord lets go of the embedded server when it stops (the last
-        # holder stops it): started again for each rewrite.
-        pg = embedded.start(Path(cfg.vectord.data_dir))
-        started = time.perf_counter()
-        for ds in datasets:
-            proto_precision.rewrite(pg.dsn, beir.corpus_name(ds), p)
-        pg.stop()
-        if p in results:  # the corpora left in float32
-            break
-        print(f"{p}: corpora rewritten in {time.perf_counter() - started:.1f} s", flush=True)
+    for p in args.order.split(","):
+        seconds = asyncio.run(convert(cfg, datasets, p))
+        print(f"{p}: corpora converted in {seconds:.1f} s", flush=True)
         results[p] = asyncio.run(score(cfg, datasets))
         held[p] = asyncio.run(cross_validate_datasets(
             cfg, pairs, crossval.CANDIDATES, in_process=True, cache_dir=cache_dir(cfg)))

@@ -20,6 +20,9 @@ ef_construction 64, maintenance_work_mem 1GB, 2 parallel workers).
                 100 queries (none; reading the relation files into the page cache; warm
                 queries), how long it took and the p95 after it
     recall      recall@10 of each at several ef_search (no timing: may run beside other work)
+    grid        HNSW build parameters (--grid M:EFC,...) on m_float16: for each, the build's
+                time and size and recall@10 by ef_search (each pair saved as it is done, so
+                an interrupted grid resumes at the next pair; the last index is left built)
     report      every figure, and how long each step took
 
     flock /tmp/lakehouse-heavy.lock flock /tmp/lakehouse-bench.lock \\
@@ -55,7 +58,7 @@ TYPES = {"float32": ("vector", ">f4"), "float16": ("halfvec", ">f2")}
 DIM, K, EF_SEARCH = 384, 10, 100
 COLD_QUERIES = 100
 STEPS = ("data", "load-float32", "load-float16", "index-float32", "index-float16", "recall",
-         "measure", "warmup", "report")
+         "grid", "measure", "warmup", "report")
 SWEEP = (40, 64, 100, 128, 200, 400, 800)
 
 
@@ -162,11 +165,38 @@ class Bench:
             conn.execute("SET max_parallel_maintenance_workers = 2")
             started = time.perf_counter()
             conn.execute(f"CREATE INDEX {t}_hnsw ON {t} USING hnsw (embedding {kind}_cosine_ops) "
-                         "WITH (m = 16, ef_construction = 64)")
+                         f"WITH (m = {self.args.m}, ef_construction = {self.args.efc})")
             build_s = time.perf_counter() - started
             size = conn.execute(f"SELECT pg_relation_size('{t}_hnsw')").fetchone()[0]  # type: ignore[index]
         return {"build_s": round(build_s, 1), "index_bytes": size, "notices": notices,
-                "maintenance_work_mem": self.args.mwm}
+                "maintenance_work_mem": self.args.mwm, "m": self.args.m, "efc": self.args.efc}
+
+    def grid(self) -> dict[str, Any]:
+        """Each (m, ef_construction) of --grid built on m_float16 in turn: build seconds,
+        index bytes, recall@10 by ef_search against the exact float32 top 10."""
+        done: dict[str, Any] = dict(self.state.get("grid-partial", {}))
+        qs, truth = self.queries()
+        for pair in self.args.grid.split(","):
+            if pair in done:
+                print(f"  {pair}: done, skipped", flush=True)
+                continue
+            m, efc = (int(x) for x in pair.split(":"))
+            self.args.m, self.args.efc = m, efc
+            built = self.index("float16")
+            rec: dict[str, float] = {}
+            with psycopg.connect(self.start(), autocommit=True) as conn:
+                register_vector(conn)
+                for ef in SWEEP:
+                    conn.execute(f"SET hnsw.ef_search = {ef}")
+                    found = [{int(r[0]) for r in conn.execute(self.sql("float16"), (q,),
+                                                              prepare=True)} for q in qs]
+                    hits = sum(len(f & {int(j) for j in truth[i]}) for i, f in enumerate(found))
+                    rec[str(ef)] = hits / (len(qs) * K)
+            done[pair] = {**built, "recall": rec}
+            print(f"  {pair}: {done[pair]}", flush=True)
+            self.state["grid-partial"] = done
+            self.state_file.write_text(json.dumps(self.state, indent=1))
+        return done
 
     # searches --------------------------------------------------------------------
     def queries(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -356,6 +386,17 @@ class Bench:
             for name, r in st["warmup"].items():
                 if isinstance(r, dict):
                     print(f"| {name} | {r['warm_s']} | {r['first_ms']} | {r['p50']} | {r['p95']} |")
+        grid = st.get("grid") or st.get("grid-partial")
+        if grid:
+            print(f"\nHNSW build parameters on m_float16 (maintenance_work_mem "
+                  f"{next(iter(grid.values()))['maintenance_work_mem']}, 2 workers): recall@10 "
+                  "by ef_search against the exact float32 top 10")
+            print("| m | ef_construction | build s | index MiB | " + " | ".join(
+                f"ef {ef}" for ef in SWEEP) + " |")
+            print("|---:|---:|---:|---:|" + "---:|" * len(SWEEP))
+            for g in grid.values():
+                print(f"| {g['m']} | {g['efc']} | {g['build_s']} | {g['index_bytes'] / mib:.0f} | "
+                      + " | ".join(f"{g['recall'][str(ef)]:.4f}" for ef in SWEEP) + " |")
         print("\n| step | seconds | when |\n|---|---:|---|")
         for step in STEPS:
             if step in st:
@@ -369,6 +410,10 @@ def main() -> None:
     parser.add_argument("--dir", default=str(ROOT / "var" / "bench-million"))
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--mwm", default="1GB", help="maintenance_work_mem of the HNSW builds")
+    parser.add_argument("--m", type=int, default=16, help="HNSW m of the index steps")
+    parser.add_argument("--efc", type=int, default=64, help="HNSW ef_construction of the index steps")
+    parser.add_argument("--grid", default="16:64,16:128,24:128,32:128",
+                        help="the grid step's (m:ef_construction) pairs")
     parser.add_argument("--warm-queries", type=int, default=500)
     parser.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--redo", action="append", default=[], choices=STEPS)

@@ -16,6 +16,10 @@ their languages detected (no --lang). Then prints:
     flock -s /tmp/lakehouse-heavy.lock .venv/bin/python scripts/bench_wiki.py
     .venv/bin/python scripts/bench_wiki.py --root /work/base      # another checkout
     .venv/bin/python scripts/bench_wiki.py --folders common,zh,ja  # a part
+    ... scripts/bench_wiki.py --variant 'prf off={"prf": {"docs": 0}}'  # a search to compare
+
+A `--variant NAME=JSON` row asks every question set with the default search and the
+given search fields (the client's `search` keywords), in the same run as the modes.
 
 Without the archive it prints why and exits 0, or 1 under CI=true.
 """
@@ -90,6 +94,21 @@ def hit_at_3(found: list[list[str]], asked: list[Question]) -> float:
                if any(p in q.pages for p in pages[:3])) / len(asked)
 
 
+def searches(variants: list[str]) -> dict[str, dict[str, object]]:
+    """The rows of the hit@3 table: the modes, then each `NAME=JSON` variant."""
+    out: dict[str, dict[str, object]] = {label: {"mode": mode} for label, mode in MODES.items()}
+    for text in variants:
+        name, sep, fields = text.partition("=")
+        try:
+            given = json.loads(fields) if sep else None
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"error: --variant {text!r}: {exc}") from None
+        if not name.strip() or not isinstance(given, dict):
+            raise SystemExit(f"error: --variant {text!r}: expected NAME={{search fields}}")
+        out[name.strip()] = given
+    return out
+
+
 def archive_or_exit(path: Path) -> Path:
     if path.exists():
         return path
@@ -130,13 +149,13 @@ def stored_languages(dsn: str, corpus: str) -> Counter[str]:
     return Counter({str(lang): int(n) for lang, n in rows})
 
 
-async def ask(gateway: str, corpus: str, asked: list[Question], mode: str | None
+async def ask(gateway: str, corpus: str, asked: list[Question], search: dict[str, object]
               ) -> list[list[str]]:
-    """Each question's first three hits, as pages."""
+    """Each question's first three hits, as pages (search: the client's search keywords)."""
     out = []
     async with AsyncClient(gateway, timeout=120.0) as client:
         for q in asked:
-            found = await client.search(q.text, corpora=[corpus], k=3, mode=mode)  # type: ignore[arg-type]
+            found = await client.search(q.text, corpora=[corpus], k=3, **search)  # type: ignore[arg-type]
             out.append([page_of(h.id, h.metadata) for h in found.hits])
     return out
 
@@ -150,7 +169,10 @@ def main() -> None:
     parser.add_argument("--folders", default=",".join(FOLDERS),
                         help=f"folders to sync, of {','.join(FOLDERS)}")
     parser.add_argument("--misses", action="store_true", help="list the questions missed")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
+                        help="also ask with the default search and these search fields")
     args = parser.parse_args()
+    args.searches = searches(args.variant)
     archive = archive_or_exit(args.archive)
     keys = [k.strip() for k in args.folders.split(",") if k.strip()]
     unknown = [k for k in keys if k not in FOLDERS]
@@ -210,15 +232,16 @@ def report(args: argparse.Namespace, keys: list[str], synced: dict[str, dict[str
     print(f"\nsync: {total_pages} pages in {total_s:.1f} s, "
           f"{total_pages / total_s if total_s else 0:.1f} pages/s\n")
     sets = [s for s, k in SETS.items() if k in keys]
-    print("| questions | corpus | n | " + " | ".join(f"{m} hit@3" for m in MODES) + " |")
-    print("|---|---|---:|" + "---:|" * len(MODES))
+    print("| questions | corpus | n | " + " | ".join(f"{m} hit@3" for m in args.searches)
+          + " |")
+    print("|---|---|---:|" + "---:|" * len(args.searches))
     misses: list[str] = []
     for name in sets:
         asked = questions(name)
         corpus = FOLDERS[SETS[name]][1]
         cells = []
-        for label, mode in MODES.items():
-            found = asyncio.run(ask(gateway, corpus, asked, mode))
+        for label, search in args.searches.items():
+            found = asyncio.run(ask(gateway, corpus, asked, search))
             score = hit_at_3(found, asked)
             hits = round(score * len(asked))
             cells.append(f"{score:.3f} ({hits}/{len(asked)})")

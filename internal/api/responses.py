@@ -17,6 +17,12 @@ from lakehouse.wire.responses import (
     Component as Component,
 )
 from lakehouse.wire.responses import (
+    Conversion as Conversion,
+)
+from lakehouse.wire.responses import (
+    ConvertStarted as ConvertStarted,
+)
+from lakehouse.wire.responses import (
     Corpus as Corpus,
 )
 from lakehouse.wire.responses import (
@@ -158,6 +164,18 @@ from lakehouse.wire.responses import (
     Upserted as Upserted,
 )
 from lakehouse.wire.shapes import Hit
+from lakehouse.wire.storage import (
+    CorpusStorage as CorpusStorage,
+)
+from lakehouse.wire.storage import (
+    MemoryHeld as MemoryHeld,
+)
+from lakehouse.wire.storage import (
+    StorageStatus as StorageStatus,
+)
+from lakehouse.wire.storage import (
+    Warmup as Warmup,
+)
 
 # ---- matrixd's hits as it builds them ----------------------------------------------------
 

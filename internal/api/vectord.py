@@ -43,6 +43,7 @@ from lakehouse.wire.shapes import (  # shared with the client: defined there onc
     Label,
     Metric,
     NumberRange,
+    Precision,
     Prf,
     QueryText,
     Vector,
@@ -53,11 +54,12 @@ from lakehouse.wire.shapes import (  # shared with the client: defined there onc
 __all__ = [  # what the server's modules take from here, the wire's shared parts included
     "MAX_BM25_K1", "MAX_DIM", "MAX_FACETS", "MAX_FACET_SIZE", "MAX_GROUP_SIZE",
     "MAX_IDS_PAGE", "MAX_ID_BYTES", "MAX_INCLUDE", "MAX_K", "MAX_QUERY_CHARS",
-    "MAX_QUERY_VECTORS", "MAX_RRF_K", "MAX_WEIGHT", "NAME_PATTERN", "Corpus",
+    "MAX_QUERY_VECTORS", "MAX_RRF_K", "MAX_WEIGHT", "NAME_PATTERN",
+    "ConvertRequest", "Corpus",
     "CorpusName", "CorpusSearchResult", "CreateCorpus", "DateRange", "DeleteItems", "Dim",
     "EfSearch", "FacetSpec", "FieldPath", "FieldWeights", "Filter", "Highlight", "Hit",
     "IncludeRef", "Item", "ItemId", "K", "Label", "Metric", "MultiSearchRequest",
-    "MultiSearchResponse", "MultiSearchResult", "NumberRange", "Prf", "QueryText",
+    "MultiSearchResponse", "MultiSearchResult", "NumberRange", "Precision", "Prf", "QueryText",
     "QueryVector", "Recency", "ReembedRequest", "SearchError", "SearchRequest",
     "SearchResponse", "SearchSpec", "Space", "SpacesResponse", "UpsertRequest", "Vector",
     "Weight", "embed_text",
@@ -74,6 +76,8 @@ class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True):
     model: Label | None = None
     # True: no HNSW index until POST .../index (bulk loads build it once, afterwards).
     defer_index: bool = False
+    # None: [vectord] precision (float16 unless configured otherwise).
+    precision: Precision | None = None
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
@@ -96,6 +100,12 @@ class ReembedRequest(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/vectors/corpora/{name}/reembed: embed the stored texts with this model."""
 
     model: Label
+
+
+class ConvertRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /v1/vectors/corpora/{name}/convert: store the corpus's vectors in this precision."""
+
+    precision: Precision
 
 
 class DeleteItems(msgspec.Struct, forbid_unknown_fields=True):
@@ -166,12 +176,17 @@ class Corpus(msgspec.Struct, frozen=True):
     # The shared vector index of its embedding space (vectord's space_index); None: not
     # attached (its index deferred, or not migrated yet).
     space_id: int | None = None
+    # Must match the items table's column: halfvec(dim) for float16, vector(dim) for
+    # float32 (a corpus from before precisions is float32).
+    precision: Precision = "float32"
 
-    def public(self, count: int, reembed: wire.Reembedding | None = None) -> wire.Corpus:
-        """The corpus as clients see it (`reembed` only while one runs)."""
+    def public(self, count: int, reembed: wire.Reembedding | None = None,
+               conversion: wire.Conversion | None = None) -> wire.Corpus:
+        """The corpus as clients see it (`reembed`, `conversion` only while one runs)."""
         return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
                            language=self.language, model=self.model, count=count,
-                           created_at=self.created_at, reembed=reembed)
+                           created_at=self.created_at, precision=self.precision,
+                           reembed=reembed, conversion=conversion)
 
 
 class SearchResponse(msgspec.Struct):

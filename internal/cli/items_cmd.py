@@ -1,4 +1,4 @@
-"""`lakehouse corpora [list|delete]` and `lakehouse items list|get|delete`: what is stored,
+"""`lakehouse corpora [list|delete|convert]` and `lakehouse items list|get|delete`: what is stored,
 listed, read and removed, through the public client (any id: the client percent-encodes
 it)."""
 
@@ -21,9 +21,10 @@ def _corpora(args: argparse.Namespace) -> int:
         if args.json:
             print_json(corpora)
             return 0
-        rows = [[c.name, str(c.count), str(c.dim), c.metric, c.language, c.model or ""]
-                for c in corpora]
-        print(format_table(["corpus", "items", "dim", "metric", "language", "model"], rows) if rows
+        rows = [[c.name, str(c.count), str(c.dim), c.metric, c.precision, c.language,
+                 c.model or ""] for c in corpora]
+        print(format_table(["corpus", "items", "dim", "metric", "precision", "language",
+                            "model"], rows) if rows
               else "no corpora yet: lakehouse ingest FILE.jsonl --corpus NAME")
         return 0
 
@@ -126,13 +127,24 @@ def _corpus_delete(args: argparse.Namespace) -> int:
     return run_command(args, work)
 
 
+def _corpus_convert(args: argparse.Namespace) -> int:
+    async def work(client: AsyncClient) -> int:
+        started = await client.convert(args.name, args.precision)
+        print(f"converting corpus {started.corpus!r} to {started.precision} in the background "
+              f"({started.total} items); searches answer throughout. Progress: lakehouse status")
+        return 0
+
+    return run_command(args, work)
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
-                       usage="lakehouse corpora [list | delete NAME] [--json] [--url URL]")
+                       usage="lakehouse corpora [list|delete NAME|convert NAME] [--json] "
+                             "[--url URL]")
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
-    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete",
+    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert",
                             prog="lakehouse corpora")
     pl = csub.add_parser("list", help="the corpora and their sizes (the default)")
     pl.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -143,6 +155,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pd.add_argument("--yes", action="store_true", help="delete without asking")
     add_url_arg(pd)
     pd.set_defaults(func=_corpus_delete)
+    pc = csub.add_parser("convert", help="store a corpus's vectors in another precision, "
+                         "online (float16: half the memory, the same quality)")
+    pc.add_argument("name")
+    pc.add_argument("--precision", required=True, choices=("float16", "float32"))
+    add_url_arg(pc)
+    pc.set_defaults(func=_corpus_convert)
 
     p = sub.add_parser("items", help="list, read or delete a corpus's items")
     isub = p.add_subparsers(dest="items_command", required=True, metavar="list|get|delete")

@@ -38,6 +38,7 @@ EXAMPLES = {
     "corpora": "lakehouse corpora",
     "corpora list": "lakehouse corpora list --json",
     "corpora delete": "lakehouse corpora delete old_notes --yes",
+    "corpora convert": "lakehouse corpora convert handbook --precision float16",
     "items": "lakehouse items get wiki 'network.md#0'",
     "items list": "lakehouse items list wiki --prefix network.md",
     "items get": "lakehouse items get handbook vpn --json",

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 
 import lakehouse
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
+from internal.cli.storage_view import conversion_lines, storage_lines
+from internal.cli.storage_view import reembed_lines as reembed_lines
 from lakehouse.errors import LakehouseError
 
 if TYPE_CHECKING:  # `lakehouse --help` imports no msgspec (tests/cli/test_startup.py)
     from lakehouse.types import Corpus, SyncStatus
+    from lakehouse.wire.storage import StorageStatus
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -75,24 +78,6 @@ def sync_lines(status: SyncStatus | None, off: bool = False
     return row, lines
 
 
-def reembed_lines(corpora: list[Corpus]) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """A row of `lakehouse status` per corpus being re-embedded (its progress), and a line
-    below the table per one whose last batch failed (the job tries again)."""
-    rows: list[tuple[str, str, str]] = []
-    lines: list[str] = []
-    for c in corpora:
-        job = c.reembed
-        if job is None:
-            continue
-        share = f" ({100 * job.done // job.total}%)" if job.total else ""
-        rows.append(("reembed", "retrying" if job.error else "running",
-                     f"corpus {c.name}: {c.model} -> {job.model}, {job.done} of {job.total} "
-                     f"items{share}"))
-        if job.error:
-            lines.append(f"reembed error: {c.name}: {job.error}")
-    return rows, lines
-
-
 def _corpora(client: lakehouse.Client) -> list[Corpus]:
     """The corpora this key may see; none when they cannot be listed (vectord down: its
     row says so; a key without the right)."""
@@ -100,6 +85,14 @@ def _corpora(client: lakehouse.Client) -> list[Corpus]:
         return client.list_corpora()
     except LakehouseError:
         return []
+
+
+def _storage(client: lakehouse.Client) -> StorageStatus | None:
+    """The corpora's sizes and the memory held; None when vectord cannot tell."""
+    try:
+        return client.storage()
+    except LakehouseError:
+        return None
 
 
 def _sync_status(client: lakehouse.Client) -> tuple[SyncStatus | None, bool]:
@@ -115,11 +108,13 @@ def _status(args: argparse.Namespace) -> int:
     base = gateway_url(args)
     sync: tuple[SyncStatus | None, bool] = (None, False)
     corpora: list[Corpus] = []
+    storage: StorageStatus | None = None
     try:
         with lakehouse.Client(base, gateway_token(args), timeout=5, retries=0) as client:
             answer: lakehouse.types.Ready | None = client.ready()
             sync = _sync_status(client)
             corpora = _corpora(client)
+            storage = _storage(client)
     except LakehouseError:
         answer = None
     rows: list[tuple[str, str, str]] = [("gateway", "ok" if answer else "unreachable", base)]
@@ -153,9 +148,12 @@ def _status(args: argparse.Namespace) -> int:
     sync_row, notes = sync_lines(*sync)
     if sync_row is not None:
         rows.append(sync_row)
-    moving, moving_notes = reembed_lines(corpora)
-    rows += moving
-    notes += moving_notes
+    for lines_of in (reembed_lines, conversion_lines):
+        moving, moving_notes = lines_of(corpora)
+        rows += moving
+        notes += moving_notes
+    if storage is not None:
+        notes += storage_lines(storage)
     width = max(len(r[0]) for r in rows)
     for name, state, addr in rows:
         print(f"{name:<{width}}  {state:<11}  {addr}")

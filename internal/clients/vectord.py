@@ -17,6 +17,7 @@ from internal.api.responses import (
     IdsPage,
     IndexBuilt,
     ItemsDeleted,
+    StorageStatus,
     StoredItem,
     Upserted,
 )
@@ -151,6 +152,10 @@ class VectordClient(ServiceClient):
     async def spaces(self) -> SpacesResponse:
         """Every corpus by embedding space (model label, dimension), no counts."""
         return await self.call_as(SpacesResponse, "GET", "/v1/vectors/spaces")
+
+    async def storage(self) -> StorageStatus:
+        """What the corpora take (rows, table and index bytes), the memory held, the warm-up."""
+        return await self.call_as(StorageStatus, "GET", "/v1/vectors/storage")
 
     # ---- the learned ranker's models (the stack's own routes: call as the service) ----------
 

@@ -7,6 +7,12 @@ background loop of the form "work, then wait for a wake-up or a timeout" then ru
 after its task was cancelled, and whoever awaits that task at shutdown waits forever:
 vectord's space upkeep, woken by every write, hung that way under load until the
 supervisor killed it after its stop grace. `asyncio.timeout` (3.11) keeps the cancel.
+
+A cancel can also be lost in the loop's work before the wait: vectord's space upkeep was
+seen to run on with `Task.cancelling()` at 1 after a cancel that came while a write
+transaction of `apply_pending` ended (psycopg's connection and transaction exits await
+in their cleanup), and its shutdown waited forever. So a wait in a task with a cancel
+pending raises the cancel instead of waiting: every loop that waits here ends.
 """
 
 from __future__ import annotations
@@ -16,7 +22,11 @@ import contextlib
 
 
 async def event(ev: asyncio.Event, seconds: float) -> bool:
-    """Wait until `ev` is set or `seconds` pass: True when set. A cancel always raises."""
+    """Wait until `ev` is set or `seconds` pass: True when set. A cancel always raises,
+    a pending one (requested earlier, lost on the way) too."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
     try:
         async with asyncio.timeout(seconds):
             await ev.wait()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from lakehouse.wire.shapes import MAX_RRF_K
+from internal.config.ranker import RankerSettings
+from lakehouse.wire.shapes import MAX_RRF_K, PRECISIONS
 
 # Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
 GATEWAY_PORT = 3210
@@ -222,8 +223,10 @@ class VectordConfig:
     # Empty: start the embedded PostgreSQL in data_dir.
     dsn: str = ""
     data_dir: str = "var/pg"
-    pool_min: int = 2
-    pool_max: int = 10
+    # Two connections a core (four at least): more backends only queue for the cores and
+    # each holds its own memory (DECISIONS.md, "Vectors: half precision").
+    pool_min: int = 1
+    pool_max: int = field(default_factory=lambda: max(4, 2 * (os.cpu_count() or 1)))
     # Longest wait for a free database connection before answering 503.
     pool_timeout: float = 5.0
     # Connections writes (upserts, deletes, the space applier, reembed) may hold at once;
@@ -238,6 +241,14 @@ class VectordConfig:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     ef_search: int = 100
+    # How a new corpus stores its vectors and graph unless it names one ("float16":
+    # halfvec, half the bytes, the same quality; DECISIONS.md).
+    precision: str = "float16"
+    # After a start or a leader change, the corpora's indexes and tables are read back
+    # into memory in the background for at most warm_seconds, up to warm_mb (0: half
+    # the memory the machine has available then).
+    warm_seconds: float = 120.0
+    warm_mb: int = 0
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # Hybrid's rrf fusion: w / (fusion_rrf_k + rank), when a request names no rrf_k;
@@ -286,10 +297,15 @@ class VectordConfig:
             raise ValueError('lexical_engine: must be "memory" or "sql"')
         if self.lexical_cache_mb < 1:
             raise ValueError("lexical_cache_mb: must be >= 1")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision: {self.precision!r}; expected one of "
+                             f"{', '.join(PRECISIONS)}")
+        if self.warm_seconds < 0 or self.warm_mb < 0:
+            raise ValueError("warm_seconds: must not be negative (0: no warm-up; nor warm_mb)")
 
 
 @dataclass(frozen=True)
-class MatrixdConfig:
+class MatrixdConfig(RankerSettings):
     host: str = "127.0.0.1"
     port: int = MATRIXD_PORT
     # One address, or a list of replicas (round-robin with failover, as the gateway's).
@@ -320,29 +336,10 @@ class MatrixdConfig:
     downgrade_min_score: float = 0.0  # score-ranked modes: the hit's score below it is `weak`
     downgrade_max_age_days: float = 0.0  # updated_at older than this is `stale`
     downgrade_disputed: bool = False  # an entry marking the answer wrong makes it `disputed`
-    # The learned ranker (internal.matrixd.ranker; docs/API.md): it re-orders the top
-    # `ranker_depth` candidates of a search with feedback, trains by itself (`ranker_auto`)
-    # once `ranker_min_new_records` entries moved; under `ranker_min_queries`: the boost.
-    ranker_auto: bool = True
-    ranker_check_seconds: float = 60.0
-    ranker_min_new_records: int = 50
-    ranker_min_queries: int = 20
-    ranker_depth: int = 100
-    ranker_alpha: float = 1.0
-    ranker_choose_alpha: bool = False
-    ranker_refresh_seconds: float = 5.0
-    ranker_threads: int = 1  # LightGBM's threads while training (a child process, niced)
-    ranker_concurrency: int = 1  # training's searches in flight
 
     def validate(self) -> None:
-        if not 10 <= self.ranker_depth <= self.max_k:
-            raise ValueError("ranker_depth: must be in 10..max_k")
-        for key in ("ranker_check_seconds", "ranker_refresh_seconds", "ranker_min_new_records",
-                    "ranker_min_queries", "ranker_threads", "ranker_concurrency"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{key}: must be positive")
-        for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days",
-                    "ranker_alpha"):
+        self.validate_ranker(self.max_k)
+        for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key}: must not be negative (0 is off)")
         if not self.vectord_url:

@@ -17,8 +17,10 @@ from prometheus_client import (
     generate_latest,
 )
 
+from internal.api.responses import StorageStatus
 from internal.common.web import Handler
 from internal.gateway.labels import OTHER, ClientLabels
+from internal.gateway.storage_gauges import StorageGauges
 
 # Clients named in labels at once; the others share the label "other", and a client
 # unseen this long gives its label back (bounded cardinality; internal.gateway.labels).
@@ -63,6 +65,7 @@ class Metrics:
             registry=self.registry)
         # Made on the first report of an HA cluster, so a stack without one shows none.
         self.ha_leader_changes: Gauge | None = None
+        self.storage: StorageGauges | None = None
         self.ha_lag: Gauge | None = None
         self.ha_leader: Gauge | None = None
         self.replica_up = Gauge(
@@ -186,6 +189,14 @@ class Metrics:
                     for field, scale, gauge in self.embed_lanes:
                         gauge.labels(embedd, str(m.get("id", "?")), str(lane)).set(
                             float(st.get(field) or 0) * scale)
+
+    def observe_storage(self, status: StorageStatus) -> None:
+        """Per corpus its rows, table and index bytes and whether its vector index fits in
+        shared_buffers; the memory vectord and PostgreSQL hold (vectord's storage figures).
+        A corpus gone since the last scrape loses its series."""
+        if self.storage is None:
+            self.storage = StorageGauges(self.registry)
+        self.storage.publish(status)
 
     def observe_ha(self, ha: Mapping[str, Any] | None) -> None:
         """The Patroni cluster vectord follows (its /readyz `ha`), when there is one."""

@@ -22,6 +22,7 @@ from internal.api.matrixd import (
 from internal.api.ranker import RankerModel, RankerStatus, RankerTraining, TrainRanker
 from internal.api.responses import (
     AnalyzeResponse,
+    ConvertStarted,
     Corpus,
     CorpusDeleted,
     CorpusList,
@@ -43,12 +44,14 @@ from internal.api.responses import (
     RelevanceResponse,
     SearchAutoResponse,
     SmartSearchResponse,
+    StorageStatus,
     StoredItem,
     SyncRun,
     SyncStatus,
     Upserted,
 )
 from internal.api.vectord import (
+    ConvertRequest,
     CreateCorpus,
     DeleteItems,
     MultiSearchRequest,
@@ -63,6 +66,8 @@ from internal.api.vectord import (
 __all__ = [
     "AnalyzeRequest",
     "AnalyzeResponse",
+    "ConvertRequest",
+    "ConvertStarted",
     "Corpus",
     "CorpusDeleted",
     "CorpusList",
@@ -106,6 +111,7 @@ __all__ = [
     "SmartSearchRequest",
     "SmartSearchResponse",
     "SpacesResponse",
+    "StorageStatus",
     "StoredItem",
     "SyncRun",
     "SyncStatus",

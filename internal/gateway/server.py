@@ -11,8 +11,10 @@ import structlog
 from aiohttp import web
 
 from internal.clients.base import ServiceClient
+from internal.clients.vectord import VectordClient
 from internal.common.auth import service_headers, service_token
 from internal.common.daemon import serve
+from internal.common.errors import LakehouseError
 from internal.common.upstream import Upstream
 from internal.common.web import Handler, json_response, make_base_app, route
 from internal.config import Config
@@ -32,6 +34,8 @@ SESSION = web.AppKey("session", aiohttp.ClientSession)
 PROXY = web.AppKey("proxy", Proxy)
 UPSTREAMS = web.AppKey("upstreams", dict[str, Upstream])
 METRICS = web.AppKey("metrics", Metrics)
+# vectord as the stack (its storage figures for /metrics).
+VECTORD = web.AppKey("vectord", VectordClient)
 
 
 def make_upstreams(cfg: Config) -> dict[str, Upstream]:
@@ -114,6 +118,7 @@ def _sessions(cfg: Config, keyring: Keyring
                 aiohttp.ClientSession(headers=service_headers(cfg)))
             keyring.vectord = ServiceClient(keys_session, app[UPSTREAMS]["vectord"], "vectord",
                                             timeout=g.vectors_timeout)
+            app[VECTORD] = VectordClient(keys_session, app[UPSTREAMS]["vectord"], timeout=5.0)
             app[PROXY] = Proxy(reads, app[METRICS], Limits(
                 max_body_bytes=g.max_body_bytes, body_timeout=g.body_timeout,
                 buffer_bytes=g.buffer_bytes, upstream_wait=g.upstream_wait,
@@ -142,6 +147,12 @@ async def metrics_handler(request: web.Request) -> web.Response:
     metrics.observe_ha(ha_in(readiness.vectord_readyz(ready)))
     for address in upstreams["embedd"].addresses:
         metrics.observe_embed_lanes(address, readiness.embed_lanes_of(bodies.get(address)))
+    if ready.components.get("vectord", None) is not None and \
+            ready.components["vectord"].status == "ok":
+        try:
+            metrics.observe_storage(await request.app[VECTORD].storage())
+        except LakehouseError as exc:  # the scrape goes on; the gauges keep their last
+            log.warning("metrics_storage_failed", error=exc.message)
     return await metrics.handler(request)
 
 

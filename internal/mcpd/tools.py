@@ -11,13 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote
 
 import msgspec
 from msgspec import Meta
 
-from lakehouse.wire.search import ModeName
+from lakehouse.wire.modes import MODES
+
+# A model sees the registered modes as the schema's enum and an unknown one is refused at
+# decode, naming `mode` (the route's own field is a checked string: lakehouse.wire.modes).
+if TYPE_CHECKING:
+    ModeChoice = str
+else:
+    ModeChoice = Literal[tuple(MODES)]
 
 _QUERY = Annotated[str, Meta(description="The question or words to look for, in plain language.")]
 _CORPORA = Annotated[list[str] | None, Meta(
@@ -39,7 +46,7 @@ _NOW = Annotated[str | None, Meta(description=(
 class SearchArgs(msgspec.Struct, forbid_unknown_fields=True):
     query: _QUERY
     corpora: _CORPORA = None
-    mode: Annotated[ModeName | None, Meta(description=(
+    mode: Annotated[ModeChoice | None, Meta(description=(
         "hybrid (default): meaning and words together, best for most questions; "
         "keyword: exact substrings, for names, ids, error codes and file paths; "
         "lexical: ranked words (BM25), for rare terms; vector: meaning only, for paraphrases."

@@ -19,6 +19,8 @@ import psutil
 import psycopg
 import structlog
 
+from internal.pg import memory
+
 log = structlog.get_logger()
 
 
@@ -37,7 +39,12 @@ def import_pgserver() -> None:
 
 # Server settings that need a restart to change; applied once, after initdb.
 _SERVER_SETTINGS = {
-    "shared_buffers": "512MB",
+    # PostgreSQL's own default. The relations stay in the OS page cache, which serves these
+    # searches nearly as fast: a larger pool only holds a second copy of what the page
+    # cache holds, and a bulk load touches all of it (at 100k x 384: 512MB held 547 MiB
+    # after a load, 128MB 214, at the same recall and QPS; DECISIONS.md, "Vectors: half
+    # precision"; docs/SCALING.md says what N vectors need of the page cache).
+    "shared_buffers": "128MB",
     "max_connections": "200",
     # After a crash PostgreSQL syncs the data directory before recovery; fsync-ing every
     # file took ~2 s of a postmaster restart here, one syncfs() a few ms.
@@ -138,19 +145,28 @@ def archive_settings(wal_dir: str) -> dict[str, str]:
             "archive_command": f"test ! -f '{quoted}/%f' && cp %p '{quoted}/%f'"}
 
 
+def machine_settings() -> dict[str, str]:
+    """Settings sized from this machine: effective_cache_size, the planner's estimate of
+    the cache its relations have (three quarters of the memory; nothing is allocated)."""
+    total, _ = memory.machine()
+    return {"effective_cache_size": f"{max(128, int(total * 0.75) // 2**20)}MB"}
+
+
 def _apply_settings(server: object, dsn: str, extra: Mapping[str, str] | None = None) -> str:
     """ALTER SYSTEM the restart-only settings and restart once if any changed."""
     changed = False
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for name, value in {**_SERVER_SETTINGS, **(extra or {})}.items():
+        for name, value in {**_SERVER_SETTINGS, **machine_settings(), **(extra or {})}.items():
             current = conn.execute(
                 "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
             ).fetchone()
-            pending = conn.execute(
-                "SELECT count(*) FROM pg_file_settings WHERE name = %s AND setting = %s",
-                (name, value),
+            # The files' last word on it (postgresql.auto.conf's line after initdb's
+            # postgresql.conf, which already says shared_buffers = 128MB).
+            filed = conn.execute(
+                "SELECT setting FROM pg_file_settings WHERE name = %s ORDER BY seqno DESC "
+                "LIMIT 1", (name,),
             ).fetchone()
-            if current is not None and pending is not None and pending[0] == 0:
+            if current is not None and (filed is None or filed[0] != value):
                 conn.execute(
                     psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
                         psycopg.sql.Identifier(name), psycopg.sql.Literal(value)
@@ -167,7 +183,8 @@ def _apply_settings(server: object, dsn: str, extra: Mapping[str, str] | None = 
 
     info = PostmasterInfo.read_from_pgdata(server.pgdata)  # type: ignore[attr-defined]
     server._postmaster_info = info  # type: ignore[attr-defined]
-    log.info("embedded_postgres_configured", settings={**_SERVER_SETTINGS, **(extra or {})})
+    log.info("embedded_postgres_configured",
+             settings={**_SERVER_SETTINGS, **machine_settings(), **(extra or {})})
     return str(server.get_uri())  # type: ignore[attr-defined]
 
 

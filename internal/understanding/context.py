@@ -23,10 +23,10 @@ documents that name their thread (LoCoMo, hybrid: 0.685 -> 0.769 overall R@10).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import msgspec
-
-from internal.api.responses import RankedHit
+if TYPE_CHECKING:  # the CLI's --help loads this module and no wire struct (tests/cli/test_startup.py)
+    from internal.api.responses import RankedHit
 
 # Share of a neighbour's score a turn borrows, by offset (-1: the turn before).
 NEIGHBOUR_WEIGHTS: Mapping[int, float] = {-1: 0.5, 1: 0.3, -2: 0.2, 2: 0.2}
@@ -71,7 +71,7 @@ def smooth(hits: Sequence[RankedHit], *, group: str = GROUP, position: str = POS
         if pl is not None:
             corpus, thread, pos = pl
             s += sum(w * at.get((corpus, thread, pos + off), 0.0) for off, w in weights.items())
-        out.append((s, i, msgspec.structs.replace(h, context_score=s)))
+        out.append((s, i, _with_context_score(h, s)))
     if not at:
         return [h for _, _, h in out]
     out.sort(key=lambda t: (-t[0], t[1]))
@@ -115,3 +115,9 @@ def _score(hit: RankedHit) -> float:
     factor applied) when the hit has one, else `score`."""
     s = hit.merge_score if hit.merge_score is not None else hit.score
     return float(s) if s is not None else 0.0
+
+
+def _with_context_score(hit: RankedHit, score: float) -> RankedHit:
+    import msgspec  # loaded by the searches that smooth, never by the CLI's start
+
+    return msgspec.structs.replace(hit, context_score=score)

@@ -16,8 +16,6 @@ from aiohttp import web
 
 from internal.api import validate
 from internal.api.responses import (
-    CorpusDeleted,
-    CorpusList,
     IdRow,
     IdsPage,
     ItemsDeleted,
@@ -28,11 +26,9 @@ from internal.api.vectord import (
     MAX_IDS_PAGE,
     Corpus,
     CorpusSearchResult,
-    CreateCorpus,
     DeleteItems,
     MultiSearchRequest,
     MultiSearchResponse,
-    ReembedRequest,
     SearchError,
     SearchRequest,
     SearchResponse,
@@ -41,32 +37,32 @@ from internal.api.vectord import (
     UpsertRequest,
 )
 from internal.clients.embed import make_client
-from internal.common import access, language, waits
+from internal.common import access, language, malloc, waits
 from internal.common.auth import caller, protect, service_headers
 from internal.common.daemon import serve
 from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
-from internal.common.lsn import LSN_HEADER, REQUEST_LSN, parse_lsn
+from internal.common.lsn import REQUEST_LSN, parse_lsn
 from internal.common.web import json_response, make_base_app, read_json, route
 from internal.config import Config
 from internal.ha.follow import LeaderWatch
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
+from internal.vectord import corpora
+from internal.vectord.appkeys import CFG, LEADER, REEMBED, WARMER
+from internal.vectord.appkeys import STORE as STORE  # scripts/bench_scaling.py reads it here
+from internal.vectord.corpora import name_of, written
 from internal.vectord.keys import routes
 from internal.vectord.search import engine, scoped, validation
 from internal.vectord.shaping import shaped
 from internal.vectord.storage import ranker_routes, schema
 from internal.vectord.storage.reembed import Reembedder
 from internal.vectord.storage.store import PreparedItem, Store, Written
+from internal.vectord.storage.warm import Warmer
 
 log = structlog.get_logger()
 
-CFG: web.AppKey[Config] = web.AppKey("cfg", Config)
-STORE: web.AppKey[Store] = web.AppKey("store", Store)
-REEMBED: web.AppKey[Reembedder] = web.AppKey("reembed", Reembedder)
-LEADER: web.AppKey[LeaderWatch] = web.AppKey("leader", LeaderWatch)
-
-PREFIX = "/v1/vectors/corpora"
+PREFIX = corpora.PREFIX
 MULTI_SEARCH = "/v1/vectors/search"
 SPACES = "/v1/vectors/spaces"
 MAX_SEARCH_CORPORA = 1000
@@ -124,8 +120,11 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
             async with aiohttp.ClientSession(headers=service_headers(app[CFG])) as session:
                 reembedder = app[REEMBED] = Reembedder(
                     store, make_client(session, app[CFG].vectord.embedd_url))
+                warmer = app[WARMER] = Warmer(store, cfg)
+                changes = (lambda: watch.changes) if watch is not None else None
                 tasks = [asyncio.create_task(_maintain_spaces(store)),
-                         asyncio.create_task(reembedder.run_forever())]
+                         asyncio.create_task(reembedder.run_forever()),
+                         asyncio.create_task(warmer.run_forever(changes))]
                 try:
                     yield
                 finally:
@@ -144,62 +143,6 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     finally:
         if server is not None:
             await asyncio.to_thread(server.stop)
-
-
-def _name(request: web.Request) -> str:
-    return validate.corpus_name(request.match_info["name"])
-
-
-# --- corpora -----------------------------------------------------------------
-
-async def create_corpus(request: web.Request) -> web.Response:
-    body = await read_json(request, CreateCorpus)
-    validate.corpus_name(body.name)
-    validate.dim(body.dim)
-    lang = language.normalize_corpus_language(body.language, "language")
-    model = body.model.strip() if body.model else None
-    corpus = await request.app[STORE].create_corpus(
-        body.name, body.dim, body.metric, lang, model or None, body.defer_index)
-    log.info("corpus_created", corpus=corpus.name, dim=corpus.dim, metric=corpus.metric)
-    return await _after_write(request, json_response(corpus.public(0), status=201))
-
-
-async def list_corpora(request: web.Request) -> web.Response:
-    scope = caller()
-    rows = await request.app[STORE].list_corpora()
-    return json_response(CorpusList(
-        corpora=[r for r in rows if scope is None or scope.sees(r.name)]))
-
-
-async def get_corpus(request: web.Request) -> web.Response:
-    return json_response(await request.app[STORE].describe(_name(request)))
-
-
-async def delete_corpus(request: web.Request) -> web.Response:
-    name = _name(request)
-    await request.app[STORE].delete_corpus(name)
-    log.info("corpus_deleted", corpus=name)
-    return await _after_write(request, json_response(CorpusDeleted(deleted=name)))
-
-
-async def reembed(request: web.Request) -> web.Response:
-    """Move the corpus to another model in the background: 202 with the progress."""
-    body = await read_json(request, ReembedRequest)
-    store = request.app[STORE]
-    corpus = await store.corpus(_name(request), fresh=True)
-    started = await request.app[REEMBED].start(corpus, body.model)
-    return await _after_write(request, json_response(started, status=202))
-
-
-async def build_index(request: web.Request) -> web.Response:
-    out = await request.app[STORE].build_index(_name(request))
-    return await _after_write(request, json_response(out))
-
-
-async def _after_write(request: web.Request, resp: web.Response) -> web.Response:
-    """A committed change of the catalog answers with the WAL position after it, as item
-    writes do (read on the primary after the commit: at or past it)."""
-    return _written(resp, Written(0, await request.app[STORE].wal_position()))
 
 
 # --- items -------------------------------------------------------------------
@@ -239,7 +182,7 @@ def _prepare(corpus: Corpus, body: UpsertRequest,
 
 async def upsert_items(request: web.Request) -> web.Response:
     store = request.app[STORE]
-    name = _name(request)
+    name = name_of(request)
     body = await read_json(request, UpsertRequest)
     limit = store.cfg.max_batch
     if len(body.items) > limit:
@@ -254,14 +197,7 @@ async def upsert_items(request: web.Request) -> web.Response:
         return await store.upsert(corpus, prepared, model or None)
 
     done = await store.with_corpus(name, run_upsert)
-    return _written(json_response(Upserted(upserted=done.count)), done)
-
-
-def _written(resp: web.Response, done: Written) -> web.Response:
-    """A write's answer carries the WAL position after its commit (read-your-writes)."""
-    if done.lsn:
-        resp.headers[LSN_HEADER] = done.lsn
-    return resp
+    return written(json_response(Upserted(upserted=done.count)), done)
 
 
 async def get_item(request: web.Request) -> web.Response:
@@ -271,12 +207,12 @@ async def get_item(request: web.Request) -> web.Response:
     async def run_get(corpus: Corpus) -> StoredItem:
         return await store.get_item(corpus, item_id)
 
-    return json_response(await store.with_corpus(_name(request), run_get))
+    return json_response(await store.with_corpus(name_of(request), run_get))
 
 
 async def delete_items(request: web.Request) -> web.Response:
     store = request.app[STORE]
-    name = _name(request)
+    name = name_of(request)
     body = await read_json(request, DeleteItems)
     if len(body.ids) > MAX_IDS_PAGE:
         raise PayloadTooLarge(f"ids: at most {MAX_IDS_PAGE} per call", field="ids")
@@ -287,7 +223,7 @@ async def delete_items(request: web.Request) -> web.Response:
         return await store.delete_items(corpus, body.ids)
 
     done = await store.with_corpus(name, run_delete)
-    return _written(json_response(ItemsDeleted(deleted=done.count)), done)
+    return written(json_response(ItemsDeleted(deleted=done.count)), done)
 
 
 def _int_param(request: web.Request, key: str, default: int, lo: int, hi: int) -> int:
@@ -305,7 +241,7 @@ def _int_param(request: web.Request, key: str, default: int, lo: int, hi: int) -
 
 async def list_ids(request: web.Request) -> web.Response:
     store = request.app[STORE]
-    name = _name(request)
+    name = name_of(request)
     prefix = request.query.get("prefix", "")
     after = request.query.get("after", "")
     limit = _int_param(request, "limit", 1000, 1, MAX_IDS_PAGE)
@@ -331,7 +267,7 @@ async def search(request: web.Request) -> web.Response:
     """One corpus: a federation of one (the same path as the multi-corpus route)."""
     started = time.perf_counter()
     store = request.app[STORE]
-    name = _name(request)
+    name = name_of(request)
     req = scoped.request(await read_json(request, SearchRequest))
     p, plan = validation.check(store, req), shaped.check(req)  # before any corpus is touched
     lsn = _request_lsn(request)
@@ -437,6 +373,8 @@ async def readyz(request: web.Request) -> web.Response:
             "postgres": {"status": "error", "error": type(exc).__name__}}}, status=503)
     components: dict[str, Any] = {
         "postgres": pg, "lexical_index": store.lex.status(store.cfg.lexical_engine)}
+    if WARMER in request.app:
+        components["warmup"] = request.app[WARMER].status()
     if store.replicas is not None:
         components["read_replicas"] = store.replicas.status()
     if LEADER in request.app:
@@ -452,12 +390,7 @@ def make_app(cfg: Config) -> web.Application:
     app.cleanup_ctx.append(_database)
     r = app.router
     r.add_get("/readyz", readyz)
-    r.add_post(PREFIX, create_corpus)
-    r.add_get(PREFIX, list_corpora)
-    r.add_get(route(PREFIX + "/{name}"), get_corpus)
-    r.add_delete(route(PREFIX + "/{name}"), delete_corpus)
-    r.add_post(route(PREFIX + "/{name}/index"), build_index)
-    r.add_post(route(PREFIX + "/{name}/reembed"), reembed)
+    corpora.add_routes(app)
     r.add_post(route(PREFIX + "/{name}/items"), upsert_items)
     r.add_post(route(PREFIX + "/{name}/items/delete"), delete_items)
     r.add_get(route(PREFIX + "/{name}/items/{id}"), get_item)
@@ -471,6 +404,7 @@ def make_app(cfg: Config) -> web.Application:
 
 
 def main() -> int:
+    malloc.fixed_thresholds()
     return serve("vectord", make_app, "vectord")
 
 

@@ -26,6 +26,7 @@ from tests.helpers import ROOT
 from tests.stack import load, upstack
 
 CORPUS = "bk"
+CORPUS32 = "bk32"  # the same seed items, stored as float32
 DIM = 8
 WORDS = ["river", "stone", "lantern", "harbor", "meadow", "copper", "violet", "thunder"]
 
@@ -51,17 +52,22 @@ async def post(session: aiohttp.ClientSession, url: str, body: Any) -> Any:
         return data
 
 
-async def searches(base: str) -> list[list[tuple[str, float]]]:
-    """A few lexical and vector searches: (id, score) of each hit."""
-    out = []
-    url = f"{base}/v1/vectors/corpora/{CORPUS}/search"
+async def searches(base: str) -> list[Any]:
+    """A few lexical and vector searches of both corpora: (id, score) of each hit; and
+    each corpus's precision."""
+    out: list[Any] = []
     async with aiohttp.ClientSession() as session:
-        for i, word in enumerate(WORDS[:4]):
-            for body in ({"mode": "lexical", "query_text": f"{word} item", "k": 10},
-                         {"mode": "vector", "query_vector": load.unit(DIM, _rng(i)), "k": 10}):
-                found = await post(session, url, body)
-                out.append([(h["id"], round(float(h.get("score") or h["distance"]), 9))
-                            for h in found["hits"]])
+        for corpus in (CORPUS, CORPUS32):
+            url = f"{base}/v1/vectors/corpora/{corpus}"
+            async with session.get(url) as resp:
+                out.append((await resp.json())["precision"])
+            for i, word in enumerate(WORDS[:4]):
+                for body in ({"mode": "lexical", "query_text": f"{word} item", "k": 10},
+                             {"mode": "vector", "query_vector": load.unit(DIM, _rng(i)),
+                              "k": 10}):
+                    found = await post(session, f"{url}/search", body)
+                    out.append([(h["id"], round(float(h.get("score") or h["distance"]), 9))
+                                for h in found["hits"]])
     return out
 
 
@@ -84,6 +90,11 @@ async def test_backups_taken_under_writes_restore_every_acknowledged_write(
                      "text": f"{WORDS[i % 8]} {WORDS[(3 * i) % 8]} seed item {i}"}
                     for i in range(60)]
             await post(session, f"{base}/v1/vectors/corpora/{CORPUS}/items", {"items": seed})
+            # The other precision beside it (CORPUS is float16, the default).
+            await post(session, f"{base}/v1/vectors/corpora",
+                       {"name": CORPUS32, "dim": DIM, "language": "english",
+                        "precision": "float32"})
+            await post(session, f"{base}/v1/vectors/corpora/{CORPUS32}/items", {"items": seed})
         stop = asyncio.Event()
         writing = asyncio.create_task(load.run(base, CORPUS, DIM, stop, searchers=0, writers=4))
         await asyncio.sleep(1.0)
@@ -107,7 +118,7 @@ async def test_backups_taken_under_writes_restore_every_acknowledged_write(
     inside = {i for i, pos in writes.lsn.items() if lsn(pos) <= end}
     after = set(writes.acked) - inside
     assert len(inside) > 20 and after, (len(inside), len(after))  # writes ran across its end
-    assert info_full["corpora"] == 1 and info_full["items"] >= 60
+    assert info_full["corpora"] == 2 and info_full["items"] >= 120
 
     # Wiped, then the full backup back: every write acknowledged before its end is there.
     shutil.rmtree(pg)
@@ -131,6 +142,7 @@ async def test_backups_taken_under_writes_restore_every_acknowledged_write(
     try:
         assert await load.stored_ids(again.url, CORPUS) == stored
         assert await searches(again.url) == before
+        assert before[0] == "float16" and "float32" in before
     finally:
         again.stop()
     for aside in pg.parent.glob(f"{pg.name}.replaced-*"):

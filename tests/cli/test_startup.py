@@ -55,7 +55,8 @@ async def test_corpora_loads_the_client_only(tmp_path: Path) -> None:
     async def corpora(request: web.Request) -> web.Response:
         return web.json_response({"corpora": [{
             "name": "handbook", "dim": 384, "metric": "cosine", "language": "english",
-            "model": "minilm", "count": 12, "created_at": "2026-10-01T00:00:00Z"}]})
+            "model": "minilm", "count": 12, "created_at": "2026-10-01T00:00:00Z",
+            "precision": "float16"}]})
 
     app = web.Application()
     app.router.add_get("/v1/vectors/corpora", corpora)

@@ -79,7 +79,8 @@ def test_a_row_per_corpus_being_re_embedded() -> None:
 
     def corpus(name: str, job: Reembedding | None) -> Corpus:
         return Corpus(name=name, dim=384, metric="cosine", language="english",
-                      model="all-MiniLM-L6-v2", count=1000, created_at=AT, reembed=job)
+                      model="all-MiniLM-L6-v2", count=1000, created_at=AT, precision="float16",
+                      reembed=job)
 
     rows, notes = reembed_lines([
         corpus("docs", Reembedding(model="all-MiniLM-L6-v2-int8", dim=384, done=250,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -54,6 +55,30 @@ def test_corpora_create_get_list_delete(client: lakehouse.Client) -> None:
     with pytest.raises(lakehouse.NotFound) as missing:
         client.get_corpus(name)
     assert missing.value.code == "not_found" and missing.value.request_id
+
+
+def test_precision_convert_and_storage(client: lakehouse.Client) -> None:
+    """A float32 corpus converted to float16 online; the storage figures show it."""
+    name = _name()
+    made = client.create_corpus(name, precision="float32")
+    try:
+        assert made.precision == "float32"
+        client.upsert(name, [{"id": f"n{i}", "text": f"note {i} about the VPN"}
+                             for i in range(20)])
+        started = client.convert(name, "float16")
+        assert isinstance(started, types.ConvertStarted) and started.precision == "float16"
+        deadline = time.monotonic() + 60
+        while (c := client.get_corpus(name)).precision != "float16" or c.conversion:
+            assert time.monotonic() < deadline, c
+            time.sleep(0.2)
+        found = client.search("VPN note 7", corpora=name, k=1)
+        assert [h.id for h in found.hits] == ["n7"]
+        storage = client.storage()
+        row = next(r for r in storage.corpora if r.name == name)
+        assert (row.precision, row.rows) == ("float16", 20) and row.index_bytes > 0
+        assert storage.memory.vectord_bytes > 0 and storage.warmup.state in ("warming", "done")
+    finally:
+        client.delete_corpus(name)
 
 
 def test_text_upsert_is_embedded_by_the_stack(client: lakehouse.Client, scratch: str) -> None:

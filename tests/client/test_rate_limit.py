@@ -21,7 +21,8 @@ from lakehouse._transport import retry_after_seconds
 from tests.helpers import serve, url_of
 
 LISTING = {"corpora": [{"name": "docs", "dim": 3, "metric": "cosine", "language": "auto",
-                        "model": None, "count": 1, "created_at": "2026-10-01T00:00:00Z"}]}
+                        "model": None, "count": 1, "created_at": "2026-10-01T00:00:00Z",
+                        "precision": "float16"}]}
 ITEMS = [{"id": f"d{i}", "text": f"text {i}", "vector": [0.1, 0.2, float(i)]}
          for i in range(600)]  # three upsert batches
 

@@ -16,7 +16,8 @@ from tests.stack.ports import free_port
 
 CORPORA = "/v1/vectors/corpora"
 LISTING = {"corpora": [{"name": "docs", "dim": 3, "metric": "cosine", "language": "auto",
-                        "model": None, "count": 1, "created_at": "2026-10-01T00:00:00Z"}]}
+                        "model": None, "count": 1, "created_at": "2026-10-01T00:00:00Z",
+                        "precision": "float16"}]}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 

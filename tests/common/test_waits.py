@@ -53,3 +53,29 @@ async def test_event_says_whether_it_was_set() -> None:
     assert await waits.event(ev, 0.01) is False
     ev.set()
     assert await waits.event(ev, 0.01) is True
+
+
+async def test_a_cancel_lost_in_the_loops_work_ends_the_loop_at_its_wait() -> None:
+    """A call of the loop's work that swallows the cancel (seen in vectord's space upkeep,
+    inside a write transaction's exit) leaves `cancelling()` at 1: the next wait raises."""
+    ev = asyncio.Event()
+    rounds = 0
+
+    async def swallowing_work() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(10)
+
+    async def upkeep() -> None:
+        nonlocal rounds
+        while True:
+            rounds += 1
+            await swallowing_work()
+            ev.set()  # woken at once, every round: no timeout ever ends it
+            await waits.event(ev, 1.0)
+            ev.clear()
+
+    task = asyncio.create_task(upkeep())
+    await asyncio.sleep(0)
+    task.cancel()
+    done, _ = await asyncio.wait([task], timeout=2.5)
+    assert done and task.cancelled() and rounds == 1

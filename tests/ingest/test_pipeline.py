@@ -146,7 +146,7 @@ async def test_a_corpus_switched_to_another_model_meanwhile_is_written_with_it(
         await Pipeline(vc, ec, name, model=old, batch=2).write(docs)
 
     async def model_of() -> str | None:
-        return str((await vc.get_corpus(name))["model"])
+        return str((await vc.get_corpus(name)).model)
 
     pipe = Pipeline(vc, ec, name, model=old, batch=2, model_of=model_of)
     report = await pipe.write(docs)

@@ -17,9 +17,9 @@ def _shared_buffers(dsn: str) -> str:
 
 
 def test_a_setting_given_at_start_replaces_the_default_until_the_next_start(tmp_path: Path) -> None:
-    server = embedded.start(tmp_path / "pg", settings={"shared_buffers": "128MB"})
+    server = embedded.start(tmp_path / "pg", settings={"shared_buffers": "256MB"})  # the default is 128MB
     try:
-        assert _shared_buffers(server.dsn) == "128MB"
+        assert _shared_buffers(server.dsn) == "256MB"
     finally:
         server.stop()
     server = embedded.start(tmp_path / "pg")  # no settings: the defaults come back

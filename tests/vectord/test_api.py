@@ -46,7 +46,8 @@ async def test_different_dims_side_by_side(vectord_url: str, http: aiohttp.Clien
 
 
 async def test_upsert_get_delete_items(vectord_url: str, http: aiohttp.ClientSession) -> None:
-    name = await make_corpus(http, vectord_url, dim=8)
+    # float32: the vector read back is the one sent, bit for bit (test_precision: float16's)
+    name = await make_corpus(http, vectord_url, dim=8, precision="float32")
     it = item(1, 8, title="One", tags=["a", "b"], metadata={"team": "x", "n": 3})
     status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [it]})
     assert status == 200 and body == {"upserted": 1}

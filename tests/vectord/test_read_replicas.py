@@ -176,12 +176,13 @@ async def test_a_read_dsn_that_is_not_a_standby_is_not_used(
 async def test_a_federated_search_on_the_standby_equals_the_primarys(
         app: str, vectord_url: str, http: aiohttp.ClientSession) -> None:
     """Statistics are rows like the rest: BM25 over the union of corpora is the same on the
-    standby as on the primary, hits and scores, in every mode; a corpus creation answers
-    with its position too."""
+    standby as on the primary, hits and scores, in every mode, float16 corpora beside a
+    float32 one; a corpus creation answers with its position too."""
     names = []
     for j in range(3):
-        async with http.post(f"{app}{C}", json={"name": f"fed_rep_{os.getpid()}_{j}",
-                                                "dim": 8, "language": "english"}) as resp:
+        async with http.post(f"{app}{C}", json={
+                "name": f"fed_rep_{os.getpid()}_{j}", "dim": 8, "language": "english",
+                "precision": "float32" if j == 2 else "float16"}) as resp:
             assert resp.status == 201, await resp.text()
             assert "/" in resp.headers["Lakehouse-LSN"]
             names.append(f"fed_rep_{os.getpid()}_{j}")

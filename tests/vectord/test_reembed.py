@@ -24,6 +24,7 @@ from internal.vectord.server import make_app as make_vectord
 from tests.embedd.test_remote import Fake, fake_vector
 from tests.helpers import serve, url_of, with_section
 from tests.vectord.test_layout import layout_of
+from tests.vectord.test_precision import column_of
 from tests.vectord.vdata import call, unique, unit
 
 C = "/v1/vectors/corpora"
@@ -59,7 +60,8 @@ def expected(text: str) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-async def local_corpus(http: aiohttp.ClientSession, env: Env, n: int) -> tuple[str, str]:
+async def local_corpus(http: aiohttp.ClientSession, env: Env, n: int,
+                       precision: str = "float16") -> tuple[str, str]:
     texts = [f"note {i} about ferries, lagoons and kelp number {i}" for i in range(n)]
     e: dict[str, Any] = {"vectors": []}
     for start in range(0, n, 200):
@@ -69,7 +71,8 @@ async def local_corpus(http: aiohttp.ClientSession, env: Env, n: int) -> tuple[s
         e = {**part, "vectors": e["vectors"] + part["vectors"]}
     name = unique("re")
     status, out = await call(http, "POST", f"{env.vectord}{C}",
-                             {"name": name, "dim": e["dim"], "model": e["model"]})
+                             {"name": name, "dim": e["dim"], "model": e["model"],
+                              "precision": precision})
     assert status == 201, out
     status, out = await call(http, "POST", f"{env.vectord}{C}/{name}/items", {
         "items": [{"id": f"d{i}", "vector": v, "text": t}
@@ -262,3 +265,25 @@ async def test_a_reembed_goes_on_after_its_vectord_stops(
         assert np.allclose(item["vector"], expected(item["text"]), atol=1e-4)
     finally:
         await second.close()
+
+
+@pytest.mark.parametrize("precision", ["float16", "float32"])
+async def test_a_reembedding_keeps_the_corpus_precision(http: aiohttp.ClientSession, env: Env,
+                                                        pg_dsn: str, precision: str) -> None:
+    """The new vectors and their graph are in the corpus's precision, searched after it."""
+    name, _ = await local_corpus(http, env, 40, precision)
+    url = f"{env.vectord}{C}/{name}"
+    status, body = await call(http, "POST", f"{url}/reembed", {"model": NEW})
+    assert status == 202, body
+    for _ in range(300):
+        status, corpus = await call(http, "GET", url)
+        if corpus["model"] == NEW and "reembed" not in corpus:
+            break
+        await asyncio.sleep(0.1)
+    assert corpus["model"] == NEW and corpus["precision"] == precision, corpus
+    column = "halfvec" if precision == "float16" else "vector"
+    assert await column_of(pg_dsn, name) == f"{column}(768)"
+    text = "note 7 about ferries, lagoons and kelp number 7"
+    status, out = await call(http, "POST", f"{url}/search",
+                             {"mode": "vector", "query_vector": expected(text).tolist(), "k": 1})
+    assert status == 200 and out["hits"][0]["id"] == "d7", out

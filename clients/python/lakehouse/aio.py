@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -14,12 +13,14 @@ import aiohttp
 import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
+from lakehouse._items import as_item, renumbered
 from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
 from lakehouse.wire.responses import (
     AnalyzeResponse,
+    ConvertStarted,
     Corpus,
     CorpusDeleted,
     CorpusList,
@@ -49,7 +50,8 @@ from lakehouse.wire.search import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
-from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, embed_text
+from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, Precision, embed_text
+from lakehouse.wire.storage import StorageStatus
 
 Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
 
@@ -65,15 +67,6 @@ def _names(corpora: str | Sequence[str] | None) -> list[str] | None:
     return [corpora] if isinstance(corpora, str) else list(corpora)
 
 
-def _item(value: Item | Mapping[str, Any], index: int) -> Item:
-    if isinstance(value, Item):
-        return value
-    try:
-        return msgspec.convert(value, Item)
-    except msgspec.ValidationError as exc:
-        raise InvalidArgument(f"items[{index}]: {exc}", field=f"items[{index}]") from None
-
-
 def _c(name: str) -> str:
     return f"/v1/vectors/corpora/{quote(name, safe='')}"
 
@@ -87,24 +80,6 @@ def _item_path(corpus: str, item_id: str) -> str:
         raise InvalidArgument(f"item_id: {item_id!r} cannot be sent in a URL path (no item "
                               "can have it)", field="item_id")
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
-
-
-_LIST_FIELD = re.compile(r"^(items|texts)\[(\d+)\]")
-
-
-def _renumbered(exc: LakehouseError, places: Sequence[int]) -> LakehouseError:
-    """`exc` naming the caller's item: a part of the caller's items was sent (as items or
-    as texts to embed), `places[j]` is where the j-th sent one is in the caller's list."""
-    m = _LIST_FIELD.match(exc.field or "")
-    if m is None or int(m.group(2)) >= len(places):
-        return exc
-    old = m.group(0)
-    new = f"items[{places[int(m.group(2))]}]"
-    exc.field = new + (exc.field or "")[len(old):]
-    if exc.message.startswith(old):
-        exc.message = new + exc.message[len(old):]
-        exc.args = (exc.message,)
-    return exc
 
 
 class AsyncClient(RankerCalls):
@@ -155,13 +130,15 @@ class AsyncClient(RankerCalls):
     async def create_corpus(self, name: str, dim: int | None = None, *,
                             metric: Literal["cosine", "l2", "ip"] = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False) -> Corpus:
+                            defer_index: bool = False,
+                            precision: Precision | None = None) -> Corpus:
         """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
-        stack's embedding model (its dimension and label), ready for text upserts."""
+        stack's embedding model (its dimension and label), ready for text upserts.
+        `precision`: how its vectors are stored (float16, the server's default, or float32)."""
         if dim is None:
             model, dim = await self._model(model)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
-                       defer_index=defer_index)
+                       defer_index=defer_index, precision=precision)
         return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
 
     async def list_corpora(self) -> list[Corpus]:
@@ -183,10 +160,21 @@ class AsyncClient(RankerCalls):
         return await self._http.call("POST", f"{_c(name)}/reembed", ReembedStarted,
                                      body={"model": model})
 
+    async def convert(self, name: str, precision: Precision) -> ConvertStarted:
+        """Store the corpus's vectors in another precision, in the background (searches
+        answer throughout; one switch at the end). Progress: get_corpus(name).conversion."""
+        return await self._http.call("POST", f"{_c(name)}/convert", ConvertStarted,
+                                     body={"precision": precision})
+
+    async def storage(self) -> StorageStatus:
+        """The corpora's rows, table and index bytes and fit in shared_buffers; memory held."""
+        return await self._http.call("GET", "/v1/vectors/storage", StorageStatus)
+
     async def ensure_corpus(self, name: str, dim: int | None = None, *,
                             metric: Literal["cosine", "l2", "ip"] = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False) -> tuple[Corpus, bool]:
+                            defer_index: bool = False,
+                            precision: Precision | None = None) -> tuple[Corpus, bool]:
         """The corpus `name` and whether this call created it: made as `create_corpus`
         makes it when there is none (two callers racing both get the one made)."""
         try:
@@ -195,7 +183,8 @@ class AsyncClient(RankerCalls):
             pass
         try:
             return await self.create_corpus(name, dim, metric=metric, language=language,
-                                            model=model, defer_index=defer_index), True
+                                            model=model, defer_index=defer_index,
+                                            precision=precision), True
         except Conflict:
             return await self.get_corpus(name), False
 
@@ -220,7 +209,7 @@ class AsyncClient(RankerCalls):
         `model` to their label if the corpus has one. Items go in batches of UPSERT_BATCH,
         each all or nothing; sending a batch again is safe.
         """
-        todo = [_item(it, i) for i, it in enumerate(items)]
+        todo = [as_item(it, i) for i, it in enumerate(items)]
         stored = 0
         for start in range(0, len(todo), UPSERT_BATCH):
             batch = todo[start:start + UPSERT_BATCH]
@@ -230,7 +219,7 @@ class AsyncClient(RankerCalls):
                 stored += (await self._http.call("POST", f"{_c(corpus)}/items", Upserted,
                                                  body=body, idempotent=True)).upserted
             except LakehouseError as exc:
-                raise _renumbered(exc, range(start, start + len(batch))) from None
+                raise renumbered(exc, range(start, start + len(batch))) from None
         return stored
 
     async def _fill_vectors(self, batch: list[Item], offset: int, model: str | None) -> str | None:
@@ -247,7 +236,7 @@ class AsyncClient(RankerCalls):
                 emb = await self.embed([embed_text(batch[i].title, batch[i].text)
                                         for i in part], model=model)
             except LakehouseError as exc:
-                raise _renumbered(exc, [offset + i for i in part]) from None
+                raise renumbered(exc, [offset + i for i in part]) from None
             for i, vector in zip(part, emb.vectors, strict=True):
                 batch[i] = msgspec.structs.replace(batch[i], vector=vector)
             label = emb.model

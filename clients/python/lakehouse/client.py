@@ -134,6 +134,8 @@ class Client:
     ensure_corpus = _blocking(AsyncClient.ensure_corpus)
     delete_corpus = _blocking(AsyncClient.delete_corpus)
     reembed = _blocking(AsyncClient.reembed)
+    convert = _blocking(AsyncClient.convert)
+    storage = _blocking(AsyncClient.storage)
     upsert = _blocking(AsyncClient.upsert)
     get_item = _blocking(AsyncClient.get_item)
     delete_items = _blocking(AsyncClient.delete_items)

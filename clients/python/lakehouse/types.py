@@ -17,6 +17,8 @@ from lakehouse.wire.ranker import RankerModel, RankerStatus, RankerTraining, Ran
 from lakehouse.wire.responses import (
     AnalyzedEntity,
     AnalyzeResponse,
+    Conversion,
+    ConvertStarted,
     Corpus,
     CorpusStatus,
     DowngradeSummary,
@@ -63,12 +65,16 @@ from lakehouse.wire.shapes import (
     ObservationIn,
     Prf,
 )
+from lakehouse.wire.storage import CorpusStorage, MemoryHeld, StorageStatus, Warmup
 
 __all__ = [
     "AnalyzeResponse",
     "AnalyzedEntity",
+    "Conversion",
+    "ConvertStarted",
     "Corpus",
     "CorpusStatus",
+    "CorpusStorage",
     "DateRange",
     "DowngradeOption",
     "DowngradeSummary",
@@ -83,6 +89,7 @@ __all__ = [
     "Item",
     "MatrixHit",
     "MatrixSearchResponse",
+    "MemoryHeld",
     "ModelInfo",
     "ModelsResponse",
     "NormalizeResponse",
@@ -107,11 +114,13 @@ __all__ = [
     "SearchAutoResponse",
     "SkippedCorpus",
     "SmartSearchResponse",
+    "StorageStatus",
     "StoredItem",
     "SyncError",
     "SyncRun",
     "SyncStatus",
     "TemporalRange",
+    "Warmup",
 ]
 
 

@@ -90,6 +90,21 @@ async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
         # Documents per lexeme; rows may reach 0 and stay.
         sql.SQL("""CREATE TABLE {d} (lexeme text COLLATE "C" PRIMARY KEY,
                                      df bigint NOT NULL)"""),
+    ]
+    args = {"t": table, "p": sql.Identifier(postings), "s": sql.Identifier(stats),
+            "d": sql.Identifier(dfs)}
+    for stmt in stmts:
+        await conn.execute(stmt.format(**args))
+    await install_triggers(conn, table, cid)
+
+
+async def install_triggers(conn: psycopg.AsyncConnection, table: sql.Identifier,
+                           corpus_id: int) -> None:
+    """The triggers that keep the corpus's side tables exact, on its items table (a new
+    corpus's, or the table a conversion gives the corpus at its switch)."""
+    cid = int(corpus_id)
+    postings, stats, dfs = _names(cid)
+    stmts = [
         sql.SQL("CREATE TRIGGER vectord_lex_lock BEFORE INSERT OR UPDATE OR DELETE ON {t} "
                 "FOR EACH STATEMENT EXECUTE FUNCTION vectord_lex_lock({lc}, {cid})"),
         sql.SQL("CREATE TRIGGER vectord_lex_ins AFTER INSERT ON {t} "
@@ -102,12 +117,8 @@ async def install_corpus(conn: psycopg.AsyncConnection, table: sql.Identifier,
                 "REFERENCING OLD TABLE AS old_rows "
                 "FOR EACH STATEMENT EXECUTE FUNCTION vectord_lex_sync({pn}, {sn}, {dn})"),
     ]
-    args = {
-        "t": table, "p": sql.Identifier(postings), "s": sql.Identifier(stats),
-        "d": sql.Identifier(dfs), "dn": sql.Literal(dfs),
-        "lc": sql.Literal(str(LOCK_CLASS)), "cid": sql.Literal(str(cid)),
-        "pn": sql.Literal(postings), "sn": sql.Literal(stats),
-    }
+    args = {"t": table, "dn": sql.Literal(dfs), "lc": sql.Literal(str(LOCK_CLASS)),
+            "cid": sql.Literal(str(cid)), "pn": sql.Literal(postings), "sn": sql.Literal(stats)}
     for stmt in stmts:
         await conn.execute(stmt.format(**args))
 

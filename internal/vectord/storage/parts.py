@@ -22,7 +22,8 @@ from internal.vectord.storage import schema
 
 Conn = AsyncConnection[Any]
 
-CORPUS_COLUMNS = "id, name, dim, metric, language, model, keyword_index, created_at, space_id"
+CORPUS_COLUMNS = ("id, name, dim, metric, language, model, keyword_index, created_at, space_id, "
+                  "precision")
 
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
 

@@ -31,6 +31,7 @@ from internal.clients.embed import EmbedClient
 from internal.common import waits
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, Unavailable
 from internal.pg.resilient import CODE as POSTGRES_DOWN
+from internal.vectord.storage import convert
 from internal.vectord.storage.reembed_sql import Job
 from internal.vectord.storage.store import Store
 
@@ -205,6 +206,12 @@ class Reembedder:
             corpus = await store.corpus_by_id(corpus_id)
             if job is None or corpus is None:
                 return  # switched by another vectord, or its corpus deleted: nothing left
+            if job.kind == "convert" and job.precision is not None:
+                try:
+                    await convert.run(store, corpus_id, job.precision, job.position)
+                except LakehouseError as exc:
+                    await self._later(corpus_id, exc.message)
+                return
             if self.embed is None:
                 await store.reembed_fail(corpus_id, "embedd is not configured")
                 return

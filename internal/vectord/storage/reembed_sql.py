@@ -28,7 +28,9 @@ Conn = psycopg.AsyncConnection[Any]
 START = """
 INSERT INTO vectord_reembed (corpus_id, model, dim) VALUES (%(id)s, %(model)s, %(dim)s)
 ON CONFLICT (corpus_id) DO NOTHING RETURNING corpus_id"""
-JOB = "SELECT corpus_id, model, dim, error FROM vectord_reembed WHERE corpus_id = %(id)s"
+JOB = """
+SELECT corpus_id, model, dim, error, kind, precision, position FROM vectord_reembed
+WHERE corpus_id = %(id)s"""
 JOBS = "SELECT corpus_id FROM vectord_reembed ORDER BY corpus_id"
 # The corpora of some models with no re-embedding under way (a superseded model's).
 TO_MOVE = f"""
@@ -50,10 +52,16 @@ MISSING = "SELECT EXISTS (SELECT 1 FROM {t} WHERE embedding_next IS NULL)"
 
 @dataclass(frozen=True)
 class Job:
+    """A row of vectord_reembed: a re-embedding (kind "reembed": model, dim) or a
+    conversion to another precision (kind "convert": precision, position)."""
+
     corpus_id: int
     model: str
     dim: int
     error: str | None
+    kind: str = "reembed"
+    precision: str | None = None
+    position: str | None = None  # the last id a conversion's copy took
 
 
 def next_index(corpus_id: int) -> sql.Identifier:
@@ -69,8 +77,9 @@ async def start(conn: Conn, corpus: Corpus, model: str, dim: int) -> bool:
         return False
     t = tables.items_table(corpus.id)
     await conn.execute(sql.SQL("ALTER TABLE {t} DROP COLUMN IF EXISTS embedding_next").format(t=t))
-    await conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN embedding_next vector({dim})").format(
-        t=t, dim=sql.Literal(int(dim))))
+    # In the corpus's precision: the switch renames it `embedding`.
+    await conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN embedding_next {vtype}").format(
+        t=t, vtype=schema.vector_type(corpus.precision, dim)))
     for stmt in schema.layout_sql(corpus.id, "embedding_next"):  # renamed `embedding` at the switch
         await conn.execute(stmt)
     await conn.execute(sql.SQL(
@@ -84,7 +93,8 @@ async def job(conn: Conn, corpus_id: int) -> Job | None:
     await cur.execute(JOB, {"id": corpus_id})
     row = await cur.fetchone()
     return None if row is None else Job(int(row["corpus_id"]), str(row["model"]),
-                                        int(row["dim"]), row["error"])
+                                        int(row["dim"]), row["error"], str(row["kind"]),
+                                        row["precision"], row["position"])
 
 
 async def jobs(conn: Conn) -> list[int]:
@@ -131,13 +141,10 @@ async def fail(conn: Conn, corpus_id: int, error: str) -> None:
 async def build_next_index(conn: Conn, corpus: Corpus, dim: int, m: int, efc: int) -> None:
     """The HNSW graph over the new vectors, built before the switch (autocommit conn:
     CONCURRENTLY, so writers go on)."""
-    del dim
-    await conn.execute(sql.SQL(
-        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {t} USING hnsw (embedding_next {ops}) "
-        "WITH (m = {m}, ef_construction = {efc})").format(
-        name=next_index(corpus.id), t=tables.items_table(corpus.id),
-        ops=sql.SQL(schema.OPCLASS[corpus.metric]), m=sql.Literal(int(m)),
-        efc=sql.Literal(int(efc))))
+    del dim  # the column's type holds it
+    key = schema.index_key(corpus.precision, corpus.metric, "embedding_next")
+    await conn.execute(schema.hnsw_sql(next_index(corpus.id), tables.items_table(corpus.id),
+                                       key, m, efc, concurrently=True))
 
 
 async def switch(conn: Conn, corpus: Corpus, model: str, dim: int) -> bool:

@@ -34,7 +34,7 @@ class ReembedPart(StoreParts):
         """The running re-embedding of the corpus: model, dim, done of total, last error."""
         async with self.pool.connection() as conn:
             job = await reembed_sql.job(conn, corpus.id)
-            if job is None:
+            if job is None or job.kind != "reembed":
                 return None
             try:
                 total, done = await reembed_sql.progress(conn, corpus.id)

@@ -13,6 +13,7 @@ import psycopg
 import structlog
 from psycopg import sql
 
+from internal.api.vectord import Corpus
 from internal.vectord import sqlfiles, tables
 from internal.vectord.lexical import sql_index
 
@@ -156,10 +157,28 @@ BEGIN
     END LOOP;
 END $$;
 """),
+    # Precisions (DECISIONS.md, "Vectors: half precision"): a corpus's vectors and graph as
+    # halfvec (float16) or vector (float32); every corpus before this one is float32. A
+    # space is one precision too. A job of vectord_reembed is a re-embedding or a conversion to
+    # another precision (`position`: the last id its copy took).
+    (10, """
+ALTER TABLE vectord_corpora
+    ADD COLUMN IF NOT EXISTS precision text NOT NULL DEFAULT 'float32'
+        CHECK (precision IN ('float16', 'float32'));
+ALTER TABLE vectord_spaces ADD COLUMN IF NOT EXISTS precision text NOT NULL DEFAULT 'float32';
+ALTER TABLE vectord_spaces DROP CONSTRAINT IF EXISTS vectord_spaces_dim_metric_model_key;
+ALTER TABLE vectord_spaces DROP CONSTRAINT IF EXISTS vectord_spaces_key;  -- run again: idempotent
+ALTER TABLE vectord_spaces ADD CONSTRAINT vectord_spaces_key UNIQUE (dim, metric, model, precision);
+ALTER TABLE vectord_reembed
+    ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'reembed'
+        CHECK (kind IN ('reembed', 'convert')),
+    ADD COLUMN IF NOT EXISTS precision text,
+    ADD COLUMN IF NOT EXISTS position text;
+"""),
     # The learned ranker's models (internal.vectord.storage.rankers): versions per playbook
     # and the corpora they rank, each tied to the playbook corpus it was trained on
     # (`playbook_id`, its registry id): a playbook deleted and made again starts without one.
-    (10, """
+    (11, """
 CREATE TABLE IF NOT EXISTS lakehouse_rankers (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     playbook_id     bigint NOT NULL,
@@ -186,8 +205,21 @@ CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
 """),
 ]
 
-OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "ip": "vector_ip_ops"}
 OPERATOR = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
+# The column type of each precision; must match Corpus.precision.
+VECTOR_TYPE = {"float32": "vector", "float16": "halfvec"}
+
+
+def opclass(precision: str, metric: str) -> str:
+    """The HNSW operator class of a precision's column and a metric ("halfvec_cosine_ops")."""
+    if metric not in OPERATOR:
+        raise ValueError(f"metric {metric!r}")
+    return f"{VECTOR_TYPE[precision]}_{metric}_ops"
+
+
+def vector_type(precision: str, dim: int) -> sql.Composed:
+    """The column type of a precision and dimension: vector(384), halfvec(384)."""
+    return sql.SQL("{}({})").format(sql.SQL(VECTOR_TYPE[precision]), sql.Literal(int(dim)))
 
 # The expression the keyword mode searches; the trigram index is over exactly this.
 KEYWORD_EXPR = sql.SQL("lower(coalesce(title, '') || ' ' || text)")
@@ -208,6 +240,9 @@ SPACE_FUNCTIONS_SQL = sqlfiles.read("storage/space_functions.sql")
 
 # Re-embedding's functions (internal.vectord.storage.reembed_sql), installed by migrate() too.
 REEMBED_FUNCTIONS_SQL = sqlfiles.read("storage/reembed_functions.sql")
+
+# A conversion's mirror of writes (internal.vectord.storage.convert_sql), installed by migrate() too.
+CONVERT_FUNCTIONS_SQL = sqlfiles.read("storage/convert_functions.sql")
 
 
 async def migrate(dsn: str) -> DbInfo:
@@ -236,8 +271,8 @@ async def migrate(dsn: str) -> DbInfo:
                 log.info("schema_migrated", component="vectord", version=version)
                 current = version
             trgm = await _ensure_trgm(conn)
-            # The shared functions (BM25, the triggers' of the lexical index, the spaces
-            # and re-embedding) are CREATE OR REPLACE: refreshed on every start, under
+            # The shared functions (BM25, the triggers' of the lexical index, the spaces,
+            # re-embedding and conversion) are CREATE OR REPLACE: refreshed on every start, under
             # this lock, so a new vectord's functions reach databases whose corpora
             # predate them. Only here: two transactions replacing one function at once
             # fail ("tuple concurrently updated"), so creating a corpus never does.
@@ -245,6 +280,7 @@ async def migrate(dsn: str) -> DbInfo:
                 await sql_index.ensure_functions(conn)
                 await conn.execute(SPACE_FUNCTIONS_SQL)
                 await conn.execute(REEMBED_FUNCTIONS_SQL)
+                await conn.execute(CONVERT_FUNCTIONS_SQL)
             cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = await cur.fetchone()
             vector_version = str(row[0]) if row else "?"
@@ -269,13 +305,14 @@ async def _ensure_trgm(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> boo
     return True
 
 
-def create_items_sql(corpus_id: int, dim: int, keyword_index: str) -> list[sql.Composed]:
+def create_items_sql(corpus_id: int, dim: int, keyword_index: str, precision: str
+                     ) -> list[sql.Composed]:
     """DDL of one corpus's table and its non-vector indexes."""
     table = tables.items_table(corpus_id)
     stmts = [
         sql.SQL("""CREATE TABLE {table} (
             id           text COLLATE "C" PRIMARY KEY,
-            embedding    vector({dim}) NOT NULL,
+            embedding    {vtype} NOT NULL,
             title        text,
             text         text NOT NULL,
             tags         text[] NOT NULL DEFAULT '{{}}',
@@ -284,16 +321,31 @@ def create_items_sql(corpus_id: int, dim: int, keyword_index: str) -> list[sql.C
             content_hash text NOT NULL,
             created_at   timestamptz NOT NULL DEFAULT now(),
             updated_at   timestamptz NOT NULL DEFAULT now())""").format(
-            table=table, dim=sql.Literal(int(dim))),
+            table=table, vtype=vector_type(precision, dim)),
         *layout_sql(corpus_id, "embedding"),
-        sql.SQL("CREATE INDEX {name} ON {table} USING gin (metadata jsonb_path_ops)").format(
-            name=sql.Identifier(f"vectord_items_{corpus_id}_metadata"), table=table),
-        sql.SQL("CREATE INDEX {name} ON {table} (updated_at DESC, id)").format(
-            name=sql.Identifier(f"vectord_items_{corpus_id}_updated"), table=table),
+    ]
+    return stmts + secondary_indexes_sql(table, f"vectord_items_{int(corpus_id)}", keyword_index)
+
+
+# The suffixes of an items table's indexes besides its key and its vector index.
+SECONDARY_INDEXES = ("metadata", "updated", "trgm")
+
+
+def secondary_indexes_sql(table: sql.Identifier, prefix: str, keyword_index: str, *,
+                          concurrently: bool = False) -> list[sql.Composed]:
+    """An items table's metadata, recency and (with pg_trgm) keyword indexes, named
+    `<prefix>_<suffix>` (SECONDARY_INDEXES)."""
+    how = sql.SQL("CONCURRENTLY IF NOT EXISTS" if concurrently else "")
+    stmts = [
+        sql.SQL("CREATE INDEX {how} {name} ON {table} USING gin (metadata jsonb_path_ops)").format(
+            how=how, name=sql.Identifier(f"{prefix}_metadata"), table=table),
+        sql.SQL("CREATE INDEX {how} {name} ON {table} (updated_at DESC, id)").format(
+            how=how, name=sql.Identifier(f"{prefix}_updated"), table=table),
     ]
     if keyword_index == "trgm":
-        stmts.append(sql.SQL("CREATE INDEX {name} ON {table} USING gin (({expr}) gin_trgm_ops)").format(
-            name=sql.Identifier(f"vectord_items_{corpus_id}_trgm"), table=table, expr=KEYWORD_EXPR))
+        stmts.append(sql.SQL(
+            "CREATE INDEX {how} {name} ON {table} USING gin (({expr}) gin_trgm_ops)").format(
+            how=how, name=sql.Identifier(f"{prefix}_trgm"), table=table, expr=KEYWORD_EXPR))
     return stmts
 
 
@@ -321,9 +373,25 @@ def layout_sql(corpus_id: int, column: str) -> list[sql.Composed]:
     return stmts
 
 
-def create_hnsw_sql(corpus_id: int, metric: str, m: int, ef_construction: int) -> sql.Composed:
+def index_key(precision: str, metric: str, column: str = "embedding") -> sql.Composed:
+    """What a corpus's HNSW index is built over: the column, with the operator class of
+    its precision and metric."""
+    return sql.SQL("{c} {ops}").format(c=sql.Identifier(column),
+                                       ops=sql.SQL(opclass(precision, metric)))
+
+
+def hnsw_sql(name: sql.Identifier, table: sql.Identifier, key: sql.Composed, m: int,
+             ef_construction: int, *, concurrently: bool = False) -> sql.Composed:
+    """CREATE INDEX (IF NOT EXISTS) name ON table USING hnsw (key) WITH (m, ef_construction)."""
     return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {opclass}) "
+        "CREATE INDEX {how} IF NOT EXISTS {name} ON {table} USING hnsw ({key}) "
         "WITH (m = {m}, ef_construction = {efc})").format(
-        name=tables.hnsw_index(corpus_id), table=tables.items_table(corpus_id),
-        opclass=sql.SQL(OPCLASS[metric]), m=sql.Literal(int(m)), efc=sql.Literal(int(ef_construction)))
+        how=sql.SQL("CONCURRENTLY" if concurrently else ""), name=name, table=table, key=key,
+        m=sql.Literal(int(m)), efc=sql.Literal(int(ef_construction)))
+
+
+def create_hnsw_sql(corpus: Corpus, m: int, ef_construction: int) -> sql.Composed:
+    """The corpus's own vector index over its items table."""
+    return hnsw_sql(tables.hnsw_index(corpus.id), tables.items_table(corpus.id),
+                    index_key(corpus.precision, corpus.metric),
+                    m, ef_construction)

@@ -2,7 +2,7 @@
 
 Every corpus keeps its own items table (the system of record, with its own HNSW graph:
 a search of one corpus reads it). When two corpora or more share (dimension, metric,
-model), their vectors are also in one table of their space, `vectord_space_<id>`
+model, precision), their vectors are also in one table of their space, `vectord_space_<id>`
 (corpus id, item id, vector), with one HNSW graph over all of them: a search over
 several corpora of a space reads it once instead of once per corpus. A corpus alone in
 its space keeps no copy (nothing would read it); the second to join copies both.
@@ -35,10 +35,12 @@ from internal.vectord.storage import schema
 log = structlog.get_logger()
 
 ENSURE_SPACE = """
-INSERT INTO vectord_spaces (dim, metric, model) VALUES (%(dim)s, %(metric)s, %(model)s)
-ON CONFLICT (dim, metric, model) DO NOTHING RETURNING id"""
+INSERT INTO vectord_spaces (dim, metric, model, precision)
+VALUES (%(dim)s, %(metric)s, %(model)s, %(precision)s)
+ON CONFLICT (dim, metric, model, precision) DO NOTHING RETURNING id"""
 FIND_SPACE = """
-SELECT id FROM vectord_spaces WHERE dim = %(dim)s AND metric = %(metric)s AND model = %(model)s"""
+SELECT id FROM vectord_spaces WHERE dim = %(dim)s AND metric = %(metric)s AND model = %(model)s
+AND precision = %(precision)s"""
 SET_SPACE = "UPDATE vectord_corpora SET space_id = %(space)s WHERE id = %(id)s"
 UNATTACHED = """
 SELECT c.id, c.name FROM vectord_corpora c
@@ -97,7 +99,8 @@ def model_key(corpus: Corpus) -> str:
 
 async def _space(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
     """The id of the corpus's space, its table and HNSW graph created with it."""
-    key = {"dim": corpus.dim, "metric": corpus.metric, "model": model_key(corpus)}
+    key = {"dim": corpus.dim, "metric": corpus.metric, "model": model_key(corpus),
+           "precision": corpus.precision}
     cur = await conn.execute(ENSURE_SPACE, key)
     row = await cur.fetchone()
     if row is None:  # another transaction made it (and committed: the insert waited)
@@ -109,17 +112,18 @@ async def _space(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc
     await conn.execute(sql.SQL("""CREATE TABLE {t} (
         corpus_id bigint NOT NULL,
         id        text COLLATE "C" NOT NULL,
-        embedding vector({dim}) NOT NULL,
-        PRIMARY KEY (corpus_id, id))""").format(t=space_table(sid), dim=sql.Literal(corpus.dim)))
-    await conn.execute(_hnsw_sql(sid, corpus.metric, m, efc))
+        embedding {vtype} NOT NULL,
+        PRIMARY KEY (corpus_id, id))""").format(
+        t=space_table(sid), vtype=schema.vector_type(corpus.precision, corpus.dim)))
+    await conn.execute(_hnsw_sql(sid, corpus, m, efc))
     return sid
 
 
-def _hnsw_sql(space_id: int, metric: str, m: int, efc: int) -> sql.Composed:
-    return sql.SQL("CREATE INDEX IF NOT EXISTS {name} ON {t} USING hnsw (embedding {ops}) "
-                   "WITH (m = {m}, ef_construction = {efc})").format(
-        name=space_hnsw(space_id), t=space_table(space_id), ops=sql.SQL(schema.OPCLASS[metric]),
-        m=sql.Literal(int(m)), efc=sql.Literal(int(efc)))
+def _hnsw_sql(space_id: int, corpus: Corpus, m: int, efc: int) -> sql.Composed:
+    """The space's graph: over its vectors, in the precision of its corpora."""
+    return schema.hnsw_sql(space_hnsw(space_id), space_table(space_id),
+                           schema.index_key(corpus.precision, corpus.metric),
+                           m, efc)
 
 
 async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc: int) -> int:
@@ -143,12 +147,12 @@ async def attach(conn: psycopg.AsyncConnection[Any], corpus: Corpus, m: int, efc
         uncopied = sorted(p for p, copied in peers if not copied)
         for peer in uncopied:  # in id order; writers never take a second corpus's lock
             await conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (sql_index.LOCK_CLASS, peer))
-        await _copy(conn, sid, [*uncopied, cid], corpus.metric, m, efc)
+        await _copy(conn, sid, [*uncopied, cid], corpus, m, efc)
     await conn.execute(SET_SPACE, {"space": sid, "id": cid})
     return sid
 
 
-async def _copy(conn: psycopg.AsyncConnection[Any], sid: int, cids: list[int], metric: str,
+async def _copy(conn: psycopg.AsyncConnection[Any], sid: int, cids: list[int], corpus: Corpus,
                 m: int, efc: int) -> None:
     """Copy the corpora's vectors into space sid and keep them there (triggers)."""
     table = space_table(sid)
@@ -176,7 +180,7 @@ async def _copy(conn: psycopg.AsyncConnection[Any], sid: int, cids: list[int], m
                 name=sql.Identifier(name), event=sql.SQL(event), items=items,
                 refs=sql.SQL(refs), sid=sql.Literal(str(sid)), cid=sql.Literal(str(cid))))
     if empty:
-        await conn.execute(_hnsw_sql(sid, metric, m, efc))
+        await conn.execute(_hnsw_sql(sid, corpus, m, efc))
 
 
 async def detach(conn: psycopg.AsyncConnection[Any], corpus: Corpus) -> None:

@@ -2,8 +2,9 @@
 
 `Store` is one object over one pool, assembled from parts a module each: the registry
 and the corpora here; items (storage/items.py), search statements (storage/searches.py),
-re-embedding (storage/reembedding.py) and the shared index of each space (storage/spaces.py),
-over the state they share (storage/parts.py)."""
+re-embedding (storage/reembedding.py), conversion to another precision
+(storage/converting.py) and the shared index of each space (storage/spaces.py), over the
+state they share (storage/parts.py)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,15 @@ from internal.common import access
 from internal.common.auth import caller
 from internal.common.errors import Conflict, NotFound, Unavailable
 from internal.config import VectordConfig
+from internal.pg import memory
 from internal.pg.backend_nice import BackendNice
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import tables
 from internal.vectord.lexical import facet_values, sql_index
 from internal.vectord.lexical.memory_index import LexIndex
-from internal.vectord.storage import reembed_sql, schema, space_index
+from internal.vectord.storage import convert_sql, memory_plan, reembed_sql, schema, space_index
+from internal.vectord.storage.converting import ConvertPart
 from internal.vectord.storage.items import ItemsPart, wal_position_on
 from internal.vectord.storage.items import PreparedItem as PreparedItem
 from internal.vectord.storage.items import Written as Written
@@ -53,11 +56,14 @@ log = structlog.get_logger()
 CORPUS_TTL_SECONDS = 5.0
 
 INSERT_CORPUS = f"""
-INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index)
-VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s)
+INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index, precision)
+VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s,
+        %(precision)s)
 RETURNING {CORPUS_COLUMNS}"""
 
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
+# Session-wide on the build's connection (RESET after it): SET takes no parameters.
+SET_BUILD_MEMORY = "SELECT set_config('maintenance_work_mem', %s, false)"
 DELETE_ATTEMPTS = 5  # a delete that lost a race with a re-embedding's index build goes again
 
 
@@ -72,7 +78,7 @@ def _lost_to_index_build(exc: BaseException) -> bool:
                 and "tuple concurrently updated" in str(cause)))
 
 
-class Store(ItemsPart, SearchPart, ReembedPart):
+class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
     """The registry and the items tables, over one pool.
 
     Every query takes its connection from `pool.connection()`, which turns PostgreSQL
@@ -176,24 +182,24 @@ class Store(ItemsPart, SearchPart, ReembedPart):
             return await fn(corpus)
 
     async def create_corpus(self, name: str, dim: int, metric: str, language: str,
-                            model: str | None, defer_index: bool) -> Corpus:
+                            model: str | None, defer_index: bool, precision: str) -> Corpus:
         keyword_index = "trgm" if self.db.trgm else "scan"
         async with self.pool.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             try:
                 await cur.execute(INSERT_CORPUS, {
                     "name": name, "dim": dim, "metric": metric, "language": language,
-                    "model": model, "keyword_index": keyword_index})
+                    "model": model, "keyword_index": keyword_index, "precision": precision})
             except psycopg.errors.UniqueViolation:
                 raise Conflict(f"name: corpus {name!r} already exists", field="name") from None
             row = await cur.fetchone()
             assert row is not None
             corpus = Corpus(**row)
-            for stmt in schema.create_items_sql(corpus.id, dim, keyword_index):
+            for stmt in schema.create_items_sql(corpus.id, dim, keyword_index, precision):
                 await conn.execute(stmt)
             if not defer_index:
                 await conn.execute(schema.create_hnsw_sql(
-                    corpus.id, metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+                    corpus, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
             await sql_index.install_corpus(conn, tables.items_table(corpus.id), corpus.id)
             for stmt in schema.layout_sql(corpus.id, "lex"):
                 await conn.execute(stmt)
@@ -215,11 +221,13 @@ class Store(ItemsPart, SearchPart, ReembedPart):
                 if fresh is None:
                     raise NotFound(f"corpus {name!r} not found")
                 count = await self.count(conn, fresh)
-            return fresh.public(count, await self.reembed_progress(fresh))
+            return fresh.public(count, await self.reembed_progress(fresh),
+                                await self.convert_progress(fresh))
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
-        """Every corpus with its count, and its `reembed` progress while one runs."""
+        """Every corpus with its count, and its `reembed` or `conversion` progress while
+        one runs."""
         counted: list[tuple[Corpus, int]] = []
         async with self.pool.connection() as conn:
             moving = set(await reembed_sql.jobs(conn))
@@ -231,8 +239,9 @@ class Store(ItemsPart, SearchPart, ReembedPart):
                     counted.append((corpus, await self.count(conn, corpus)))
                 except psycopg.errors.UndefinedTable:
                     continue  # dropped between the two statements
-        return [corpus.public(n, await self.reembed_progress(corpus) if corpus.id in moving
-                              else None) for corpus, n in counted]
+        return [corpus.public(n, await self.reembed_progress(corpus),
+                              await self.convert_progress(corpus)) if corpus.id in moving
+                else corpus.public(n) for corpus, n in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""
@@ -280,6 +289,7 @@ class Store(ItemsPart, SearchPart, ReembedPart):
             await sql_index.drop_corpus(conn, corpus.id)
             await space_index.forget(conn, corpus)
             await reembed_sql.cancel(conn, corpus.id)
+            await convert_sql.drop(conn, corpus.id)
         return corpus
 
     async def build_index(self, name: str) -> wire.IndexBuilt:
@@ -288,11 +298,11 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         started = time.perf_counter()
         async with self.pool.connection() as conn:
             # Session settings: reset before the connection goes back to the pool.
-            await conn.execute("SET maintenance_work_mem = '1GB'")
+            await conn.execute(SET_BUILD_MEMORY, (await self.build_memory(conn, corpus),))
             await conn.execute("SET max_parallel_maintenance_workers = 2")
             try:
                 await conn.execute(schema.create_hnsw_sql(
-                    corpus.id, corpus.metric, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+                    corpus, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
                 if corpus.space_id is None:
                     async with conn.transaction():
                         await self._attach(conn, corpus)
@@ -302,6 +312,12 @@ class Store(ItemsPart, SearchPart, ReembedPart):
         self._cache.pop(name, None)
         return wire.IndexBuilt(corpus=name, index="hnsw",
                                seconds=round(time.perf_counter() - started, 3))
+
+    async def build_memory(self, conn: Conn, corpus: Corpus) -> str:
+        """maintenance_work_mem for building the corpus's graph now (memory_plan)."""
+        return memory_plan.setting(memory_plan.build_memory(
+            await self.count(conn, corpus), corpus.dim, corpus.precision, self.cfg.hnsw_m,
+            memory.machine()[1]))
 
     async def ping(self) -> dict[str, Any]:
         async with self.pool.connection(timeout=5.0) as conn:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from lakehouse.wire.ranker import RankerUse
-from lakehouse.wire.shapes import Hit
+from lakehouse.wire.shapes import Hit, Precision
 
 
 class ErrorDetail(msgspec.Struct, omit_defaults=True):  # `field` absent unless one is at fault
@@ -90,6 +90,23 @@ class Reembedding(msgspec.Struct):
     error: str | None = None
 
 
+class Conversion(msgspec.Struct):
+    """A conversion under way (POST .../convert): the precision the corpus moves to, how
+    many of its items are copied, the last error (the job goes on after one)."""
+
+    precision: Precision
+    done: int
+    total: int
+    state: Literal["copying", "indexing"] = "copying"
+    error: str | None = None
+
+
+class ConvertStarted(Conversion, kw_only=True):
+    """POST /v1/vectors/corpora/{name}/convert (202)."""
+
+    corpus: str
+
+
 class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one runs
     name: str
     dim: int
@@ -98,7 +115,9 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     model: str | None
     count: int
     created_at: datetime
+    precision: Precision  # how its vectors and their index are stored
     reembed: Reembedding | None = None  # only while one runs
+    conversion: Conversion | None = None  # only while one runs
 
 
 class ReembedStarted(Reembedding, kw_only=True):

@@ -5,6 +5,7 @@ sends and decodes them. Constraints live in the annotations, checked at decode t
 
 from __future__ import annotations
 
+import typing
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -14,6 +15,10 @@ from msgspec import Meta
 from lakehouse.wire.features import HitFeatures
 
 Metric = Literal["cosine", "l2", "ip"]
+# How a corpus stores its vectors and their HNSW graph: float16 (pgvector's halfvec, half
+# the bytes, the same recall; the default) or float32 (vector).
+Precision = Literal["float16", "float32"]
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 
 # HNSW indexes vector columns of at most 2,000 dimensions (pgvector's limit).
 MAX_DIM = 2000
