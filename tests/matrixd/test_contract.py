@@ -161,6 +161,12 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     await c.call("POST", f"{C}/items", {"items": items, "model": "legacy-model"}, name=legacy)
     await c.call("POST", f"{C}/reembed", {"model": model}, name=legacy)
     await c.call("DELETE", C, name=legacy)
+    # Storage and a conversion to another precision (a corpus of its own: it runs on).
+    await c.call("GET", "/v1/vectors/storage")
+    halved = f"{name}_half"
+    await c.call("POST", "/v1/vectors/corpora", {"name": halved, "dim": emb.dim, "model": model})
+    await c.call("POST", f"{C}/items", {"items": items, "model": model}, name=halved)
+    await c.call("POST", f"{C}/convert", {"precision": "float32"}, name=halved)
     await c.call("POST", f"{C}/items/delete", {"ids": ["d3"]}, name=name)
 
     # Errors: one body for every daemon, the field named.
