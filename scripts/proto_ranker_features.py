@@ -37,20 +37,10 @@ out_of_fold, playbook_columns = service.out_of_fold, service.playbook_columns
 
 NAN = math.nan
 
-# The row's columns, in order. Groups: the layers, the playbook, the item, the question.
-LAYER_FEATURES = (
-    "fused", "fused_rel", "fused_rank",
-    "vector_sim", "vector_gap", "vector_rank",
-    "lexical", "lexical_rel", "lexical_rank",
-    "bm25", "bm25_rel", "bm25_rank",
-    "retrieved",
-)
-PLAYBOOK_FEATURES = (
-    "pb_pos_sim", "pb_pos_n", "pb_pos_sum", "pb_neg_sim", "pb_neg_n", "pb_best",
-    "pb_pos_gap", "pb_entries", "pb_nearest_sim",
-)
-ITEM_FEATURES = ("doc_words", "title_words", "title_match", "text_match", "age_days")
-QUERY_FEATURES = ("q_words", "q_idf_mean", "q_idf_max")
+# The row's columns, in order: the service's, and the item's age (left out of its model).
+LAYER_FEATURES, PLAYBOOK_FEATURES = service.LAYER_FEATURES, service.PLAYBOOK_FEATURES
+ITEM_FEATURES = (*service.ITEM_FEATURES, "age_days")
+QUERY_FEATURES = service.QUERY_FEATURES
 FEATURES: tuple[str, ...] = LAYER_FEATURES + PLAYBOOK_FEATURES + ITEM_FEATURES + QUERY_FEATURES
 
 _WORD = re.compile(r"\w+")
