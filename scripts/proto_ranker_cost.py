@@ -6,7 +6,7 @@ var/rankproto/scifact.json), timed. Then the held-out questions through the gate
 a time, the three searches alternating which goes first: the default search (k 10), the
 same with `use_playbook` (the boost alone), and the same with `use_playbook` and k 100
 (the candidates a ranker re-orders), whose 100 hits are then featurised and scored here
-(ranker_features.rows and the model's predict, as matrixd would run them), timed apart.
+(proto_ranker_features.rows and the model's predict, as matrixd would run them), timed apart.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import aiohttp
 import msgspec
 import numpy as np
 import proto_ranker as pr
+import proto_ranker_features as rf
 import proto_ranker_fit as fit
 
 from internal.api.responses import RankedHit
@@ -28,7 +29,6 @@ from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.evaluation import beir
 from internal.evaluation.ingest import ingest
-from internal.matrixd import ranker_features as rf
 
 ROUNDS = 2
 

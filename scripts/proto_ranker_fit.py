@@ -26,13 +26,13 @@ from typing import Any
 import lightgbm as lgb
 import msgspec
 import numpy as np
+import proto_ranker_features as rf
 from proto_ranker import DATA, MAX_DISTANCE, SETS, Collected, fold
 
 from internal.api.vectord import Hit
 from internal.evaluation import beir
 from internal.evaluation.beir import Doc
 from internal.matrixd import boost
-from internal.matrixd import ranker_features as rf
 from internal.matrixd.boost import Match, PlaybookEntry
 
 TOP_K = 20  # [matrixd] playbook_top_k

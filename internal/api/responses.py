@@ -6,6 +6,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from lakehouse.wire.ranker import RankerUse
 from lakehouse.wire.responses import (
     AnalyzedEntity as AnalyzedEntity,
 )
@@ -197,6 +198,8 @@ class RankedHit(Hit):
     original_distance: float | None = None
     original_merge_score: float | msgspec.UnsetType | None = msgspec.UNSET
     rank: int = 0
+    ranker_score: float | msgspec.UnsetType = msgspec.UNSET
+    ranker_contributions: dict[str, float] | msgspec.UnsetType = msgspec.UNSET
     # Smart search and search_auto: the score a hit has judged with its neighbours
     # (internal.understanding.context), and the ids of the plan's sub-queries that found it.
     context_score: float | msgspec.UnsetType = msgspec.UNSET
@@ -232,6 +235,7 @@ class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
     downgrade: DowngradeSummary | msgspec.UnsetType = msgspec.UNSET
     relevance: RelevanceSummary | msgspec.UnsetType = msgspec.UNSET
+    ranker: RankerUse | msgspec.UnsetType = msgspec.UNSET
 
 
 class SmartAnswer(SearchHead[RankedHit], kw_only=True):

@@ -9,6 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from lakehouse.wire import responses as wire
+from lakehouse.wire.features import QueryStats
 from lakehouse.wire.search import (  # the search's fields, declared once there
     MAX_FACET_SIZE,
     MAX_FACETS,
@@ -157,6 +158,8 @@ class MultiSearchRequest(FederatedSpec, kw_only=True, forbid_unknown_fields=True
     # below the top k (flagged `included`), so a caller's boost can lift them.
     include: Annotated[list[IncludeRef], Meta(max_length=MAX_INCLUDE)] = msgspec.field(
         default_factory=list)
+    # Hybrid: each hit's `features` and the answer's `query_stats` (the learned ranker's).
+    features: bool = False
 
 
 class Corpus(msgspec.Struct, frozen=True):
@@ -241,6 +244,7 @@ class MultiSearchResult(msgspec.Struct, Generic[H]):
     include_missing: int = 0  # `include` items that do not exist (or are in no searched corpus)
     # Value counts over the lexical match set and the filter, only when `facets` was asked.
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
+    query_stats: QueryStats | msgspec.UnsetType = msgspec.UNSET  # with `features`
 
 
 class MultiSearchResponse(MultiSearchResult[Hit]):

@@ -48,6 +48,14 @@ def register(subparsers: Any) -> None:
                    help="record FILE's pairs, score with and without them")
     p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
                    help="share of FILE's queries held out (0.2)")
+    p.add_argument("--folds", type=int, default=0, metavar="K",
+                   help="with --feedback-qrels: the learned ranker by K-fold cross-validation "
+                        "over the questions (each held out once)")
+    p.add_argument("--curve", metavar="N,N,...",
+                   help="with --feedback-qrels: the learned ranker's held-out figure with the "
+                        "first N pairs recorded, e.g. 10,50,200")
+    p.add_argument("--no-ranker", action="store_true",
+                   help="with --feedback-qrels: the boost alone, no learned ranker")
     tune = p.add_argument_group("hybrid options (default: vectord's)")
     tune.add_argument("--fusion", choices=list(FUSIONS), metavar="NAME",
                       help=f"its fusion: {', '.join(FUSIONS)}")
@@ -173,10 +181,15 @@ def run(args: argparse.Namespace) -> int:
 def _run_feedback(args: argparse.Namespace, cfg: Config, dataset: str, split: str) -> int:
     from internal.evaluation.feedback import evaluate_feedback
 
+    try:
+        curve = [int(n) for n in args.curve.split(",")] if args.curve else []
+    except ValueError:
+        raise SystemExit(f"--curve: expected numbers like 10,50,200, got {args.curve!r}") from None
     report = _finished(evaluate_feedback(
         cfg, dataset, split, args.feedback_qrels, args.modes,
         holdout=args.holdout, options=_options(args), corpus=args.corpus,
         in_process=args.in_process, progress=_progress, cache_dir=_cache_dir(cfg),
+        ranker=not args.no_ranker, folds=args.folds, curve=curve,
     ))
     print(report.table())
     if args.json:

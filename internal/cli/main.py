@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = (
     "internal.cli.backup_cmd",   # backup, restore
     "internal.cli.items_cmd",    # corpora [list|delete], items list|get|delete
     "internal.cli.client_cmd",   # reembed, ingest, search, record, playbooks
+    "internal.cli.ranker_cmd",   # ranker train|status
     "internal.cli.smart_cmd",    # analyze, ask
     "internal.cli.keys_cmd",     # keys create|list|revoke
     "internal.cli.sync_cmd",     # sync
@@ -49,6 +50,9 @@ EXAMPLES = {
     "playbooks": "lakehouse playbooks list",
     "playbooks list": "lakehouse playbooks list --answer-corpus handbook --limit 20",
     "playbooks delete": "lakehouse playbooks delete PLAYBOOK_ID",
+    "ranker": "lakehouse ranker status",
+    "ranker train": "lakehouse ranker train --corpora handbook,tickets",
+    "ranker status": "lakehouse ranker status --json",
     "keys": "lakehouse keys create agent --actions search --corpora 'team_a_*'",
     "keys create": "lakehouse keys create agent --actions search,read --corpora handbook,tickets",
     "keys list": "lakehouse keys list",

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
+import msgspec
 
 from internal.api.matrixd import NormalizeRequest, ObservationIn, RecordRequest
+from internal.api.ranker import RankerModel, RankerStatus, TrainRanker
 from internal.api.responses import MatrixSearchResponse, NormalizeResponse, RecordResponse
 from internal.clients.base import ServiceClient
 from internal.common.upstream import Upstream
@@ -36,3 +39,15 @@ class MatrixdClient(ServiceClient):
         body = NormalizeRequest(observations=[ObservationIn(text=t) for t in texts])
         return await self.call_as(NormalizeResponse, "POST", "/v1/matrix/normalize", body,
                                   idempotent=True)
+
+    async def train_ranker(self, request: TrainRanker, timeout: float | None = None
+                           ) -> RankerModel:
+        """POST /v1/matrix/ranker/train with `wait`: the stored model and its figures."""
+        body = msgspec.structs.replace(request, wait=True)
+        return await self.call_as(RankerModel, "POST", "/v1/matrix/ranker/train", body,
+                                  timeout=timeout)
+
+    async def rankers(self, playbook_corpus: str | None = None) -> RankerStatus:
+        """GET /v1/matrix/ranker: the models, newest first, and what trains now."""
+        query = f"?{urlencode({'playbook_corpus': playbook_corpus})}" if playbook_corpus else ""
+        return await self.call_as(RankerStatus, "GET", f"/v1/matrix/ranker{query}")

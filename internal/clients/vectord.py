@@ -8,6 +8,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
+from internal.api.ranker import NewRanker, RankerSaved, StoredRanker, StoredRankers
 from internal.api.responses import (
     Corpus,
     CorpusDeleted,
@@ -155,3 +156,22 @@ class VectordClient(ServiceClient):
     async def storage(self) -> StorageStatus:
         """What the corpora take (rows, table and index bytes), the memory held, the warm-up."""
         return await self.call_as(StorageStatus, "GET", "/v1/vectors/storage")
+
+    # ---- the learned ranker's models (the stack's own routes: call as the service) ----------
+
+    async def save_ranker(self, new: NewRanker) -> RankerSaved:
+        """Store a trained model as its (playbook, corpora)'s newest version."""
+        return await self.call_as(RankerSaved, "POST", "/internal/rankers", new)
+
+    async def list_rankers(self, playbook_corpus: str | None = None,
+                           limit: int = 100) -> list[StoredRanker]:
+        """The models, newest first, without their trees."""
+        params: dict[str, Any] = {"limit": limit}
+        if playbook_corpus:
+            params["playbook_corpus"] = playbook_corpus
+        out = await self.call_as(StoredRankers, "GET", f"/internal/rankers?{urlencode(params)}")
+        return out.rankers
+
+    async def current_rankers(self) -> list[StoredRanker]:
+        """The newest model of every (playbook, corpora), with its trees."""
+        return (await self.call_as(StoredRankers, "GET", "/internal/rankers/current")).rankers

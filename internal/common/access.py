@@ -208,6 +208,8 @@ RULES: tuple[Rule, ...] = (
     Rule("POST", "/v1/matrix/playbooks/record", _F, "body", "recording feedback"),
     Rule("GET", "/v1/matrix/playbooks", _R, "list", "listing feedback"),
     Rule("DELETE", "/v1/matrix/playbooks/{playbook_id}", _F, "body", "deleting feedback"),
+    Rule("POST", "/v1/matrix/ranker/train", _F, "body", "training the ranker"),
+    Rule("GET", "/v1/matrix/ranker", ("read", "search"), "list", "listing the ranker's models"),
     Rule("POST", "/v1/matrix/relevance", _S, doing="scoring relevance"),
     Rule("POST", "/v1/matrix/analyze", _S, doing="analysing a query"),
     Rule("POST", "/v1/matrix/normalize", _S, doing="normalising observations"),
@@ -221,6 +223,9 @@ RULES: tuple[Rule, ...] = (
     Rule("GET", "/v1/keys/self", (CONNECT,)),
     Rule("DELETE", "/v1/keys/{key_id}", _A, doing="revoking a key"),
     Rule("GET", "/internal/keys/{key_id}", (INTERNAL,), doing="looking a key up"),
+    Rule("POST", "/internal/rankers", (INTERNAL,), doing="storing a ranker model"),
+    Rule("GET", "/internal/rankers", (INTERNAL,), doing="listing ranker models"),
+    Rule("GET", "/internal/rankers/current", (INTERNAL,), doing="reading the ranker models"),
 )
 
 # Anything no rule names (a passthrough to a route a daemon may add later) needs admin.

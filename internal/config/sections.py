@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from internal.config.ranker import RankerSettings
 from lakehouse.wire.shapes import MAX_RRF_K, PRECISIONS
 
 # Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
@@ -309,7 +310,7 @@ class VectordConfig:
 
 
 @dataclass(frozen=True)
-class MatrixdConfig:
+class MatrixdConfig(RankerSettings):
     host: str = "127.0.0.1"
     port: int = MATRIXD_PORT
     # One address, or a list of replicas (round-robin with failover, as the gateway's).
@@ -342,6 +343,7 @@ class MatrixdConfig:
     downgrade_disputed: bool = False  # an entry marking the answer wrong makes it `disputed`
 
     def validate(self) -> None:
+        self.validate_ranker(self.max_k)
         for key in ("downgrade_max_distance", "downgrade_min_score", "downgrade_max_age_days"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key}: must not be negative (0 is off)")

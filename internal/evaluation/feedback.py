@@ -12,13 +12,12 @@ queries for which no playbook entry matched: their results must not change.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import hashlib
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +25,23 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from internal.api.matrixd import RecordRequest
-from internal.api.responses import PlaybookSummary
 from internal.clients.embed import EmbedClient
 from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
-from internal.common.errors import LakehouseError, NotFound, ServiceError
+from internal.common.errors import LakehouseError
 from internal.config import Config
-from internal.evaluation import beir
+from internal.evaluation import beir, ranker_runs
+from internal.evaluation.asking import Side, ask_both
 from internal.evaluation.ingest import IngestReport, Progress, ingest
 from internal.evaluation.metrics import evaluate
 from internal.evaluation.modes import table_modes
-from internal.evaluation.runner import DEPTH, SearchOptions, embed_queries, search_body
+from internal.evaluation.ranker_eval import RankerReport
+from internal.evaluation.runner import DEPTH, SearchOptions, embed_queries
 from internal.evaluation.services import services
 
 log = structlog.get_logger()
 
 HOLDOUT = 0.2
-CONCURRENCY = 4
 
 
 def held_out(qid: str, holdout: float = HOLDOUT) -> bool:
@@ -58,18 +56,6 @@ def feedback_pairs(qrels: Mapping[str, Mapping[str, int]], holdout: float = HOLD
     """(query id, doc id) of every positively judged pair whose query is not held out."""
     return [(qid, did) for qid, docs in qrels.items() if not held_out(qid, holdout)
             for did, grade in docs.items() if grade > 0]
-
-
-@dataclass
-class Side:
-    """One mode, with or without the playbook: the run and what the playbook did per query."""
-
-    run: dict[str, list[str]] = field(default_factory=dict)
-    entries: dict[str, int] = field(default_factory=dict)
-    boosted: dict[str, int] = field(default_factory=dict)
-    recalled: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    lookup_ms: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -110,6 +96,7 @@ class FeedbackReport:
     playbook_corpus: str
     modes: list[ModeFeedback]
     settings: dict[str, Any]
+    ranker: RankerReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -128,19 +115,24 @@ class FeedbackReport:
                                  "ndcg@10_with": round(r.with_, 4), "lift": round(r.lift, 4),
                                  "boosted_share": round(r.boosted_share, 4)} for r in m.rows]}
                       for m in self.modes],
+            "ranker": None if self.ranker is None else self.ranker.to_json(),
         }
 
     def table(self) -> str:
-        """Markdown: one line per mode and group, nDCG@10 without and with the playbook."""
+        """Markdown: one line per mode and group, nDCG@10 without and with the playbook;
+        then the learned ranker's rows."""
+        folds = self.ranker.folds if self.ranker is not None else 0
+        split = (f"{folds} folds by query-id hash" if folds else
+                 f"{round(100 * (1 - self.holdout))}/{round(100 * self.holdout)} by query-id hash")
         lines = [
             f"{self.dataset} ({self.split}), feedback {Path(self.feedback_file).name} "
-            f"({round(100 * (1 - self.holdout))}/{round(100 * self.holdout)} by query-id hash): "
-            f"{self.recorded} pairs recorded in {self.record_seconds:.1f} s"
+            f"({split}): {self.recorded} pairs recorded"
+            f"{f' in {self.record_seconds:.1f} s' if self.record_seconds else ''}"
             f"{f', {self.record_skipped} skipped (answer not in the corpus)' if self.record_skipped else ''}",
-            "",
-            "| mode | queries | n | nDCG@10 without | with playbook | lift | boosted |",
-            "|---|---|---:|---:|---:|---:|---:|",
         ]
+        if self.modes:
+            lines += ["", "| mode | queries | n | nDCG@10 without | with playbook | lift | boosted |",
+                      "|---|---|---:|---:|---:|---:|---:|"]
         for m in self.modes:
             if m.error is not None:
                 lines.append(f"| {m.mode} | failed: {m.error} |")
@@ -148,12 +140,14 @@ class FeedbackReport:
             for r in m.rows:
                 lines.append(f"| {m.mode} | {r.group} | {r.queries} | {r.without:.4f} | "
                              f"{r.with_:.4f} | {r.lift:+.4f} | {100 * r.boosted_share:.0f}% |")
-        lines.append("")
-        lines.append("| mode | ms/query without | with playbook | playbook lookup ms (mean) |")
-        lines.append("|---|---:|---:|---:|")
+        if self.modes:
+            lines += ["", "| mode | ms/query without | with playbook | playbook lookup ms (mean) |",
+                      "|---|---:|---:|---:|"]
         for m in self.modes:
             if m.error is None:
                 lines.append(f"| {m.mode} | {m.ms_without:.1f} | {m.ms_with:.1f} | {m.lookup_ms:.1f} |")
+        if self.ranker is not None:
+            lines += ["", self.ranker.table()]
         return "\n".join(lines)
 
 
@@ -171,71 +165,16 @@ def _rows(without: Side, with_: Side, qrels: Mapping[str, Mapping[str, int]],
     return rows
 
 
-async def _record_all(matrix: MatrixdClient, corpus: str, playbook: str,
-                      pairs: Sequence[tuple[str, str]], queries: Mapping[str, str]
-                      ) -> tuple[int, int]:
-    """Record every pair (score 1); a doc missing from the corpus is skipped and counted."""
-    gate = asyncio.Semaphore(CONCURRENCY)
-    skipped = 0
-
-    async def one(qid: str, did: str) -> None:
-        nonlocal skipped
-        async with gate:
-            try:
-                await matrix.record(RecordRequest(
-                    query_text=queries[qid], answer_id=did, answer_corpus=corpus, score=1.0,
-                    playbook_corpus=playbook))
-            except NotFound:  # the answer is not in the corpus
-                skipped += 1
-
-    await asyncio.gather(*(one(q, d) for q, d in pairs if queries.get(q, "").strip()))
-    return len(pairs) - skipped, skipped
-
-
-async def _ask_all(matrix: MatrixdClient, corpus: str, playbook: str, mode: str,
-                   queries: Mapping[str, str], vectors: Mapping[str, list[float]],
-                   options: SearchOptions) -> tuple[Side, Side]:
-    """Every query without and with the playbook, back to back (alternating which goes
-    first), so that the load of the shared machine falls on both sides alike."""
-    sides = (Side(), Side())
-    gate = asyncio.Semaphore(CONCURRENCY)
-
-    async def ask(qid: str, use_playbook: bool) -> None:
-        body = search_body(mode, queries[qid], vectors[qid], options)
-        # The query vector always goes along: matrixd then embeds nothing, in any mode.
-        body.update({"corpora": [corpus], "k": DEPTH, "use_playbook": use_playbook,
-                     "playbook_corpus": playbook, "query_text": queries[qid],
-                     "query_vector": vectors[qid]})
-        side = sides[use_playbook]
-        t0 = time.perf_counter()
-        out = await matrix.search(body)
-        side.seconds += time.perf_counter() - t0
-        seen: dict[str, None] = {}
-        for hit in out.hits:
-            seen.setdefault(hit.id, None)
-        side.run[qid] = list(seen)
-        pb = out.playbook or PlaybookSummary(corpus=playbook, entries=0)
-        side.entries[qid] = pb.entries
-        side.boosted[qid] = pb.boosted
-        side.recalled[qid] = pb.recalled
-        if pb.ms is not None:
-            side.lookup_ms.append(pb.ms)
-
-    async def both(i: int, qid: str) -> None:
-        async with gate:
-            for use in ((False, True) if i % 2 == 0 else (True, False)):
-                await ask(qid, use)
-
-    await asyncio.gather(*(both(i, q) for i, q in enumerate(queries)))
-    return sides
-
-
 @contextlib.asynccontextmanager
-async def _matrixd(cfg: Config, vectord_url: str, embedd_url: str) -> AsyncIterator[str]:
-    """matrixd in-process on a free loopback port, wired to the given vectord and embedd."""
+async def _matrixd(cfg: Config, vectord_url: str, embedd_url: str, choose_alpha: bool = False
+                   ) -> AsyncIterator[str]:
+    """matrixd in-process on a free loopback port, wired to the given vectord and embedd;
+    its ranker trains only when asked (choose_alpha: the boost's weight chosen on the
+    records, the honest check of the fixed one)."""
     from internal.matrixd.server import make_app
 
-    mcfg = dataclasses.replace(cfg.matrixd, vectord_url=(vectord_url,), embedd_url=(embedd_url,))
+    mcfg = dataclasses.replace(cfg.matrixd, vectord_url=(vectord_url,), embedd_url=(embedd_url,),
+                               ranker_auto=False, ranker_choose_alpha=choose_alpha)
     runner = web.AppRunner(make_app(dataclasses.replace(cfg, matrixd=mcfg)), access_log=None)
     await runner.setup()
     try:
@@ -251,19 +190,37 @@ def playbook_name(corpus: str) -> str:
     return f"{corpus[:50]}_playbook"
 
 
-async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedback_file: str | Path,
-                            modes: Sequence[str] | None = None, *, holdout: float = HOLDOUT,
-                            options: SearchOptions | None = None, corpus: str | None = None,
-                            in_process: bool = False, progress: Progress | None = None,
-                            cache_dir: Path | None = None) -> FeedbackReport:
-    """Record FILE's judged pairs, then score the split's queries with and without them."""
+def _check(modes: Sequence[str] | None, holdout: float, ranker: bool, folds: int,
+           curve: Sequence[int]) -> tuple[list[str], bool]:
+    """The modes (None: every table mode) and whether the ranker's rows are measured;
+    ValueError naming the argument."""
     table = table_modes()
-    modes = list(table) if modes is None else modes
+    modes = list(table) if modes is None else list(modes)
     for mode in modes:
         if mode not in table:
             raise ValueError(f"mode {mode!r}: expected one of {', '.join(table)}")
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"holdout: expected a share in [0, 1), got {holdout}")
+    if folds == 1 or folds < 0:
+        raise ValueError(f"folds: expected 0 (one split) or at least 2, got {folds}")
+    with_ranker = ranker and ranker_runs.MODE in modes
+    if (folds or curve) and not with_ranker:
+        raise ValueError(f"folds and curve measure the learned ranker: give mode "
+                         f"{ranker_runs.MODE!r}")
+    return modes, with_ranker
+
+
+async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedback_file: str | Path,
+                            modes: Sequence[str] | None = None, *, holdout: float = HOLDOUT,
+                            options: SearchOptions | None = None, corpus: str | None = None,
+                            in_process: bool = False, progress: Progress | None = None,
+                            cache_dir: Path | None = None, ranker: bool = True,
+                            folds: int = 0, curve: Sequence[int] = ()) -> FeedbackReport:
+    """Record FILE's judged pairs, then score the split's queries with and without them;
+    with `ranker` and the default hybrid among the modes, the learned ranker's rows too.
+    folds > 1: the ranker's rows only, by cross-validation over the questions; curve: the
+    held-out figure with the first n pairs recorded, for each n."""
+    modes, with_ranker = _check(modes, holdout, ranker, folds, curve)
     dataset = beir.load(folder, split)
     fb_qrels = beir.load_qrels(Path(feedback_file))
     all_queries = beir.load_queries(folder)
@@ -273,46 +230,50 @@ async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedbac
     name = corpus or beir.corpus_name(dataset)
     playbook = playbook_name(name)
     options = options or SearchOptions()
-    pairs = feedback_pairs(fb_qrels, holdout)
-    recorded_q = {q for q, _ in pairs}
+    pairs = feedback_pairs(fb_qrels, 0.0 if folds else holdout)
+    recorded_q = {q for q, _ in feedback_pairs(fb_qrels, holdout)}
     asked_again = {q for q in dataset.queries if q in recorded_q}
     new = {q for q in dataset.queries if q not in recorded_q}
 
     async with services(cfg, in_process=in_process) as ends, \
             _matrixd(cfg, ends.vectord_url, ends.embedd_url) as murl, \
+            _matrixd(cfg, ends.vectord_url, ends.embedd_url, choose_alpha=True) as murl_cv, \
             aiohttp.ClientSession() as session:
         # Embedding a large batch on a shared CPU can take minutes.
         vc = VectordClient(session, ends.vectord_url, timeout=600.0)
         ec = EmbedClient(session, ends.embedd_url, timeout=600.0)
         matrix = MatrixdClient(session, murl, timeout=600.0)
         ing = await ingest(vc, ec, name, dataset.docs, progress=progress, cache_dir=cache_dir)
-        with contextlib.suppress(ServiceError):
-            await vc.delete_corpus(playbook)  # a fresh playbook every run
-        started = time.perf_counter()
-        recorded, skipped = await _record_all(matrix, name, playbook, pairs, all_queries)
-        record_seconds = time.perf_counter() - started
-        log.info("eval_feedback_recorded", pairs=recorded, skipped=skipped,
-                 seconds=round(record_seconds, 1))
         vectors = await embed_queries(ec, dataset.queries, ing.model)
-        results = []
-        for mode in modes:
-            try:
-                without, with_ = await _ask_all(matrix, name, playbook, mode, dataset.queries,
-                                                vectors, options)
-            except LakehouseError as exc:
-                log.error("eval_feedback_mode_failed", mode=mode, error=exc.message)
-                results.append(ModeFeedback(mode, [], 0.0, 0.0, 0.0, error=f"{exc.code}: {exc.message}"))
-                continue
-            no_entry = {q for q in dataset.queries if not with_.entries.get(q)}
-            rows = _rows(without, with_, dataset.qrels, [
-                ("held out", new), ("asked again", asked_again),
-                ("no matching entry", no_entry), ("all", set(dataset.queries))])
-            n = max(1, len(dataset.queries))
-            lookup = sum(with_.lookup_ms) / len(with_.lookup_ms) if with_.lookup_ms else 0.0
-            results.append(ModeFeedback(mode, rows, 1000 * without.seconds / n,
-                                        1000 * with_.seconds / n, lookup))
-            log.info("eval_feedback_mode_done", mode=mode,
-                     **{r.group.replace(" ", "_"): round(r.lift, 4) for r in rows})
+        ask = ranker_runs.Ask(vc, matrix, MatrixdClient(session, murl_cv, timeout=600.0), name,
+                              {**all_queries, **dataset.queries}, vectors, options)
+        started = time.perf_counter()
+        results: list[ModeFeedback] = []
+        ranked: RankerReport | None = None
+        if folds:
+            ranked, recorded, skipped = await ranker_runs.cross_validated(
+                ask, name, pairs, set(dataset.queries), dataset.qrels, folds)
+            record_seconds = 0.0
+        else:
+            recorded, skipped = await ask.fresh(playbook, pairs)  # a fresh playbook every run
+            record_seconds = time.perf_counter() - started
+            log.info("eval_feedback_recorded", pairs=recorded, skipped=skipped,
+                     seconds=round(record_seconds, 1))
+            groups = [("held out", new), ("asked again", asked_again),
+                      ("all", set(dataset.queries))]
+            sides = {}
+            for mode in modes:
+                result, got = await _mode(matrix, name, playbook, mode, dataset, vectors, options,
+                                          groups)
+                results.append(result)
+                if got is not None:
+                    sides[mode] = got
+            if with_ranker and ranker_runs.MODE in sides:
+                without, boost = sides[ranker_runs.MODE]
+                ranked = await ranker_runs.on_the_split(ask, playbook, without, boost, groups,
+                                                        dataset.qrels)
+                if curve:
+                    await ranker_runs.curve(ask, ranked, name, pairs, new, dataset.qrels, curve)
         settings = {"corpus": name, "model": ing.model, "depth": DEPTH, "started": list(ends.started),
                     "playbook_top_k": cfg.matrixd.playbook_top_k,
                     "playbook_max_distance": cfg.matrixd.playbook_max_distance,
@@ -320,4 +281,26 @@ async def evaluate_feedback(cfg: Config, folder: str | Path, split: str, feedbac
     return FeedbackReport(dataset=dataset.name, split=split, feedback_file=str(feedback_file),
                           holdout=holdout, recorded=recorded, record_skipped=skipped,
                           record_seconds=record_seconds, ingest=ing, playbook_corpus=playbook,
-                          modes=results, settings=settings)
+                          modes=results, settings=settings, ranker=ranked)
+
+
+async def _mode(matrix: MatrixdClient, name: str, playbook: str, mode: str,
+                dataset: beir.Dataset, vectors: Mapping[str, list[float]],
+                options: SearchOptions, groups: Sequence[tuple[str, set[str]]]
+                ) -> tuple[ModeFeedback, tuple[Side, Side] | None]:
+    """One mode's rows (the boost alone: no model of the fresh playbook exists yet)."""
+    try:
+        without, with_ = await ask_both(matrix, name, playbook, mode, dataset.queries, vectors,
+                                        options)
+    except LakehouseError as exc:
+        log.error("eval_feedback_mode_failed", mode=mode, error=exc.message)
+        return ModeFeedback(mode, [], 0.0, 0.0, 0.0, error=f"{exc.code}: {exc.message}"), None
+    no_entry = {q for q in dataset.queries if not with_.entries.get(q)}
+    rows = _rows(without, with_, dataset.qrels,
+                 [*groups[:2], ("no matching entry", no_entry), *groups[2:]])
+    n = max(1, len(dataset.queries))
+    lookup = sum(with_.lookup_ms) / len(with_.lookup_ms) if with_.lookup_ms else 0.0
+    log.info("eval_feedback_mode_done", mode=mode,
+             **{r.group.replace(" ", "_"): round(r.lift, 4) for r in rows})
+    return ModeFeedback(mode, rows, 1000 * without.seconds / n, 1000 * with_.seconds / n,
+                        lookup), (without, with_)

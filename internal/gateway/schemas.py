@@ -19,6 +19,7 @@ from internal.api.matrixd import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
+from internal.api.ranker import RankerModel, RankerStatus, RankerTraining, TrainRanker
 from internal.api.responses import (
     AnalyzeResponse,
     ConvertStarted,
@@ -93,6 +94,9 @@ __all__ = [
     "NormalizeResponse",
     "PlaybookDeleted",
     "PlaybookList",
+    "RankerModel",
+    "RankerStatus",
+    "RankerTraining",
     "Ready",
     "RecordRequest",
     "RecordResponse",
@@ -111,6 +115,7 @@ __all__ = [
     "StoredItem",
     "SyncRun",
     "SyncStatus",
+    "TrainRanker",
     "UpsertRequest",
     "Upserted",
 ]

@@ -59,6 +59,7 @@ class SearchPlan:
     rules: downgrade.Rules
     relevance: RelevanceOption | None
     highlight_chars: int | None  # semantic highlights' fragment size; None: not asked
+    explain: bool  # with the learned ranker: each hit's largest feature contributions
     request: MultiSearchRequest  # vectord's, but the query vectors and `include`
 
     def vectord(self, mode: ModeSpec, vector: list[float] | None,
@@ -159,6 +160,6 @@ def check(body: MatrixSearchRequest, cfg: MatrixdConfig) -> SearchPlan:
     return SearchPlan(
         mode=mode, text=text, query_vector=body.query_vector, k=body.k, corpora=body.corpora,
         allow_partial=body.allow_partial, excluded=excluded, playbook=playbook, rules=rules,
-        relevance=body.relevance, highlight_chars=chars,
+        relevance=body.relevance, highlight_chars=chars, explain=body.explain,
         # The depth of the merged list: room for the boost and the filters to reorder it.
         request=_request(body, mode, text, max(body.k, per_corpus_k), excluded))

@@ -183,6 +183,33 @@ async def list_entries(deps: Deps, corpus: str, answer_id: str | None,
     return rows
 
 
+_HEX = "0123456789abcdef"
+
+
+async def all_entries(deps: Deps, corpus: str) -> list[PlaybookEntry]:
+    """Every entry of the playbook (none if it does not exist), by id prefix: vectord's
+    keyword mode lists at most MAX_LIST a call, so a prefix that fills a page is split
+    into its sixteen longer ones (ids are hex digests)."""
+    out: list[PlaybookEntry] = []
+    todo = [""]
+    while todo:
+        prefix = todo.pop()
+        req = SearchRequest(mode="keyword", query_text=_LIST_MARK, k=MAX_LIST,
+                            filter=Filter(id_prefix=prefix) if prefix else None)
+        try:
+            found = await deps.vectord.search(corpus, req)
+        except NotFound:
+            return []
+        if len(found.hits) >= MAX_LIST:
+            todo.extend(prefix + c for c in _HEX)
+            continue
+        for h in found.hits:
+            entry = boost.entry_from_metadata(h.metadata)
+            if entry is not None:
+                out.append(entry)
+    return out
+
+
 def check_playbook_id(playbook_id: str) -> str:
     """The id itself, or ValueError: ids are sha256 hex digests (boost.playbook_id)."""
     if not _PLAYBOOK_ID.match(playbook_id):

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+import msgspec
 import structlog
 
 from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
+from internal.api.ranker import HitFeatures, QueryStats, RankerUse
 from internal.api.responses import (
     CorpusStatus,
     DroppedHit,
@@ -28,7 +30,7 @@ from internal.api.responses import (
 )
 from internal.api.vectord import IncludeRef, MultiSearchRequest, SearchError
 from internal.clients.embed import Embedding
-from internal.common.auth import as_service
+from internal.common.auth import as_service, caller
 from internal.common.errors import (
     InvalidArgument,
     LakehouseError,
@@ -45,6 +47,7 @@ from internal.common.suggest import did_you_mean
 from internal.matrixd import boost, downgrade, merge, playbook, relevance, semantic, spaces
 from internal.matrixd.deps import Deps, embed_query
 from internal.matrixd.plan import CALLERS_FIELDS, SearchPlan, check
+from internal.matrixd.ranker import serve as ranker_serve
 from internal.matrixd.relevance import Chunk
 from lakehouse.wire.modes import MODES, ModeSpec
 
@@ -71,10 +74,13 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
     req = plan.vectord(query.mode, query.vector,
                        query.vectors.query_vectors if query.vectors is not None else None,
                        found.include)
+    ranked_by = await _ranker_plan(deps, plan, query)
+    if ranked_by is not None and ranked_by.applies:  # the model's values, at its depth
+        req = msgspec.structs.replace(req, k=max(req.k, deps.cfg.ranker_depth), features=True)
     merged, results, meta = await _search_all(deps, req)
     skipped, failed = await _judge(deps, plan, query, results)
     hits = merge.annotate(merged, query.mode, deps.cfg.keyword_merge_k)
-    hits, gates = _gates(plan, query.mode, hits, found)
+    hits, gates = _gates(deps, plan, query.mode, hits, found, _Ranking(ranked_by, meta))
     if plan.highlight_chars is not None:
         await semantic.apply(deps, hits, plan.highlight_chars, query.default, query.vectors)
     out = _answer(plan, query, found, hits, gates, results, failed, skipped, meta)
@@ -175,17 +181,51 @@ async def _judge(deps: Deps, plan: SearchPlan, query: Query, results: list[Corpu
     return skipped, failed
 
 
+async def _ranker_plan(deps: Deps, plan: SearchPlan, query: Query) -> ranker_serve.Plan | None:
+    """The learned ranker's models that order this search (with feedback only; None: the
+    playbook has none this caller may be ranked with)."""
+    if not plan.playbook.use:
+        return None
+    await ranker_serve.ready(deps.rankers)
+    return ranker_serve.plan(deps.rankers, plan.playbook.corpus, caller(), query.mode,
+                             plan.request.fusion)
+
+
+@dataclass
+class _Ranking:
+    """The learned ranker's part in the gates: its plan and vectord's answer's values."""
+
+    plan: ranker_serve.Plan | None
+    meta: SearchMeta
+
+
 @dataclass
 class Gates:
     relevance: RelevanceSummary | None
     downgraded: int
     boosted: int
+    ranker: RankerUse | None = None
 
 
-def _gates(plan: SearchPlan, mode: ModeSpec, hits: list[RankedHit], found: Recall
-           ) -> tuple[list[RankedHit], Gates]:
-    """Recall marked, then relevance, downgrade, playbook (the order of the matrix
-    components); the top k ranked."""
+def _rerank(deps: Deps, r: _Ranking, hits: list[RankedHit], matches: list[boost.Match],
+            explain: bool) -> RankerUse | None:
+    """The learned ranker's order of the hits (in place) and what the answer says of it;
+    the values vectord gave it are not part of the answer."""
+    if r.plan is None:
+        return None
+    if not r.plan.applies:
+        return RankerUse(applied=False, reason=r.plan.reason)
+    extras = [h.features if isinstance(h.features, HitFeatures) else None for h in hits]
+    for h in hits:
+        h.features = msgspec.UNSET
+    return ranker_serve.rerank(deps.rankers, r.plan, hits, extras, matches,
+                               r.meta.query_stats, explain)
+
+
+def _gates(deps: Deps, plan: SearchPlan, mode: ModeSpec, hits: list[RankedHit], found: Recall,
+           ranking_by: _Ranking) -> tuple[list[RankedHit], Gates]:
+    """Recall marked, then relevance, downgrade, playbook, the learned ranker (the order of
+    the matrix components); the top k ranked."""
     ranking = merge.ranking_of(mode)
     use = plan.playbook.use
     if use:
@@ -197,10 +237,11 @@ def _gates(plan: SearchPlan, mode: ModeSpec, hits: list[RankedHit], found: Recal
                                  boost.disputed(found.lookup.matches))
     boosted = boost.apply(hits, found.lookup.matches if use else [], ranking,
                           in_fusion=mode.fusion)
+    ranker_use = _rerank(deps, ranking_by, hits, found.lookup.matches, plan.explain)
     hits = hits[:plan.k]
     for i, h in enumerate(hits):
         h.rank = i + 1
-    return hits, Gates(relevance_info, downgraded, boosted)
+    return hits, Gates(relevance_info, downgraded, boosted, ranker_use)
 
 
 def _answer(plan: SearchPlan, query: Query, found: Recall, hits: list[RankedHit], gates: Gates,
@@ -222,6 +263,8 @@ def _answer(plan: SearchPlan, query: Query, found: Recall, hits: list[RankedHit]
             recalled=sum(1 for h in hits if h.from_playbook is True),
             missing=meta.include_missing, ms=found.ms,
             match="lexical" if found.lookup.lexical else "vector")
+    if gates.ranker is not None:
+        out.ranker = gates.ranker
     if meta.facets is not None:
         out.facets = meta.facets
     if plan.rules.active:
@@ -244,10 +287,12 @@ class CorpusResult:
 
 @dataclass
 class SearchMeta:
-    """What vectord's answer says besides the hits: `include` items it did not find, facets."""
+    """What vectord's answer says besides the hits: `include` items it did not find,
+    facets, the question's stats (asked for the learned ranker)."""
 
     include_missing: int = 0
     facets: dict[str, dict[str, int]] | None = None
+    query_stats: QueryStats | None = None
 
 
 async def _search_all(deps: Deps, req: MultiSearchRequest
@@ -266,7 +311,8 @@ async def _search_all(deps: Deps, req: MultiSearchRequest
             raise
         ms = _ms(started)
         return [], [CorpusResult(c, 0, ms, exc) for c in req.corpora], SearchMeta()
-    meta = SearchMeta(out.include_missing, out.facets if isinstance(out.facets, dict) else None)
+    meta = SearchMeta(out.include_missing, out.facets if isinstance(out.facets, dict) else None,
+                      out.query_stats if isinstance(out.query_stats, QueryStats) else None)
     results = []
     for row in out.results:
         if isinstance(row.error, SearchError):

@@ -3,10 +3,12 @@
 Routes: GET /v1/matrix/corpora, POST /v1/matrix/search, POST /v1/matrix/playbooks/record,
 POST /v1/matrix/relevance, POST /v1/matrix/{analyze,normalize,smart_search,search_auto},
 GET /v1/matrix/playbooks, DELETE /v1/matrix/playbooks/{playbook_id},
+POST /v1/matrix/ranker/train, GET /v1/matrix/ranker,
 GET /readyz (and /healthz from make_base_app). Handlers are thin: the search policy is
 internal.matrixd.search, query intelligence internal.matrixd.smart, the playbook's I/O
-internal.matrixd.playbook, the scoring rules the I/O-free modules merge, boost, downgrade,
-relevance, analyze, plan, reflect and strategy.
+internal.matrixd.playbook, the learned ranker internal.matrixd.ranker, the scoring rules
+the I/O-free modules merge, boost, downgrade, relevance, analyze, plan, reflect and
+strategy.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from internal.api.matrixd import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
+from internal.api.ranker import RankerTraining, TrainRanker
 from internal.api.responses import (
     MatrixCorpora,
     MatrixCorpus,
@@ -53,14 +56,16 @@ from internal.common.errors import (
 )
 from internal.common.web import json_response, make_base_app, read_json, route
 from internal.config import Config
-from internal.matrixd import playbook, relevance, smart
+from internal.matrixd import playbook, ranker, relevance, smart
 from internal.matrixd.deps import Deps
+from internal.matrixd.ranker.job import Trainer
 from internal.matrixd.search import run_search
 from internal.understanding import strategy
 
 log = structlog.get_logger()
 
 DEPS: web.AppKey[Deps] = web.AppKey("deps", Deps)
+TRAINER: web.AppKey[Trainer] = web.AppKey("trainer", Trainer)
 # search_auto's per-strategy times of recent requests (plain searches feed it too).
 COSTS: web.AppKey[strategy.CostModel] = web.AppKey("costs", strategy.CostModel)
 
@@ -167,6 +172,33 @@ async def delete_playbook_handler(request: web.Request) -> web.Response:
     return json_response(PlaybookDeleted(deleted=pid, playbook_corpus=name))
 
 
+# ---- the learned ranker ----------------------------------------------------------------
+
+async def train_ranker_handler(request: web.Request) -> web.Response:
+    body = await read_json(request, TrainRanker)
+    scope = caller()
+    out = await ranker.train(request.app[DEPS], request.app[TRAINER], body, scope,
+                             scope.key_id if scope is not None else "anonymous")
+    if isinstance(out, RankerTraining):
+        return json_response(out, status=202)
+    return json_response(out.public(current=True))
+
+
+async def ranker_status_handler(request: web.Request) -> web.Response:
+    q = request.query
+    raw_limit = q.get("limit", "20")
+    try:
+        limit = int(raw_limit)
+    except ValueError:
+        raise InvalidArgument(f"limit: expected an integer, got {raw_limit[:40]!r}",
+                              field="limit") from None
+    if not 1 <= limit <= playbook.MAX_LIST:
+        raise InvalidArgument(f"limit: must be in 1..{playbook.MAX_LIST}, got {limit}",
+                              field="limit")
+    return json_response(await ranker.status(request.app[DEPS], request.app[TRAINER],
+                                             q.get("playbook_corpus") or None, caller(), limit))
+
+
 # ---- relevance ---------------------------------------------------------------------------
 
 async def relevance_handler(request: web.Request) -> web.Response:
@@ -233,12 +265,14 @@ def make_app(cfg: Config) -> web.Application:
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=max(100, 2 * mcfg.max_corpora))
         async with aiohttp.ClientSession(connector=connector,
                                          headers=service_headers(cfg)) as session:
-            app[DEPS] = Deps(
+            deps = app[DEPS] = Deps(
                 cfg=mcfg,
                 vectord=VectordClient(session, mcfg.vectord_url, mcfg.timeout_seconds),
                 embed=make_client(session, mcfg.embedd_url, mcfg.timeout_seconds),
             )
-            yield
+            async with ranker.running(deps) as trainer:
+                app[TRAINER] = trainer
+                yield
 
     app.cleanup_ctx.append(clients_ctx)
     app[COSTS] = strategy.CostModel()
@@ -247,6 +281,8 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_post("/v1/matrix/playbooks/record", record_handler)
     app.router.add_get("/v1/matrix/playbooks", list_playbooks_handler)
     app.router.add_delete(route("/v1/matrix/playbooks/{playbook_id}"), delete_playbook_handler)
+    app.router.add_post("/v1/matrix/ranker/train", train_ranker_handler)
+    app.router.add_get("/v1/matrix/ranker", ranker_status_handler)
     app.router.add_post("/v1/matrix/relevance", relevance_handler)
     app.router.add_post("/v1/matrix/analyze", analyze_handler)
     app.router.add_post("/v1/matrix/normalize", normalize_handler)

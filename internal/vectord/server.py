@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import msgspec
 import structlog
 from aiohttp import web
 
@@ -55,7 +56,7 @@ from internal.vectord.judging import Judge
 from internal.vectord.keys import routes
 from internal.vectord.search import engine, scoped, validation
 from internal.vectord.shaping import shaped
-from internal.vectord.storage import schema
+from internal.vectord.storage import ranker_routes, schema
 from internal.vectord.storage.reembed import Reembedder
 from internal.vectord.storage.store import PreparedItem, Store, Written
 from internal.vectord.storage.warm import Warmer
@@ -352,7 +353,9 @@ async def multi_search(request: web.Request) -> web.Response:
     return json_response(MultiSearchResponse(
         mode=p.mode.name, hits=result.hits,
         results=[_corpus_result(o) for o in result.outcomes], took_ms=took,
-        include_missing=result.include_missing + outside, facets=answer.facets))
+        include_missing=result.include_missing + outside, facets=answer.facets,
+        query_stats=(p.ranker.stats if p.ranker is not None and p.ranker.stats is not None
+                     else msgspec.UNSET)))
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -395,6 +398,7 @@ def make_app(cfg: Config) -> web.Application:
     r.add_post(MULTI_SEARCH, multi_search)
     r.add_get(SPACES, spaces)
     routes.add_routes(app, lambda a: a[STORE].pool)
+    ranker_routes.add_routes(app, lambda a: a[STORE].pool)
     return app
 
 

@@ -129,6 +129,16 @@ def test_token_then_search_feedback_and_boost(live: Live, browser: WebDriver, tm
     assert "boosted" in again.find_element(By.CSS_SELECTOR, ".boosted").text
     assert again.find_element(By.CSS_SELECTOR, ".moved.up").text == "↑ from #2"
     assert "boosted by feedback" in browser.find_element(By.ID, "search-status").text
+    # The learned ranker's current model and its figures show under the search box: one
+    # recorded question is too few, so the model is the boost alone and says why.
+    status, model = call(f"{live.url}/v1/matrix/ranker/train", {"wait": True}, live.auth)
+    assert status == 200 and not model["used"], model
+    search(browser, QUERY)
+    wait(browser).until(lambda d: f"model {model['id']}" in d.find_element(
+        By.ID, "ranker-status").text)
+    shown = browser.find_element(By.ID, "ranker-status").text
+    assert "too few records" in shown and "cross-validated nDCG@10" in shown, shown
+    assert "the boost alone: too few records" in browser.find_element(By.ID, "search-status").text
     shot = tmp_path / "results.png"
     browser.save_screenshot(str(shot))
     print(f"screenshot of the results page: {shot}")

@@ -35,6 +35,7 @@ from selenium.webdriver.support import expected_conditions as ec
 import lakehouse
 from internal.api import keys as api_keys
 from internal.common import access
+from tests import ranker_data
 from tests.agents.conftest import GUIDES, NOTES, Live, call
 from tests.agents.test_console import browser, search, wait  # noqa: F401 (browser: a fixture)
 from tests.helpers import ROOT
@@ -112,6 +113,8 @@ def _requests(path: str, method: str, corpus: str | None) -> tuple[str, Any]:
                 "auto" not in path else {"query_text": "tea"}
             if corpus is not None and "/corpora/" not in path:
                 body["corpora"] = [corpus]
+        if path.endswith("ranker/train") and corpus is not None:
+            body = {"corpora": [corpus]}
         if path.endswith("playbooks/record"):
             body = {"query_text": "tea?", "answer_id": "no-such-item", "answer_corpus": c,
                     "score": 1}
@@ -326,6 +329,107 @@ def test_tenant_token_refusals(live: Live, tenant_key: str) -> None:
     status, out = call(f"{live.url}/v1/vectors/corpora/{TENANTS}/items/a0", None, auth)
     assert (status, out["error"]["message"]) == (  # a tenant token searches only
         403, "reading an item needs the read action; this key has: search")
+
+
+# ---- the learned ranker ----------------------------------------------------------------------
+
+RANKED, RANKED_PB = "keys_rk", "keys_rk_pb"
+
+
+@pytest.fixture(scope="module")
+def ranked(live: Live) -> dict[str, Any]:
+    """A corpus of two tenants' rows the ranker learns from, its right answers recorded in a
+    playbook of their own, and the model the admin trained on them (with trees)."""
+    rows = ranker_data.docs(tenants=("t1", "t2"))
+    status, emb = call(f"{live.url}/v1/embed",
+                       {"texts": [f"{r['title']}\n{r['text']}" for r in rows]}, live.auth)
+    assert status == 200, emb
+    status, out = call(f"{live.url}/v1/vectors/corpora", {"name": RANKED, "dim": emb["dim"],
+                                                          "model": emb["model"]}, live.auth)
+    assert status in (201, 409), out
+    items = [{**r, "vector": v} for r, v in zip(rows, emb["vectors"], strict=True)]
+    status, out = call(f"{live.url}/v1/vectors/corpora/{RANKED}/items",
+                       {"items": items, "model": emb["model"]}, live.auth)
+    assert status == 200, out
+    for q, answer in ranker_data.records():
+        status, out = call(f"{live.url}/v1/matrix/playbooks/record",
+                           {"query_text": q, "answer_id": answer, "answer_corpus": RANKED,
+                            "score": 1, "playbook_corpus": RANKED_PB}, live.auth)
+        assert status == 200, out
+    status, model = call(f"{live.url}/v1/matrix/ranker/train",
+                         {"playbook_corpus": RANKED_PB, "corpora": [RANKED], "wait": True},
+                         live.auth)
+    assert status == 200 and model["used"], model
+    return dict(model)
+
+
+def test_a_model_of_corpora_a_key_cannot_see_never_ranks_its_searches(
+        live: Live, keys: Keys, ranked: dict[str, Any]) -> None:
+    body = {"query_text": "walrus?", "k": 10, "use_playbook": True, "playbook_corpus": RANKED_PB}
+    status, out = call(f"{live.url}/v1/matrix/search", {**body, "corpora": [RANKED]}, live.auth)
+    assert status == 200 and out["ranker"]["applied"] and out["ranker"]["id"] == ranked["id"]
+    search_a = {"Authorization": keys.secrets["search"]}
+    for corpora in (None, [A]):
+        status, out = call(f"{live.url}/v1/matrix/search",
+                           {**body, **({"corpora": corpora} if corpora else {})}, search_a)
+        assert status == 200, out
+        assert "ranker" not in out and all("ranker_score" not in h for h in out["hits"]), out
+    status, out = call(f"{live.url}/v1/matrix/ranker?playbook_corpus={RANKED_PB}", None,
+                       {"Authorization": keys.secrets["read"]})
+    assert status == 200 and out["models"] == [], out
+    feedback_a = {"Authorization": keys.secrets["feedback"]}
+    status, out = call(f"{live.url}/v1/matrix/ranker/train",
+                       {"playbook_corpus": RANKED_PB, "corpora": [RANKED]}, feedback_a)
+    assert (status, out["error"]["code"], out["error"]["field"]) == (
+        404, "corpus_not_found", "corpora"), out
+    assert f"corpus {RANKED!r} not found" in out["error"]["message"]
+    status, out = call(f"{live.url}/v1/matrix/ranker/train", {"playbook_corpus": RANKED_PB},
+                       feedback_a)  # its records answer no corpus the key sees
+    assert (status, out["error"]["code"], out["error"]["field"]) == (
+        409, "no_records", "playbook_corpus"), out
+    assert RANKED not in out["error"]["message"]
+
+
+@pytest.mark.parametrize("tenant", ["t1", "t2"])
+def test_a_tenant_tokens_filter_holds_with_the_ranker_on(
+        live: Live, ranked: dict[str, Any], tenant: str) -> None:
+    key = _key(live, f"ranked {tenant}", ["search"], [RANKED])
+    token = lakehouse.tenant_token(key["key"], filter={"metadata": {"tenant": tenant}},
+                                   expires_in=600)
+    for topic in ranker_data.TOPICS[:8]:
+        status, out = call(f"{live.url}/v1/matrix/search",
+                           {"query_text": ranker_data.question(topic), "k": 10,
+                            "use_playbook": True, "playbook_corpus": RANKED_PB,
+                            "explain": True}, {"Authorization": f"Bearer {token}"})
+        assert status == 200, out
+        assert out["ranker"]["applied"] and out["ranker"]["id"] == ranked["id"], out["ranker"]
+        assert out["hits"] and all(h["metadata"]["tenant"] == tenant and h["corpus"] == RANKED
+                                   for h in out["hits"]), out["hits"]
+
+
+def test_cli_ranker_train_and_status_print_the_model_and_its_figures(
+        live: Live, ranked: dict[str, Any]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
+    env.update(LAKEHOUSE_URL=live.url, LAKEHOUSE_TOKEN=live.token,
+               LAKEHOUSE_CONFIG=str(ROOT / "lakehouse.toml"))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "internal.cli.main", "ranker", *args],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    trained = cli("train", "--playbook-corpus", RANKED_PB, "--corpora", RANKED)
+    head = trained.splitlines()[0]
+    got = re.match(rf"model (\d+) \({RANKED_PB}: {RANKED}\): \d+ trees ranking searches with "
+                   r"feedback \(alpha 1\)$", head)
+    assert got is not None and int(got.group(1)) > ranked["id"], trained
+    assert "cross-validated nDCG@10 on the records: boost alone" in trained
+    status = cli("status", "--playbook-corpus", RANKED_PB)
+    assert status.startswith(head) and "earlier versions:" in status, status
+    assert str(ranked["id"]) in status.split("earlier versions:")[1]
+    listed = json.loads(cli("status", "--playbook-corpus", RANKED_PB, "--json"))
+    assert [m["current"] for m in listed["models"][:2]] == [True, False], listed
 
 
 # ---- MCP -----------------------------------------------------------------------------------

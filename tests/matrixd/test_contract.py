@@ -131,6 +131,15 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
         typed = await c.call("POST", "/v1/matrix/search", shaped)
         assert typed.hits and typed.playbook is not None and typed.facets, mode
         assert all(h.from_playbook is not None and h.highlight for h in typed.hits), mode
+    # The learned ranker: one recorded question is too few, so the model is the boost alone.
+    trained = await c.call("POST", "/v1/matrix/ranker/train", {"wait": True})
+    assert trained.trees == 0 and trained.reason and trained.current
+    status = await c.call("GET", "/v1/matrix/ranker")
+    assert [m.id for m in status.models if m.current and m.corpora == trained.corpora
+            and m.playbook_corpus == trained.playbook_corpus] == [trained.id]
+    ranked = await c.call("POST", "/v1/matrix/search", {"query_text": "pets", "corpora": [name],
+                                                        "use_playbook": True})
+    assert ranked.ranker is not None and not ranked.ranker.applied
     await c.call("DELETE", "/v1/matrix/playbooks/{playbook_id}",
                  playbook_id=str(recorded.playbook_id))
     await c.call("POST", "/v1/matrix/relevance",
@@ -152,6 +161,12 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     await c.call("POST", f"{C}/items", {"items": items, "model": "legacy-model"}, name=legacy)
     await c.call("POST", f"{C}/reembed", {"model": model}, name=legacy)
     await c.call("DELETE", C, name=legacy)
+    # Storage and a conversion to another precision (a corpus of its own: it runs on).
+    await c.call("GET", "/v1/vectors/storage")
+    halved = f"{name}_half"
+    await c.call("POST", "/v1/vectors/corpora", {"name": halved, "dim": emb.dim, "model": model})
+    await c.call("POST", f"{C}/items", {"items": items, "model": model}, name=halved)
+    await c.call("POST", f"{C}/convert", {"precision": "float32"}, name=halved)
     await c.call("POST", f"{C}/items/delete", {"ids": ["d3"]}, name=name)
 
     # Errors: one body for every daemon, the field named.

@@ -14,6 +14,7 @@ import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
 from lakehouse._items import as_item, renumbered
+from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
@@ -81,7 +82,7 @@ def _item_path(corpus: str, item_id: str) -> str:
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
 
 
-class AsyncClient:
+class AsyncClient(RankerCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
@@ -345,7 +346,8 @@ class AsyncClient:
                      group_size: int | None = None,
                      facets: Sequence[str | Options] | None = None,
                      facet_size: int | None = None, diversity: float | None = None,
-                     recency: Options | None = None) -> MatrixSearchResponse:
+                     recency: Options | None = None, explain: bool = False
+                     ) -> MatrixSearchResponse:
         """The best `k` hits for a question, each with its corpus (POST /v1/matrix/search).
 
         `corpora` None searches every corpus but the playbook. `mode` None is hybrid for
@@ -357,7 +359,8 @@ class AsyncClient:
         shaped by `highlight` (True or {fields, pre, post, fragment_chars, fragments}),
         `group_by` ("parent" or "metadata.<key>") with `group_size`, `facets` with
         `facet_size`, `diversity` (0..1) and `recency` ({field, half_life_days, weight});
-        docs/API.md, "Shaping results". The keyword arguments build a
+        docs/API.md, "Shaping results". `explain`: with the learned ranker ordering the
+        hits, each one's largest feature contributions. The keyword arguments build a
         `MatrixSearchRequest` (lakehouse.wire.search), sent by `search_request`.
         """
         spec = MatrixSearchRequest(
@@ -371,8 +374,8 @@ class AsyncClient:
             downgrade=as_given(downgrade), relevance=as_given(relevance),
             highlight=as_given(highlight), group_by=group_by,
             facets=as_given(list(facets)) if facets is not None else None,
-            diversity=diversity, recency=as_given(recency), **given_only(group_size=group_size,
-                                                                 facet_size=facet_size))
+            diversity=diversity, recency=as_given(recency), explain=explain,
+            **given_only(group_size=group_size, facet_size=facet_size))
         return await self.search_request(spec)
 
     async def search_request(self, spec: MatrixSearchRequest) -> MatrixSearchResponse:

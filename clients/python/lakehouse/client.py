@@ -154,5 +154,7 @@ class Client:
     wrong = _blocking(AsyncClient.wrong)
     playbooks = _blocking(AsyncClient.playbooks)
     delete_playbook = _blocking(AsyncClient.delete_playbook)
+    train_ranker = _blocking(AsyncClient.train_ranker)
+    rankers = _blocking(AsyncClient.rankers)
     run_sync = _blocking(AsyncClient.run_sync)
     sync_status = _blocking(AsyncClient.sync_status)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from lakehouse.wire.ranker import RankerModel, RankerStatus, RankerTraining, RankerUse
 from lakehouse.wire.responses import (
     AnalyzedEntity,
     AnalyzeResponse,
@@ -100,6 +101,10 @@ __all__ = [
     "PlaybookList",
     "PlaybookSummary",
     "Prf",
+    "RankerModel",
+    "RankerStatus",
+    "RankerTraining",
+    "RankerUse",
     "Ready",
     "RecordResponse",
     "ReembedStarted",

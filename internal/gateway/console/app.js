@@ -212,6 +212,33 @@ function updateCorpusSummary() {
       : picked.length === 0 ? "none picked" : picked.join(", ");
 }
 
+// ---- the learned ranker: the model searches with feedback use, and its figures ----------------
+
+function rankerLine(model) {
+  const cv = `cross-validated nDCG@10 on the records: boost alone ${num(model.ndcg10_boost)}, ` +
+    `learned ranker ${num(model.ndcg10_ranker)}`;
+  const what = model.used ? `model ${model.id}, ${model.trees} trees` : `model ${model.id} not used (the boost alone): ${model.reason}`;
+  return `learned ranker: ${what} · ${cv} · ${model.records} records, ` +
+    `${model.queries} questions · ${(model.corpora || []).join(", ")}`;
+}
+
+async function loadRanker() {
+  const node = $("ranker-status");
+  if (!may("read") && !may("search")) { node.hidden = true; return; }
+  try {
+    const out = await api("GET",
+      `/v1/matrix/ranker?playbook_corpus=${encodeURIComponent(state.settings.playbook_corpus)}`);
+    const current = (out.models || []).filter((m) => m.current);
+    const lines = current.map(rankerLine);
+    if (!lines.length) lines.push("learned ranker: no model yet (searches with feedback use the boost alone)");
+    for (const t of out.training || []) lines.push(`learned ranker: training since ${String(t.started_at).slice(0, 19)}`);
+    node.replaceChildren(...lines.map((line, i) => (i ? [el("br"), line] : [line])).flat());
+    node.dataset.models = String(current.length);
+  } catch (err) {
+    node.textContent = err instanceof ApiError ? `learned ranker: ${err.describe()}` : "";
+  }
+}
+
 // ---- search ------------------------------------------------------------------------------
 
 const MODE_HELP = {
@@ -258,9 +285,14 @@ async function search(event) {
     state.last = { key, ranks: new Map((out.hits || []).map((h, i) => [hitKey(h), h.rank || i + 1])) };
     const notes = [`${(out.hits || []).length} hits`, `mode ${out.mode || mode}`, `${num(out.took_ms, 1)} ms`];
     if (out.playbook_boosted) notes.push(`${out.playbook_boosted} boosted by feedback`);
+    if (out.ranker) {
+      notes.push(out.ranker.applied ? `ordered by the learned ranker (model ${out.ranker.id})`
+        : `the boost alone: ${out.ranker.reason}`);
+    }
     if (out.degraded && out.degraded.length) notes.push(`degraded: ${out.degraded.join(", ")}`);
     showStatus(status, notes.join(" · "));
     renderAsk(mode === "ask" ? out : null);
+    if (usePlaybook) loadRanker();  // a model trained since (by itself) shows
     renderFacets(out.facets);
     document.body.dataset.searches = String(Number(document.body.dataset.searches || 0) + 1);
   } catch (err) {
@@ -280,6 +312,7 @@ function scoreChips(hit) {
   }
   if (typeof hit.distance === "number") chips.push(el("span", { className: "score" }, `distance ${num(hit.distance)}`));
   if (typeof hit.merge_score === "number") chips.push(el("span", { className: "score" }, `merged ${num(hit.merge_score)}`));
+  if (typeof hit.ranker_score === "number") chips.push(el("span", { className: "score ranker" }, `ranker ${num(hit.ranker_score)}`));
   return chips;
 }
 
@@ -638,6 +671,7 @@ async function start() {
   route();
   await loadSurface();
   await loadCorpora();
+  await loadRanker();
   document.body.dataset.ready = "true";
 }
 

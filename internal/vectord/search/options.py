@@ -10,10 +10,19 @@ from typing import Any
 
 from psycopg import sql
 
+from internal.api.ranker import QueryStats
 from internal.api.vectord import QueryVector
 from internal.vectord.search import prf, query_vectors
 from internal.vectord.search.union_merge import Key
 from lakehouse.wire.modes import ModeSpec
+
+
+@dataclass
+class RankerAsk:
+    """A search asked for the learned ranker's values (`features: true`, hybrid): the
+    search sets the question's stats here (search/ranker_values.py), the route answers them."""
+
+    stats: QueryStats | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Options:
     # In-memory BM25: a repeated text may score from the cache and check its versions in
     # the statement that reads the hits (False once that check found one moved).
     trust_cache: bool = True
+    ranker: RankerAsk | None = None
 
 
 @dataclass

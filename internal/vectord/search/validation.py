@@ -15,7 +15,7 @@ from internal.common.errors import InvalidArgument
 from internal.common.language import normalize_language
 from internal.vectord.search import fusion, fusion_sql, prf
 from internal.vectord.search.lexical_options import DEFAULT_CANDIDATES, field_weights
-from internal.vectord.search.options import Options
+from internal.vectord.search.options import Options, RankerAsk
 from internal.vectord.storage.filters import build_where, is_filtered
 from internal.vectord.storage.store import Store
 
@@ -35,6 +35,10 @@ def check(store: Store, req: SearchSpec) -> Options:
     if not req.k <= n <= MAX_K:
         raise InvalidArgument(f"candidates: must be in k..{MAX_K} (k={req.k}), got {n}",
                               field="candidates")
+    asked = isinstance(req, MultiSearchRequest) and req.features  # matrixd's, for its ranker
+    if asked and not mode.ranked:
+        raise InvalidArgument(f"features: mode {mode.name} gives no learned ranker's values",
+                              field="features")
     symbolic, sym_params = (None, {}) if req.prefer is None or not mode.fusion else (
         fusion_sql.symbolic_expr(req.prefer))
     cfg = store.cfg
@@ -53,4 +57,4 @@ def check(store: Store, req: SearchSpec) -> Options:
         fusion_weights=search.layer_weights(req.weights) if mode.fusion else None,
         symbolic=symbolic, sym_params=sym_params,
         ef_search=req.ef_search if req.ef_search is not None else cfg.ef_search,
-        prf=prf.settings(req.prf))
+        prf=prf.settings(req.prf), ranker=RankerAsk() if asked else None)

@@ -175,6 +175,34 @@ ALTER TABLE vectord_reembed
     ADD COLUMN IF NOT EXISTS precision text,
     ADD COLUMN IF NOT EXISTS position text;
 """),
+    # The learned ranker's models (internal.vectord.storage.rankers): versions per playbook
+    # and the corpora they rank, each tied to the playbook corpus it was trained on
+    # (`playbook_id`, its registry id): a playbook deleted and made again starts without one.
+    (11, """
+CREATE TABLE IF NOT EXISTS lakehouse_rankers (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    playbook_id     bigint NOT NULL,
+    playbook_corpus text NOT NULL,
+    corpora         text[] NOT NULL,
+    trained_by      text NOT NULL,
+    records         integer NOT NULL,
+    playbook_count  integer NOT NULL,
+    queries         integer NOT NULL,
+    examples        integer NOT NULL,
+    seconds         double precision NOT NULL,
+    trees           integer NOT NULL,
+    alpha           double precision NOT NULL,
+    reason          text,
+    ndcg10_boost    double precision,
+    ndcg10_ranker   double precision,
+    cv              jsonb NOT NULL DEFAULT '{}',
+    features        text[] NOT NULL DEFAULT '{}',
+    model           text,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
+    ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
+"""),
 ]
 
 OPERATOR = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}

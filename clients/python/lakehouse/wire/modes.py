@@ -40,6 +40,9 @@ class ModeSpec:
     # The mode searched instead when the question cannot be embedded (embedd down), for
     # a mode that can do without a vector; None: the search fails.
     fallback: str | None = None
+    # The learned ranker orders its fused candidates: vectord gives each hit's features
+    # (a multi-search's `features: true`) and matrixd's model scores them.
+    ranked: bool = False
 
     @property
     def by_distance(self) -> bool:
@@ -93,7 +96,8 @@ register_mode(ModeSpec("keyword", needs="text", embeds=False, merge="newest", fu
 register_mode(ModeSpec("lexical", needs="text", embeds=False, merge="score", fusion=False,
                        summary="ranked words (BM25)"))
 register_mode(ModeSpec("hybrid", needs="either", embeds=True, merge="score", fusion=True,
-                       summary="meaning and words together, fused", fallback="lexical"))
+                       summary="meaning and words together, fused", fallback="lexical",
+                       ranked=True))
 
 register_fusion(FusionSpec("rrf", tuned_by=("rrf_k",),
                            summary="reciprocal rank fusion: w / (rrf_k + rank)"))

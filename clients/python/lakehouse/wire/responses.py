@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from lakehouse.wire.ranker import RankerUse
 from lakehouse.wire.shapes import Hit, Precision
 
 
@@ -240,6 +241,10 @@ class MatrixHit(Hit):
     context_score: float | None = None  # smart search and search_auto: judged with neighbours
     # Smart search: the ids of the plan's sub-queries that found the hit.
     sub_queries: list[int] = msgspec.field(default_factory=list)
+    # The learned ranker's score when it ordered the hits (the answer's `ranker`), and with
+    # `explain` its largest contributions (the boost's part, the trees' mean, the features').
+    ranker_score: float | None = None
+    ranker_contributions: dict[str, float] | None = None
 
 
 class CorpusStatus(msgspec.Struct):
@@ -295,6 +300,9 @@ class MatrixSearchResponse(msgspec.Struct):
     took_ms: float = 0.0
     # Value counts per facet, when `facets` was asked (internal.vectord.shaping.shaped).
     facets: dict[str, dict[str, int]] | None = None
+    # With `use_playbook`, when the playbook has a model: the model that ordered the hits,
+    # or why the boost alone did.
+    ranker: RankerUse | None = None
 
 
 # ---- matrixd: query intelligence -------------------------------------------------------------

@@ -167,6 +167,8 @@ class MatrixSearchRequest(FederatedSpec, kw_only=True, forbid_unknown_fields=Tru
     playbook_max_distance: Annotated[float, Meta(ge=0)] | None = None
     relevance: RelevanceOption | None = None
     downgrade: DowngradeOption | None = None
+    # With the learned ranker ordering the hits: each one's largest feature contributions.
+    explain: bool = False
 
 
 class SearchOptions(MatrixSearchRequest, kw_only=True, forbid_unknown_fields=True,

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from lakehouse.wire.features import HitFeatures
+
 Metric = Literal["cosine", "l2", "ip"]
 # How a corpus stores its vectors and their HNSW graph: float16 (pgvector's halfvec, half
 # the bytes, the same recall; the default) or float32 (vector).
@@ -149,6 +151,8 @@ class Hit(msgspec.Struct):
     highlight_kind: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     group: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     recency_factor: float | msgspec.UnsetType = msgspec.UNSET
+    # A multi-search's `features: true` (the learned ranker's values; matrixd asks).
+    features: HitFeatures | msgspec.UnsetType = msgspec.UNSET
 
 
 class DowngradeOption(msgspec.Struct, forbid_unknown_fields=True):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from internal.api.vectord import Corpus, Hit
 from internal.vectord.lexical import postings, sql_index, versions
-from internal.vectord.search import feedback, fusion, hits, query_vectors, reads
+from internal.vectord.search import feedback, fusion, hits, query_vectors, ranker_values, reads
 from internal.vectord.search.candidates import (
     corpus_candidates,
     merged_lex,
@@ -59,11 +59,14 @@ async def hybrid_search(store: Store, p: Options, outcomes: list[Outcome],
     final = (None if lists.included or lists.asked
              or not fed.weighs_all_one(o for o, _, _ in per) else p.k)
     fused = lists.fuse(p, fed, p.prf.docs if p.prf.on else final)
+    first_lex = lists.lex  # the question's own BM25, before feedback expands it
     if p.prf.on and fused:
         await feedback_pass(store, p, per, fed, first, lists, fused)
         fused = lists.fuse(p, fed, final)
     ranked = ranking(fused, per, fed, p.k, lists)
     out = await read_hits(store, ranked, per, lists, first)
+    if p.ranker is not None:
+        await ranker_features(store, p, out, per, first, first_lex)
     # Each corpus's answer was ready when the union's was: its time is the search's (a
     # corpus settled from shared reads ran no statement of its own to time).
     took = ms(started)
@@ -321,3 +324,15 @@ async def read_hits(store: Store, ranked: Ranked, per: PerCorpus, lists: Lists,
         h.included = f.id in lists.included
         out.append(h)
     return out
+
+
+async def ranker_features(store: Store, p: Options, out: list[Hit], per: PerCorpus,
+                          first: FirstReads, first_lex: Scored) -> None:
+    """The learned ranker's values on the hits (search/ranker_values.py), and the
+    question's stats for the answer; first_lex: the first pass's BM25 list."""
+    assert p.ranker is not None
+    name = {o.position: o.name for o, _, _ in per}
+    plain = {(name[pos], item_id): (score, rank)
+             for rank, ((item_id, pos), score) in enumerate(first_lex, 1)}
+    p.ranker.stats = await ranker_values.attach(
+        store, out, {c.name: c for _, c, _ in per}, first.indexes, plain, first.stats)

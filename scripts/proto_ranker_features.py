@@ -1,4 +1,5 @@
-"""Features of (question, candidate) pairs for a ranker learned from feedback (no I/O).
+"""The prototype's features of (question, candidate) pairs (no I/O), counted from the texts
+of the data sets; the service computes them from a search (internal.matrixd.ranker.features).
 
 One row per fused candidate of a search, from what the search already computed: each
 layer's score and rank (`Hit.ranks` / `Hit.scores`: the vector layer, the hybrid's
@@ -20,34 +21,26 @@ own fold.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from internal.api.vectord import Hit
-from internal.matrixd import boost
 from internal.matrixd.boost import Match
+from internal.matrixd.ranker import features as service
+
+# The playbook's part is the service's own (internal.matrixd.ranker.features).
+Signal, signals, fold_of = service.Signal, service.signals, service.fold_of
+out_of_fold, playbook_columns = service.out_of_fold, service.playbook_columns
 
 NAN = math.nan
-FOLDS = 5
 
-# The row's columns, in order. Groups: the layers, the playbook, the item, the question.
-LAYER_FEATURES = (
-    "fused", "fused_rel", "fused_rank",
-    "vector_sim", "vector_gap", "vector_rank",
-    "lexical", "lexical_rel", "lexical_rank",
-    "bm25", "bm25_rel", "bm25_rank",
-    "retrieved",
-)
-PLAYBOOK_FEATURES = (
-    "pb_pos_sim", "pb_pos_n", "pb_pos_sum", "pb_neg_sim", "pb_neg_n", "pb_best",
-    "pb_pos_gap", "pb_entries", "pb_nearest_sim",
-)
-ITEM_FEATURES = ("doc_words", "title_words", "title_match", "text_match", "age_days")
-QUERY_FEATURES = ("q_words", "q_idf_mean", "q_idf_max")
+# The row's columns, in order: the service's, and the item's age (left out of its model).
+LAYER_FEATURES, PLAYBOOK_FEATURES = service.LAYER_FEATURES, service.PLAYBOOK_FEATURES
+ITEM_FEATURES = (*service.ITEM_FEATURES, "age_days")
+QUERY_FEATURES = service.QUERY_FEATURES
 FEATURES: tuple[str, ...] = LAYER_FEATURES + PLAYBOOK_FEATURES + ITEM_FEATURES + QUERY_FEATURES
 
 _WORD = re.compile(r"\w+")
@@ -100,66 +93,10 @@ class Bm25:
     rank: int | None
 
 
-@dataclass(frozen=True)
-class Signal:
-    """What the playbook's matching entries say about one answer."""
-
-    pos_sim: float = 0.0  # similarity of the nearest question that marked it right (0: none)
-    pos_n: int = 0
-    pos_sum: float = 0.0
-    neg_sim: float = 0.0
-    neg_n: int = 0
-    best: float = 0.0  # boost.best_scores: the score the fixed rule decides by
-
-
-def signals(matches: Iterable[Match]) -> dict[tuple[str, str], Signal]:
-    """(answer_corpus, answer_id) -> the entries' signal for that answer."""
-    ms = list(matches)
-    best = boost.best_scores(ms)
-    acc: dict[tuple[str, str], list[float]] = {}
-    for m in ms:
-        key = (m.entry.answer_corpus, m.entry.answer_id)
-        a = acc.setdefault(key, [0.0, 0.0, 0.0, 0.0, 0.0])
-        sim = 1.0 - m.distance
-        if m.entry.score >= 0:
-            a[0] = max(a[0], sim)
-            a[1] += 1
-            a[2] += sim
-        else:
-            a[3] = max(a[3], sim)
-            a[4] += 1
-    return {key: Signal(a[0], int(a[1]), a[2], a[3], int(a[4]), best[key])
-            for key, a in acc.items()}
-
-
-def fold_of(question: str, folds: int = FOLDS) -> int:
-    """The fold of a recorded question: sha256 of its text, so all its records share one."""
-    return int.from_bytes(hashlib.sha256(question.encode("utf-8")).digest()[:8], "big") % folds
-
-
-def out_of_fold(matches: Iterable[Match], question: str, folds: int = FOLDS) -> list[Match]:
-    """The matches a training question may see: none recorded in its own fold (its own
-    records among them)."""
-    own = fold_of(question, folds)
-    return [m for m in matches if fold_of(m.entry.query_text, folds) != own]
-
-
 def _rel(value: float | None, top: float) -> float:
     if value is None:
         return NAN
     return value / top if top > 0 else NAN
-
-
-def playbook_columns(hits: Sequence[Hit], matches: Sequence[Match]) -> list[list[float]]:
-    """The PLAYBOOK_FEATURES of each hit: the part of a row that depends on the records."""
-    sig = signals(matches)
-    nearest = max((1.0 - m.distance for m in matches), default=0.0)
-    out = []
-    for h in hits:
-        s = sig.get((h.corpus, h.id), Signal())
-        out.append([s.pos_sim, float(s.pos_n), s.pos_sum, s.neg_sim, float(s.neg_n), s.best,
-                    s.pos_sim - nearest if s.pos_n else NAN, float(len(matches)), nearest])
-    return out
 
 
 def _opt(value: float | int | None) -> float:
