@@ -237,10 +237,8 @@ class VectordConfig:
     # much lower an OS priority while they write, so the searches' backends get the
     # cores first (internal/pg/backend_nice.py); 0: as the server's.
     write_nice: int = 10
-    # An upsert's language verdicts (items of an `auto` corpus) come from a worker process
-    # of their own, at write_nice (internal/vectord/judging.py): lingua holds the
-    # interpreter's lock while it judges, which the searches' event loop then waits for.
-    # false: judged in vectord's own threads.
+    # Upserts' language verdicts from a worker process at write_nice (lingua holds the GIL
+    # while it judges; internal/vectord/judging.py); false: in vectord's own threads.
     language_worker: bool = True
     max_batch: int = 1000
     hnsw_m: int = 16
