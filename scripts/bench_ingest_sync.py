@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 import bench_gateway as bg
-from bench_load import cli, tagged_docs, write_jsonl
+from bench_load_core import cli, tagged_docs, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = ("cranfield", "cisi")

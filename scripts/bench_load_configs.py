@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
-from bench_load import (
+from bench_load_core import (
     CORPORA,
     REEMBED_DOCS,
     WIKI_PAGES,

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import aiohttp
-from bench_load import ROOT, Questions, Searches, pct, prepare, search, searching
+from bench_load_core import ROOT, Questions, Searches, pct, prepare, search, searching
 from bench_stacks import config_stacks, parse_config
 
 

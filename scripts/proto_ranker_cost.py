@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import numpy as np
-import proto_ranker as pr
+import proto_ranker_collect as pr
 import proto_ranker_features as rf
 import proto_ranker_fit as fit
 

@@ -27,7 +27,7 @@ import lightgbm as lgb
 import msgspec
 import numpy as np
 import proto_ranker_features as rf
-from proto_ranker import DATA, MAX_DISTANCE, SETS, Collected, fold
+from proto_ranker_collect import DATA, MAX_DISTANCE, SETS, Collected, fold
 
 from internal.api.vectord import Hit
 from internal.evaluation import beir

@@ -11,7 +11,7 @@ from typing import Any
 
 import proto_ranker_features as rf
 import proto_ranker_fit as pf
-from proto_ranker import CURVE, FOLDS, Collected, curve_pairs, pairs_of
+from proto_ranker_collect import CURVE, FOLDS, Collected, curve_pairs, pairs_of
 from proto_ranker_fit import ALL, CORPUS, NAMES, Set, Trained
 
 from internal.evaluation.metrics import ndcg10_per_query
