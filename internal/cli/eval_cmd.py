@@ -44,25 +44,24 @@ def register(subparsers: Any) -> None:
                    help="start vectord and embedd here even if some answer")
     p.add_argument("--cross-validate", nargs="?", type=int, const=5, default=None,
                    metavar="FOLDS", help="choose the default on held-out folds (5)")
-    p.add_argument("--feedback-qrels", metavar="FILE",
-                   help="record FILE's pairs, score with and without them")
+    p.add_argument("--feedback-qrels", metavar="F",
+                   help="record qrels F's pairs; score with and without them")
     p.add_argument("--holdout", type=float, default=0.2, metavar="SHARE",
-                   help="share of FILE's queries held out (0.2)")
+                   help="share of F's queries held out (0.2)")
     p.add_argument("--folds", type=int, default=0, metavar="K",
-                   help="with --feedback-qrels: the learned ranker by K-fold cross-validation "
-                        "over the questions (each held out once)")
+                   help="the learned ranker by K-fold cross-validation")
     p.add_argument("--curve", metavar="N,N,...",
-                   help="with --feedback-qrels: the learned ranker's held-out figure with the "
-                        "first N pairs recorded, e.g. 10,50,200")
+                   help="the ranker with the first N pairs only, e.g. 10,50,200")
     p.add_argument("--no-ranker", action="store_true",
-                   help="with --feedback-qrels: the boost alone, no learned ranker")
+                   help="the boost alone, no learned ranker")
     tune = p.add_argument_group("hybrid options (default: vectord's)")
     tune.add_argument("--fusion", choices=list(FUSIONS), metavar="NAME",
                       help=f"its fusion: {', '.join(FUSIONS)}")
     tune.add_argument("--rrf-k", type=int, metavar="K", help="RRF k of hybrid-rrf")
     tune.add_argument("--weights", metavar="V,L[,S]", help="branch weights (weighted, dbsf)")
     tune.add_argument("--candidates", type=int, metavar="N", help="candidates per branch")
-    tune.add_argument("--prf", metavar="DOCS,TERMS,WEIGHT", help="feedback, e.g. 10,10,0.5; 0: off")
+    tune.add_argument("--prf", metavar="D,T,W",
+                      help="feedback's docs,terms,weight, e.g. 10,10,0.5; 0: off")
     p.set_defaults(func=run)
 
 

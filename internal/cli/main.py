@@ -65,8 +65,7 @@ EXAMPLES = {
 }
 
 MAIN_EPILOG = """\
-example: lakehouse up    # in one terminal: the whole stack
-`lakehouse COMMAND --help`: each command's options and an example"""
+example: lakehouse up    # the stack; `lakehouse COMMAND --help`: a command's"""
 
 
 def version() -> str:

@@ -40,10 +40,18 @@ async def running(deps: Deps) -> AsyncIterator[Trainer]:
         await trainer.close()
 
 
+async def _seen(deps: Deps, scope: Scope | None) -> list[str]:
+    """The corpora the caller sees: listed as the service and held to the caller's scope (a
+    feedback key may train, and may not list corpora through vectord itself)."""
+    with as_service():
+        rows = await deps.vectord.list_corpora()
+    return [c.name for c in rows if scope is None or scope.sees(c.name)]
+
+
 async def _check_corpora(deps: Deps, names: list[str], scope: Scope | None) -> None:
     """404 corpus_not_found naming `corpora` for a corpus that does not exist (or that the
     caller cannot see: the same answer)."""
-    known = [c.name for c in await deps.vectord.list_corpora()]  # the caller's view
+    known = await _seen(deps, scope)
     for name in names:
         if name not in known or (scope is not None and not scope.sees(name)):
             raise NotFound(f"corpora: corpus {name!r} not found{did_you_mean(name, known)}",
@@ -59,7 +67,7 @@ async def train(deps: Deps, trainer: Trainer, body: TrainRanker, scope: Scope | 
         await _check_corpora(deps, body.corpora, scope)
     visible = None
     if scope is not None and not scope.all_corpora:
-        visible = [c.name for c in await deps.vectord.list_corpora()]
+        visible = await _seen(deps, scope)
     with as_service():  # the playbook is the stack's; the caller's corpora decided above
         recs = await collect.records(deps, name, body.corpora, visible)
     run = trainer.start(recs, named=body.corpora is not None, by=by)
