@@ -153,4 +153,4 @@ async def test_a_corpus_switched_to_another_model_meanwhile_is_written_with_it(
     assert report.upserted == 5 and not report.failed and pipe.model == model
     item = await vc.get_item(name, "d3")
     want = (await ec.embed([docs[3].text], model=model)).vectors[0]
-    assert sum(a * b for a, b in zip(item["vector"], want, strict=True)) > 0.9999
+    assert sum(a * b for a, b in zip(item.vector, want, strict=True)) > 0.9999

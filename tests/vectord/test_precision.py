@@ -245,7 +245,7 @@ ALTER TABLE vectord_spaces DROP COLUMN precision;
 ALTER TABLE vectord_spaces ADD CONSTRAINT vectord_spaces_dim_metric_model_key
     UNIQUE (dim, metric, model);
 ALTER TABLE vectord_reembed DROP COLUMN kind, DROP COLUMN precision, DROP COLUMN position;
-DELETE FROM schema_migrations WHERE component = 'vectord' AND version = 10"""
+DELETE FROM schema_migrations WHERE component = 'vectord' AND version >= 10"""
 
 
 async def test_a_database_from_before_precisions_keeps_working_and_converts(
