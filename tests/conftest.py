@@ -36,8 +36,10 @@ def pg_dsn() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def base_cfg(pg_dsn: str) -> Config:
+    # No document tasks in the vectords made from it (their embedd is not the session's):
+    # a test of documents runs them in `documents_url`'s vectord.
     cfg = Config()
-    return with_section(cfg, "vectord", dsn=pg_dsn, pool_min=1, pool_max=8)
+    return with_section(cfg, "vectord", dsn=pg_dsn, pool_min=1, pool_max=8, tasks=False)
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +56,18 @@ async def embedd_url(base_cfg: Config) -> AsyncIterator[str]:
     from internal.embedd.server import make_app
 
     server = await serve(make_app(base_cfg))
+    yield url_of(server)
+    await server.close()
+
+
+@pytest.fixture(scope="module")
+async def documents_url(base_cfg: Config, embedd_url: str) -> AsyncIterator[str]:
+    """A vectord that runs the document tasks (embedd: the session's), on the session's
+    database; for a module's tests of documents and of the writers that send them."""
+    from internal.vectord.server import make_app
+
+    server = await serve(make_app(with_section(base_cfg, "vectord", embedd_url=(embedd_url,),
+                                               tasks=True)))
     yield url_of(server)
     await server.close()
 

@@ -72,8 +72,21 @@ def k(value: int, field: str = "k") -> int:
     return value
 
 
-def vector(values: list[float], expected_dim: int, metric: str, field: str) -> npt.NDArray[np.float32]:
-    """The vector as float32, or InvalidArgument naming the field."""
+# float16 (a corpus's default precision, pgvector's halfvec) holds magnitudes up to 65504;
+# below its smallest normal number a value keeps few digits, below 2**-24 none.
+FLOAT16_MAX = 65504.0
+FLOAT16_TINY = 2.0 ** -14
+
+
+def vector(values: list[float], expected_dim: int, metric: str, field: str,
+           precision: str = "float32") -> npt.NDArray[np.float32]:
+    """The vector as float32, or InvalidArgument naming the field.
+
+    A float16 corpus (`precision`): with the cosine metric, whose distance is the same for
+    any multiple of a vector, a vector whose largest magnitude is beyond float16's range
+    (or so small its numbers would round to zero) is scaled to a largest magnitude of 1
+    first; with l2 or ip, whose distances change with the scale, a number beyond 65504
+    is refused, naming it and the limit."""
     if len(values) != expected_dim:
         raise InvalidArgument(f"{field}: expected {expected_dim} numbers, got {len(values)}",
                               field=field)
@@ -87,7 +100,25 @@ def vector(values: list[float], expected_dim: int, metric: str, field: str) -> n
     if metric == "cosine" and not arr.any():
         raise InvalidArgument(f"{field}: a zero vector has no direction (cosine metric)",
                               field=field)
+    if precision == "float16":
+        return _half(arr, values, metric, field)
     return arr
+
+
+def _half(arr: npt.NDArray[np.float32], values: list[float], metric: str, field: str
+          ) -> npt.NDArray[np.float32]:
+    """The vector as a float16 corpus can hold it (see `vector`)."""
+    big = float(np.abs(arr).max())
+    if big <= FLOAT16_MAX and (metric != "cosine" or big >= FLOAT16_TINY):
+        return arr
+    if metric == "cosine":
+        return (arr / np.float32(big)).astype(np.float32)
+    bad = int(np.argmax(np.abs(arr) > FLOAT16_MAX))
+    raise InvalidArgument(
+        f"{field}[{bad}]: {values[bad]} is beyond float16's range (±{FLOAT16_MAX:g}), the "
+        f"precision this corpus stores; with the {metric} metric a vector's scale counts, "
+        "so it is not scaled: scale your vectors, or store them in a float32 corpus",
+        field=field)
 
 
 def _no_nul(value: str, field: str) -> None:
@@ -110,7 +141,8 @@ def item_id(value: str, field: str) -> str:
 UNREADABLE_IDS = frozenset({".", ".."})
 
 
-def item(it: Item, index: int, expected_dim: int, metric: str) -> npt.NDArray[np.float32]:
+def item(it: Item, index: int, expected_dim: int, metric: str,
+         precision: str = "float32") -> npt.NDArray[np.float32]:
     """Check one item of a batch; errors name `items[index].<field>`."""
     base = f"items[{index}]"
     item_id(it.id, f"{base}.id")
@@ -118,7 +150,7 @@ def item(it: Item, index: int, expected_dim: int, metric: str) -> npt.NDArray[np
         raise InvalidArgument(
             f"{base}.id: {it.id!r} cannot be read back (in a URL it means a folder step, "
             "which clients resolve before sending); any other id can", field=f"{base}.id")
-    arr = vector(it.vector, expected_dim, metric, f"{base}.vector")
+    arr = vector(it.vector, expected_dim, metric, f"{base}.vector", precision)
     _no_nul(it.text, f"{base}.text")
     if it.title is not None:
         _no_nul(it.title, f"{base}.title")

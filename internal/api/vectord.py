@@ -181,12 +181,14 @@ class Corpus(msgspec.Struct, frozen=True):
     precision: Precision = "float32"
 
     def public(self, count: int, reembed: wire.Reembedding | None = None,
-               conversion: wire.Conversion | None = None) -> wire.Corpus:
+               conversion: wire.Conversion | None = None, documents: int | None = None,
+               languages: dict[str, int] | None = None) -> wire.Corpus:
         """The corpus as clients see it (`reembed`, `conversion` only while one runs)."""
         return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
                            language=self.language, model=self.model, count=count,
                            created_at=self.created_at, precision=self.precision,
-                           reembed=reembed, conversion=conversion)
+                           reembed=reembed, conversion=conversion, documents=documents,
+                           languages=languages)
 
 
 class SearchResponse(msgspec.Struct):

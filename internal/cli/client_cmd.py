@@ -9,19 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from internal.cli import shaped
 from internal.cli.connect import add_url_arg, run_command
-from internal.cli.ingest_input import normalized, plan_ingest, read_jsonl, window_arg
-from internal.cli.output import describe_error, format_score, format_table, print_json, shorten
-from internal.understanding import context
+from internal.cli.output import format_score, format_table, print_json, shorten
 from lakehouse.wire.modes import MODES
 
 if TYPE_CHECKING:  # loaded by the commands that use them
-    from internal.ingest import Doc, StackFailure
     from lakehouse import AsyncClient
     from lakehouse.types import MatrixSearchResponse
 
@@ -50,102 +45,6 @@ def _reembed(args: argparse.Namespace) -> int:
     return run_command(args, work)
 
 
-# --- ingest ------------------------------------------------------------------
-
-def _notice(message: str) -> None:
-    print(message, file=sys.stderr)
-
-
-async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> str | None:
-    """The corpus of the ingest, made for the stack's embedding model if there is none;
-    the model to embed with: the corpus's when embedd serves it (a corpus of a superseded
-    model is written as it is until its re-embedding switches it), else the default."""
-    corpus, created = await client.ensure_corpus(args.corpus, metric=args.metric,
-                                                 language=args.language)
-    if created:
-        print(f"created corpus {args.corpus!r} (dim {corpus.dim}, model {corpus.model})",
-              file=sys.stderr)
-    served = {m.id for m in (await client.models()).models}
-    return corpus.model if corpus.model in served else None
-
-
-def _ids(docs: list[Doc], limit: int = 20) -> str:
-    shown = ", ".join(d.id for d in docs[:limit])
-    return shown + (f", ... ({len(docs) - limit} more)" if len(docs) > limit else "")
-
-
-def _ingest(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if not path.exists():
-        print(f"error: {path}: no such file", file=sys.stderr)
-        return 1
-
-    from internal.cli import progress as progress_bar
-    from internal.cli.gateway_store import GatewayStore
-    from internal.ingest import Pipeline, StackFailure, retrying
-
-    async def work(client: AsyncClient) -> int:
-        docs = read_jsonl(path)
-        # Each step waits out a 429 (past this client's share), as the batches do.
-        model = await retrying(partial(_ensure_corpus, client, args), "corpus", 3, _notice)
-        if args.normalize:
-            docs = await normalized(client, docs, args.context, args.thread)
-
-        async def listing() -> dict[str, str]:
-            return {row.id: row.content_hash
-                    async for row in client.iter_ids(args.corpus, page_size=10000)}
-
-        stored = await retrying(listing, "listing", 3, _notice)
-        plan = plan_ingest(docs, stored)
-        if plan.empty:
-            print(f"skipped {len(plan.empty)} documents with no title and no text: "
-                  f"{_ids(plan.empty)}", file=sys.stderr)
-        bar = progress_bar.bar(len(docs), initial=plan.unchanged + len(plan.empty),
-                               unit="doc", desc=args.corpus, disable=args.quiet)
-        store = GatewayStore(client)
-        bar.set_postfix_str(f"batch {args.batch}", refresh=False)
-
-        def progress(done: int) -> None:  # the batch size shrinks after a 429
-            bar.set_postfix_str(f"batch {pipe.size}", refresh=False)
-            bar.update(done)
-
-        async def corpus_model() -> str | None:
-            return (await client.get_corpus(args.corpus)).model
-
-        pipe = Pipeline(store, store, args.corpus, model=model, batch=args.batch,
-                        concurrency=max(1, args.concurrency), retries=3, notice=_notice,
-                        progress=progress, model_of=corpus_model)
-        stopped: StackFailure | None = None
-        try:
-            await pipe.write(plan.todo)
-        except StackFailure as exc:
-            stopped = exc
-        bar.close()
-        report = pipe.report
-        for doc_id, (_, why) in report.failed.items():
-            print(f"failed: document {doc_id!r}: {describe_error(why)}", file=sys.stderr)
-        if stopped is not None:
-            print(f"error: {args.corpus}: stopped: {describe_error(stopped.cause)}", file=sys.stderr)
-            print(f"{args.corpus}: {report.upserted} upserted before stopping, "
-                  f"{len(report.failed)} failed; run again to resume", file=sys.stderr)
-            return 1
-        total = (await retrying(partial(client.get_corpus, args.corpus), "count", 3,
-                                _notice)).count
-        print(f"{args.corpus}: {len(docs)} documents: {report.upserted} upserted, "
-              f"{plan.unchanged} unchanged, {len(plan.empty)} skipped (no text), "
-              f"{len(report.failed)} failed; {total} items in corpus")
-        if report.failed:
-            failed = list(report.failed)
-            print(f"failed documents: {', '.join(failed[:20])}"
-                  + (" ..." if len(failed) > 20 else ""), file=sys.stderr)
-            return 1
-        return 0
-
-    # The client does not retry: the ingest retries 503s and 504s itself, saying so, and
-    # waits out 429s itself, so that its batches shrink after one.
-    return run_command(args, work, timeout=args.timeout, retries=0, max_wait=0.0)
-
-
 # --- search and record -------------------------------------------------------
 
 def _search(args: argparse.Namespace) -> int:
@@ -170,7 +69,7 @@ def _search(args: argparse.Namespace) -> int:
         if args.json:
             print_json(out)
             return 0
-        rows = [[str(h.rank or i + 1), h.corpus, shorten(h.id, 24), format_score(h.distance),
+        rows = [[str(h.rank or i + 1), h.corpus, h.id, format_score(h.distance),
                  format_score(h.score), shorten(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
         print(format_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
         tty = sys.stdout.isatty()
@@ -216,8 +115,7 @@ def _playbooks_list(args: argparse.Namespace) -> int:
         if args.json:
             print_json(out)
             return 0
-        rows = [[e.playbook_id[:12], f"{e.score:+.2f}",
-                 f"{e.answer_corpus}/{shorten(e.answer_id, 24)}",
+        rows = [[e.playbook_id, f"{e.score:+.2f}", f"{e.answer_corpus}/{e.answer_id}",
                  e.recorded_at.isoformat()[:19] if e.recorded_at else "",
                  shorten(e.query_text, 50)]
                 for e in out.entries]
@@ -246,33 +144,6 @@ def _add_reembed(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--wait", action="store_true", help="print the progress until the switch")
     add_url_arg(p)
     p.set_defaults(func=_reembed)
-
-
-def _add_ingest(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ingest", help="embed and store a JSON-lines file (resumable)",
-                       usage="lakehouse ingest FILE --corpus NAME [options]")
-    p.add_argument("file", help="JSON lines: {_id, title?, text, metadata?, tags?, ...}")
-    p.add_argument("--corpus", required=True, metavar="NAME", help="created on first use")
-    p.add_argument("--batch", type=int, default=64, metavar="N",
-                   help="documents per embed/upsert call (64)")
-    p.add_argument("--concurrency", type=int, default=2, metavar="N",
-                   help="batches in flight (2)")
-    p.add_argument("--metric", default="cosine", choices=("cosine", "l2", "ip"),
-                   metavar="NAME", help="a new corpus's: cosine, l2 or ip")
-    p.add_argument("--language", default=None, help="a new corpus's (default: vectord's)")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                   help="seconds per call (300)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--normalize", action="store_true",
-                   help="index the text as /v1/matrix/normalize rewrites it")
-    p.add_argument("--context", type=window_arg, default=(context.WINDOW_BEFORE, context.WINDOW_AFTER),
-                   metavar="B:A",
-                   help="with --normalize: neighbours indexed with a turn "
-                        f"({context.WINDOW_BEFORE}:{context.WINDOW_AFTER})")
-    p.add_argument("--thread", default="session", metavar="FIELD",
-                   help="with --normalize: the metadata naming a thread")
-    add_url_arg(p)
-    p.set_defaults(func=_ingest)
 
 
 def _add_search(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -331,5 +202,5 @@ def _add_playbooks(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    for add in (_add_reembed, _add_ingest, _add_search, _add_record, _add_playbooks):
+    for add in (_add_reembed, _add_search, _add_record, _add_playbooks):
         add(sub)

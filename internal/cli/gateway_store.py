@@ -13,6 +13,7 @@ from internal.api import vectord
 from internal.api.responses import Corpus, EmbedResponse, IdRow, ModelsResponse
 from internal.api.vectord import Metric
 from lakehouse import AsyncClient, Item
+from lakehouse.wire.documents import AddDocuments, DocumentRow, Task
 
 
 class GatewayStore:
@@ -58,3 +59,17 @@ class GatewayStore:
                      model: str | None = None) -> int:
         return await self.client.upsert(name, [Item(**msgspec.structs.asdict(it)) for it in items],
                                         model=model)
+
+    def iter_documents(self, name: str, page: int = 5000) -> AsyncIterator[DocumentRow]:
+        return self.client.iter_documents(name, page_size=page)
+
+    async def add_documents(self, name: str, req: AddDocuments) -> Task:
+        [task] = await self.client.add_documents(name, req.documents, chunking=req.chunking,
+                                                 chunk_chars=req.chunk_chars)
+        return task
+
+    async def delete_documents(self, name: str, ids: list[str]) -> Task:
+        return await self.client.delete_documents(name, ids)
+
+    async def task(self, task_id: int) -> Task:
+        return await self.client.task(task_id)

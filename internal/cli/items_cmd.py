@@ -21,14 +21,25 @@ def _corpora(args: argparse.Namespace) -> int:
         if args.json:
             print_json(corpora)
             return 0
-        rows = [[c.name, str(c.count), str(c.dim), c.metric, c.precision, c.language,
+        rows = [[c.name, "" if c.documents is None else str(c.documents), str(c.count),
+                 str(c.dim), c.metric, c.precision, languages(c.language, c.languages),
                  c.model or ""] for c in corpora]
-        print(format_table(["corpus", "items", "dim", "metric", "precision", "language",
-                            "model"], rows) if rows
+        print(format_table(["corpus", "documents", "items", "dim", "metric", "precision",
+                            "languages", "model"], rows) if rows
               else "no corpora yet: lakehouse ingest FILE.jsonl --corpus NAME")
         return 0
 
     return run_command(args, work)
+
+
+def languages(setting: str, held: dict[str, int] | None, most: int = 3) -> str:
+    """The languages a corpus's items are stored in, most first, with how many ("english
+    2030, simple 2"); the corpus's setting while it holds none ("auto")."""
+    if not held:
+        return setting
+    ranked = sorted(held.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{lang} {n}" for lang, n in ranked[:most])
+    return shown + (f", +{len(ranked) - most} more" if len(ranked) > most else "")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -58,13 +69,17 @@ def _list(args: argparse.Namespace) -> int:
 def _get(args: argparse.Namespace) -> int:
     import msgspec
 
+    from lakehouse.errors import NotFound
+
     async def work(client: AsyncClient) -> int:
-        item = await client.get_item(args.corpus, args.id)
+        try:
+            item = await client.get_item(args.corpus, args.id, vector=args.vector)
+        except NotFound as exc:
+            if exc.field != "id":
+                raise
+            return await _document(client, args, exc)
         if args.json:
-            out = msgspec.to_builtins(item)
-            if not args.vector:
-                out.pop("vector", None)
-            print_json(out)
+            print_json(msgspec.to_builtins(item))
             return 0
         fields = [("id", item.id), ("corpus", item.corpus), ("title", item.title or ""),
                   ("tags", ", ".join(item.tags)), ("language", item.language or ""),
@@ -78,6 +93,30 @@ def _get(args: argparse.Namespace) -> int:
         return 0
 
     return run_command(args, work)
+
+
+async def _document(client: AsyncClient, args: argparse.Namespace, missing: Exception) -> int:
+    """An id that is no item but a document's (a synced page, an ingested document): the
+    document and its chunks' ids; else the item's 404 stands."""
+    from lakehouse.errors import NotFound
+
+    try:
+        doc = await client.get_document(args.corpus, args.id)
+    except NotFound:
+        raise missing from None
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"{args.id!r} is a document of {len(doc.chunks)} chunk"
+          f"{'s' if len(doc.chunks) != 1 else ''} (lakehouse items get {args.corpus} "
+          "CHUNK_ID for one):", file=sys.stderr)
+    for name, value in (("id", doc.id), ("corpus", doc.corpus), ("title", doc.title or ""),
+                        ("language", doc.language), ("chunks", " ".join(doc.chunks)),
+                        ("updated_at", doc.updated_at.isoformat())):
+        print(f"{name}: {value}")
+    print()
+    print(doc.text)
+    return 0
 
 
 def _ids_of(args: argparse.Namespace) -> list[str]:
@@ -174,11 +213,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(pl)
     pl.set_defaults(func=_list)
 
-    pg = isub.add_parser("get", help="one item: its fields, then its text")
+    pg = isub.add_parser("get", help="one item (or a document and its chunks): its fields, "
+                                     "then its text")
     pg.add_argument("corpus")
     pg.add_argument("id", help="the item's id, as stored (any characters)")
     pg.add_argument("--json", action="store_true", help="print the item as JSON")
-    pg.add_argument("--vector", action="store_true", help="with --json: the vector too")
+    pg.add_argument("--vector", action="store_true", help="with --json: its vector too")
     add_url_arg(pg)
     pg.set_defaults(func=_get)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import sys
 from typing import TYPE_CHECKING, Any
 
 from internal.cli.connect import add_url_arg, run_command
@@ -16,12 +18,48 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _past(expires_at: str) -> bool:
+    """Whether an RFC 3339 time is already past (a malformed one is the server's to refuse)."""
+    from datetime import UTC, datetime
+
+    try:
+        when = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)) <= datetime.now(UTC)
+
+
+async def _missing(client: AsyncClient, corpora: list[str]) -> list[str]:
+    """The corpora named (not patterns) that do not exist, each with the nearest name; the
+    patterns matching none, said as a warning."""
+    from internal.common.suggest import did_you_mean
+
+    names = [c.name for c in await client.list_corpora()]
+    out = []
+    for c in corpora:
+        if any(ch in c for ch in "*?["):
+            if not any(fnmatch.fnmatchcase(n, c) for n in names):
+                print(f"warning: --corpora {c!r} matches no corpus yet", file=sys.stderr)
+        elif c not in names:
+            out.append(f"{c!r}{did_you_mean(c, names)}")
+    return out
+
+
 def _create(args: argparse.Namespace) -> int:
     async def work(client: AsyncClient) -> int:
+        corpora = _csv(args.corpora)
+        missing = await _missing(client, corpora)
+        if missing and not args.allow_missing:
+            print(f"error: no corpus {', '.join(missing)}: a key for it opens nothing until "
+                  "it exists (--allow-missing creates the key anyway)", file=sys.stderr)
+            return 1
         body: dict[str, Any] = {"name": args.name, "actions": _csv(args.actions),
-                                "corpora": _csv(args.corpora)}
+                                "corpora": corpora}
         if args.expires_at:
             body["expires_at"] = args.expires_at
+            if _past(args.expires_at):
+                print(f"warning: --expires-at {args.expires_at} is past: the key opens nothing",
+                      file=sys.stderr)
         out = await client.request("POST", "/v1/keys", body=body)
         if args.json:
             print_json(out)
@@ -69,6 +107,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="comma-separated: search, read, write, feedback, admin")
     pc.add_argument("--corpora", required=True, help="comma-separated names or globs ('*': all)")
     pc.add_argument("--expires-at", default="", help="RFC 3339 time after which it opens nothing")
+    pc.add_argument("--allow-missing", action="store_true",
+                    help="create it even for corpora that do not exist yet")
     pc.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(pc)
     pc.set_defaults(func=_create)

@@ -16,7 +16,8 @@ SUBCOMMAND_MODULES = (
     "internal.cli.ha_cmd",       # ha status, ha switchover
     "internal.cli.backup_cmd",   # backup, restore
     "internal.cli.items_cmd",    # corpora [list|delete], items list|get|delete
-    "internal.cli.client_cmd",   # reembed, ingest, search, record, playbooks
+    "internal.cli.ingest_cmd",   # ingest
+    "internal.cli.client_cmd",   # reembed, search, record, playbooks
     "internal.cli.ranker_cmd",   # ranker train|status
     "internal.cli.smart_cmd",    # analyze, ask
     "internal.cli.keys_cmd",     # keys create|list|revoke
@@ -116,9 +117,25 @@ def commands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, arg
     return out
 
 
+# A command whose reader went away (`lakehouse items list c | head -5`) ends as the
+# shell's tools do when a pipe closes: quietly, with 128 + SIGPIPE.
+CLOSED_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader gone before the last line fails here, not at exit
+    except BrokenPipeError:
+        import os
+
+        # Python flushes stdout once more at exit: point it at /dev/null, so that last
+        # flush finds no closed pipe and prints no second traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE
+    return code
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def shorten(text: Any, width: int) -> str:
+    """A cell cut to `width` (titles, texts, questions: never an id, which a reader copies)."""
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[: width - 1] + "…"
 

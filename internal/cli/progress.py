@@ -32,7 +32,8 @@ class Progress(Protocol):
 
 class PlainProgress:
     """tqdm's calls the commands make, written as `desc: n/total unit (p%) postfix` lines:
-    the first update's, then at most one every `every` seconds, and the last at close."""
+    the first update's, then at most one every `every` seconds, and the last at close
+    when it says something new."""
 
     def __init__(self, total: float | None, *, initial: float = 0, unit: str = "it",
                  desc: str = "", disable: bool = False, file: IO[str] | None = None,
@@ -49,6 +50,7 @@ class PlainProgress:
         self.postfix = ""
         self._started = clock()
         self._last: float | None = None
+        self._said: str | None = None  # the count and postfix of the last line written
         self._closed = False
 
     def line(self) -> str:
@@ -66,6 +68,7 @@ class PlainProgress:
         if self.disable:
             return
         self._last = self.clock()
+        self._said = f"{self.n} {self.postfix}"
         print(self.line(), file=self.file, flush=True)
 
     def update(self, n: float = 1) -> bool | None:
@@ -81,9 +84,12 @@ class PlainProgress:
         """A terminal's redraw: nothing for plain lines (the next due line shows it)."""
 
     def close(self) -> None:
+        """The last line, unless the last one written said it already (a run with nothing
+        to do prints one line, not two)."""
         if not self._closed:
             self._closed = True
-            self._write()
+            if self._said != f"{self.n} {self.postfix}":
+                self._write()
 
 
 def bar(total: float | None, *, initial: float = 0, unit: str, desc: str,

@@ -38,7 +38,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def print_hits(hits: list[MatrixHit]) -> None:
-    rows = [[str(h.rank or i + 1), h.corpus, shorten(h.id, 24), format_score(h.merge_score),
+    rows = [[str(h.rank or i + 1), h.corpus, h.id, format_score(h.merge_score),
              shorten(h.title or h.text, 60)]
             for i, h in enumerate(hits)]
     print(format_table(["#", "corpus", "id", "score", "title / text"], rows) if rows else "no hits")

@@ -7,7 +7,7 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lakehouse
 from internal.cli.connect import add_url_arg, gateway_token, gateway_url, load_config
@@ -96,11 +96,23 @@ def _storage(client: lakehouse.Client) -> StorageStatus | None:
 
 
 def _sync_status(client: lakehouse.Client) -> tuple[SyncStatus | None, bool]:
-    """(the sync's status, sync is off); (None, False) when this key may not see it."""
+    """(the sync's status, sync is off); (None, False) when this key may not see it, or
+    syncd is stopped (its row and the reason are the components')."""
     try:
         return client.sync_status(), False
     except LakehouseError as exc:
         return None, exc.code == "sync_not_configured"
+
+
+def stopped_lines(components: dict[str, Any]) -> list[str]:
+    """A line for each part that stopped on its configuration, with why (the reason its
+    stand-in serves: internal/stack/standin.py)."""
+    out = []
+    for name, comp in sorted(components.items()):
+        detail = getattr(comp, "detail", None)
+        if isinstance(detail, dict) and detail.get("status") == "failed" and detail.get("error"):
+            out.append(f"{name}: {detail['error']}")
+    return out
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -119,9 +131,13 @@ def _status(args: argparse.Namespace) -> int:
         answer = None
     rows: list[tuple[str, str, str]] = [("gateway", "ok" if answer else "unreachable", base)]
     ready = answer is not None and answer.status == "ok"
+    notes: list[str] = []
     if answer is not None:
+        stopped = stopped_lines(answer.components)
         for name, comp in sorted(answer.components.items()):
-            rows.append((name, comp.status, comp.address or ""))
+            held = any(line.startswith(f"{name}: ") for line in stopped)
+            rows.append((name, "stopped" if held else str(comp.status), comp.address or ""))
+        notes += stopped
     elif not (getattr(args, "url", None) or os.environ.get("LAKEHOUSE_URL")):
         # No gateway at the configured address: ask each daemon where the config says it
         # is. A URL given (--url, $LAKEHOUSE_URL) names another stack: only it is reported.
@@ -145,7 +161,8 @@ def _status(args: argparse.Namespace) -> int:
         for n in from_readyz(components) or []:  # the Patroni cluster, when there is one
             rows.append(("ha", str(n.get("state")), f"{n.get('name')} {n.get('role')} "
                          f"timeline {n.get('timeline')} lag {n.get('lag')}"))
-    sync_row, notes = sync_lines(*sync)
+    sync_row, sync_notes = sync_lines(*sync)
+    notes += sync_notes
     if sync_row is not None:
         rows.append(sync_row)
     for lines_of in (reembed_lines, conversion_lines):

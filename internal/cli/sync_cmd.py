@@ -89,7 +89,7 @@ def _sync(args: argparse.Namespace) -> int:
             async with AsyncClient(base, gateway_token(args), timeout=120.0,
                                    retries=0) as client:
                 store = GatewayStore(client)
-                return await Syncer(settings, store, store).request_run(progress)
+                return await Syncer(settings, store).request_run(progress)
         finally:
             bar.close()
 
@@ -108,7 +108,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "itself (repeatable; else detected)")
     p.add_argument("--ignore", action="append", metavar="GLOB",
                    help="ignore glob (repeatable; default from [sync] ignore)")
-    p.add_argument("--batch-size", type=int, default=0, help="texts per embedding call")
+    p.add_argument("--batch-size", type=int, default=0, metavar="N",
+                   help="pages per task of the service (default: [sync] batch_size, 1000)")
     p.add_argument("--json", action="store_true", help="print the run result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_url_arg(p)

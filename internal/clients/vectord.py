@@ -37,6 +37,14 @@ from internal.api.vectord import (
 from internal.clients.base import ServiceClient
 from internal.common.errors import Conflict, NotFound
 from internal.common.upstream import Upstream
+from lakehouse.wire.documents import (
+    AddDocuments,
+    DeleteDocuments,
+    DocumentRow,
+    DocumentsPage,
+    StoredDocument,
+    Task,
+)
 
 H = TypeVar("H", bound=Hit)
 
@@ -99,9 +107,46 @@ class VectordClient(ServiceClient):
                                  idempotent=True)
         return out.upserted
 
-    async def get_item(self, name: str, item_id: str) -> StoredItem:
+    async def get_item(self, name: str, item_id: str, vector: bool = False) -> StoredItem:
+        """One item; its vector too when asked."""
+        query = "?include=vector" if vector else ""
         return await self.call_as(StoredItem, "GET",
-                                  f"{self._c(name)}/items/{quote(item_id, safe='')}")
+                                  f"{self._c(name)}/items/{quote(item_id, safe='')}{query}")
+
+    # ---- documents: text in, chunked and embedded by vectord's task runner ---------------
+
+    @staticmethod
+    def _d(name: str) -> str:
+        return f"/v1/corpora/{quote(name, safe='')}/documents"
+
+    async def add_documents(self, name: str, req: AddDocuments) -> Task:
+        """The task writing them (202: persisted, run in order after the corpus's others)."""
+        return await self.call_as(Task, "POST", self._d(name), req, idempotent=True)
+
+    async def delete_documents(self, name: str, ids: list[str]) -> Task:
+        return await self.call_as(Task, "POST", f"{self._d(name)}/delete",
+                                  DeleteDocuments(ids=ids), idempotent=True)
+
+    async def get_document(self, name: str, doc_id: str) -> StoredDocument:
+        return await self.call_as(StoredDocument, "GET",
+                                  f"{self._d(name)}/{quote(doc_id, safe='')}")
+
+    async def task(self, task_id: int) -> Task:
+        return await self.call_as(Task, "GET", f"/v1/tasks/{int(task_id)}")
+
+    async def iter_documents(self, name: str, page: int = 5000) -> AsyncIterator[DocumentRow]:
+        """Every document written as text (id, content hash, chunks), in id order."""
+        after: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": page}
+            if after is not None:
+                params["after"] = after
+            out = await self.call_as(DocumentsPage, "GET", f"{self._d(name)}?{urlencode(params)}")
+            for row in out.documents:
+                yield row
+            after = out.next_after
+            if after is None:
+                return
 
     async def delete_items(self, name: str, ids: list[str]) -> int:
         out = await self.call_as(ItemsDeleted, "POST", f"{self._c(name)}/items/delete",

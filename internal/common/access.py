@@ -25,6 +25,7 @@ from typing import Any, Literal
 import msgspec
 
 from internal.common.errors import Forbidden, NotFound, Unauthorized
+from internal.common.suggest import did_you_mean
 
 Action = Literal["search", "read", "write", "feedback", "admin"]
 ACTIONS: tuple[Action, ...] = ("search", "read", "write", "feedback", "admin")
@@ -75,6 +76,9 @@ class Scope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return self.admin or action in self.actions
 
 
+_GLOB = re.compile(r"[*?\[]")
+
+
 def _matches(patterns: Iterable[str], corpus: str) -> bool:
     return any(p == corpus or fnmatch.fnmatchcase(corpus, p) for p in patterns)
 
@@ -99,9 +103,16 @@ def decode(value: str) -> Scope:
         raise Unauthorized(f"{SCOPE_HEADER}: not a scope") from None
 
 
-def not_found(corpus: str) -> NotFound:
-    """The answer for a corpus outside the scope: vectord's own for a missing corpus."""
-    return NotFound(f"corpus {corpus!r} not found")
+def not_found(corpus: str, scope: Scope | None = None,
+              names: Iterable[str] | None = None) -> NotFound:
+    """404 `corpus_not_found` for a corpus that does not exist, and for one outside the
+    scope (the same answer: a key never learns which corpora exist beyond its own), with
+    the nearest of `names` when one is close (the corpora the caller sees; by default the
+    scope's own names, which its holder knows)."""
+    if names is None:
+        names = [] if scope is None else [c for c in scope.corpora if not _GLOB.search(c)]
+    return NotFound(f"corpus {corpus!r} not found{did_you_mean(corpus, names)}",
+                    code="corpus_not_found")
 
 
 def decide(scope: Scope | None, action: str | Sequence[str], corpora: Iterable[str] = (),
@@ -114,7 +125,7 @@ def decide(scope: Scope | None, action: str | Sequence[str], corpora: Iterable[s
         raise Unauthorized("missing bearer token")
     for corpus in corpora:
         if not scope.sees(corpus):
-            raise not_found(corpus)
+            raise not_found(corpus, scope)
     needs = (action,) if isinstance(action, str) else tuple(action)
     if not any(scope.may(a) for a in needs):
         raise Forbidden(forbidden_message(scope, needs, doing), code="forbidden")
@@ -183,7 +194,18 @@ _A: tuple[str, ...] = ("admin",)
 # their content hashes (to skip what is stored) and embeds the texts it writes.
 _RSW: tuple[str, ...] = ("read", "search", "write")
 
+_D = "/v1/corpora/{name}/documents"
+
 RULES: tuple[Rule, ...] = (
+    # Adding documents to a corpus that does not exist creates it: admin (the handler asks).
+    Rule("POST", _D, _W, "path", "adding documents"),
+    Rule("GET", _D, ("read", "write"), "path", "listing documents"),
+    Rule("POST", f"{_D}/delete", _W, "path", "deleting documents"),
+    Rule("GET", f"{_D}/{{id}}", _R, "path", "reading a document"),
+    Rule("DELETE", f"{_D}/{{id}}", _W, "path", "deleting a document"),
+    # A task is its corpus's: one outside the key answers as one that does not exist.
+    Rule("GET", "/v1/tasks", ("read", "write"), "list", "listing tasks"),
+    Rule("GET", "/v1/tasks/{task_id}", ("read", "write"), "body", "reading a task"),
     Rule("POST", "/v1/embed", ("search", "write"), doing="embedding texts"),
     Rule("GET", "/v1/embed/models", _RSW, doing="listing the embedding models"),
     # Creating a corpus picks its model and dimension for everyone: admin, as deleting.
@@ -198,6 +220,7 @@ RULES: tuple[Rule, ...] = (
     Rule("POST", f"{_C}/items", _W, "path", "writing items"),
     Rule("POST", f"{_C}/items/delete", _W, "path", "deleting items"),
     Rule("GET", f"{_C}/items/{{id}}", _R, "path", "reading an item"),
+    Rule("DELETE", f"{_C}/items/{{id}}", _W, "path", "deleting an item"),
     Rule("GET", f"{_C}/ids", ("read", "write"), "path", "listing a corpus's ids"),
     Rule("POST", f"{_C}/search", _S, "path", "searching"),
     Rule("POST", "/v1/vectors/search", _S, "body", "searching"),

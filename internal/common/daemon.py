@@ -11,7 +11,7 @@ from aiohttp import web
 from internal.common import logs
 from internal.common.auth import check_exposure
 from internal.common.web import run
-from internal.config import Config, ConfigError, load_or_exit, redacted
+from internal.config import Config, ConfigError, load, redacted
 
 log = structlog.get_logger()
 
@@ -22,22 +22,33 @@ def warn_renamed(cfg: Config) -> None:
         log.warning("config_key_renamed", key=old, use=new)
 
 
-def serve(service: str, make_app: Callable[[Config], web.Application], section: str) -> int:
-    """Load the config (exit 1 naming a bad key), log it without secrets, serve the app.
+# sysexits.h's EX_CONFIG: the daemon stopped on its configuration, which another start
+# would meet again; `lakehouse up` does not restart it (internal/stack/supervisor.py).
+EXIT_CONFIG = 78
 
-    `section` names the config section holding the daemon's host and port; make_app may
-    raise ConfigError for settings only it can judge (e.g. a wiki_dir that is missing).
+
+def serve(service: str, make_app: Callable[[Config], web.Application], section: str) -> int:
+    """Load the config, build the app, log the config (secrets removed), serve it.
+
+    A configuration error (a bad key or value; a setting only make_app can judge, e.g. a
+    wiki_dir that is missing) is one line on stderr, `config error: <key>: <why>`, and exit
+    code EXIT_CONFIG, before anything else is logged. `section` names the config section
+    holding the daemon's host and port.
     """
-    cfg = load_or_exit()
+    try:
+        cfg = load()
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_CONFIG
     logs.configure(cfg.log.level, cfg.log.format, service=service)
-    log.info("config", config=redacted(cfg))
-    warn_renamed(cfg)
     try:
         check_exposure(cfg, section)
         app = make_app(cfg)
     except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+        print(str(exc), file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+    log.info("config", config=redacted(cfg))
+    warn_renamed(cfg)
     where = getattr(cfg, section)
     run(app, where.host, where.port)
     return 0

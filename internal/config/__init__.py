@@ -2,7 +2,8 @@
 
 Order of precedence: built-in defaults < lakehouse.toml < LAKEHOUSE_* environment.
 An unknown key, a wrong type or a contradictory pair raises ConfigError naming the
-key; every daemon's main turns that into exit code 1.
+key; every daemon's main turns that into one line and exit code 78 (EX_CONFIG, which
+`lakehouse up` does not restart), a command into exit code 1.
 """
 
 from __future__ import annotations

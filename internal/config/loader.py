@@ -23,7 +23,9 @@ ENV_ALIASES = {
     "LAKEHOUSE_PG_DSN": ("vectord", "dsn"),
     "LAKEHOUSE_TOKEN": ("gateway", "tokens"),
 }
-# Settings that name a path; relative ones are taken from the config file's folder.
+# Settings that name a path. A relative one is taken from the folder of what gave it: the
+# config file's folder for the file's value (and the defaults), the folder the command runs
+# in for an environment variable's (as a shell reads `VAR=docs/wiki cmd`).
 PATH_KEYS = {("vectord", "data_dir"), ("sync", "wiki_dir"), ("backup", "wal_dir"), ("ha", "data_dir")}
 
 
@@ -134,18 +136,19 @@ def _build(raw: Mapping[str, Any], env: Mapping[str, str], base_dir: Path) -> Co
             dotted = f"{section_name}.{fname}"
             env_name = f"LAKEHOUSE_{section_name}_{fname}".upper()
             value: Any = dataclasses.MISSING
+            origin = base_dir
             if fname in table:
                 value = table[fname]
             for alias, target in ENV_ALIASES.items():
                 if target == (section_name, fname) and alias in env:
-                    value = _parse_env(dotted, hint, env[alias])
+                    value, origin = _parse_env(dotted, hint, env[alias]), Path.cwd()
             if env_name in env:
-                value = _parse_env(dotted, hint, env[env_name])
+                value, origin = _parse_env(dotted, hint, env[env_name]), Path.cwd()
             if value is dataclasses.MISSING:
                 continue
             value = _coerce(dotted, hint, value)
             if (section_name, fname) in PATH_KEYS and value and not Path(value).is_absolute():
-                value = str((base_dir / value).resolve())
+                value = str((origin / value).resolve())
             values[fname] = value
         obj = section_cls(**values)
         for fname in (f.name for f in dataclasses.fields(section_cls)):

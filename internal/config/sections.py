@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from internal.config.ranker import RankerSettings
+from lakehouse.wire.documents import MAX_CHUNK_CHARS, MAX_DOCUMENTS, MIN_CHUNK_CHARS
 from lakehouse.wire.shapes import MAX_RRF_K, PRECISIONS
 
 # Default ports: every daemon binds 127.0.0.1; matrixd's 3217 is fixed by the spec.
@@ -271,9 +272,10 @@ class VectordConfig:
     read_dsns: tuple[str, ...] = ()
     max_replica_lag: float = 5.0
     replica_wait: float = 0.5
-    # embedd, for re-embedding a corpus's stored texts with another model (reembed);
-    # empty: re-embedding answers 503.
+    # embedd, for documents (embedded in its bulk lane with their corpus's model) and for
+    # re-embedding; empty: documents' tasks fail saying so, reembed answers 503.
     embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)
+    tasks: bool = True  # run the document tasks here (false: another vectord runs them)
 
     def validate(self) -> None:
         if self.max_replica_lag <= 0:
@@ -377,18 +379,16 @@ class SyncConfig:
     corpus: str = "wiki"
     interval: float = 300.0
     ignore: tuple[str, ...] = ("_index.md", ".*")
-    # folder -> language, e.g. {"pages.de" = "de"}
-    languages: dict[str, str] = field(default_factory=dict)
+    languages: dict[str, str] = field(default_factory=dict)  # folder -> language: pages.de = de
     # One address, or a list of replicas (round-robin with failover, as the gateway's).
     vectord_url: tuple[str, ...] = (_url(VECTORD_PORT),)
     embedd_url: tuple[str, ...] = (_url(EMBEDD_PORT),)
-    batch_size: int = 64
+    batch_size: int = 1000  # pages a task of the document pipeline takes
     chunk_chars: int = 2000
-    # Run once right at start-up (else the first run is one interval later).
-    run_on_start: bool = True
-    # Normalise each chunk through matrixd's /v1/matrix/normalize before embedding
-    # (the normalised text is embedded and indexed, the original kept in
-    # metadata "original", the key phrases in metadata "keywords").
+    run_on_start: bool = True  # run once right at start-up (else one interval later)
+    # Normalise each chunk through matrixd's /v1/matrix/normalize before embedding (the
+    # normalised text embedded and indexed, the original in metadata "original", the key
+    # phrases in "keywords").
     normalize: bool = False
     matrixd_url: str = _url(MATRIXD_PORT)
 
@@ -399,10 +399,10 @@ class SyncConfig:
             raise ValueError("embedd_url: sync needs an embedding backend")
         if self.wiki_dir and not self.vectord_url:
             raise ValueError("vectord_url: sync needs vectord")
-        if not 1 <= self.batch_size <= 256:
-            raise ValueError("batch_size: must be in 1..256 (embedd's max_texts default)")
-        if self.chunk_chars < 200:
-            raise ValueError("chunk_chars: must be >= 200")
+        if not 1 <= self.batch_size <= MAX_DOCUMENTS:
+            raise ValueError(f"batch_size: must be in 1..{MAX_DOCUMENTS} (pages a task takes)")
+        if not MIN_CHUNK_CHARS <= self.chunk_chars <= MAX_CHUNK_CHARS:
+            raise ValueError(f"chunk_chars: must be in {MIN_CHUNK_CHARS}..{MAX_CHUNK_CHARS}")
         if self.normalize and not self.matrixd_url:
             raise ValueError("matrixd_url: normalize needs matrixd")
 

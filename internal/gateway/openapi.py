@@ -66,19 +66,44 @@ def _errors(secured: bool) -> dict[str, Any]:
 # Path and query parameters, with the limits the daemons enforce.
 _PATH_PARAMS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": vm.NAME_PATTERN},
+    "task_id": {"type": "integer", "minimum": 1},
     "id": {"type": "string", "minLength": 1, "maxLength": vm.MAX_ID_BYTES,
            "description": f"at most {vm.MAX_ID_BYTES} bytes of UTF-8, no NUL, not '.' or "
                           "'..'; percent-encoded as one path segment (RFC 3986: `/` as %2F, "
                           "`#` %23, `?` %3F, `%` %25, `{` %7B)"},
 }
-_QUERY_PARAMS: dict[str, list[dict[str, Any]]] = {
-    "/v1/vectors/corpora/{name}/ids": [
-        {"name": "prefix", "in": "query", "required": False,
-         "schema": {"type": "string", "maxLength": vm.MAX_ID_BYTES}},
-        {"name": "after", "in": "query", "required": False,
-         "schema": {"type": "string", "maxLength": vm.MAX_ID_BYTES}},
+_PAGE = [
+    {"name": "prefix", "in": "query", "required": False,
+     "schema": {"type": "string", "maxLength": vm.MAX_ID_BYTES}},
+    {"name": "after", "in": "query", "required": False,
+     "schema": {"type": "string", "maxLength": vm.MAX_ID_BYTES}},
+    {"name": "limit", "in": "query", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": vm.MAX_IDS_PAGE, "default": 1000}},
+]
+_WAIT = [{"name": "wait", "in": "query", "required": False,
+          "schema": {"type": "boolean", "default": False},
+          "description": "answer once the task ended (at most 50 s; then 202 as it is)"}]
+_QUERY_PARAMS: dict[tuple[str, str], list[dict[str, Any]]] = {
+    ("GET", "/v1/vectors/corpora/{name}/ids"): _PAGE,
+    ("GET", "/v1/corpora/{name}/documents"): _PAGE,
+    ("POST", "/v1/corpora/{name}/documents"): _WAIT,
+    ("POST", "/v1/corpora/{name}/documents/delete"): _WAIT,
+    ("DELETE", "/v1/corpora/{name}/documents/{id}"): _WAIT,
+    ("GET", "/v1/tasks/{task_id}"): _WAIT,
+    ("GET", "/v1/vectors/corpora/{name}/items/{id}"): [
+        {"name": "include", "in": "query", "required": False,
+         "schema": {"type": "string", "enum": ["vector"]}}],
+    ("GET", "/v1/tasks"): [
+        {"name": "corpus", "in": "query", "required": False, "schema": {"type": "string"},
+         "description": "corpus names, comma-separated"},
+        {"name": "state", "in": "query", "required": False, "schema": {"type": "string"},
+         "description": "enqueued, processing, succeeded, failed (comma-separated)"},
+        {"name": "kind", "in": "query", "required": False, "schema": {"type": "string"},
+         "description": "documents_add, documents_delete (comma-separated)"},
+        {"name": "from", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 1}, "description": "tasks with ids up to it"},
         {"name": "limit", "in": "query", "required": False,
-         "schema": {"type": "integer", "minimum": 1, "maximum": vm.MAX_IDS_PAGE, "default": 1000}},
+         "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20}},
     ],
 }
 
@@ -87,7 +112,7 @@ def _operation(route: Route, method: str, secured: bool) -> dict[str, Any]:
     params = [{"name": name, "in": "path", "required": True,
                "schema": _PATH_PARAMS.get(name, {"type": "string"})}
               for name in _PARAM.findall(route.path)]
-    params += _QUERY_PARAMS.get(route.path, [])
+    params += _QUERY_PARAMS.get((method.upper(), route.path), [])
     op: dict[str, Any] = {
         "summary": route.summary,
         "operationId": f"{method}_{route.upstream}_{openapi_path(route.path)}",

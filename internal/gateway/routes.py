@@ -34,8 +34,25 @@ class Route:
 
 
 _C = "/v1/vectors/corpora/{name}"
+_D = "/v1/corpora/{name}/documents"
 
 ROUTES: tuple[Route, ...] = (
+    # Documents first: text in, chunked and embedded by the service (vectord's task runner).
+    Route("POST", _D, "vectord",
+          "Add documents as text (a task: 202 at once, 200 with ?wait=true once done)",
+          s.AddDocuments, s.Task, 202),
+    Route("GET", _D, "vectord", "List documents with content hashes (keyset pages)", None,
+          s.DocumentsPage),
+    Route("POST", f"{_D}/delete", "vectord", "Delete documents by id with their chunks (a task)",
+          s.DeleteDocuments, s.Task, 202),
+    Route("GET", f"{_D}/{{id}}", "vectord", "Get a document by the id it was given", None,
+          s.StoredDocument),
+    Route("DELETE", f"{_D}/{{id}}", "vectord", "Delete a document with its chunks (a task)",
+          None, s.Task, 202),
+    Route("GET", "/v1/tasks", "vectord",
+          "List tasks, newest first (?corpus=&state=&kind=&from=&limit=)", None, s.TaskList),
+    Route("GET", "/v1/tasks/{task_id}", "vectord", "Get a task (?wait=true: once it ended)",
+          None, s.Task),
     Route("POST", "/v1/embed", "embedd", "Embed texts", s.EmbedRequest, s.EmbedResponse),
     Route("GET", "/v1/embed/models", "embedd", "List embedding models", None, s.ModelsResponse),
     Route("POST", "/v1/vectors/corpora", "vectord", "Create a corpus", s.CreateCorpus, s.Corpus, 201),
@@ -51,7 +68,9 @@ ROUTES: tuple[Route, ...] = (
           "Store the corpus's vectors in another precision, in the background",
           s.ConvertRequest, s.ConvertStarted, 202),
     Route("POST", f"{_C}/items", "vectord", "Upsert items (all or nothing)", s.UpsertRequest, s.Upserted),
-    Route("GET", f"{_C}/items/{{id}}", "vectord", "Get one item", None, s.StoredItem),
+    Route("GET", f"{_C}/items/{{id}}", "vectord", "Get one item (?include=vector: with its vector)",
+          None, s.StoredItem),
+    Route("DELETE", f"{_C}/items/{{id}}", "vectord", "Delete one item", None, s.ItemsDeleted),
     Route("POST", f"{_C}/items/delete", "vectord", "Delete items by id", s.DeleteItems, s.ItemsDeleted),
     Route("GET", f"{_C}/ids", "vectord", "List ids with content hashes (keyset pages)", None, s.IdsPage),
     Route("POST", f"{_C}/search", "vectord", "Search one corpus", s.SearchRequest, s.SearchResponse),
@@ -99,6 +118,7 @@ ROUTES: tuple[Route, ...] = (
     Route("*", "/v1/vectors/{tail:.*}", "vectord", "Other vectord routes (passthrough)"),
     Route("*", "/v1/matrix/{tail:.*}", "matrixd", "Other matrixd routes (passthrough)"),
     Route("*", "/v1/sync/{tail:.*}", "syncd", "Other syncd routes (passthrough)"),
+    Route("*", "/v1/corpora/{tail:.*}", "vectord", "Other document routes (passthrough)"),
 )
 
 # POST routes that read only (or give the same result when sent twice): a connection lost

@@ -62,8 +62,17 @@ from internal.api.vectord import (
     SpacesResponse,
     UpsertRequest,
 )
+from lakehouse.wire.documents import (
+    AddDocuments,
+    DeleteDocuments,
+    DocumentsPage,
+    StoredDocument,
+    Task,
+    TaskList,
+)
 
 __all__ = [
+    "AddDocuments",
     "AnalyzeRequest",
     "AnalyzeResponse",
     "ConvertRequest",
@@ -74,7 +83,9 @@ __all__ = [
     "CreateCorpus",
     "CreateKey",
     "CreatedKey",
+    "DeleteDocuments",
     "DeleteItems",
+    "DocumentsPage",
     "EmbedRequest",
     "EmbedResponse",
     "ErrorBody",
@@ -112,9 +123,12 @@ __all__ = [
     "SmartSearchResponse",
     "SpacesResponse",
     "StorageStatus",
+    "StoredDocument",
     "StoredItem",
     "SyncRun",
     "SyncStatus",
+    "Task",
+    "TaskList",
     "TrainRanker",
     "UpsertRequest",
     "Upserted",

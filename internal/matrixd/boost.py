@@ -17,27 +17,33 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterable, MutableSequence
+from collections.abc import Iterable, Mapping, MutableSequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from internal.api.responses import RankedHit
+from internal.api.vectord import Hit
 
 MIN_SCORE, MAX_SCORE = -1.0, 1.0
+T = TypeVar("T")
 
 Ranking = Literal["distance", "score"]
 
 
 class PlaybookEntry(msgspec.Struct, forbid_unknown_fields=True):
-    """One recorded judgement; stored as the metadata of a playbook-corpus item."""
+    """One recorded judgement; stored as the metadata of a playbook-corpus item. An answer
+    that is a document (the id its writer gave) judges each of its chunks: `chunks` are
+    their ids when it was recorded (for the playbook's recall), and a hit matches it by
+    its `document_id` too."""
 
     query_text: str
     answer_id: str
     answer_corpus: str
     score: float
     tags: list[str] = msgspec.field(default_factory=list)
+    chunks: list[str] | msgspec.UnsetType = msgspec.UNSET  # absent for an item's entry
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,15 @@ def disputed(entries: Iterable[PlaybookEntry | Match]) -> set[tuple[str, str]]:
             if m.entry.score < 0}
 
 
+def judged(judgements: Mapping[tuple[str, str], T], hit: Hit) -> T | None:
+    """What the entries say of a hit: of its own id, else of its document's (a document
+    recorded as the answer judges each of its chunks)."""
+    found = judgements.get((hit.corpus, hit.id))
+    if found is None and hit.document_id is not None:
+        found = judgements.get((hit.corpus, hit.document_id))
+    return found
+
+
 def apply(hits: MutableSequence[RankedHit], entries: Iterable[PlaybookEntry | Match],
           ranking: Ranking, in_fusion: bool = False) -> int:
     """Apply the entries' factors to the hits they match, re-sort in place.
@@ -160,7 +175,7 @@ def apply(hits: MutableSequence[RankedHit], entries: Iterable[PlaybookEntry | Ma
     boosted = changed = 0
     for hit in hits:
         f = 1.0
-        score = best.get((hit.corpus, hit.id))
+        score = judged(best, hit)
         if score is not None:
             f = factor(score)
         hit.boost_factor = f

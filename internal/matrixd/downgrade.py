@@ -101,7 +101,8 @@ def reasons(hit: RankedHit, rules: Rules, ranking: Ranking, now: datetime,
             hit.updated_at.replace(tzinfo=UTC))
         if t < now - timedelta(days=rules.max_age_days):
             out.append("stale")
-    if rules.disputed and (hit.corpus, hit.id) in disputed:
+    if rules.disputed and ((hit.corpus, hit.id) in disputed
+                           or (hit.corpus, hit.document_id) in disputed):
         out.append("disputed")
     return out
 

@@ -79,10 +79,12 @@ class Lookup:
                     or score == 0 or (score < 0 and not with_factors)):
                 continue
             seen.add(key)
-            out.append(IncludeRef(corpus=key[0], id=key[1],
-                                  factor=boost.factor(score) if with_factors else 1.0))
-            if len(out) == MAX_INCLUDE:
-                break
+            factor = boost.factor(score) if with_factors else 1.0
+            # A document's entry recalls its chunks (as they were when it was recorded).
+            ids = m.entry.chunks if m.entry.chunks else [key[1]]
+            out += [IncludeRef(corpus=key[0], id=i, factor=factor) for i in ids]
+            if len(out) >= MAX_INCLUDE:
+                return out[:MAX_INCLUDE]
         return out
 
 
@@ -139,18 +141,26 @@ def mark_recalled(hits: list[RankedHit]) -> int:
 
 # ---- record, list, delete -------------------------------------------------------------------
 
-async def check_answer(deps: Deps, answer_corpus: str, answer_id: str) -> None:
-    """404 naming answer_corpus (no such corpus) or answer_id (no such item in it)."""
+async def check_answer(deps: Deps, answer_corpus: str, answer_id: str
+                       ) -> list[str] | msgspec.UnsetType:
+    """The answer's chunks when it is a document (UNSET for an item); 404 naming
+    answer_corpus (no such corpus, with the nearest name) or answer_id (neither an item
+    nor a document in it)."""
     try:
         await deps.vectord.get_corpus(answer_corpus)
-    except NotFound:
-        raise NotFound(f"answer_corpus: corpus {answer_corpus!r} not found",
-                       field="answer_corpus") from None
+    except NotFound as exc:
+        raise NotFound(f"answer_corpus: {exc.message}", field="answer_corpus",
+                       code="corpus_not_found") from None
     try:
         await deps.vectord.get_item(answer_corpus, answer_id)
+        return msgspec.UNSET
     except NotFound:
-        raise NotFound(f"answer_id: item {answer_id!r} not found in corpus {answer_corpus!r}",
-                       field="answer_id") from None
+        pass
+    try:
+        return (await deps.vectord.get_document(answer_corpus, answer_id)).chunks
+    except NotFound:
+        raise NotFound(f"answer_id: no item or document {answer_id!r} in corpus "
+                       f"{answer_corpus!r}", field="answer_id") from None
 
 
 def entry_title(entry: boost.PlaybookEntry) -> str:
@@ -250,11 +260,12 @@ async def record(deps: Deps, body: RecordRequest) -> RecordResponse:
         raise InvalidArgument(f"score: {exc}", field="score") from None
     name = body.playbook_corpus or deps.cfg.playbook_corpus
     corpus_name(name, "playbook_corpus")
-    await check_answer(deps, body.answer_corpus, body.answer_id)
+    chunks = await check_answer(deps, body.answer_corpus, body.answer_id)
 
     emb = await embed_query(deps, body.query_text)
     entry = PlaybookEntry(query_text=body.query_text, answer_id=body.answer_id,
-                          answer_corpus=body.answer_corpus, score=score, tags=list(body.tags))
+                          answer_corpus=body.answer_corpus, score=score, tags=list(body.tags),
+                          chunks=chunks)
     pid = boost.playbook_id(body.query_text, body.answer_id, body.answer_corpus)
     item = Item(id=pid, vector=emb.vectors[0], text=body.query_text, title=entry_title(entry),
                 tags=list(body.tags), metadata=boost.entry_to_metadata(entry))

@@ -28,10 +28,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from internal.common import logs
-from internal.common.daemon import warn_renamed
+from internal.common.daemon import EXIT_CONFIG, warn_renamed
 from internal.common.lsn import REQUEST_LSN, WRITTEN, format_lsn
 from internal.common.web import REQUEST_ID_HEADER
-from internal.config import Config, ConfigError, load_or_exit, redacted
+from internal.config import Config, ConfigError, load, redacted
 from internal.mcpd.toolbox import Toolbox, ToolError
 
 log = structlog.get_logger()
@@ -167,15 +167,15 @@ def make_app(cfg: Config) -> Starlette:
 
 
 def main() -> int:
-    cfg = load_or_exit()
-    logs.configure(cfg.log.level, cfg.log.format, service="mcpd")
+    try:
+        cfg = load()
+        logs.configure(cfg.log.level, cfg.log.format, service="mcpd")
+        app = make_app(cfg)
+    except ConfigError as exc:  # one line, not retried (internal.common.daemon)
+        print(str(exc), file=sys.stderr, flush=True)
+        return EXIT_CONFIG
     log.info("config", config=redacted(cfg))
     warn_renamed(cfg)
-    try:
-        app = make_app(cfg)
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
     config = uvicorn.Config(app, host=cfg.mcpd.host, port=cfg.mcpd.port, log_config=None,
                             access_log=False, lifespan="on", timeout_graceful_shutdown=5)
     uvicorn.Server(config).run()

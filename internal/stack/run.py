@@ -37,6 +37,41 @@ def _tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+def _up_or_why(sup: Supervisor, pending: list[str], ready_timeout: float,
+               log_dir: Path | None, out: TextIO) -> bool:
+    """`Lakehouse is up` and the parts not running (stopped on their configuration), or
+    why the stack is not up (False)."""
+    stopped = sup.failed()
+    if "gateway" in stopped:
+        print(f"lakehouse up: the gateway stopped: {stopped['gateway']}", file=sys.stderr)
+        return False
+    if pending:
+        print(f"lakehouse up: not ready after {ready_timeout:g}s: {', '.join(pending)}",
+              file=sys.stderr)
+        for name in pending:
+            if log_dir is not None:
+                print(f"--- {name} log:\n{_tail(log_dir / f'{name}.log')}", file=sys.stderr)
+        return False
+    print(f"Lakehouse is up: {sup.children['gateway'].spec.url}", file=out, flush=True)
+    if stopped:
+        print(f"(not running: {', '.join(sorted(stopped))}; see above, and `lakehouse "
+              "status`)", file=out, flush=True)
+    return True
+
+
+def _said(out: TextIO, event: str, child: Child) -> None:
+    """What the terminal shows of a daemon: a line as it comes up; once, why it stopped
+    on its configuration (it is not restarted)."""
+    if event == "ready":
+        pid = child.proc.pid if child.proc else "-"
+        print(f"  {child.spec.name:<8} {child.spec.url}  ready (pid {pid})", file=out,
+              flush=True)
+    elif event == "failed":
+        print(f"  {child.spec.name:<8} {child.spec.url}  stopped: {child.failed} "
+              "(not restarted: correct the setting, then start again)", file=sys.stderr,
+              flush=True)
+
+
 async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path | None,
                  ready_timeout: float, out: TextIO, pg: EmbeddedPostgres | None = None,
                  standbys: list[EmbeddedPostgres] | None = None,
@@ -55,13 +90,8 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
                                              "LAKEHOUSE_HA_DATA_DIR": str(ha.folder)})
                  for s in specs]
 
-    def on_event(event: str, child: Child) -> None:
-        if event == "ready":  # one line per part as it comes up
-            pid = child.proc.pid if child.proc else "-"
-            print(f"  {child.spec.name:<8} {child.spec.url}  ready (pid {pid})", file=out,
-                  flush=True)
-
-    sup = Supervisor(specs, log_dir=log_dir, on_event=on_event, echo=echo, forward=True)
+    sup = Supervisor(specs, log_dir=log_dir, on_event=functools.partial(_said, out), echo=echo,
+                     forward=True)
     loop = asyncio.get_running_loop()
     def on_signal(sig: signal.Signals) -> None:
         # Logged here, in the handler itself, so a stop request is visible even if the
@@ -94,14 +124,9 @@ async def _serve(cfg: Config, dsn: str, config_file: str | None, log_dir: Path |
         pending = await sup.wait_ready(ready_timeout)
         if sup.stopping.is_set():
             return 0
-        if pending:
-            print(f"lakehouse up: not ready after {ready_timeout:g}s: {', '.join(pending)}", file=sys.stderr)
-            for name in pending:
-                if log_dir is not None:
-                    print(f"--- {name} log:\n{_tail(log_dir / f'{name}.log')}", file=sys.stderr)
+        if not _up_or_why(sup, pending, ready_timeout, log_dir, out):
             return 1
         gateway = sup.children["gateway"].spec.url
-        print(f"Lakehouse is up: {gateway}", file=out, flush=True)
         if log_dir is not None:
             print(f"(the daemons' logs are in {log_dir}/; warnings and errors show here)",
                   file=out, flush=True)

@@ -23,7 +23,11 @@ import aiohttp
 import psutil
 import structlog
 
+from aiohttp import web
+
 from internal.common import stackdump, waits
+from internal.common.daemon import EXIT_CONFIG
+from internal.stack import standin
 from internal.stack.forward import Follower
 from internal.stack.plan import ChildSpec
 
@@ -80,6 +84,9 @@ class Child:
     last_exit: int | None = None
     log_file: IO[bytes] | None = None
     pids: set[int] = field(default_factory=set)  # every process it ever had, for the final check
+    # Why it stopped for good: a configuration error, said once and never restarted.
+    failed: str | None = None
+    stand_in: web.AppRunner | None = None
 
 
 class Supervisor:
@@ -93,7 +100,8 @@ class Supervisor:
         stdout and stderr); echo: with log_dir, a copy of every line there too;
         forward: with log_dir and no echo, the daemons' warnings and errors repeated
         through this process's logger (internal.stack.forward).
-        on_event hears "ready", "exited" and "restarted"."""
+        on_event hears "ready", "exited", "restarted" and "failed" (a daemon stopped on
+        its configuration: not restarted; a stand-in answers on its port with the reason)."""
         self.children = {s.name: Child(s) for s in specs}
         self.log_dir = log_dir
         self.echo = echo
@@ -157,6 +165,9 @@ class Supervisor:
             child.last_exit = code
             if self.stopping.is_set():
                 return
+            if code == EXIT_CONFIG:
+                await self._failed(child)
+                return
             ran = time.monotonic() - child.started_at
             child.failures = 1 if ran >= self.backoff.healthy else child.failures + 1
             delay = self.backoff.delay(child.failures)
@@ -175,6 +186,34 @@ class Supervisor:
             if self.on_event:
                 self.on_event("restarted", child)
 
+    async def _failed(self, child: Child) -> None:
+        """A daemon stopped on its configuration: said once (the line it printed), not
+        restarted; a stand-in serves the reason on its port."""
+        child.failed = self._reason(child)
+        log.error("daemon_config_error", daemon=child.spec.name, error=child.failed)
+        if self.on_event:
+            self.on_event("failed", child)
+        try:
+            child.stand_in = await standin.start(child.spec.name, child.spec.host,
+                                                 child.spec.port, child.failed)
+        except OSError as exc:  # the port taken meanwhile: the reason is said anyway
+            log.warning("stand_in_failed", daemon=child.spec.name, error=str(exc))
+
+    def _reason(self, child: Child) -> str:
+        """The `config error: ...` line the daemon printed (its log's last one)."""
+        if self.log_dir is not None:
+            path = self.log_dir / f"{child.spec.name}.log"
+            try:
+                with path.open("rb") as fh:
+                    fh.seek(max(0, path.stat().st_size - 65536))
+                    tail = fh.read().decode("utf-8", "replace").splitlines()
+            except OSError:
+                tail = []
+            said = [line.strip() for line in tail if line.startswith("config error:")]
+            if said:
+                return said[-1]
+        return f"exited with code {EXIT_CONFIG} (a configuration error: see its output)"
+
     async def start(self) -> None:
         """Spawn every daemon and begin watching them."""
         for child in self.children.values():
@@ -184,22 +223,44 @@ class Supervisor:
             self._follow_task = asyncio.create_task(self._follow())
 
     async def wait_ready(self, timeout: float) -> list[str]:
-        """Poll each daemon's /readyz until all answer 200; the names still not ready."""
+        """Poll each daemon's /readyz until all answer 200; the names still not ready. A
+        daemon stopped on its configuration is not waited for, and a daemon whose only
+        parts not ready are such daemons (the gateway) counts as ready."""
         deadline = time.monotonic() + timeout
         pending = dict(self.children)
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0)) as session:
             while pending and time.monotonic() < deadline and not self.stopping.is_set():
                 for name, child in list(pending.items()):
-                    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
-                        async with session.get(f"{child.spec.url}{child.spec.ready_path}") as resp:
-                            if resp.status == 200:
-                                log.info("daemon_ready", daemon=name, url=child.spec.url)
-                                del pending[name]
-                                if self.on_event:
-                                    self.on_event("ready", child)
+                    if child.failed is not None:
+                        del pending[name]
+                    elif await self._ready(session, child):
+                        log.info("daemon_ready", daemon=name, url=child.spec.url)
+                        del pending[name]
+                        if self.on_event:
+                            self.on_event("ready", child)
                 if pending:
                     await waits.event(self.stopping, 0.25)
         return list(pending)
+
+    def failed(self) -> dict[str, str]:
+        """The daemons stopped on their configuration, and why."""
+        return {n: c.failed for n, c in self.children.items() if c.failed is not None}
+
+    async def _ready(self, session: aiohttp.ClientSession, child: Child) -> bool:
+        with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+            async with session.get(f"{child.spec.url}{child.spec.ready_path}") as resp:
+                if resp.status == 200:
+                    return True
+                body = await resp.json(content_type=None)
+                parts = body.get("components") if isinstance(body, dict) else None
+                if isinstance(parts, dict) and parts:
+                    down = {k for k, v in parts.items()
+                            if not (isinstance(v, dict) and v.get("status") == "ok")}
+                    stopped = set(self.failed())
+                    if "vectord" in stopped:  # the gateway hears of PostgreSQL through it
+                        stopped.add("postgres")
+                    return bool(down) and down <= stopped
+        return False
 
     async def stop(self, grace: float = 15.0) -> None:
         """SIGTERM every daemon (gateway first), SIGKILL what is left after `grace`."""
@@ -239,6 +300,10 @@ class Supervisor:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for child in self.children.values():
+            if child.stand_in is not None:
+                await child.stand_in.cleanup()
+                child.stand_in = None
         if self._follow_task is not None:  # what the daemons said while stopping shows too
             self._logs_closing.set()
             await self._follow_task

@@ -9,10 +9,8 @@ No I/O: the runner reads files and hands their text here. A chunk's id is
 from __future__ import annotations
 
 import fnmatch
-import itertools
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -20,45 +18,27 @@ import yaml
 
 from internal.common import language as lang
 from internal.common.errors import InvalidArgument
-from internal.common.hashing import content_hash
-from internal.ingest import Doc
+from internal.ingest.chunks import chunk_body as chunk_body
+from internal.ingest.chunks import document_of, first_heading
+from internal.ingest.chunks import split_sections as split_sections
+from internal.ingest.documents import ChunkItem, chunk_items
+from lakehouse.wire.documents import DocumentIn
 
 PAGE_SUFFIXES = (".md", ".markdown")
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_ATX_EMPTY = re.compile(r"^ {0,3}#{1,6}[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CHUNK_ID = re.compile(r"^(.*)#(\d+)$")
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """One stored item: what vectord gets, minus the vector."""
-
-    id: str
-    text: str
-    title: str
-    metadata: dict[str, str]
-    language: str | None
-    # What the embedder sees: later chunks carry the page title for context.
-    embed_text: str
-    hash: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        # Must match vectord's content_hash over (title, text, tags, metadata, language).
-        object.__setattr__(self, "hash",
-                           content_hash(self.title, self.text, None, self.metadata, self.language))
-
-    def doc(self, page: str) -> Doc:
-        """This chunk for the ingest pipeline, failing with its page."""
-        return Doc(id=self.id, text=self.text, title=self.title, metadata=self.metadata,
-                   language=self.language or None, group=page, embedded_from=self.embed_text)
+Chunk = ChunkItem  # one stored item of a page: what vectord gets, minus the vector
 
 
 @dataclass(frozen=True)
 class Page:
+    """One page as the document the sync sends (its id: its path) and the chunks the
+    service cuts it into (computed here with the same chunker, to know what changed)."""
+
     path: str
     title: str
     chunks: tuple[Chunk, ...]
+    doc: DocumentIn
 
 
 def is_page(name: str) -> bool:
@@ -78,8 +58,7 @@ def is_ignored(relpath: str, globs: Iterable[str]) -> bool:
 
 def page_of(chunk_id: str) -> str | None:
     """'a/b.md#3' -> 'a/b.md'; None for ids the sync did not make."""
-    m = _CHUNK_ID.match(chunk_id)
-    return m.group(1) if m else None
+    return document_of(chunk_id)
 
 
 def folder_of(relpath: str) -> str:
@@ -185,33 +164,6 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return {}, text
 
 
-def _headings(lines: list[str]) -> list[int]:
-    """Indexes of ATX heading lines outside fenced code blocks."""
-    out: list[int] = []
-    fence: str | None = None
-    for i, line in enumerate(lines):
-        m = _FENCE.match(line)
-        if m:
-            mark = m.group(1)
-            if fence is None:
-                fence = mark
-            elif mark[0] == fence[0] and len(mark) >= len(fence):
-                fence = None
-            continue
-        if fence is None and (_ATX.match(line) or _ATX_EMPTY.match(line)):
-            out.append(i)
-    return out
-
-
-def first_heading(body: str) -> str | None:
-    lines = body.splitlines()
-    for i in _headings(lines):
-        m = _ATX.match(lines[i])
-        if m and m.group(2).strip():
-            return m.group(2).strip()
-    return None
-
-
 def title_of(meta: Mapping[str, Any], body: str, relpath: str) -> str:
     """Front matter title, else the first heading, else the file name without suffix."""
     title = meta.get("title")
@@ -220,82 +172,18 @@ def title_of(meta: Mapping[str, Any], body: str, relpath: str) -> str:
     return first_heading(body) or PurePosixPath(relpath).stem
 
 
-def split_sections(body: str) -> list[str]:
-    """The body cut before each heading (the text before the first heading is a section)."""
-    lines = body.splitlines(keepends=True)
-    cuts = [0, *(i for i in _headings(lines) if i > 0), len(lines)]
-    sections = ["".join(lines[a:b]) for a, b in itertools.pairwise(cuts)]
-    return [s for s in sections if s.strip()]
-
-
-def _pack(pieces: Iterable[str], max_chars: int) -> list[str]:
-    """Join consecutive pieces with a blank line while the result fits in max_chars."""
-    out: list[str] = []
-    current = ""
-    for piece in pieces:
-        candidate = f"{current}\n\n{piece}" if current else piece
-        if len(candidate) <= max_chars:
-            current = candidate
-        else:
-            out.append(current)
-            current = piece
-    if current:
-        out.append(current)
-    return out
-
-
-def _split_long(section: str, max_chars: int) -> list[str]:
-    """A section over max_chars: cut at blank lines, then hard-cut what is still too long."""
-    slices = (para[i:i + max_chars]
-              for para in re.split(r"\n[ \t]*\n", section)
-              for i in range(0, max(len(para), 1), max_chars))
-    return _pack(slices, max_chars)
-
-
-def _heading_only(section: str) -> bool:
-    lines = [ln for ln in section.splitlines() if ln.strip()]
-    return len(lines) == 1 and bool(_ATX.match(lines[0]) or _ATX_EMPTY.match(lines[0]))
-
-
-def chunk_body(body: str, max_chars: int) -> list[str]:
-    """A chunk per section: the body cut before each heading (the text before the first
-    heading is a section too), a heading with no text of its own joined to the section
-    after it, and a section over max_chars cut at blank lines (then hard-cut).
-
-    Sections are not packed together: the embedder reads 256 word pieces (about 1,000
-    characters) of a chunk, so a second section packed behind a first was invisible to
-    the vector search (DECISIONS.md, "Sync: a chunk per section")."""
-    out: list[str] = []
-    carry = ""
-    for section in (s.strip("\n") for s in split_sections(body)):
-        if _heading_only(section):
-            carry = f"{carry}\n\n{section}" if carry else section
-            continue
-        whole = f"{carry}\n\n{section}" if carry else section
-        carry = ""
-        out += [whole] if len(whole) <= max_chars else _split_long(whole, max_chars)
-    if carry:
-        out.append(carry)
-    return [c.strip() for c in out if c.strip()]
-
-
 def page_of_source(src: Source, language: str, max_chars: int) -> Page:
-    """Turn one read page into its chunks with title, path, folder, parent_id and language."""
+    """One read page as a document (title, path, folder and language in its metadata; the
+    service adds `parent_id`, the page, to every chunk) and its chunks."""
     relpath = src.path
     title = title_of(src.meta, src.body, relpath)
-    # parent_id: the page every chunk comes from, so `group_by: "parent"` gives one hit a page.
-    metadata = {"title": title, "path": relpath, "folder": folder_of(relpath),
-                "parent_id": relpath}
+    metadata = {"title": title, "path": relpath, "folder": folder_of(relpath)}
     if language:
         metadata["language"] = language
-    # A blank page still exists: it is stored as its title, so the corpus lists it.
-    texts = chunk_body(src.body, max_chars) or [title]
-    chunks = tuple(
-        Chunk(id=f"{relpath}#{n}", text=t, title=title, metadata=metadata, language=language,
-              embed_text=t if n == 0 else f"{title}\n\n{t}")
-        for n, t in enumerate(texts)
-    )
-    return Page(path=relpath, title=title, chunks=chunks)
+    doc = DocumentIn(id=relpath, text=src.body, title=title, language=language or None,
+                     metadata=metadata)
+    return Page(path=relpath, title=title, doc=doc,
+                chunks=tuple(chunk_items(doc, "sections", max_chars)))
 
 
 def build_page(relpath: str, text: str, languages: Mapping[str, str], max_chars: int,

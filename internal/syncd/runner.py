@@ -1,9 +1,12 @@
-"""One sync run (scan, diff, embed, upsert, delete) and the lock that keeps runs apart.
+"""One sync run (scan, diff, send the changed pages as documents, delete the pages whose
+files are gone) and the lock that keeps runs apart.
 
-Order of writes, so a crash anywhere loses nothing and the next run converges: a
-page's new chunks are upserted before its stale chunks are deleted, and a page is
-deleted only when its file is gone. Unchanged chunks (same content hash as vectord's
-`/ids` listing) are never embedded again.
+The pages go through the service's one document pipeline (vectord's document tasks: the
+same chunker, the corpus's model on embedd's bulk lane, a page's chunks replaced in one
+transaction with its stale ones removed); the run sends only the pages whose chunks
+differ from the corpus's (`/ids` content hashes, computed here with the same chunker) or
+that the corpus does not list as documents yet, and a page is deleted only when its
+file is gone. A crash anywhere loses nothing: the next run sends what is not there.
 """
 
 from __future__ import annotations
@@ -12,30 +15,23 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import aiohttp
+import msgspec
 import structlog
 
-from internal.api.responses import Corpus, IdRow, ModelsResponse
-from internal.api.vectord import Item, Metric
-from internal.clients.embed import Embedding
+from internal.api.responses import Corpus, IdRow
 from internal.clients.matrixd import MatrixdClient
-from internal.common.errors import (
-    Conflict,
-    LakehouseError,
-    NotFound,
-    describe,
-)
-from internal.ingest import Pipeline
+from internal.common.errors import LakehouseError, NotFound, describe
+from internal.ingest.documents import chunk_items
 from internal.syncd import diff
 from internal.syncd.languages import settle_pages
 from internal.syncd.pages import (
-    Chunk,
     Page,
     Source,
     is_ignored,
@@ -43,44 +39,25 @@ from internal.syncd.pages import (
     page_of_source,
     read_page,
 )
+from internal.syncd.send import Progress, Sender, TaskStore
+from internal.syncd.send import is_transient as is_transient
+from lakehouse.wire.documents import ChunkIn, DocumentRow, document_hash
 
 log = structlog.get_logger()
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
-# Batches in flight at once: one is embedded while another is written, so embedd's bulk
-# lane never waits for vectord (DECISIONS.md, "Load").
-INFLIGHT = 2
-
-Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
 
 
-class Embedder(Protocol):
-    """What a run asks of the embedder: syncd's EmbedClient, or `lakehouse sync`'s
-    gateway client (internal/cli/sync_cmd.py)."""
-
-    async def models(self) -> ModelsResponse: ...
-
-    async def default_model(self) -> tuple[str, int]: ...
-
-    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = ...,
-                    model: str | None = ...) -> Embedding: ...
-
-
-class Store(Protocol):
+class Store(TaskStore, Protocol):
     """What a run asks of the store: syncd's VectordClient, or `lakehouse sync`'s gateway
-    client (internal/cli/sync_cmd.py)."""
+    client (internal/cli/gateway_store.py)."""
 
-    async def ensure_corpus(self, name: str, dim: int, metric: Metric = ...,
-                            language: str | None = ..., model: str | None = ...,
-                            defer_index: bool = ...) -> tuple[Corpus, bool]: ...
+    async def get_corpus(self, name: str) -> Corpus: ...
 
     def iter_ids(self, name: str, prefix: str = ..., page: int = ...
                  ) -> AsyncIterator[IdRow]: ...
 
-    async def delete_items(self, name: str, ids: list[str]) -> int: ...
+    def iter_documents(self, name: str, page: int = ...) -> AsyncIterator[DocumentRow]: ...
 
-    async def upsert(self, name: str, items: Sequence[Item], model: str | None = ...) -> int: ...
-
-    async def get_corpus(self, name: str) -> Corpus: ...
 
 
 @dataclass(frozen=True)
@@ -125,17 +102,6 @@ class RunResult:
     # What the run did but the user may not have meant (a language map's key that
     # matches no page); the run still succeeds.
     warnings: list[str] = field(default_factory=list)
-
-
-# Answers that say "not now" rather than "not this": the stack's trouble of the moment.
-_TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether another try in a few seconds may succeed where this one failed."""
-    if isinstance(exc, LakehouseError):
-        return exc.status in _TRANSIENT_STATUSES
-    return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError))
 
 
 @dataclass
@@ -215,6 +181,7 @@ class Normalizer:
         self.memo: dict[str, tuple[str, str]] = {}  # original hash -> (text, keywords)
 
     async def apply(self, found: Scan) -> None:
+        """Every page's chunks normalised: each page sent with its chunks as cut here."""
         chunks = [c for page in found.pages.values() for c in page.chunks]
         todo = list({c.hash: c for c in chunks if c.hash not in self.memo}.values())
         for i in range(0, len(todo), self.BATCH):
@@ -223,25 +190,21 @@ class Normalizer:
             for c, o in zip(part, out.observations, strict=True):
                 self.memo[c.hash] = (o.text, ", ".join(o.keywords))
         for path, page in found.pages.items():
+            given = [ChunkIn(text=self.memo[c.hash][0],
+                             metadata={"original": c.text, "keywords": self.memo[c.hash][1]})
+                     for c in page.chunks]
+            doc = msgspec.structs.replace(page.doc, chunks=given)
             found.pages[path] = dataclasses.replace(
-                page, chunks=tuple(self._rewrite(c) for c in page.chunks))
-
-    def _rewrite(self, c: Chunk) -> Chunk:
-        text, keywords = self.memo[c.hash]
-        head = c.embed_text[:-len(c.text)] if c.text and c.embed_text.endswith(c.text) else ""
-        return Chunk(id=c.id, text=text, title=c.title,
-                     metadata={**c.metadata, "original": c.text, "keywords": keywords},
-                     language=c.language, embed_text=head + text)
+                page, doc=doc, chunks=tuple(chunk_items(doc, "sections")))
 
 
 class Syncer:
     """Runs syncs of one directory into one corpus; never two at once."""
 
-    def __init__(self, settings: SyncSettings, vectord: Store, embed: Embedder,
+    def __init__(self, settings: SyncSettings, vectord: Store,
                  matrixd: MatrixdClient | None = None) -> None:
         self.settings = settings
         self.vectord = vectord
-        self.embed = embed
         self.normalizer = Normalizer(matrixd) if settings.normalize and matrixd else None
         if settings.normalize and matrixd is None:
             raise ValueError("normalize needs a matrixd client")
@@ -292,33 +255,23 @@ class Syncer:
                  seconds=result.seconds)
         return result
 
-    async def _ensure_corpus(self) -> tuple[str, str | None]:
-        """The corpus's model and language; the corpus is created with the embedder's
-        model and dim, and language `auto`.
+    async def _corpus_language(self) -> str | None:
+        """The corpus's language setting; None before its first page (the first task
+        makes it, for the embedder's model, language auto)."""
+        try:
+            return (await self.vectord.get_corpus(self.settings.corpus)).language or None
+        except NotFound:
+            return None
 
-        A corpus built with a model embedd no longer serves fails the run up front
-        (one error) instead of failing every page.
-        """
+    async def _stored(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The corpus's items (id -> content hash) and its documents (id -> hash)."""
         name = self.settings.corpus
-        info = await self.embed.models()
-        default = info.default
-        dims = {m.id: m.dim or 0 for m in info.models}
-        if dims.get(default, 0) <= 0:  # a remote backend learns its dimension on first use
-            default, dims[default] = await self.embed.default_model()
-        corpus, created = await self.vectord.ensure_corpus(name, dims[default], metric="cosine",
-                                                           language="auto", model=default)
-        if created:
-            log.info("sync_corpus_created", corpus=name, model=default, dim=dims[default])
-            return default, None
-        model = corpus.model
-        if model and model not in dims:
-            raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
-                           f"does not serve (it has {sorted(dims)})", code="model_mismatch")
-        return (model or default), (corpus.language or None)
-
-    async def _corpus_model(self) -> str | None:
-        """The corpus's model now (a re-embedding may have switched it during a run)."""
-        return (await self.vectord.get_corpus(self.settings.corpus)).model or None
+        try:
+            items = {row.id: row.content_hash async for row in self.vectord.iter_ids(name)}
+            docs = {row.id: row.content_hash async for row in self.vectord.iter_documents(name)}
+        except NotFound:
+            return {}, {}
+        return items, docs
 
     async def _run(self, result: RunResult, progress: Progress | None) -> None:
         s = self.settings
@@ -332,69 +285,27 @@ class Syncer:
         result.warnings = found.unmatched(s.languages)
         for warning in result.warnings:
             log.warning("sync_warning", corpus=s.corpus, warning=warning)
-
-        model, corpus_language = await self._ensure_corpus()
-        await asyncio.to_thread(found.settle, s, corpus_language)
+        await asyncio.to_thread(found.settle, s, await self._corpus_language())
         if self.normalizer is not None:
             await self.normalizer.apply(found)
         result.pages = len(found.pages)
         result.chunks = sum(len(p.chunks) for p in found.pages.values())
-        stored: dict[str, str] = {}
-        async for row in self.vectord.iter_ids(s.corpus):
-            stored[row.id] = row.content_hash
+        stored, documents = await self._stored()
         desired = {path: {c.id: c.hash for c in page.chunks} for path, page in found.pages.items()}
         p = diff.plan(desired, stored, unreadable=found.unreadable, unlisted=found.unlisted)
         result.unchanged = len(p.unchanged)
-
-        chunk_by_id = {c.id: c for page in found.pages.values() for c in page.chunks}
-        todo = [chunk_by_id[cid].doc(page) for page in sorted(p.embed) for cid in p.embed[page]]
+        send = [page.doc for path, page in sorted(found.pages.items())
+                if path in p.embed or path in p.stale or documents.get(path) != document_hash(
+                    page.doc, "sections", s.chunk_chars)]
         result.embedded_pages = len(p.embed)
-        if progress:
-            progress(0, len(todo))
-        done = 0
-
-        def advance(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress(done, len(todo))
-
-        # A failure of the stack costs the batch's pages (reported), never the run.
-        embedder = _Timed(self.embed, result)
-        pipe = Pipeline(self.vectord, embedder, s.corpus, model=model, batch=s.batch_size,
-                        concurrency=INFLIGHT, stop_on_stack_failure=False, progress=advance,
-                        model_of=self._corpus_model)
-        await pipe.write(todo)
-        # Stale chunks go only after the page's new chunks are in (crash-safe order), and
-        # never those of a page whose new chunks did not all go in.
-        await pipe.delete_stale(p.stale)
-        for page, (stage, exc) in sorted(pipe.report.failed.items()):
-            why = describe(exc)
-            result.errors.append(PageError(page, f"delete: {why}" if stage == "delete" else why))
-            result.transient = result.transient or is_transient(exc)
-            log.warning("sync_page_failed", page=page, stage=stage, error=why)
-        failed = set(pipe.report.failed)
-        result.embedded_chunks = embedder.texts
+        todo = sum(len(ids) for ids in p.embed.values())
+        sent = Sender(self.vectord, s.corpus, progress, todo)
+        failed = await sent.run(send, s.chunk_chars, s.batch_size, sorted(p.deleted))
+        result.embedded_chunks, result.embed_calls = sent.embedded, sent.embed_calls
+        result.embed_seconds, result.transient = sent.embed_seconds, sent.transient
+        for page, why in sorted(failed.items()):
+            result.errors.append(PageError(page, why))
+            log.warning("sync_page_failed", page=page, error=why)
         result.added = sum(1 for page in p.added if page not in failed)
         result.updated = sum(1 for page in p.changed if page not in failed)
         result.deleted = sum(1 for page in p.deleted if page not in failed)
-
-
-class _Timed:
-    """The embedder, its calls, texts and seconds counted into the run's result."""
-
-    def __init__(self, embed: Embedder, result: RunResult) -> None:
-        self.embed_ = embed
-        self.result = result
-        self.texts = 0
-
-    async def embed(self, texts: list[str], *, input_type: Literal["document", "query"] = "document",
-                    model: str | None = None) -> Embedding:
-        t0 = time.perf_counter()
-        self.result.embed_calls += 1
-        try:
-            out = await self.embed_.embed(texts, input_type=input_type, model=model)
-        finally:
-            self.result.embed_seconds += time.perf_counter() - t0
-        self.texts += len(texts)
-        return out

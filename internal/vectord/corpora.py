@@ -11,6 +11,7 @@ from internal.api.responses import CorpusDeleted, CorpusList
 from internal.api.vectord import ConvertRequest, CreateCorpus, ReembedRequest
 from internal.common import access, language
 from internal.common.auth import caller
+from internal.common.errors import InvalidArgument
 from internal.common.lsn import LSN_HEADER
 from internal.common.web import json_response, read_json, route
 from internal.vectord.appkeys import REEMBED, STORE, WARMER
@@ -25,6 +26,19 @@ STORAGE = "/v1/vectors/storage"
 
 def name_of(request: web.Request) -> str:
     return validate.corpus_name(request.match_info["name"])
+
+
+def int_param(request: web.Request, key: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgument(f"{key}: expected an integer, got {raw[:40]!r}", field=key) from None
+    if not lo <= value <= hi:
+        raise InvalidArgument(f"{key}: must be in {lo}..{hi}, got {value}", field=key)
+    return value
 
 
 async def create_corpus(request: web.Request) -> web.Response:

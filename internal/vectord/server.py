@@ -40,7 +40,7 @@ from internal.clients.embed import make_client
 from internal.common import access, language, malloc, waits
 from internal.common.auth import caller, protect, service_headers
 from internal.common.daemon import serve
-from internal.common.errors import InvalidArgument, LakehouseError, PayloadTooLarge
+from internal.common.errors import InvalidArgument, LakehouseError, NotFound, PayloadTooLarge
 from internal.common.lsn import REQUEST_LSN, parse_lsn
 from internal.common.web import json_response, make_base_app, read_json, route
 from internal.config import Config
@@ -51,7 +51,9 @@ from internal.pg.resilient import ResilientPool
 from internal.vectord import corpora
 from internal.vectord.appkeys import CFG, JUDGE, LEADER, REEMBED, WARMER
 from internal.vectord.appkeys import STORE as STORE  # scripts/bench_scaling.py reads it here
-from internal.vectord.corpora import name_of, written
+from internal.vectord.corpora import int_param, name_of, written
+from internal.vectord.documents import routes as documents
+from internal.vectord.documents.runner import RUNNER, Runner
 from internal.vectord.judging import Judge
 from internal.vectord.keys import routes
 from internal.vectord.search import engine, scoped, validation
@@ -119,13 +121,16 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                      schema_version=db.version, read_replicas=len(cfg.read_dsns))
             # Re-embedding calls embedd as a service of the stack (its token when auth is on).
             async with aiohttp.ClientSession(headers=service_headers(app[CFG])) as session:
-                reembedder = app[REEMBED] = Reembedder(
-                    store, make_client(session, app[CFG].vectord.embedd_url))
+                embed = make_client(session, app[CFG].vectord.embedd_url)
+                reembedder = app[REEMBED] = Reembedder(store, embed)
+                runner = app[RUNNER] = Runner(store, embed, app[JUDGE])
                 warmer = app[WARMER] = Warmer(store, cfg)
                 changes = (lambda: watch.changes) if watch is not None else None
                 tasks = [asyncio.create_task(_maintain_spaces(store)),
                          asyncio.create_task(reembedder.run_forever()),
                          asyncio.create_task(warmer.run_forever(changes))]
+                if cfg.tasks:
+                    tasks.append(asyncio.create_task(runner.run_forever()))
                 try:
                     yield
                 finally:
@@ -161,7 +166,7 @@ def _prepare(corpus: Corpus, body: UpsertRequest, held: dict[str, int] | None,
     told: list[str | None] = []
     counts = dict(held or {})
     for i, it in enumerate(body.items):
-        arrays.append(validate.item(it, i, corpus.dim, corpus.metric))
+        arrays.append(validate.item(it, i, corpus.dim, corpus.metric, corpus.precision))
         fixed = language.fixed_language(it.language, corpus.language, f"items[{i}].language")
         told.append(fixed)
         if fixed is None and (v := judged[i]).language is not None:
@@ -199,13 +204,46 @@ async def upsert_items(request: web.Request) -> web.Response:
 
 
 async def get_item(request: web.Request) -> web.Response:
+    """One item; its vector only with `?include=vector`; an id that is a document's
+    answers 404 naming its chunks."""
     store = request.app[STORE]
     item_id = request.match_info["id"]
+    vector = _include(request) == {"vector"}
 
     async def run_get(corpus: Corpus) -> StoredItem:
-        return await store.get_item(corpus, item_id)
+        try:
+            return await store.get_item(corpus, item_id, vector=vector)
+        except NotFound as exc:
+            hint = await store.document_hint(corpus, item_id)
+            if not hint:
+                raise
+            raise NotFound(exc.message + hint, field="id") from None
 
     return json_response(await store.with_corpus(name_of(request), run_get))
+
+
+def _include(request: web.Request) -> set[str]:
+    """`?include=vector`: what an item's GET adds (nothing else may be asked)."""
+    asked = {v.strip() for v in request.query.get("include", "").split(",") if v.strip()}
+    for what in asked - {"vector"}:
+        raise InvalidArgument(f"include: {what[:40]!r} is not one of: vector", field="include")
+    return asked
+
+
+async def delete_item(request: web.Request) -> web.Response:
+    """DELETE on an item's own path: 404 naming `id` when there is none."""
+    store = request.app[STORE]
+    item_id = validate.item_id(request.match_info["id"], "id")
+
+    async def run_delete(corpus: Corpus) -> Written:
+        done = await store.delete_items(corpus, [item_id])
+        if not done.count:
+            raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}"
+                           + await store.document_hint(corpus, item_id), field="id")
+        return done
+
+    done = await store.with_corpus(name_of(request), run_delete)
+    return written(json_response(ItemsDeleted(deleted=done.count)), done)
 
 
 async def delete_items(request: web.Request) -> web.Response:
@@ -224,25 +262,12 @@ async def delete_items(request: web.Request) -> web.Response:
     return written(json_response(ItemsDeleted(deleted=done.count)), done)
 
 
-def _int_param(request: web.Request, key: str, default: int, lo: int, hi: int) -> int:
-    raw = request.query.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidArgument(f"{key}: expected an integer, got {raw[:40]!r}", field=key) from None
-    if not lo <= value <= hi:
-        raise InvalidArgument(f"{key}: must be in {lo}..{hi}, got {value}", field=key)
-    return value
-
-
 async def list_ids(request: web.Request) -> web.Response:
     store = request.app[STORE]
     name = name_of(request)
     prefix = request.query.get("prefix", "")
     after = request.query.get("after", "")
-    limit = _int_param(request, "limit", 1000, 1, MAX_IDS_PAGE)
+    limit = int_param(request, "limit", 1000, 1, MAX_IDS_PAGE)
 
     async def run_list(corpus: Corpus) -> list[IdRow]:
         return await store.list_ids(corpus, prefix, after, limit)
@@ -393,10 +418,12 @@ def make_app(cfg: Config) -> web.Application:
     r.add_post(route(PREFIX + "/{name}/items"), upsert_items)
     r.add_post(route(PREFIX + "/{name}/items/delete"), delete_items)
     r.add_get(route(PREFIX + "/{name}/items/{id}"), get_item)
+    r.add_delete(route(PREFIX + "/{name}/items/{id}"), delete_item)
     r.add_get(route(PREFIX + "/{name}/ids"), list_ids)
     r.add_post(route(PREFIX + "/{name}/search"), search)
     r.add_post(MULTI_SEARCH, multi_search)
     r.add_get(SPACES, spaces)
+    documents.add_routes(app)
     routes.add_routes(app, lambda a: a[STORE].pool)
     ranker_routes.add_routes(app, lambda a: a[STORE].pool)
     return app

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from internal.common.daemon import EXIT_CONFIG
+
 from internal.common.auth import check_exposure, daemon_tokens, is_loopback, service_token
 from internal.config import Config, ConfigError
 from tests.helpers import ROOT, with_section
@@ -47,7 +49,7 @@ def test_daemon_refuses_to_start_exposed(daemon: str) -> None:
     out = subprocess.run([sys.executable, "-m", f"internal.{daemon}.server"], cwd=ROOT,
                          env=_env(**{f"LAKEHOUSE_{daemon.upper()}_HOST": "0.0.0.0"}),
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1
+    assert out.returncode == EXIT_CONFIG  # a configuration error: `lakehouse up` says it once
     assert f"config error: {daemon}.host: '0.0.0.0' is not a loopback address and no tokens" \
         in out.stderr
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from internal.common.daemon import EXIT_CONFIG
 from internal.config import ConfigError, load, redacted
 from tests.helpers import ROOT
 
@@ -72,10 +73,11 @@ def test_env_overrides_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("module", ["internal.vectord.server"])
-def test_daemon_exits_1_on_bad_config(tmp_path: Path, module: str) -> None:
+def test_daemon_exits_on_bad_config_with_one_line(tmp_path: Path, module: str) -> None:
     path = _write(tmp_path, "[vectord]\nhnsw_mm = 16\n")
     env = {**os.environ, "LAKEHOUSE_CONFIG": str(path)}
     out = subprocess.run([sys.executable, "-m", module], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1
-    assert "config error: vectord.hnsw_mm: unknown key" in out.stderr
+    assert out.returncode == EXIT_CONFIG
+    # One line, nothing logged before it (no config dump).
+    assert out.stderr.strip() == "config error: vectord.hnsw_mm: unknown key" and not out.stdout

@@ -93,4 +93,4 @@ async def test_vectord_errors_share_the_shape(vectord_url: str, http: aiohttp.Cl
     async with http.get(f"{vectord_url}/v1/vectors/corpora/no_such_corpus_here") as resp:
         body = await resp.json()
     assert resp.status == 404
-    assert body["error"]["code"] == "not_found" and set(body) == {"error", "request_id"}
+    assert body["error"]["code"] == "corpus_not_found" and set(body) == {"error", "request_id"}

@@ -151,6 +151,7 @@ async def test_a_corpus_switched_to_another_model_meanwhile_is_written_with_it(
     pipe = Pipeline(vc, ec, name, model=old, batch=2, model_of=model_of)
     report = await pipe.write(docs)
     assert report.upserted == 5 and not report.failed and pipe.model == model
-    item = await vc.get_item(name, "d3")
+    item = await vc.get_item(name, "d3", vector=True)
     want = (await ec.embed([docs[3].text], model=model)).vectors[0]
+    assert item.vector is not None
     assert sum(a * b for a, b in zip(item.vector, want, strict=True)) > 0.9999

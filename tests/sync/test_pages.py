@@ -53,7 +53,10 @@ def test_short_page_is_one_chunk_with_metadata() -> None:
     assert chunk.metadata == {"title": "tar", "path": "pages.de/common/tar.md",
                               "folder": "pages.de/common", "parent_id": "pages.de/common/tar.md",
                               "language": "german"}
-    assert chunk.doc("p.md").item([0.0]).language == "german"
+    # The page goes to the service as a document: its chunks' fields but `parent_id`,
+    # which the service sets (the document's id, the page's path).
+    assert (page.doc.id, page.doc.language) == ("pages.de/common/tar.md", "german")
+    assert page.doc.metadata == {k: v for k, v in chunk.metadata.items() if k != "parent_id"}
     # The hash is what vectord computes over the stored fields.
     assert chunk.hash == content_hash("tar", chunk.text, [], chunk.metadata, "german")
 

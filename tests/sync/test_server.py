@@ -17,6 +17,7 @@ from internal.api.responses import SyncRun, SyncStatus
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common import waits
+from internal.common.daemon import EXIT_CONFIG
 from internal.config import Config, ConfigError
 from internal.syncd.server import make_app
 from internal.syncd.ticker import Ticker
@@ -51,12 +52,12 @@ def test_missing_wiki_dir_or_bad_language_is_a_config_error(base_cfg: Config, tm
     ({"LAKEHOUSE_SYNC_WIKI_DIR": "/nonexistent/wiki"}, "sync.wiki_dir"),
     ({"LAKEHOUSE_SYNC_WIKI_DIR": "/tmp", "LAKEHOUSE_SYNC_EMBEDD_URL": ""}, "sync.embedd_url"),
 ])
-def test_daemon_exits_1_at_start_up(env: dict[str, str], reason: str) -> None:
+def test_daemon_exits_at_start_up_on_its_config(env: dict[str, str], reason: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "internal.syncd.server"], cwd=ROOT, capture_output=True,
         text=True, timeout=60, env={**os.environ, "LAKEHOUSE_SYNC_PORT": "0", **env})
-    assert proc.returncode == 1
-    assert reason in proc.stderr
+    assert proc.returncode == EXIT_CONFIG
+    assert proc.stderr.startswith(f"config error: {reason}: ") and not proc.stdout
 
 
 async def test_run_and_status_over_http(

@@ -9,8 +9,9 @@ from typing import Any
 
 import msgspec
 
-from lakehouse.errors import InvalidArgument, LakehouseError
+from lakehouse.errors import InvalidArgument, LakehouseError, UpstreamError
 from lakehouse.types import Item
+from lakehouse.wire.documents import DocumentIn, Task
 
 
 def as_item(value: Item | Mapping[str, Any], index: int) -> Item:
@@ -23,7 +24,28 @@ def as_item(value: Item | Mapping[str, Any], index: int) -> Item:
         raise InvalidArgument(f"items[{index}]: {exc}", field=f"items[{index}]") from None
 
 
-_LIST_FIELD = re.compile(r"^(items|texts)\[(\d+)\]")
+def as_documents(items: Sequence[Item], places: Sequence[int]) -> list[DocumentIn]:
+    """The items at `places` (no vector of their own) as documents of one chunk each."""
+    return [DocumentIn(id=items[i].id, text=items[i].text, title=items[i].title,
+                       tags=list(items[i].tags), metadata=dict(items[i].metadata),
+                       language=items[i].language) for i in places]
+
+
+def check_written(tasks: Sequence[Task], items: Sequence[Item], places: Sequence[int]) -> None:
+    """The first item the stack refused, raised naming `items[i]` (its place in the
+    caller's list); a task that failed as a whole, raised as the stack's failure."""
+    where = {items[i].id: i for i in places}
+    for task in tasks:
+        for err in task.errors:
+            i = where.get(err.document_id)
+            name = f"items[{i}]" if i is not None else "items"
+            field = f"{name}.{err.field}" if err.field and err.field != "id" else name
+            raise InvalidArgument(f"{name}: {err.message}", field=field, code=err.code)
+        if task.state == "failed":
+            raise UpstreamError(f"task {task.id} failed: {task.error}", code="task_failed")
+
+
+_LIST_FIELD = re.compile(r"^(items|texts|documents)\[(\d+)\]")
 
 
 def renumbered(exc: LakehouseError, places: Sequence[int]) -> LakehouseError:

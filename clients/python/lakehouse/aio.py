@@ -10,10 +10,10 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 import aiohttp
-import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
-from lakehouse._items import as_item, renumbered
+from lakehouse._documents import DocumentCalls
+from lakehouse._items import as_documents, as_item, check_written, renumbered
 from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
@@ -50,12 +50,11 @@ from lakehouse.wire.search import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
-from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, Precision, embed_text
+from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, Precision
 from lakehouse.wire.storage import StorageStatus
 
 Options = Mapping[str, Any]  # an option struct's fields as a dict, e.g. {"tags_any": ["vpn"]}
 
-EMBED_BATCH = 256  # texts per /v1/embed call: embedd's default max_texts
 UPSERT_BATCH = 256  # items per upsert call (vectord takes up to max_batch, 1,000)
 FETCH_CONCURRENCY = 8  # item reads in flight while iterating a corpus
 
@@ -82,7 +81,7 @@ def _item_path(corpus: str, item_id: str) -> str:
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
 
 
-class AsyncClient(RankerCalls):
+class AsyncClient(RankerCalls, DocumentCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
@@ -204,47 +203,44 @@ class AsyncClient(RankerCalls):
                      model: str | None = None) -> int:
         """Store items (an id already there is replaced); returns how many were stored.
 
-        An item without a vector is embedded by the stack from its title and text, with
-        `model` (default: embedd's) whose label goes along; with vectors of your own, set
-        `model` to their label if the corpus has one. Items go in batches of UPSERT_BATCH,
-        each all or nothing; sending a batch again is safe.
+        An item without a vector is written as a document of one chunk (`add_documents`
+        with chunking "none"): the stack embeds its title and text with the corpus's
+        model, in its bulk lane, and stores it under its id (with `metadata.parent_id`
+        its id). With vectors of your own, set `model` to their label if the corpus has
+        one; they go in batches of UPSERT_BATCH, each all or nothing. Sending items again
+        is safe.
         """
         todo = [as_item(it, i) for i, it in enumerate(items)]
+        texts = [i for i, it in enumerate(todo) if it.vector is None]
         stored = 0
-        for start in range(0, len(todo), UPSERT_BATCH):
-            batch = todo[start:start + UPSERT_BATCH]
-            label = await self._fill_vectors(batch, start, model)
-            body = body_of(items=[plain(it) for it in batch], model=label)
+        if texts:
+            try:
+                tasks = await self.add_documents(corpus, as_documents(todo, texts),
+                                                 chunking="none", wait=True)
+            except LakehouseError as exc:
+                raise renumbered(exc, texts) from None
+            check_written(tasks, todo, texts)
+            stored += len(texts)
+        own = [i for i, it in enumerate(todo) if it.vector is not None]
+        for start in range(0, len(own), UPSERT_BATCH):
+            places = own[start:start + UPSERT_BATCH]
+            body = body_of(items=[plain(todo[i]) for i in places], model=model)
             try:
                 stored += (await self._http.call("POST", f"{_c(corpus)}/items", Upserted,
                                                  body=body, idempotent=True)).upserted
             except LakehouseError as exc:
-                raise renumbered(exc, range(start, start + len(batch))) from None
+                raise renumbered(exc, places) from None
         return stored
 
-    async def _fill_vectors(self, batch: list[Item], offset: int, model: str | None) -> str | None:
-        """Embed the items of a batch that have no vector; the model label to send."""
-        missing = [i for i, it in enumerate(batch) if it.vector is None]
-        for i in missing:
-            if not embed_text(batch[i].title, batch[i].text).strip():
-                raise InvalidArgument(f"items[{offset + i}]: no vector, and no title or text "
-                                      "to embed", field=f"items[{offset + i}].text")
-        label = model
-        for start in range(0, len(missing), EMBED_BATCH):
-            part = missing[start:start + EMBED_BATCH]
-            try:
-                emb = await self.embed([embed_text(batch[i].title, batch[i].text)
-                                        for i in part], model=model)
-            except LakehouseError as exc:
-                raise renumbered(exc, [offset + i for i in part]) from None
-            for i, vector in zip(part, emb.vectors, strict=True):
-                batch[i] = msgspec.structs.replace(batch[i], vector=vector)
-            label = emb.model
-        return label
+    async def get_item(self, corpus: str, item_id: str, *, vector: bool = False) -> StoredItem:
+        """One stored item (NotFound if absent); its vector too with `vector`."""
+        return await self._http.call("GET", _item_path(corpus, item_id), StoredItem,
+                                     params={"include": "vector"} if vector else None)
 
-    async def get_item(self, corpus: str, item_id: str) -> StoredItem:
-        """One stored item with its vector (NotFound if absent)."""
-        return await self._http.call("GET", _item_path(corpus, item_id), StoredItem)
+    async def delete_item(self, corpus: str, item_id: str) -> int:
+        """Delete one item by its own path (NotFound if there is none)."""
+        return (await self._http.call("DELETE", _item_path(corpus, item_id),
+                                      ItemsDeleted)).deleted
 
     async def delete_items(self, corpus: str, ids: Iterable[str]) -> int:
         """Delete items by id; returns how many existed."""
@@ -273,23 +269,24 @@ class AsyncClient(RankerCalls):
             after = page.next_after
 
     async def iter_items(self, corpus: str, *, prefix: str | None = None,
-                         page_size: int = 1000) -> AsyncGenerator[StoredItem, None]:
-        """Every stored item, in id order (the ids `iter_ids` yields); an item deleted
-        meanwhile is left out, any other failure to read one raises."""
+                         page_size: int = 1000, vector: bool = False
+                         ) -> AsyncGenerator[StoredItem, None]:
+        """Every stored item, in id order (the ids `iter_ids` yields), with its vector when
+        asked; an item deleted meanwhile is left out, any other failure to read one raises."""
         batch: list[str] = []
         async for row in self.iter_ids(corpus, prefix=prefix, page_size=page_size):
             batch.append(row.id)
             if len(batch) == FETCH_CONCURRENCY:
-                for item in await self._fetch(corpus, batch):
+                for item in await self._fetch(corpus, batch, vector):
                     yield item
                 batch = []
-        for item in await self._fetch(corpus, batch):
+        for item in await self._fetch(corpus, batch, vector):
             yield item
 
-    async def _fetch(self, corpus: str, ids: list[str]) -> list[StoredItem]:
+    async def _fetch(self, corpus: str, ids: list[str], vector: bool) -> list[StoredItem]:
         async def one(item_id: str) -> StoredItem | None:
             try:
-                return await self.get_item(corpus, item_id)
+                return await self.get_item(corpus, item_id, vector=vector)
             except NotFound as exc:
                 if exc.field == "id":  # the item's own 404: deleted since it was listed
                     return None

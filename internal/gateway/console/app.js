@@ -348,12 +348,18 @@ function renderHits(out, query, previous) {
     right.addEventListener("click", () => record(query, hit, RIGHT_SCORE, feedback, right, wrong));
     wrong.addEventListener("click", () => record(query, hit, WRONG_SCORE, feedback, right, wrong));
     const itemHref = `#/item/${encodeURIComponent(hit.corpus)}/${encodeURIComponent(hit.id)}`;
+    // A key that may not read items is not offered a link that would answer `forbidden`.
+    const title = may("read") ? el("a", { className: "title", href: itemHref }, hit.title || hit.id)
+      : el("span", { className: "title" }, hit.title || hit.id);
+    const doc = hit.document_id && hit.document_id !== hit.id
+      ? el("span", { className: "muted document", title: "the document this is a part of" }, `of ${hit.document_id}`) : null;
     return el("li", { className: "hit", dataset: { corpus: hit.corpus, id: hit.id, rank: String(rank) } },
       el("div", { className: "hit-head" },
         el("span", { className: "rank" }, `#${rank}`),
         el("span", { className: "badge corpus" }, hit.corpus),
-        el("a", { className: "title", href: itemHref }, hit.title || hit.id),
+        title,
         el("code", { className: "id" }, hit.id),
+        doc,
         ...badges),
       el("p", { className: "snippet" }, ...snippetOf(hit)),
       groupNote(hit),
@@ -464,18 +470,29 @@ async function showCorpora() {
   showStatus(status, "loading…");
   try {
     const out = await api("GET", "/v1/vectors/corpora");
+    // Browsing lists ids (read or write); a key without them sees the names alone.
+    const browses = may("read") || may("write");
     const rows = (out.corpora || []).map((c) => el("tr", { dataset: { corpus: c.name } },
-      el("td", {}, el("a", { className: "badge", href: `#/browse/${encodeURIComponent(c.name)}` }, c.name)),
+      el("td", {}, browses ? el("a", { className: "badge", href: `#/browse/${encodeURIComponent(c.name)}` }, c.name)
+        : el("span", { className: "badge" }, c.name)),
+      el("td", { className: "num" }, c.documents ?? "–"),
       el("td", { className: "num" }, c.count ?? "–"),
       el("td", { className: "num" }, c.dim ?? "–"),
       el("td", {}, c.model || "–"),
-      el("td", {}, c.language || "–"),
+      el("td", {}, languagesOf(c)),
       el("td", {}, c.created_at ? new Date(c.created_at).toLocaleString() : "–")));
     $("corpora-table").tBodies[0].replaceChildren(...rows);
     showStatus(status, `${rows.length} corpora`);
   } catch (err) {
     showError(status, err);
   }
+}
+
+// The languages a corpus's items are stored in, most first ("english 2030, simple 2");
+// its setting while it holds none ("auto").
+function languagesOf(c) {
+  const held = Object.entries(c.languages || {}).sort((a, b) => b[1] - a[1]);
+  return held.length ? held.map(([lang, n]) => `${lang} ${n}`).join(", ") : (c.language || "–");
 }
 
 // The item page's way back: to the list it was opened from (a corpus's items), else to
@@ -505,8 +522,31 @@ async function showItem(corpus, id) {
     $("item-text").textContent = item.text || "";
     showStatus(status, "");
   } catch (err) {
+    if (err instanceof ApiError && err.status === 404 && err.field === "id" && await showDocument(corpus, id)) return;
     showError(status, err);
   }
+}
+
+// An id that is no item but a document's (a synced page, a document added as text): the
+// document, its text and links to its chunks. False when there is no such document.
+async function showDocument(corpus, id) {
+  let doc;
+  try {
+    doc = await api("GET", `/v1/corpora/${encodeURIComponent(corpus)}/documents/${encodeURIComponent(id)}`);
+  } catch (_) {
+    return false;
+  }
+  $("item-title").textContent = doc.title || doc.id;
+  $("item-corpus").textContent = doc.corpus || corpus;
+  $("item-id").textContent = doc.id;
+  const chunks = el("dd", {}, ...(doc.chunks || []).flatMap((c, i) => [i ? " " : "",
+    el("a", { href: `#/item/${encodeURIComponent(corpus)}/${encodeURIComponent(c)}` }, c)]));
+  $("item-fields").replaceChildren(el("dt", {}, "document of"), chunks,
+    el("dt", {}, "language"), el("dd", {}, doc.language || "–"),
+    el("dt", {}, "updated"), el("dd", {}, doc.updated_at || "–"));
+  $("item-text").textContent = doc.text || "";
+  showStatus($("item-status"), `a document of ${(doc.chunks || []).length} chunks`);
+  return true;
 }
 
 // A corpus's items a page at a time: by id (keyset pages of GET .../ids), or, with a text,

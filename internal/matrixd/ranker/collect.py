@@ -144,7 +144,8 @@ async def groups(deps: Deps, recs: Records, depth: int, concurrency: int) -> lis
         stats = out.query_stats if isinstance(out.query_stats, QueryStats) else None
         x = features.rows(hits, extras, own, stats)
         right = recs.right(q)
-        y = np.asarray([(h.corpus, h.id) in right for h in hits], dtype=np.float64)
+        y = np.asarray([(h.corpus, h.id) in right or (h.corpus, h.document_id) in right
+                        for h in hits], dtype=np.float64)
         base = np.asarray([h.score if h.score is not None else 0.0 for h in hits])
         return Group(features.fold_of(q), x, y, base)
 

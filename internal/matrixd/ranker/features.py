@@ -108,7 +108,7 @@ def playbook_columns(hits: Sequence[Hit], matches: Sequence[Match]) -> list[list
     none = Signal()
     out = []
     for h in hits:
-        s = sig.get((h.corpus, h.id), none)
+        s = boost.judged(sig, h) or none
         out.append([s.pos_sim, float(s.pos_n), s.pos_sum, s.neg_sim, float(s.neg_n), s.best,
                     s.pos_sim - nearest if s.pos_n else NAN, entries, nearest])
     return out

@@ -48,7 +48,8 @@ async def corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str,
     """
     query: npt.NDArray[np.float32] | None = None
     if query_vector is not None:
-        query = validate.vector(query_vector, corpus.dim, corpus.metric, "query_vector")
+        query = validate.vector(query_vector, corpus.dim, corpus.metric, "query_vector",
+                                corpus.precision)
     lexical_branch = bool(text.strip())
     scored: list[tuple[str, float]] | None = None
     s: postings.F64 | None = None

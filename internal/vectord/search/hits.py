@@ -7,6 +7,12 @@ from typing import Any
 from internal.api.vectord import Corpus, Hit
 
 
+def document_of(metadata: dict[str, Any] | None) -> str | None:
+    """The document an item is a chunk of: its `metadata.parent_id` when that is a string."""
+    parent = metadata.get("parent_id") if metadata else None
+    return parent if isinstance(parent, str) else None
+
+
 def hit(corpus: Corpus, row: dict[str, Any], *, distance: float | None = None,
         score: float | None = None, ranks: dict[str, int | None] | None = None,
         scores: dict[str, float | None] | None = None,
@@ -20,7 +26,7 @@ def hit(corpus: Corpus, row: dict[str, Any], *, distance: float | None = None,
         scores={"vector": None, "lexical": None, **(scores or {})},
         text=row["text"], title=row["title"], tags=list(row["tags"] or []),
         metadata=row["metadata"] or {}, language=row["language"], updated_at=row["updated_at"],
-        matched_layers=matched_layers)
+        document_id=document_of(row["metadata"]), matched_layers=matched_layers)
 
 
 def similarity(metric: str, distance: float) -> float:
@@ -46,7 +52,8 @@ def from_vector_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
             scores={"vector": similarity(metric, d), "lexical": None},
             text=row["text"], title=row["title"], tags=list(tags) if tags else [],
             metadata=row["metadata"] or {}, language=row["language"],
-            updated_at=row["updated_at"], matched_layers=["vector"]))
+            updated_at=row["updated_at"], document_id=document_of(row["metadata"]),
+            matched_layers=["vector"]))
     return out
 
 
@@ -61,7 +68,8 @@ def from_lexical_row(corpus: Corpus, row: dict[str, Any], score: float,
         scores={"vector": None, "lexical": score},
         text=row["text"], title=row["title"], tags=list(tags) if tags else [],
         metadata=row["metadata"] or {}, language=row["language"],
-        updated_at=row["updated_at"], matched_layers=[] if rank is None else ["lexical"])
+        updated_at=row["updated_at"], document_id=document_of(row["metadata"]),
+        matched_layers=[] if rank is None else ["lexical"])
 
 
 def from_keyword_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:

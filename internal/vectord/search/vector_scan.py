@@ -63,7 +63,8 @@ async def shared_scans(store: Store, p: Options, members: Sequence[Member], n: i
         if not query_vectors.use_shared(searched, every):
             return
         first = group[0][1]
-        q = validate.vector(group[0][2], first.dim, first.metric, "query_vector")
+        q = validate.vector(group[0][2], first.dim, first.metric, "query_vector",
+                            first.precision)
         try:
             rows = await store.space_search(space_id, first.metric, [c.id for _, c, _, _ in group],
                                             q, n, p.ef_search)
@@ -135,7 +136,8 @@ async def _own_scan(store: Store, p: Options, position: int, corpus: Corpus,
     if p.filtered:
         return None  # the candidates statement filters (and scans iteratively)
     try:
-        q = validate.vector(vector, corpus.dim, corpus.metric, "query_vector")
+        q = validate.vector(vector, corpus.dim, corpus.metric, "query_vector",
+                            corpus.precision)
         stmt = fusion_sql.vector_only_sql(corpus.id, schema.OPERATOR[corpus.metric])
         async with store.reads.connection() as conn:
             cur = conn.cursor(binary=True)  # a third less CPU reading 100 rows; exact floats

@@ -63,6 +63,8 @@ SELECT length(vectord_lex_v1(%(language)s::regconfig, %(title)s, %(text)s, %(tag
 
 GET_ITEM = f"""
 SELECT {ITEM_COLUMNS}, embedding, content_hash, created_at FROM {{table}} WHERE id = %(id)s"""
+GET_ITEM_TEXT = f"""
+SELECT {ITEM_COLUMNS}, content_hash, created_at FROM {{table}} WHERE id = %(id)s"""
 
 DELETE_ITEMS = "DELETE FROM {table} WHERE id = ANY(%(ids)s)"
 
@@ -162,16 +164,19 @@ class ItemsPart(SharedIndexPart):
         diag = exc.diag.message_primary or "a size limit"
         return InvalidArgument(f"items: an item exceeds PostgreSQL's {diag}", field="items")
 
-    async def get_item(self, corpus: Corpus, item_id: str) -> StoredItem:
+    async def get_item(self, corpus: Corpus, item_id: str, vector: bool = True) -> StoredItem:
+        """One item; its vector only when asked (384 numbers are most of its bytes)."""
+        stmt = GET_ITEM if vector else GET_ITEM_TEXT
         async with self.pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(sql.SQL(GET_ITEM).format(table=tables.items_table(corpus.id)),
+            await cur.execute(sql.SQL(stmt).format(table=tables.items_table(corpus.id)),
                               {"id": item_id})
             row = await cur.fetchone()
         if row is None:
             raise NotFound(f"item {item_id!r} not found in corpus {corpus.name!r}", field="id")
-        vector = [float(x) for x in row.pop("embedding").to_numpy()]
-        return StoredItem(vector=vector, corpus=corpus.name, **row)
+        embedding = row.pop("embedding", None)
+        values = None if embedding is None else [float(x) for x in embedding.to_numpy()]
+        return StoredItem(vector=values, corpus=corpus.name, **row)
 
     async def delete_items(self, corpus: Corpus, ids: list[str]) -> Written:
         async with self.write_connection() as conn:

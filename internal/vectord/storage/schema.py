@@ -203,6 +203,46 @@ CREATE TABLE IF NOT EXISTS lakehouse_rankers (
 CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
     ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
 """),
+    # Documents (internal.vectord.documents): each document written as text, by the id its
+    # writer gave, with the ids of its chunks (the corpus's items); and the tasks that write
+    # them, persisted with their documents before the 202 (payload: the request as
+    # received, dropped once the task is done), run in id order per corpus.
+    (14, """
+CREATE TABLE IF NOT EXISTS vectord_documents (
+    corpus_id    bigint NOT NULL,
+    id           text COLLATE "C" NOT NULL,
+    chunks       text[] NOT NULL,
+    title        text,
+    language     text,
+    tags         text[] NOT NULL DEFAULT '{}',
+    metadata     jsonb NOT NULL DEFAULT '{}',
+    content_hash text NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (corpus_id, id)
+);
+CREATE TABLE IF NOT EXISTS vectord_tasks (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    corpus_id   bigint NOT NULL,
+    corpus      text NOT NULL,
+    kind        text NOT NULL CHECK (kind IN ('documents_add', 'documents_delete')),
+    state       text NOT NULL DEFAULT 'enqueued'
+                CHECK (state IN ('enqueued', 'processing', 'succeeded', 'failed')),
+    payload     bytea,
+    position    integer NOT NULL DEFAULT 0,  -- documents (or ids) done, in request order
+    counts      jsonb NOT NULL DEFAULT '{}',
+    errors      jsonb NOT NULL DEFAULT '[]',
+    error       text,
+    key_id      text,
+    enqueued_at timestamptz NOT NULL DEFAULT now(),
+    started_at  timestamptz,
+    finished_at timestamptz,
+    timings     jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS vectord_tasks_pending ON vectord_tasks (corpus_id, id)
+    WHERE state IN ('enqueued', 'processing');
+CREATE INDEX IF NOT EXISTS vectord_tasks_corpus ON vectord_tasks (corpus, id DESC);
+"""),
 ]
 
 OPERATOR = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}

@@ -35,9 +35,10 @@ from internal.vectord.lexical import facet_values, sql_index
 from internal.vectord.lexical.memory_index import LexIndex
 from internal.vectord.storage import convert_sql, memory_plan, reembed_sql, schema, space_index
 from internal.vectord.storage.converting import ConvertPart
-from internal.vectord.storage.items import ItemsPart, wal_position_on
+from internal.vectord.storage.documents import FORGET_CORPUS, DocumentsPart
 from internal.vectord.storage.items import PreparedItem as PreparedItem
 from internal.vectord.storage.items import Written as Written
+from internal.vectord.storage.items import wal_position_on
 from internal.vectord.storage.parts import CORPUS_COLUMNS as CORPUS_COLUMNS
 from internal.vectord.storage.parts import LIST_CORPORA, SELECT_CORPUS, STALE_REGISTRY_AFTER, Conn
 from internal.vectord.storage.parts import ReadPool as ReadPool
@@ -45,6 +46,8 @@ from internal.vectord.storage.reembedding import ReembedPart
 from internal.vectord.storage.searches import SET_SEARCH as SET_SEARCH
 from internal.vectord.storage.searches import SearchPart
 from internal.vectord.storage.searches import vector_search_sql as vector_search_sql
+from internal.vectord.storage.tasks import ORPHAN as ORPHAN_TASKS
+from internal.vectord.storage.tasks import TasksPart
 
 T = TypeVar("T")
 
@@ -78,7 +81,7 @@ def _lost_to_index_build(exc: BaseException) -> bool:
                 and "tuple concurrently updated" in str(cause)))
 
 
-class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
+class Store(DocumentsPart, SearchPart, ReembedPart, ConvertPart, TasksPart):
     """The registry and the items tables, over one pool.
 
     Every query takes its connection from `pool.connection()`, which turns PostgreSQL
@@ -135,17 +138,14 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
 
     async def language_counts(self, corpus: Corpus) -> dict[str, int]:
         """Items per language in the corpus (its BM25 statistics table)."""
-        stmt = sql.SQL("SELECT language::text, n FROM {} WHERE n > 0").format(
-            sql_index.stats_table(corpus.id))
         async with self.pool.connection() as conn:
-            cur = await conn.execute(stmt)
-            return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
+            return await _languages(conn, corpus)
 
     async def corpus(self, name: str, *, fresh: bool = False) -> Corpus:
         """The registry row of name (cached briefly), or NotFound."""
         scope = caller()
         if scope is not None and not scope.sees(name):
-            raise access.not_found(name)  # exactly as a corpus that does not exist
+            raise access.not_found(name, scope)  # exactly as for one that does not exist
         hit = self._cache.get(name)
         if hit is not None and not fresh and time.monotonic() - hit[0] < CORPUS_TTL_SECONDS:
             return hit[1]
@@ -162,11 +162,17 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             async with self.registry_reads().connection() as conn:
                 corpus = await self._fetch_corpus(conn, name)
         if corpus is None:
-            raise NotFound(f"corpus {name!r} not found")
+            raise await self.missing(name)
         # Safe to reuse: a corpus dropped or recreated elsewhere shows as UndefinedTable
         # (with_corpus re-reads), and the model check is made under the row lock.
         self._cache[name] = (time.monotonic(), corpus)
         return corpus
+
+    async def missing(self, name: str) -> NotFound:
+        """404 `corpus_not_found` for a corpus that does not exist, naming the nearest one
+        the caller sees when one is close."""
+        scope = caller()
+        return access.not_found(name, scope, access.visible(scope, await self.corpus_names()))
 
     async def with_corpus(self, name: str, fn: Callable[[Corpus], Awaitable[T]]) -> T:
         """Run fn on the corpus; if its registry row moved under it (the table dropped,
@@ -219,29 +225,35 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             async with self.pool.connection() as conn:
                 fresh = await self._fetch_corpus(conn, corpus.name)
                 if fresh is None:
-                    raise NotFound(f"corpus {name!r} not found")
+                    raise await self.missing(name)
                 count = await self.count(conn, fresh)
+                docs = (await self.document_counts(conn, fresh.id)).get(fresh.id, 0)
+                langs = await _languages(conn, fresh)
             return fresh.public(count, await self.reembed_progress(fresh),
-                                await self.convert_progress(fresh))
+                                await self.convert_progress(fresh), docs, langs)
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
         """Every corpus with its count, and its `reembed` or `conversion` progress while
         one runs."""
-        counted: list[tuple[Corpus, int]] = []
+        counted: list[tuple[Corpus, int, dict[str, int]]] = []
         async with self.pool.connection() as conn:
             moving = set(await reembed_sql.jobs(conn))
+            docs = await self.document_counts(conn)
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(LIST_CORPORA)
             for row in await cur.fetchall():
                 corpus = Corpus(**row)
                 try:
-                    counted.append((corpus, await self.count(conn, corpus)))
+                    counted.append((corpus, await self.count(conn, corpus),
+                                    await _languages(conn, corpus)))
                 except psycopg.errors.UndefinedTable:
-                    continue  # dropped between the two statements
+                    continue  # dropped between the statements
         return [corpus.public(n, await self.reembed_progress(corpus),
-                              await self.convert_progress(corpus)) if corpus.id in moving
-                else corpus.public(n) for corpus, n in counted]
+                              await self.convert_progress(corpus), docs.get(corpus.id, 0), langs)
+                if corpus.id in moving else corpus.public(n, None, None, docs.get(corpus.id, 0),
+                                                          langs)
+                for corpus, n, langs in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""
@@ -282,7 +294,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
         async with self.pool.connection() as conn, conn.transaction():
             corpus = await self._fetch_corpus(conn, name)
             if corpus is None:
-                raise NotFound(f"corpus {name!r} not found")
+                raise await self.missing(name)
             await conn.execute(DELETE_CORPUS, {"id": corpus.id})
             await conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(
                 tables.items_table(corpus.id)))
@@ -290,6 +302,9 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             await space_index.forget(conn, corpus)
             await reembed_sql.cancel(conn, corpus.id)
             await convert_sql.drop(conn, corpus.id)
+            await conn.execute(FORGET_CORPUS, {"corpus": corpus.id})
+            await conn.execute(ORPHAN_TASKS, {"corpus_id": corpus.id,
+                                              "error": f"corpus {name!r} was deleted"})
         return corpus
 
     async def build_index(self, name: str) -> wire.IndexBuilt:
@@ -327,6 +342,14 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
                 "vector": self.db.vector_version,
                 "keyword_index": "trgm" if self.db.trgm else "scan",
                 "schema_version": self.db.version}
+
+
+async def _languages(conn: Conn, corpus: Corpus) -> dict[str, int]:
+    """Items per language the corpus holds (its BM25 statistics table)."""
+    stmt = sql.SQL("SELECT language::text, n FROM {} WHERE n > 0 ORDER BY n DESC").format(
+        sql_index.stats_table(corpus.id))
+    cur = await conn.execute(stmt)
+    return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
 
 
 def registry_moved(exc: Exception) -> bool:

@@ -118,6 +118,11 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     precision: Precision  # how its vectors and their index are stored
     reembed: Reembedding | None = None  # only while one runs
     conversion: Conversion | None = None  # only while one runs
+    # The documents written as text (`count` is its items: their chunks and the items
+    # written on their own), and its items per language as stored (an `auto` corpus's
+    # `language` says how they are chosen, this what they are), most first.
+    documents: int | None = None
+    languages: dict[str, int] | None = None
 
 
 class ReembedStarted(Reembedding, kw_only=True):
@@ -146,9 +151,10 @@ class Upserted(msgspec.Struct):
     upserted: int
 
 
-class StoredItem(msgspec.Struct):
+class StoredItem(msgspec.Struct, omit_defaults=True):
+    """GET .../items/{id}; `vector` only when asked (`?include=vector`)."""
+
     id: str
-    vector: list[float]
     text: str
     title: str | None
     tags: list[str]
@@ -158,6 +164,7 @@ class StoredItem(msgspec.Struct):
     updated_at: datetime
     corpus: str = ""
     created_at: datetime | None = None
+    vector: list[float] | None = None
 
 
 class ItemsDeleted(msgspec.Struct):

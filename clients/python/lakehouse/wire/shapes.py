@@ -138,6 +138,9 @@ class Hit(msgspec.Struct):
     metadata: dict[str, Any]
     language: str
     updated_at: datetime
+    # The id its writer gave the document this item is a chunk of (its `metadata.parent_id`:
+    # documents and wiki pages); None for an item written on its own.
+    document_id: str | None = None
     # Layers that found this hit: vector, lexical, symbolic (a preference met).
     matched_layers: list[str] = []
     # The cross-corpus ranking key (internal.vectord.search.union_merge): score x corpus weight in

@@ -38,7 +38,8 @@ async def vector_search(store: Store, p: Options, outcomes: list[Outcome],
         if o.position in grouped:
             o.took_ms += shared_ms
             return grouped[o.position]
-        q = validate.vector(choice.vector, corpus.dim, corpus.metric, "query_vector")
+        q = validate.vector(choice.vector, corpus.dim, corpus.metric, "query_vector",
+                            corpus.precision)
         rows = await store.vector_search(corpus, q, p.k, p.ef_search, p.where, p.params)
         found = hits.from_vector_rows(corpus, rows)
         have = {h.id for h in found}
