@@ -22,7 +22,6 @@ from typing import IO
 import aiohttp
 import psutil
 import structlog
-
 from aiohttp import web
 
 from internal.common import stackdump, waits

@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from internal.common.daemon import EXIT_CONFIG
-
 from internal.common.auth import check_exposure, daemon_tokens, is_loopback, service_token
+from internal.common.daemon import EXIT_CONFIG
 from internal.config import Config, ConfigError
 from tests.helpers import ROOT, with_section
 
