@@ -302,7 +302,7 @@ class Syncer:
         sent = Sender(self.vectord, s.corpus, progress, todo)
         failed = await sent.run(send, s.chunk_chars, s.batch_size, sorted(p.deleted))
         result.embedded_chunks, result.embed_calls = sent.embedded, sent.embed_calls
-        result.embed_seconds, result.transient = sent.embed_seconds, sent.transient
+        result.embed_seconds = sent.embed_seconds
         for page, why in sorted(failed.items()):
             result.errors.append(PageError(page, why))
             log.warning("sync_page_failed", page=page, error=why)

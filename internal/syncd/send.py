@@ -3,8 +3,9 @@ chunks and embeds them), the pages whose files are gone deleted, and each task f
 to its end, its progress told as it goes.
 
 A task the service is still waiting on (embedd down) says so in its `error`; the run waits
-for it up to PATIENCE seconds, then ends saying why (transient: the ticker tries again
-soon, and the task itself goes on in the service).
+for it up to PATIENCE seconds, then fails saying why (503: the ticker tries again soon,
+and the task itself goes on in the service). A write the service refuses (a corpus of a
+model embedd does not serve, a key that may not write) fails the whole run too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Protocol
 
 import aiohttp
 
-from internal.common.errors import LakehouseError, describe
+from internal.common.errors import LakehouseError, Unavailable
 from lakehouse.wire.documents import AddDocuments, DocumentIn, Task
 
 POLL = 0.25  # seconds between two looks at the tasks a run waits for
@@ -60,67 +61,48 @@ class Sender:
         self.embedded = 0
         self.embed_calls = 0
         self.embed_seconds = 0.0
-        self.transient = False  # the stack failed some of it: the ticker tries again soon
 
     async def run(self, docs: Sequence[DocumentIn], chunk_chars: int, batch: int,
                   deleted: Sequence[str]) -> dict[str, str]:
+        """The tasks sent and followed; a write the service refuses or cannot take fails
+        the run (raised; the tasks it took go on in the service)."""
         if self.progress:
             self.progress(0, self.todo)
         tasks: list[tuple[Task, list[str]]] = []
-        try:
-            for part in _parts(docs, batch):
-                req = AddDocuments(documents=list(part), chunk_chars=chunk_chars)
-                tasks.append((await self.store.add_documents(self.corpus, req),
-                              [d.id for d in part]))
-            if deleted:
-                tasks.append((await self.store.delete_documents(self.corpus, list(deleted)),
-                              list(deleted)))
-        except (LakehouseError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            self._stack(exc, [d.id for d in docs] + list(deleted), tasks)
+        for part in _parts(docs, batch):
+            req = AddDocuments(documents=list(part), chunk_chars=chunk_chars)
+            tasks.append((await self.store.add_documents(self.corpus, req),
+                          [d.id for d in part]))
+        if deleted:
+            tasks.append((await self.store.delete_documents(self.corpus, list(deleted)),
+                          list(deleted)))
         await self._follow(tasks)
         return self.failed
 
-    def _stack(self, exc: BaseException, ids: list[str],
-               sent: list[tuple[Task, list[str]]]) -> None:
-        """A write the stack refused or could not take: its pages (those of no task sent)
-        fail with why, and the run is one to try again soon."""
-        taken = {i for _, part in sent for i in part}
-        why = describe(exc)
-        for i in ids:
-            if i not in taken:
-                self.failed.setdefault(i, why)
-        self.transient = self.transient or is_transient(exc)
-
     async def _follow(self, tasks: list[tuple[Task, list[str]]]) -> None:
-        """Each task to its end (or until it has waited on the stack for PATIENCE)."""
-        done: dict[int, Task] = {}
+        """Each task to its end; a task held up by the stack for PATIENCE seconds (or the
+        service not answering) ends the run: Unavailable saying why (the tasks go on)."""
+        now = {t.id: t for t, _ in tasks}
         held_since: float | None = None
-        while len(done) < len(tasks):
-            now: dict[int, Task] = dict(done)
-            for task, _ in tasks:
-                if task.id not in done:
-                    try:
-                        now[task.id] = await self.store.task(task.id)
-                    except (LakehouseError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                        self._stack(exc, [], [])
-                        self._abandon(tasks, done, describe(exc))
-                        return
+        while True:
+            for task_id, t in list(now.items()):
+                if not t.done:
+                    now[task_id] = await self.store.task(task_id)
             self._tell(now.values())
-            done = {i: t for i, t in now.items() if t.done}
+            if all(t.done for t in now.values()):
+                break
             held = [t for t in now.values() if not t.done and t.error]
             if not held:
                 held_since = None
             elif held_since is None:
                 held_since = time.monotonic()
             elif time.monotonic() - held_since > PATIENCE:
-                self.transient = True
-                self._abandon(tasks, done, f"waiting for the service: {held[0].error}")
-                break
-            if len(done) < len(tasks):
-                await asyncio.sleep(POLL)
+                raise Unavailable(f"task {held[0].id} of the service waits: {held[0].error} "
+                                  "(it goes on; the next run sees what it wrote)",
+                                  code="task_waiting")
+            await asyncio.sleep(POLL)
         for task, ids in tasks:
-            if task.id in done:
-                self._ended(done[task.id], ids)
+            self._ended(now[task.id], ids)
 
     def _tell(self, tasks: Iterable[Task]) -> None:
         seen = list(tasks)
@@ -129,13 +111,6 @@ class Sender:
         self.embed_seconds = sum(t.timings.embed_ms for t in seen) / 1000
         if self.progress:
             self.progress(min(self.embedded, self.todo), self.todo)
-
-    def _abandon(self, tasks: list[tuple[Task, list[str]]], done: dict[int, Task],
-                 why: str) -> None:
-        for task, ids in tasks:
-            if task.id not in done:
-                for i in ids:
-                    self.failed.setdefault(i, f"task {task.id}: {why}")
 
     def _ended(self, task: Task, ids: list[str]) -> None:
         for err in task.errors:

@@ -1,9 +1,11 @@
 """The default path scores like the harness.
 
 Part of CISI is ingested twice: through `lakehouse ingest` (the real CLI in a subprocess,
-through a real gateway; corpus language auto, as a user gets by default) and through the
-eval harness (language english). Every judged query must rank alike in both, lexical and
-default hybrid.
+through a real gateway and the stack's document pipeline; corpus language auto, as a user
+gets by default) and through the eval harness (language english). Every judged query must
+rank alike in both, lexical and default hybrid. The subset holds the documents of one
+chunk (at most 2,000 characters): a longer one is cut into sections by the pipeline and
+not by the harness; CLI hits are compared by their document's id.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def _subset(folder: Path, out: Path) -> beir.Dataset:
     full = beir.load(folder, "dev")
     qids = sorted(full.qrels)[:QUERIES]
     wanted = {d for q in qids for d in full.qrels[q]}
-    docs = [d for d in full.docs if d.id in wanted]
-    docs += [d for d in full.docs if d.id not in wanted][:EXTRA_DOCS]
+    short = [d for d in full.docs if len(d.text) <= 2000]
+    docs = [d for d in short if d.id in wanted]
+    docs += [d for d in short if d.id not in wanted][:EXTRA_DOCS]
     (out / "qrels").mkdir(parents=True)
     with (out / "corpus.jsonl").open("w", encoding="utf-8") as fh:
         for d in docs:
@@ -55,11 +58,11 @@ def _subset(folder: Path, out: Path) -> beir.Dataset:
     return beir.load(out, "dev")
 
 
-async def test_cli_ingest_ranks_like_the_harness(base_cfg: Config, vectord_url: str,
+async def test_cli_ingest_ranks_like_the_harness(base_cfg: Config, documents_url: str,
                                                  embedd_url: str, tmp_path: Path) -> None:
     ds = _subset(require_shared("data", "cisi"), tmp_path / "cisi")
-    cfg = with_section(Config(), "gateway", embedd=(embedd_url,), vectord=(vectord_url,),
-                       matrixd=(vectord_url,), syncd=(vectord_url,))
+    cfg = with_section(Config(), "gateway", embedd=(embedd_url,), vectord=(documents_url,),
+                       matrixd=(documents_url,), syncd=(documents_url,))
     gateway = await serve(gateway_app(cfg))
     cli, harness = unique("cli"), unique("harness")
     try:
@@ -71,7 +74,7 @@ async def test_cli_ingest_ranks_like_the_harness(base_cfg: Config, vectord_url: 
         out, err = await proc.communicate()
         assert proc.returncode == 0, (out.decode(), err.decode())
         async with aiohttp.ClientSession() as http:
-            vc = VectordClient(http, vectord_url, timeout=600)
+            vc = VectordClient(http, documents_url, timeout=600)
             ec = EmbedClient(http, embedd_url, timeout=600)
             assert (await vc.get_corpus(cli)).language == "auto"
             report = await ingest(vc, ec, harness, ds.docs)
@@ -83,7 +86,7 @@ async def test_cli_ingest_ranks_like_the_harness(base_cfg: Config, vectord_url: 
                         req = SearchRequest(mode=mode, query_text=text, k=10,
                                             query_vector=vectors[q] if mode == "hybrid" else None)
                         res = await vc.search(corpus, req)
-                        run[q] = [h.id for h in res.hits]
+                        run[q] = [h.document_id or h.id for h in res.hits]
                 assert runs[cli] == runs[harness], mode
                 ndcg = evaluate(runs[cli], ds.qrels)["ndcg@10"]
                 assert ndcg > 0, mode

@@ -1,4 +1,5 @@
-"""Sync test plumbing: a copy of the tldr fixture wiki and a Syncer on real daemons."""
+"""Sync test plumbing: a copy of the tldr fixture wiki and a Syncer on real daemons (a
+vectord that runs the document tasks, on the session's embedd)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 import pytest
 
-from internal.clients.embed import EmbedClient, Embedding
 from internal.clients.vectord import VectordClient
 from internal.syncd.pages import is_ignored, is_page
 from internal.syncd.runner import Syncer, SyncSettings
@@ -24,25 +24,6 @@ TLDR = FIXTURES / "tldr"
 IGNORE = ("_index.md", ".*")
 # Part of the wiki is mapped; the rest (pages, pages.fr, ...) is detected.
 LANGUAGES = {"pages.de": "de", "pages.zh": "simple", "pages.ja": "simple"}
-
-
-class CountingEmbed(EmbedClient):
-    """The real embedd client, recording what it is asked to embed (no model mocking)."""
-
-    def __init__(self, session: aiohttp.ClientSession, base_url: str) -> None:
-        super().__init__(session, base_url)
-        self.texts: list[str] = []
-        self.calls = 0
-
-    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = "document",
-                    model: str | None = None) -> Embedding:
-        self.calls += 1
-        self.texts.extend(texts)
-        return await super().embed(texts, input_type=input_type, model=model)
-
-    def reset(self) -> None:
-        self.texts.clear()
-        self.calls = 0
 
 
 def expected_pages(root: Path, ignore: tuple[str, ...] = IGNORE) -> set[str]:
@@ -83,11 +64,10 @@ def corpus() -> str:
     return f"wiki_{uuid.uuid4().hex[:10]}"
 
 
-def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, embed: EmbedClient,
-                **changes: Any) -> Syncer:
+def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, **changes: Any) -> Syncer:
     settings = SyncSettings(wiki_dir=wiki, corpus=corpus, ignore=IGNORE,
-                            languages=dict(LANGUAGES), batch_size=32, chunk_chars=2000)
-    return Syncer(dataclasses.replace(settings, **changes), vectord, embed)
+                            languages=dict(LANGUAGES), batch_size=100, chunk_chars=2000)
+    return Syncer(dataclasses.replace(settings, **changes), vectord)
 
 
 class LatePort:

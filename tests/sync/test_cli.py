@@ -26,8 +26,8 @@ async def _cli(*args: str) -> tuple[int, str, str]:
 
 async def test_cli_sync_through_the_gateway(
         base_cfg: Config, wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        vectord_url: str, embedd_url: str) -> None:
-    cfg = with_section(base_cfg, "gateway", embedd=(embedd_url,), vectord=(vectord_url,), tokens=())
+        documents_url: str, embedd_url: str) -> None:
+    cfg = with_section(base_cfg, "gateway", embedd=(embedd_url,), vectord=(documents_url,), tokens=())
     gateway = await serve(gateway_app(cfg))
     try:
         url = url_of(gateway)
@@ -38,7 +38,7 @@ async def test_cli_sync_through_the_gateway(
         want = expected_pages(wiki)
         assert result["added"] == len(want) and result["errors"] == []
         assert "chunk" in err  # the tqdm progress bar went to stderr
-        vectord = VectordClient(session, vectord_url)
+        vectord = VectordClient(session, documents_url)
         assert stored_pages(await stored_ids(vectord, corpus)) == want
         assert (await vectord.get_item(corpus, "pages.de/common/7z.md#0")).language == "german"
 

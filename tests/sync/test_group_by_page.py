@@ -27,24 +27,24 @@ def _page(title: str, words: str) -> str:
 
 async def test_group_by_parent_over_a_synced_wiki(tmp_path: Path, corpus: str,
                                                   session: aiohttp.ClientSession,
-                                                  vectord_url: str, embedd_url: str) -> None:
+                                                  documents_url: str, embedd_url: str) -> None:
     wiki = tmp_path / "wiki"
     for rel, words in TOPICS.items():
         (wiki / rel).parent.mkdir(parents=True, exist_ok=True)
         (wiki / rel).write_text(_page(rel, words), encoding="utf-8")
-    vectord = VectordClient(session, vectord_url)
+    vectord = VectordClient(session, documents_url)
     embed = EmbedClient(session, embedd_url)
-    report = await make_syncer(wiki, corpus, vectord, embed, chunk_chars=300).request_run()
+    report = await make_syncer(wiki, corpus, vectord, chunk_chars=300).request_run()
     assert report.errors == []
     q = (await embed.embed(["the printer is stuck"], input_type="query")).vectors[0]
     body = {"corpora": [corpus], "mode": "hybrid", "query_text": "printer", "query_vector": q,
             "k": 8}
-    async with session.post(f"{vectord_url}/v1/vectors/search", json=body) as r:
+    async with session.post(f"{documents_url}/v1/vectors/search", json=body) as r:
         plain = await r.json()
     pages = [h["metadata"]["parent_id"] for h in plain["hits"]]
     assert len(pages) == 8 and len(set(pages)) < len(pages)  # chunks of a page crowd in
     assert all(h["id"].startswith(h["metadata"]["parent_id"] + "#") for h in plain["hits"])
-    async with session.post(f"{vectord_url}/v1/vectors/search",
+    async with session.post(f"{documents_url}/v1/vectors/search",
                             json={**body, "group_by": "parent", "group_size": 3}) as r:
         grouped = await r.json()
     pages = [h["metadata"]["parent_id"] for h in grouped["hits"]]

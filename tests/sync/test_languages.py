@@ -13,7 +13,6 @@ from pathlib import Path
 import aiohttp
 
 from internal.api.vectord import SearchRequest
-from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.syncd.runner import Syncer, SyncSettings
 from tests.sync.conftest import TLDR
@@ -34,11 +33,11 @@ def small_wiki(tmp: Path, pages: dict[str, list[str]]) -> Path:
     return root
 
 
-def syncer(root: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+def syncer(root: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str,
            embedd_url: str, languages: dict[str, str] | None = None) -> Syncer:
     settings = SyncSettings(wiki_dir=root, corpus=corpus, languages=languages or {},
                             batch_size=32)
-    return Syncer(settings, VectordClient(session, vectord_url), EmbedClient(session, embedd_url))
+    return Syncer(settings, VectordClient(session, documents_url))
 
 
 async def languages_of(vectord: VectordClient, corpus: str) -> dict[str, str]:
@@ -55,12 +54,12 @@ async def lexical(vectord: VectordClient, corpus: str, question: str, k: int = 3
 
 
 async def test_english_pages_stay_english_and_are_found_by_a_question_with_stop_words(
-        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str,
         embedd_url: str) -> None:
     root = small_wiki(tmp_path, {"pages/common": ENGLISH})
-    run = await syncer(root, corpus, session, vectord_url, embedd_url).request_run()
+    run = await syncer(root, corpus, session, documents_url, embedd_url).request_run()
     assert run.errors == []
-    vectord = VectordClient(session, vectord_url)
+    vectord = VectordClient(session, documents_url)
     langs = await languages_of(vectord, corpus)
     assert set(langs.values()) == {"english"}, langs
     # "a" (seven times in break.md's examples), "do", "i" and "of" are stop words of the
@@ -71,16 +70,16 @@ async def test_english_pages_stay_english_and_are_found_by_a_question_with_stop_
 
 
 async def test_a_page_told_another_language_does_not_score_on_the_questions_stop_words(
-        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str,
         embedd_url: str) -> None:
     root = small_wiki(tmp_path, {"pages/common": ENGLISH})
     # A page stored as Danish whatever its words: its "a", "do" and "i" are Danish words
     # (not stop words there), yet the question is English, as the corpus is.
     text = (root / "break.md").read_text(encoding="utf-8")
     (root / "break.md").write_text("---\nlanguage: da\n---\n" + text, encoding="utf-8")
-    run = await syncer(root, corpus, session, vectord_url, embedd_url).request_run()
+    run = await syncer(root, corpus, session, documents_url, embedd_url).request_run()
     assert run.errors == []
-    vectord = VectordClient(session, vectord_url)
+    vectord = VectordClient(session, documents_url)
     assert (await languages_of(vectord, corpus))["break.md"] == "danish"
     got = await lexical(vectord, corpus, "how do I show the disk usage of a directory", k=5)
     assert got[0] == "du.md" and "break.md" not in got, got
@@ -89,15 +88,15 @@ async def test_a_page_told_another_language_does_not_score_on_the_questions_stop
 
 
 async def test_the_synced_folder_itself_takes_a_language(
-        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str,
         embedd_url: str) -> None:
     root = small_wiki(tmp_path, {"pages/common": ENGLISH[:6]})
-    first = await syncer(root, corpus, session, vectord_url, embedd_url).request_run()
+    first = await syncer(root, corpus, session, documents_url, embedd_url).request_run()
     assert first.errors == [] and first.added == 6
-    vectord = VectordClient(session, vectord_url)
+    vectord = VectordClient(session, documents_url)
     # "." names the synced folder itself; so does its own name ("wiki" here).
     for key, want in ((".", "german"), ("wiki", "french"), ("", "english")):
-        run = await syncer(root, corpus, session, vectord_url, embedd_url,
+        run = await syncer(root, corpus, session, documents_url, embedd_url,
                            {key: want}).request_run()
         assert run.errors == [] and run.updated == 6, (key, run)
         assert set((await languages_of(vectord, corpus)).values()) == {want}, key
@@ -105,24 +104,24 @@ async def test_the_synced_folder_itself_takes_a_language(
 
 
 async def test_a_language_map_that_matches_no_page_is_a_warning(
-        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str,
         embedd_url: str) -> None:
     root = small_wiki(tmp_path, {"pages/common": ENGLISH[:3]})
-    run = await syncer(root, corpus, session, vectord_url, embedd_url,
+    run = await syncer(root, corpus, session, documents_url, embedd_url,
                        {"pages.de": "de", ".": "en"}).request_run()
     assert run.errors == [] and run.added == 3
     assert run.warnings == ["languages: folder 'pages.de' matches no page"]
 
 
 async def test_chinese_and_japanese_words_are_found_inside_sentences(
-        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, vectord_url: str,
+        tmp_path: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str,
         embedd_url: str) -> None:
     root = tmp_path / "wiki"
     shutil.copytree(TLDR / "pages.zh", root / "pages.zh")
     shutil.copytree(TLDR / "pages.ja", root / "pages.ja")
-    run = await syncer(root, corpus, session, vectord_url, embedd_url).request_run()
+    run = await syncer(root, corpus, session, documents_url, embedd_url).request_run()
     assert run.errors == []
-    vectord = VectordClient(session, vectord_url)
+    vectord = VectordClient(session, documents_url)
     langs = await languages_of(vectord, corpus)
     assert {p: lang for p, lang in langs.items() if p.startswith("pages.zh/")} == {
         p: "chinese" for p in langs if p.startswith("pages.zh/")}

@@ -133,17 +133,22 @@ async def add_documents(request: web.Request) -> web.Response:
 
 
 async def _fits_model(request: web.Request, corpus: Corpus, req: AddDocuments) -> None:
-    """A corpus made for vectors of its caller (no model) must have the embedder's
-    dimension for documents the service embeds: a 409 now, not a failed task later."""
-    if corpus.model or all(d.vector is not None for d in req.documents):
-        return
+    """Documents the service embeds need a corpus of a model embedd serves, or one of no
+    model with the embedder's dimension: a 409 now, not a failed task later. (embedd
+    not answering: the task waits for it, and says so then.)"""
     embed = request.app[RUNNER].embed
-    if embed is None:
+    if embed is None or all(d.vector is not None for d in req.documents):
         return
     try:
-        model, dim = await embed.default_model()
+        listing = await embed.models()
+        model, dim = (corpus.model, corpus.dim) if corpus.model else await embed.default_model()
     except LakehouseError:
-        return  # embedd down: the task waits for it, and says so then
+        return
+    served = sorted(m.id for m in listing.models)
+    if corpus.model and corpus.model not in served:
+        raise Conflict(f"corpus {corpus.name!r} holds vectors of model {corpus.model!r}, which "
+                       f"embedd does not serve (it serves {', '.join(served)})",
+                       code="model_mismatch")
     if dim != corpus.dim:
         raise Conflict(f"corpus {corpus.name!r} holds {corpus.dim}-dimensional vectors of no "
                        f"model; the embedder's model {model!r} makes {dim}: write documents "
