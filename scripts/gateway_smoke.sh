@@ -26,7 +26,7 @@ req GET /openapi.json
 check "openapi lists the matrix search with its request schema" '.paths["/v1/matrix/search"].post.requestBody != null'
 req GET /v1/vectors/corpora/no_such_corpus_$$
 expect_status 404 "a daemon's 404 passes through"
-check "error body shape" '.error.code == "not_found" and (.request_id | length > 0)'
+check "error body shape" '.error.code == "corpus_not_found" and (.request_id | length > 0)'
 req GET /v1/nowhere
 expect_status 404 "unknown route"
 
@@ -38,16 +38,16 @@ cat >"$SMOKE_TMP/docs.jsonl" <<'JSONL'
 JSONL
 out=$(cd "$ROOT" && LAKEHOUSE_URL=$BASE "${LH[@]}" ingest "$SMOKE_TMP/docs.jsonl" --corpus "$corpus" --quiet)
 BODY="{\"line\": $(printf '%s' "$out" | jq -Rs .)}"
-check "ingest stores 3 documents" ".line | test(\"3 documents: 3 upserted, .*0 failed; 3 items in corpus\")"
+check "ingest stores 3 documents" ".line | test(\"3 documents: 3 written \\\\(3 chunks\\\\), 0 unchanged, 0 failed\")"
 out=$(cd "$ROOT" && LAKEHOUSE_URL=$BASE "${LH[@]}" ingest "$SMOKE_TMP/docs.jsonl" --corpus "$corpus" --quiet)
 BODY="{\"line\": $(printf '%s' "$out" | jq -Rs .)}"
-check "a rerun skips unchanged documents" ".line | test(\"0 upserted, 3 unchanged\")"
+check "a rerun skips unchanged documents" ".line | test(\"0 written \\\\(0 chunks\\\\), 3 unchanged\")"
 out=$(cd "$ROOT" && LAKEHOUSE_URL=$BASE "${LH[@]}" search "which database does vector search" --corpora "$corpus" --k 2)
 BODY="{\"table\": $(printf '%s' "$out" | jq -Rs .)}"
-check "search prints the corpus and the best hit" ".table | test(\"$corpus +pg \")"
+check "search prints the corpus and the best hit" ".table | test(\"$corpus +pg#0 \")"
 out=$(cd "$ROOT" && LAKEHOUSE_URL=$BASE "${LH[@]}" corpora)
 BODY="{\"table\": $(printf '%s' "$out" | jq -Rs .)}"
-check "corpora lists it" ".table | test(\"$corpus +3 \")"
+check "corpora lists it: 3 documents, 3 items" ".table | test(\"$corpus +3 +3 \")"
 req DELETE "/v1/vectors/corpora/$corpus"
 expect_status 200 "cleanup"
 metrics=$(curl -fsS "$BASE/metrics")

@@ -14,7 +14,7 @@ matrix_stack_up() {
   VBASE="http://127.0.0.1:$vport"; EBASE="http://127.0.0.1:$eport"
   BASE="http://127.0.0.1:$mport"
   if [ -z "${1:-}" ]; then
-    start_daemon vectord LAKEHOUSE_VECTORD_PORT="$vport" \
+    start_daemon vectord LAKEHOUSE_VECTORD_PORT="$vport" LAKEHOUSE_VECTORD_EMBEDD_URL="$EBASE" \
       LAKEHOUSE_VECTORD_DATA_DIR="${LAKEHOUSE_VECTORD_DATA_DIR:-$SMOKE_TMP/pg}"
     start_daemon embedd LAKEHOUSE_EMBEDD_PORT="$eport"
   fi

@@ -115,7 +115,7 @@ grep -q "strategy keyword" <<<"$out" && grep -q "d5" <<<"$out" \
 N="smoke_norm_$SUFFIX"
 printf '%s\n' '{"_id": "t1", "text": "I went to a LGBTQ support group yesterday", "metadata": {"speaker": "Caroline", "date": "2023-05-08"}}' >"$SMOKE_TMP/talk.jsonl"
 "${LH[@]}" ingest "$SMOKE_TMP/talk.jsonl" --corpus "$N" --normalize --quiet --url "$BASE" >/dev/null
-at "$VBASE" GET "/v1/vectors/corpora/$N/items/t1"
+at "$VBASE" GET "/v1/vectors/corpora/$N/items/t1%230"
 check "ingest --normalize stores the normalised text" '.text == "Caroline went to a LGBTQ support group on 7 May 2023" and .metadata.original == "I went to a LGBTQ support group yesterday" and .metadata.dates == ["2023-05-07"]'
 out=$("${LH[@]}" ingest "$SMOKE_TMP/talk.jsonl" --corpus "$N" --normalize --quiet --url "$BASE")
 grep -q "1 unchanged" <<<"$out" \
@@ -128,12 +128,12 @@ W="smoke_ctx_$SUFFIX"
   printf '%s\n' '{"_id": "s3", "text": "New session, new topic.", "metadata": {"speaker": "John", "date": "2023-06-01", "session": 2}}'
 } >"$SMOKE_TMP/ctx.jsonl"
 "${LH[@]}" ingest "$SMOKE_TMP/ctx.jsonl" --corpus "$W" --normalize --quiet --url "$BASE" >/dev/null
-at "$VBASE" GET "/v1/vectors/corpora/$W/items/s2"
+at "$VBASE" GET "/v1/vectors/corpora/$W/items/s2%230"
 check "ingest --normalize indexes a turn with the turns around it in its session" '.text == "A beginner class: poses and breathing.\nWhat kind of yoga is it?" and .metadata.original == "A beginner class: poses and breathing." and .metadata.context_window == "2:1"'
-at "$VBASE" GET "/v1/vectors/corpora/$W/items/s3"
+at "$VBASE" GET "/v1/vectors/corpora/$W/items/s3%230"
 check "ingest --normalize: no context from another session" '.text == "New session, new topic."'
 "${LH[@]}" ingest "$SMOKE_TMP/ctx.jsonl" --corpus "$W" --normalize --context 0:0 --quiet --url "$BASE" >/dev/null
-at "$VBASE" GET "/v1/vectors/corpora/$W/items/s2"
+at "$VBASE" GET "/v1/vectors/corpora/$W/items/s2%230"
 check "ingest --normalize --context 0:0 indexes the turn alone" '.text == "A beginner class: poses and breathing."'
 
 drop_corpus "$C"; drop_corpus "$N"; drop_corpus "$W"

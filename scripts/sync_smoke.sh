@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # syncd smoke: POST /v1/sync/run and GET /v1/sync/status over a small copy of the tldr
 # fixture wiki (add, no-change rerun, edit + delete), an unconfigured syncd (503), and a
-# missing wiki_dir (exit 1 at start-up).
+# missing wiki_dir (one line and exit 78 at start-up: a configuration error).
 #
 # It always starts its own syncd (its own temp wiki, a unique corpus), so it needs nothing
 # from smoke_all.sh. With $LAKEHOUSE_URL set, that syncd uses the stack's vectord and
@@ -16,6 +16,7 @@ if [ -n "${LAKEHOUSE_URL:-}" ]; then
 else
   VPORT=$(free_port); EPORT=$(free_port)
   start_daemon vectord LAKEHOUSE_VECTORD_PORT="$VPORT" \
+    LAKEHOUSE_VECTORD_EMBEDD_URL="http://127.0.0.1:$EPORT" \
     LAKEHOUSE_VECTORD_DATA_DIR="${LAKEHOUSE_VECTORD_DATA_DIR:-$SMOKE_TMP/pg}"
   start_daemon embedd LAKEHOUSE_EMBEDD_PORT="$EPORT"
   VECTORD_URL="http://127.0.0.1:$VPORT"
@@ -97,14 +98,15 @@ if [ -n "$UPSTREAM" ]; then
   fi
 fi
 
-# A wiki_dir that does not exist stops start-up with exit code 1 and the reason.
+# A wiki_dir that does not exist stops start-up with one line naming it, exit code 78.
 set +e
 LAKEHOUSE_SYNC_PORT=$(free_port) LAKEHOUSE_SYNC_WIKI_DIR="$SMOKE_TMP/no-such-wiki" \
   "$PY" -m internal.syncd.server >"$SMOKE_TMP/bad.log" 2>&1
 code=$?
 set -e
-if [ "$code" = 1 ] && grep -q "sync.wiki_dir" "$SMOKE_TMP/bad.log"; then
-  PASSES=$((PASSES + 1)); echo "ok   missing wiki_dir: exit 1 naming sync.wiki_dir"
+if [ "$code" = 78 ] && [ "$(wc -l <"$SMOKE_TMP/bad.log")" = 1 ] \
+    && grep -q "^config error: sync.wiki_dir: '$SMOKE_TMP/no-such-wiki'" "$SMOKE_TMP/bad.log"; then
+  PASSES=$((PASSES + 1)); echo "ok   missing wiki_dir: one line naming sync.wiki_dir, exit 78"
 else
   echo "FAIL missing wiki_dir: exit $code" >&2; cat "$SMOKE_TMP/bad.log" >&2; exit 1
 fi

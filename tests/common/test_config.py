@@ -81,3 +81,19 @@ def test_daemon_exits_on_bad_config_with_one_line(tmp_path: Path, module: str) -
     assert out.returncode == EXIT_CONFIG
     # One line, nothing logged before it (no config dump).
     assert out.stderr.strip() == "config error: vectord.hnsw_mm: unknown key" and not out.stdout
+
+
+def test_a_relative_path_is_taken_from_where_it_was_given(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment variable's relative path from the folder the command runs in (as a
+    shell reads `LAKEHOUSE_SYNC_WIKI_DIR=docs/examples/wiki bash scripts/run.sh`), the
+    config file's from the file's folder, wherever that file is."""
+    conf = tmp_path / "etc"
+    conf.mkdir()
+    path = _write(conf, '[sync]\nwiki_dir = "pages"\n[vectord]\ndata_dir = "pg"\n')
+    monkeypatch.chdir(ROOT)
+    from_file = load(path, env={})
+    assert from_file.sync.wiki_dir == str(conf / "pages")
+    assert from_file.vectord.data_dir == str(conf / "pg")
+    from_env = load(path, env={"LAKEHOUSE_SYNC_WIKI_DIR": "docs/examples/wiki"})
+    assert from_env.sync.wiki_dir == str(ROOT / "docs" / "examples" / "wiki")

@@ -110,6 +110,44 @@ async def test_postmaster_killed_under_load_503_then_recovers(stack: upstack.Sta
     assert result.acked - stored == set()
 
 
+async def test_a_document_task_survives_postgres_killed(stack: upstack.Stack) -> None:
+    """A task acknowledged (202) is in PostgreSQL: the postmaster killed while it runs, the
+    task waits (its `error` says why), resumes once the server is back, and ends with every
+    document in."""
+    corpus = f"tasks_{uuid.uuid4().hex[:8]}"
+    docs = [{"id": f"page-{i}", "text": f"# Page {i}\n\nNotes on ferry number {i}."}
+            for i in range(600)]
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{stack.url}/v1/corpora/{corpus}/documents",
+                             json={"documents": docs}) as r:
+            assert r.status == 202, await r.text()
+            task = await r.json()
+        url = f"{stack.url}/v1/tasks/{task['id']}"
+
+        async def now() -> dict[str, object]:
+            async with http.get(url) as r:
+                return dict(await r.json()) if r.status == 200 else {"state": f"http {r.status}"}
+
+        for _ in range(2400):  # until it runs
+            if (await now()).get("state") != "enqueued":
+                break
+            await asyncio.sleep(0.05)
+        pg = postmaster_pid(stack.tmp / "pg")
+        assert pg is not None
+        os.kill(pg, signal.SIGKILL)
+        deadline = time.monotonic() + 300
+        done: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            done = await now()
+            if done.get("state") in ("succeeded", "failed"):
+                break
+            await asyncio.sleep(0.2)
+        assert done.get("state") == "succeeded", done
+        async with http.get(f"{stack.url}/v1/vectors/corpora/{corpus}") as r:
+            info = await r.json()
+    assert (info["documents"], info["count"]) == (600, 600)
+
+
 async def test_one_sigterm_under_load_stops_everything(stack: upstack.Stack) -> None:
     base = stack.url
     corpus = await _corpus(base)

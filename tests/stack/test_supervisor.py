@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+from pathlib import Path
 
+import aiohttp
 import psutil
 import structlog.testing
 
@@ -84,3 +87,37 @@ async def test_a_daemon_that_hangs_on_stop_is_named_and_killed_after_the_grace()
     assert [e["daemons"] for e in killed] == [["stuck"]]
     pids = set().union(*(c.pids for c in sup.children.values()))
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+async def test_a_config_error_is_said_once_not_restarted_and_served_by_a_stand_in(
+        tmp_path: Path) -> None:
+    """A daemon stopped on its configuration: one line naming the setting, no restart; a
+    stand-in on its port answers every request with the reason; the gateway, whose only
+    part not ready is that daemon, counts as up."""
+    why = "sync.wiki_dir: '/srv/wiki' does not exist or is not a directory"
+    syncd = _fake("syncd", FAKE_CONFIG_ERROR=why)
+    gateway = _fake("gateway", FAKE_COMPONENTS=json.dumps(
+        {"vectord": {"status": "ok"}, "syncd": {"status": "not_ready"}}))
+    events: list[tuple[str, str]] = []
+    sup = Supervisor([syncd, gateway], log_dir=tmp_path, backoff=Backoff(first=0.1),
+                     on_event=lambda e, c: events.append((e, c.spec.name)))
+    with structlog.testing.capture_logs() as logs:
+        await sup.start()
+        try:
+            assert await sup.wait_ready(60) == []
+            await asyncio.sleep(1.0)  # a restart would have come by now
+            assert sup.failed() == {"syncd": f"config error: {why}"}
+            assert sup.children["syncd"].restarts == 0
+            assert ("failed", "syncd") in events and ("ready", "gateway") in events
+            async with aiohttp.ClientSession() as http:
+                async with http.get(f"{syncd.url}/readyz") as r:
+                    assert r.status == 503
+                    assert (await r.json())["error"] == f"syncd is stopped: config error: {why}"
+                async with http.get(f"{syncd.url}/v1/sync/status") as r:
+                    body = await r.json()
+                assert r.status == 503 and body["error"]["code"] == "config_error"
+                assert why in body["error"]["message"]
+        finally:
+            await sup.stop()
+    said = [e for e in logs if e.get("daemon") == "syncd" and e["log_level"] != "info"]
+    assert [e["event"] for e in said] == ["daemon_config_error"]

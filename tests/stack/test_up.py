@@ -164,6 +164,42 @@ def test_killed_daemon_503_then_restarted(stack: Stack) -> None:
     assert '"daemon_restarted"' in (stack.tmp / "up.log").read_text()
 
 
+def _task(url: str, task_id: int) -> dict[str, Any]:
+    status, body = call(f"{url}/v1/tasks/{task_id}")
+    assert status == 200, body
+    return dict(body)
+
+
+def test_a_document_task_survives_its_vectord_killed(stack: Stack) -> None:
+    """Acknowledged (202) means persisted: vectord killed while the task runs, the
+    supervisor restarts it, and the task resumes after what it had done and ends with
+    every document in."""
+    corpus = f"tasks_{uuid.uuid4().hex[:8]}"
+    docs = [{"id": f"page-{i}", "text": f"# Page {i}\n\nNotes on ferry number {i}, its pier "
+             f"and its timetable.\n\n## Crew\n\nThe crew of ferry {i}."} for i in range(600)]
+    status, task = call(f"{stack.url}/v1/corpora/{corpus}/documents", {"documents": docs})
+    assert status == 202 and task["state"] in ("enqueued", "processing"), task
+    deadline = time.monotonic() + 120
+    while _task(stack.url, task["id"])["counts"]["added"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = stack.daemon_pid("vectord")
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 300
+    done: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(urllib.error.URLError, ValueError):
+            status, body = call(f"{stack.url}/v1/tasks/{task['id']}")
+            if status == 200 and body["state"] in ("succeeded", "failed"):
+                done = body
+                break
+        time.sleep(0.2)
+    assert done.get("state") == "succeeded", done
+    assert stack.daemon_pid("vectord") != pid
+    assert done["counts"]["added"] + done["counts"]["unchanged"] == 600
+    status, info = call(f"{stack.url}/v1/vectors/corpora/{corpus}")
+    assert (info["documents"], info["count"]) == (600, 1200)
+
+
 def test_sigterm_leaves_no_process_behind(stack: Stack) -> None:
     up = psutil.Process(stack.proc.pid)
     family = {p.pid for p in up.children(recursive=True)}

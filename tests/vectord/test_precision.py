@@ -284,3 +284,40 @@ async def test_a_database_from_before_precisions_keeps_working_and_converts(
             {k: v for k, v in before.items() if k != "distances"}
     finally:
         await server.close()
+
+
+async def test_numbers_beyond_float16_are_a_400_or_scaled_where_the_metric_allows(
+        vectord_url: str, http: aiohttp.ClientSession) -> None:
+    """float16 ends at 65504. A cosine corpus's vector is scaled first (its direction is
+    all a cosine distance reads); an l2 or ip corpus's is refused, naming the item, the
+    number and the limit; a float32 corpus holds it. Never a 500, nothing written."""
+    big = [3e38] + [1.0] * (DIM - 1)
+    out: dict[str, tuple[int, Any]] = {}
+    for metric in ("cosine", "l2", "ip"):
+        for precision in PRECISIONS:
+            name = await corpus(http, vectord_url, precision, 0, metric=metric)
+            status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {
+                "items": [{"id": "ok", "vector": unit(DIM, 1), "text": "a note"},
+                          {"id": "big", "vector": big, "text": "a large vector"}]})
+            search = await call(http, "POST", f"{vectord_url}{C}/{name}/search",
+                                {"query_vector": big, "k": 2})
+            out[f"{metric}/{precision}"] = (status, body)
+            status_ids, ids = await call(http, "GET", f"{vectord_url}{C}/{name}/ids")
+            if status == 400:
+                assert body["error"]["field"] == "items[1].vector", body
+                assert "items[1].vector[0]: 3e+38 is beyond float16's range (±65504)" in \
+                    body["error"]["message"]
+                assert ids["items"] == []  # the whole batch refused
+                assert search[0] == 400 and search[1]["error"]["field"] == "query_vector"
+            else:
+                assert status == 200, (metric, precision, body)
+                assert {r["id"] for r in ids["items"]} == {"ok", "big"}
+                assert search[0] == 200, search
+            if (metric, precision) == ("cosine", "float16"):
+                status, item = await call(
+                    http, "GET", f"{vectord_url}{C}/{name}/items/big?include=vector")
+                v = np.asarray(item["vector"])
+                assert v[0] == 1.0 and np.isclose(v[1], 1.0 / 3e38, atol=1e-3)
+    assert {k: v[0] for k, v in out.items()} == {
+        "cosine/float16": 200, "cosine/float32": 200, "l2/float16": 400, "l2/float32": 200,
+        "ip/float16": 400, "ip/float32": 200}
