@@ -7,22 +7,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from internal.cli.connect import add_url_arg, run_command
-from internal.cli.ingest_input import normalized, read_jsonl, window_arg
+from internal.cli.ingest_input import (
+    as_document,
+    normalized,
+    plan_ingest,
+    read_jsonl,
+    window_arg,
+)
+from internal.cli.output import describe_error
 from internal.understanding import context
 
 if TYPE_CHECKING:  # loaded by the command that runs
     from internal.cli.progress import Progress
-    from internal.ingest import Doc
     from lakehouse import AsyncClient
     from lakehouse.wire.documents import DocumentIn, Task
 
 POLL = 0.5  # seconds between two looks at the tasks
+_NAMED = re.compile(r"^documents\[(\d+)\]")  # the document a refusal names
 
 
 def _notice(message: str) -> None:
@@ -32,13 +41,6 @@ def _notice(message: str) -> None:
 def _ids(ids: list[str], limit: int = 20) -> str:
     shown = ", ".join(ids[:limit])
     return shown + (f", ... ({len(ids) - limit} more)" if len(ids) > limit else "")
-
-
-def _document(doc: Doc) -> DocumentIn:
-    from lakehouse.wire.documents import DocumentIn
-
-    return DocumentIn(id=doc.id, text=doc.text, title=doc.title, tags=list(doc.tags or []),
-                      metadata=doc.metadata, language=doc.language)
 
 
 async def _stored(client: AsyncClient, corpus: str) -> dict[str, str]:
@@ -81,6 +83,28 @@ async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
+async def _send(client: AsyncClient, args: argparse.Namespace, part: list[DocumentIn],
+                refused: dict[str, Exception]) -> list[Task]:
+    """One batch as a task; a document the stack refuses (a 400 naming `documents[i]`)
+    is set aside with why, and the rest sent again."""
+    from internal.ingest import retrying
+    from lakehouse.errors import InvalidArgument
+
+    while part:
+        try:
+            return await retrying(partial(client.add_documents, args.corpus, part,
+                                          chunking=args.chunking, chunk_chars=args.chunk_chars),
+                                  "sending", 3, _notice)
+        except InvalidArgument as exc:
+            m = _NAMED.match(exc.field or "")
+            if m is None or int(m.group(1)) >= len(part):
+                raise
+            bad = part[int(m.group(1))]
+            refused[bad.id] = exc
+            part = [d for d in part if d is not bad]
+    return []
+
+
 def _ingest(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.exists():
@@ -89,7 +113,6 @@ def _ingest(args: argparse.Namespace) -> int:
 
     from internal.cli import progress as progress_bar
     from internal.ingest import retrying
-    from lakehouse.wire.documents import document_hash
 
     async def work(client: AsyncClient) -> int:
         docs = read_jsonl(path)
@@ -97,44 +120,66 @@ def _ingest(args: argparse.Namespace) -> int:
         if args.normalize:
             docs = await normalized(client, docs, args.context, args.thread)
         stored = await retrying(partial(_stored, client, args.corpus), "listing", 3, _notice)
-        todo = [d for d in map(_document, docs)
-                if stored.get(d.id) != document_hash(d, args.chunking, args.chunk_chars)]
-        unchanged = len(docs) - len(todo)
-        bar = progress_bar.bar(len(docs), initial=unchanged, unit="doc", desc=args.corpus,
-                               disable=args.quiet)
+        plan = plan_ingest([as_document(d) for d in docs], stored, args.chunking,
+                           args.chunk_chars)
+        empty = [d.id for d in plan.empty]
+        if empty:
+            print(f"skipped {len(empty)} documents with no title and no text: {_ids(empty)}",
+                  file=sys.stderr)
+        todo = plan.todo
+        bar = progress_bar.bar(len(docs), initial=len(docs) - len(todo), unit="doc",
+                               desc=args.corpus, disable=args.quiet)
         tasks: list[Task] = []
+        refused: dict[str, Exception] = {}
         try:
             for start in range(0, len(todo), args.batch):
-                part = todo[start:start + args.batch]
-                tasks += await retrying(partial(
-                    client.add_documents, args.corpus, part, chunking=args.chunking,
-                    chunk_chars=args.chunk_chars), "sending", 3, _notice)
+                tasks += await _send(client, args, todo[start:start + args.batch], refused)
+            bar.update(len(refused))
             ended = await _follow(client, tasks, bar)
         finally:
             bar.close()
-        return _report(args, docs, unchanged, ended)
+        corpus = await retrying(partial(client.get_corpus, args.corpus), "count", 3, _notice)
+        return _report(args, Outcome(len(docs), len(empty), refused, ended,
+                                     corpus.documents or 0, corpus.count))
 
     # 503s and 504s are retried by `retrying` (saying so), 429s waited out by the client.
     return run_command(args, work, timeout=args.timeout, retries=0)
 
 
-def _report(args: argparse.Namespace, docs: list[Doc], unchanged: int,
-            tasks: list[Task]) -> int:
-    failed = [e for t in tasks for e in t.errors]
+@dataclass
+class Outcome:
+    """What an ingest did: documents read, skipped (nothing to store), refused when sent,
+    the tasks as they ended, and the corpus's documents and items after."""
+
+    read: int
+    empty: int
+    refused: dict[str, Exception]
+    tasks: list[Task]
+    documents: int
+    items: int
+
+
+def _report(args: argparse.Namespace, out: Outcome) -> int:
+    for doc_id, why in out.refused.items():
+        print(f"failed: document {doc_id!r}: {describe_error(why)}", file=sys.stderr)
+    failed = [e for t in out.tasks for e in t.errors]
     for e in failed:
         print(f"failed: document {e.document_id!r}: {e.code}: {e.message}", file=sys.stderr)
-    stopped = [t for t in tasks if t.state == "failed" and t.error]
+    stopped = [t for t in out.tasks if t.state == "failed" and t.error]
     for t in stopped:
         print(f"error: {args.corpus}: task {t.id}: {t.error}", file=sys.stderr)
-    c = [t.counts for t in tasks]
+    c = [t.counts for t in out.tasks]
     written = sum(x.added + x.updated for x in c)
-    unchanged += sum(x.unchanged for x in c)
-    print(f"{args.corpus}: {len(docs)} documents: {written} written "
-          f"({sum(x.chunks for x in c)} chunks), {unchanged} unchanged, "
-          f"{sum(x.failed for x in c)} failed")
-    if failed:
-        print(f"failed documents: {_ids([e.document_id for e in failed])}", file=sys.stderr)
-    return 1 if failed or stopped else 0
+    sent = sum(x.received for x in c)
+    unchanged = out.read - out.empty - len(out.refused) - sent + sum(x.unchanged for x in c)
+    n_failed = len(out.refused) + sum(x.failed for x in c)
+    print(f"{args.corpus}: {out.read} documents: {written} written "
+          f"({sum(x.chunks for x in c)} chunks), {unchanged} unchanged, {out.empty} skipped "
+          f"(no text), {n_failed} failed; {out.documents} documents, {out.items} items in corpus")
+    names = [*out.refused, *(e.document_id for e in failed)]
+    if names:
+        print(f"failed documents: {_ids(names)}", file=sys.stderr)
+    return 1 if names or stopped else 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

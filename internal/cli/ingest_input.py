@@ -17,6 +17,7 @@ from internal.understanding import context
 if TYPE_CHECKING:  # loaded by the command that runs
     from internal.ingest import Doc
     from lakehouse import AsyncClient
+    from lakehouse.wire.documents import Chunking, DocumentIn
 
 
 class InputError(Exception):
@@ -63,17 +64,35 @@ def read_jsonl(path: Path) -> list[Doc]:
 
 @dataclass
 class IngestPlan:
-    todo: list[Doc] = field(default_factory=list)
+    todo: list[DocumentIn] = field(default_factory=list)
     unchanged: int = 0
-    empty: list[Doc] = field(default_factory=list)  # no title and no text: nothing to embed
+    empty: list[DocumentIn] = field(default_factory=list)  # no title and no text: nothing to store
 
 
-def plan_ingest(docs: list[Doc], stored: dict[str, str]) -> IngestPlan:
-    """Docs that are new or whose stored content hash differs (ingest.changed)."""
-    from internal.ingest import changed
+def as_document(doc: Doc) -> DocumentIn:
+    """A line of the file as the document the stack is sent."""
+    from lakehouse.wire.documents import DocumentIn
 
-    todo, empty, unchanged = changed(docs, stored)
-    return IngestPlan(todo, unchanged, empty)
+    return DocumentIn(id=doc.id, text=doc.text, title=doc.title, tags=list(doc.tags or []),
+                      metadata=doc.metadata, language=doc.language)
+
+
+def plan_ingest(docs: list[DocumentIn], stored: dict[str, str], chunking: Chunking = "sections",
+                chunk_chars: int = 2000) -> IngestPlan:
+    """The documents new or whose stored content hash (the corpus's documents listing)
+    differs; those with nothing to store; how many are stored as they are."""
+    from internal.ingest.documents import blank
+    from lakehouse.wire.documents import document_hash
+
+    plan = IngestPlan()
+    for d in docs:
+        if blank(d):
+            plan.empty.append(d)
+        elif stored.get(d.id) == document_hash(d, chunking, chunk_chars):
+            plan.unchanged += 1
+        else:
+            plan.todo.append(d)
+    return plan
 
 
 def _notice(message: str) -> None:

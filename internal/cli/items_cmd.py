@@ -130,10 +130,16 @@ def _delete(args: argparse.Namespace) -> int:
     ids = _ids_of(args)
 
     async def work(client: AsyncClient) -> int:
-        deleted = await client.delete_items(args.corpus, ids)
-        missing = len(set(ids)) - deleted
-        print(f"deleted {deleted} of {len(set(ids))} items from {args.corpus!r}"
-              + (f" ({missing} not there)" if missing else ""))
+        # Documents first (each with all its chunks), then what is left: items by id.
+        task = await client.delete_documents(args.corpus, ids, wait=True)
+        items = await client.delete_items(args.corpus, ids)
+        asked = len(set(ids))
+        docs = task.counts.deleted
+        missing = asked - docs - items
+        said = [f"{items} items"] if not docs else [
+            f"{docs} documents ({task.counts.stale} chunks)", f"{items} items"]
+        print(f"deleted {' and '.join(said)} of the {asked} ids given from {args.corpus!r}"
+              + (f" ({missing} not there)" if missing > 0 else ""))
         return 0
 
     if not ids:
@@ -222,7 +228,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(pg)
     pg.set_defaults(func=_get)
 
-    pd = isub.add_parser("delete", help="delete items by id")
+    pd = isub.add_parser("delete", help="delete items, or documents with their chunks, by id")
     pd.add_argument("corpus")
     pd.add_argument("ids", nargs="+", metavar="ID", help="ids, or - to read them from stdin")
     add_url_arg(pd)

@@ -53,7 +53,8 @@ async def create_corpus(request: web.Request) -> web.Response:
         body.precision or store.cfg.precision)
     log.info("corpus_created", corpus=corpus.name, dim=corpus.dim, metric=corpus.metric,
              precision=corpus.precision)
-    return await after_write(request, json_response(corpus.public(0), status=201))
+    return await after_write(request, json_response(corpus.public(0, documents=0, languages={}),
+                                                    status=201))
 
 
 async def list_corpora(request: web.Request) -> web.Response:

@@ -1,7 +1,8 @@
 """One real stack (`lakehouse up`, auth on, the example wiki to sync) for tests/client.
 
-It holds the README's example corpora, `handbook` and `tickets` (docs/examples), stored
-through the client's own text upsert, embedded by the stack's real model.
+It holds the README's example corpora, `handbook` and `tickets` (docs/examples), added as
+documents (as `lakehouse ingest` adds them: a chunk per section, `<id>#0` for these short
+ones), chunked and embedded by the stack with its real model.
 
 Every answer the client decodes in these tests is also checked field by field against
 its struct in lakehouse.wire.responses (clients/python): a field the daemons send that the struct lacks
@@ -25,6 +26,7 @@ import pytest
 
 import lakehouse
 from lakehouse import _transport
+from lakehouse.wire.documents import DocumentIn
 from tests.helpers import ROOT
 from tests.stack import upstack
 from tests.stack.ports import free_port
@@ -62,12 +64,12 @@ class Live:
     token: str
 
 
-def example_items(corpus: str) -> list[lakehouse.Item]:
-    """docs/examples/<corpus>.jsonl as items (`_id` is the id)."""
+def example_documents(corpus: str) -> list[DocumentIn]:
+    """docs/examples/<corpus>.jsonl as documents (`_id` is the id)."""
     lines = (EXAMPLES / f"{corpus}.jsonl").read_text(encoding="utf-8").splitlines()
     docs = [json.loads(line) for line in lines if line.strip()]
-    return [lakehouse.Item(id=d["_id"], text=d["text"], title=d.get("title"),
-                           tags=d.get("tags", []), metadata=d.get("metadata", {}))
+    return [DocumentIn(id=d["_id"], text=d["text"], title=d.get("title"),
+                       tags=d.get("tags", []), metadata=d.get("metadata", {}))
             for d in docs]
 
 
@@ -84,7 +86,8 @@ def live() -> Iterator[Live]:
         with lakehouse.Client(stack.url, token) as client:
             for corpus in CORPORA:
                 client.create_corpus(corpus)
-                client.upsert(corpus, example_items(corpus))
+                [task] = client.add_documents(corpus, example_documents(corpus), wait=True)
+                assert task.state == "succeeded", task
         yield Live(stack.url, token)
     finally:
         stack.stop()

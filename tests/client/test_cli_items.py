@@ -87,16 +87,32 @@ def test_items_list_get_and_iter_items_agree(live: Live, client: lakehouse.Clien
     assert "vector" not in shown
     missing = lakehouse_cli(live, "items", "get", synced, "{nope}")
     assert missing.returncode == 1 and "item '{nope}' not found" in missing.stderr
+    # A page's id is no item: the page (a document) and its chunks.
+    page = lakehouse_cli(live, "items", "get", synced, "hash#tag.md")
+    assert page.returncode == 0, page.stderr
+    assert "'hash#tag.md' is a document of 1 chunk" in page.stderr
+    assert "chunks: hash#tag.md#0\n" in page.stdout and "A page whose name holds a hash" in \
+        page.stdout
+    # A corpus mistyped: corpus_not_found, with the nearest name.
+    typo = lakehouse_cli(live, "items", "list", synced[:-1] + "x")
+    assert typo.returncode == 1 and "corpus_not_found" in typo.stderr
+    assert f"(did you mean {synced!r}?)" in typo.stderr
 
 
 def test_items_delete(live: Live, client: lakehouse.Client, synced: str) -> None:
     done = lakehouse_cli(live, "items", "delete", synced, "{.md#0", "what?.md#0", "nope")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"deleted 2 of 3 items from {synced!r} (1 not there)"
+    assert done.stdout.strip() == \
+        f"deleted 2 items of the 3 ids given from {synced!r} (1 not there)"
     from_stdin = lakehouse_cli(live, "items", "delete", synced, "-", stdin="}.md#0\n%.md#0\n")
-    assert from_stdin.stdout.strip() == f"deleted 2 of 2 items from {synced!r}"
+    assert from_stdin.stdout.strip() == f"deleted 2 items of the 2 ids given from {synced!r}"
     left = {r.id for r in client.iter_ids(synced)}
     assert not left & {"{.md#0", "}.md#0", "%.md#0", "what?.md#0"} and "$.md#0" in left
+    # A page's id (a document's) deletes the page with its chunks.
+    page = lakehouse_cli(live, "items", "delete", synced, "two words.md")
+    assert page.stdout.strip() == (f"deleted 1 documents (1 chunks) and 0 items of the 1 ids "
+                                   f"given from {synced!r}"), page.stdout + page.stderr
+    assert "two words.md#0" not in {r.id for r in client.iter_ids(synced)}
 
 
 def test_corpora_delete_asks_first(live: Live, client: lakehouse.Client, synced: str) -> None:
@@ -128,3 +144,70 @@ def test_ingest_progress_to_a_pipe_then_delete_without_asking(live: Live, client
         f"deleted corpus {corpus!r} ({total} items)"
     assert not gone.stderr  # nothing asked
     assert corpus not in {c.name for c in client.list_corpora()}
+
+
+def test_a_closed_pipe_ends_the_listing_quietly(live: Live, client: lakehouse.Client) -> None:
+    """`lakehouse items list C | head -1` over more ids than a pipe holds: no traceback."""
+    corpus = f"cli_{uuid.uuid4().hex[:10]}"
+    client.create_corpus(corpus, 3, model="toy")
+    try:
+        items = [lakehouse.Item(id=f"an-item-with-a-longish-id-{n:05d}", text=f"item {n}",
+                                vector=[1.0, float(n), 0.5]) for n in range(4000)]
+        client.upsert(corpus, items, model="toy")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
+        env.update(LAKEHOUSE_URL=live.url, LAKEHOUSE_TOKEN=live.token)
+        done = subprocess.run(
+            f"set -o pipefail; {sys.executable} -m internal.cli.main items list {corpus} "
+            "| head -1", shell=True, executable="/bin/bash", cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=300)
+        assert done.stdout == "an-item-with-a-longish-id-00000\n"
+        assert done.stderr == "" and done.returncode == 141  # as `cat big | head -1`
+    finally:
+        client.delete_corpus(corpus)
+
+
+def test_search_output_never_cuts_an_id(live: Live, client: lakehouse.Client) -> None:
+    corpus = f"cli_{uuid.uuid4().hex[:10]}"
+    long_id = "systemctl-service-log-levels-and-their-meanings"
+    client.add_documents(corpus, [{"id": long_id, "text": "journal log levels of a service"}],
+                         wait=True)
+    try:
+        out = lakehouse_cli(live, "search", "journal log levels", "--corpora", corpus)
+        assert out.returncode == 0, out.stderr
+        assert f" {long_id}#0 " in out.stdout, out.stdout
+    finally:
+        client.delete_corpus(corpus)
+
+
+def test_an_unchanged_sync_says_one_line(live: Live, tmp_path: Path) -> None:
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "a.md").write_text("# a\n\nThe a page.\n", encoding="utf-8")
+    corpus = f"cli_{uuid.uuid4().hex[:10]}"
+    first = lakehouse_cli(live, "sync", str(wiki), "--corpus", corpus, tmp=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = lakehouse_cli(live, "sync", str(wiki), "--corpus", corpus, tmp=tmp_path)
+    assert again.returncode == 0 and again.stdout.startswith("added 0, updated 0, deleted 0, "
+                                                             "unchanged 1"), again.stdout
+    said = [ln for ln in again.stderr.splitlines() if ln.startswith(f"sync {corpus}:")]
+    assert len(said) == 1, again.stderr
+    with lakehouse.Client(live.url, live.token) as client:
+        client.delete_corpus(corpus)
+
+
+def test_keys_create_refuses_a_missing_corpus_and_warns_of_a_past_expiry(
+        live: Live, client: lakehouse.Client) -> None:
+    missing = lakehouse_cli(live, "keys", "create", "k1", "--actions", "search",
+                            "--corpora", "handbook,handbok")
+    assert missing.returncode == 1
+    assert "no corpus 'handbok' (did you mean 'handbook'?)" in missing.stderr
+    assert "--allow-missing" in missing.stderr
+    made = lakehouse_cli(live, "keys", "create", "k2", "--actions", "search", "--corpora",
+                         "not_yet_here", "--allow-missing", "--expires-at",
+                         "2001-01-01T00:00:00Z", "--json")
+    assert made.returncode == 0, made.stderr
+    assert "warning: --expires-at 2001-01-01T00:00:00Z is past: the key opens nothing" in \
+        made.stderr
+    key = json.loads(made.stdout)
+    assert key["corpora"] == ["not_yet_here"]
+    client.request("DELETE", f"/v1/keys/{key['id']}")

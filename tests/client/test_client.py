@@ -33,7 +33,8 @@ def scratch(client: lakehouse.Client) -> Iterator[str]:
 def test_readme_example_finds_the_ticket_first(client: lakehouse.Client) -> None:
     found = client.search(PRINTER, corpora=["handbook", "tickets"], k=3)
     assert isinstance(found, types.MatrixSearchResponse)
-    assert (found.hits[0].corpus, found.hits[0].id) == ("tickets", "T-1042")
+    assert (found.hits[0].corpus, found.hits[0].id) == ("tickets", "T-1042#0")
+    assert found.hits[0].document_id == "T-1042"
     assert {h.corpus for h in found.hits} == {"handbook", "tickets"}
     assert all(isinstance(h, types.MatrixHit) and h.score is not None for h in found.hits)
     assert found.mode == "hybrid" and [h.rank for h in found.hits] == [1, 2, 3]
@@ -54,7 +55,7 @@ def test_corpora_create_get_list_delete(client: lakehouse.Client) -> None:
     client.delete_corpus(name)
     with pytest.raises(lakehouse.NotFound) as missing:
         client.get_corpus(name)
-    assert missing.value.code == "not_found" and missing.value.request_id
+    assert missing.value.code == "corpus_not_found" and missing.value.request_id
 
 
 def test_precision_convert_and_storage(client: lakehouse.Client) -> None:
@@ -87,8 +88,11 @@ def test_text_upsert_is_embedded_by_the_stack(client: lakehouse.Client, scratch:
                        tags=["network"]),
         {"id": "wifi", "text": "The guest Wi-Fi password changes every Monday."}]
     assert client.upsert(scratch, items) == 2
-    got = client.get_item(scratch, "vpn")
-    assert isinstance(got, types.StoredItem) and len(got.vector) == 384
+    got = client.get_item(scratch, "vpn", vector=True)
+    assert isinstance(got, types.StoredItem) and got.vector is not None and len(got.vector) == 384
+    assert client.get_item(scratch, "vpn").vector is None  # a vector only when asked
+    # A text upsert is a document of one chunk, stored under the item's id.
+    assert got.metadata == {"parent_id": "vpn"} and client.get_document(scratch, "vpn").chunks == ["vpn"]
     assert (got.title, got.tags, got.corpus) == ("VPN", ["network"], scratch)
     found = client.search("guest wifi password", corpora=scratch, k=1)
     assert [h.id for h in found.hits] == ["wifi"]
@@ -107,8 +111,9 @@ def test_vector_upsert_iterate_and_delete(client: lakehouse.Client) -> None:
         rows = list(client.iter_ids(name, page_size=2))
         assert [r.id for r in rows] == ["i0", "i1", "i2", "i3", "i4"]
         assert all(isinstance(r, types.IdRow) and len(r.content_hash) == 64 for r in rows)
-        stored = list(client.iter_items(name, prefix="i", page_size=2))
-        assert [(s.id, s.vector[1]) for s in stored] == [(f"i{n}", float(n)) for n in range(5)]
+        stored = list(client.iter_items(name, prefix="i", page_size=2, vector=True))
+        assert [(s.id, (s.vector or [])[1]) for s in stored] == [
+            (f"i{n}", float(n)) for n in range(5)]
         found = client.search(vector=[1.0, 4.0, 0.5], corpora=[name], mode="vector", k=1)
         assert found.hits[0].id == "i4" and found.hits[0].distance is not None
         assert client.delete_items(name, ["i0", "i1", "nope"]) == 2
@@ -154,7 +159,7 @@ def test_every_search_mode(client: lakehouse.Client) -> None:
                            prf=lakehouse.Prf(docs=0))
     assert hybrid.hits[0].matched_layers == ["vector", "lexical"]
     keyword = client.search("orange sealing tape", corpora=both, mode="keyword", k=5)
-    assert {h.id for h in keyword.hits} == {"T-1042", "toner"}
+    assert {h.id for h in keyword.hits} == {"T-1042#0", "toner#0"}
 
 
 def test_search_across_every_corpus_with_filters(client: lakehouse.Client) -> None:
@@ -180,8 +185,9 @@ def test_feedback_record_list_use_delete(client: lakehouse.Client) -> None:
     assert (entry.score, entry.tags, entry.query_text) == (-1.0, ["test"], query)
     found = client.search(query, corpora=["handbook", "tickets"], k=3, use_playbook=True)
     assert found.playbook is not None and found.playbook.entries >= 2
-    assert found.hits[0].id == "vpn" and found.hits[0].boost_factor < 1
-    assert "T-1043" not in [h.id for h in found.hits]
+    # Recorded by the documents' ids: applied to their chunks.
+    assert found.hits[0].id == "vpn#0" and found.hits[0].boost_factor < 1
+    assert "T-1043#0" not in [h.id for h in found.hits]
     for pid in (right.playbook_id, wrong.playbook_id):
         assert client.delete_playbook(pid).deleted == pid
     with pytest.raises(lakehouse.NotFound) as gone:
@@ -210,7 +216,7 @@ def test_query_understanding(client: lakehouse.Client) -> None:
     assert smart.mode == "smart" and smart.analysis is not None and smart.hits
     assert smart.stopped in ("adequate", "max_iterations", "no_new_queries")
     auto = client.search_auto("guest password", corpora="handbook", k=3)
-    assert auto.strategy == "lexical" and auto.hits[0].id == "wifi"
+    assert auto.strategy == "lexical" and auto.hits[0].id == "wifi#0"
 
 
 def test_embed_models_and_ensure_corpus(client: lakehouse.Client) -> None:
@@ -241,7 +247,7 @@ def test_request_reaches_any_route_and_answers_as_sent(client: lakehouse.Client)
     assert "/v1/matrix/search" in doc["paths"]
     found = client.request("POST", "/v1/matrix/search",
                            body={"query_text": PRINTER, "corpora": ["tickets"], "k": 1})
-    assert found["hits"][0]["id"] == "T-1042" and isinstance(found["hits"][0], dict)
+    assert found["hits"][0]["id"] == "T-1042#0" and isinstance(found["hits"][0], dict)
     with pytest.raises(lakehouse.InvalidArgument) as k0:
         client.request("POST", "/v1/matrix/search", body={"query_text": "x", "k": 0})
     assert k0.value.field == "k" and k0.value.request_id

@@ -106,7 +106,7 @@ def test_python_blocks_run(name: str, live: Live, monkeypatch: pytest.MonkeyPatc
         exec(compile(padded, str(path), "exec"), namespace)
     out = capsys.readouterr().out
     if name == "README.md":
-        assert out.splitlines()[0].startswith("tickets T-1042 ")
+        assert out.splitlines()[0].startswith("tickets T-1042#0 ")
 
 
 @pytest.fixture(scope="module")

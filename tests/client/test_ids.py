@@ -56,7 +56,7 @@ def _raw_get(live: Live, path: str) -> tuple[int, dict[str, object]]:
 
 def test_every_id_reads_back_through_the_client(client: lakehouse.Client, toy: str) -> None:
     for n, item_id in enumerate(ODD_IDS):
-        got = client.get_item(toy, item_id)
+        got = client.get_item(toy, item_id, vector=True)
         assert (got.id, got.title, got.vector) == (item_id, f"title {n}", _vector(n)), item_id
     listed = [row.id for row in client.iter_ids(toy, page_size=7)]
     assert sorted(listed) == sorted(ODD_IDS)

@@ -20,8 +20,8 @@ QUESTION = "printer jams after new toner"
 
 
 def _check_first(corpus: str, item_id: str, metadata: dict[str, object]) -> None:
-    assert (corpus, item_id) == ("tickets", "T-1042")
-    assert metadata["corpus"] == "tickets" and metadata["id"] == "T-1042"
+    assert (corpus, item_id) == ("tickets", "T-1042#0")
+    assert metadata["corpus"] == "tickets" and metadata["id"] == "T-1042#0"
     assert metadata["rank"] == 1 and isinstance(metadata["score"], float)
     scores = metadata["scores"]
     assert isinstance(scores, dict) and scores["vector"] and scores["lexical"]
@@ -34,7 +34,7 @@ def test_langchain_sync(client: lakehouse.Client) -> None:
     assert len(docs) == 3 and all(isinstance(d, Document) for d in docs)
     first = docs[0]
     _check_first(first.metadata["corpus"], first.metadata["id"], first.metadata)
-    assert first.id == "tickets/T-1042" and "orange sealing tape" in first.page_content
+    assert first.id == "tickets/T-1042#0" and "orange sealing tape" in first.page_content
 
 
 async def test_langchain_async_with_options(client: lakehouse.Client) -> None:
@@ -52,7 +52,7 @@ def test_llamaindex_sync(client: lakehouse.Client) -> None:
     assert len(nodes) == 3 and all(isinstance(n, NodeWithScore) for n in nodes)
     first = nodes[0]
     _check_first(first.node.metadata["corpus"], first.node.metadata["id"], first.node.metadata)
-    assert first.node.node_id == "tickets/T-1042" and first.score == first.node.metadata["score"]
+    assert first.node.node_id == "tickets/T-1042#0" and first.score == first.node.metadata["score"]
     scores = [n.score for n in nodes if n.score is not None]
     assert len(scores) == 3 and scores == sorted(scores, reverse=True)
     shown = first.node.get_content(MetadataMode.LLM)
@@ -62,7 +62,7 @@ def test_llamaindex_sync(client: lakehouse.Client) -> None:
 async def test_llamaindex_async_vector_mode(client: lakehouse.Client) -> None:
     retriever = LlamaIndexRetriever(client, corpora=["tickets"], k=2, mode="vector")
     nodes = await retriever.aretrieve(QueryBundle("VPN disconnects"))
-    assert nodes[0].node.metadata["id"] == "T-1043"
+    assert nodes[0].node.metadata["id"] == "T-1043#0"
     assert nodes[0].score == nodes[0].node.metadata["scores"]["vector"]  # no mode score
 
 

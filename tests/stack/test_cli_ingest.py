@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from internal.cli.ingest_input import InputError, plan_ingest, read_jsonl
+from internal.cli.ingest_input import InputError, as_document, plan_ingest, read_jsonl
 from internal.cli.main import build_parser
-from internal.common.hashing import content_hash
 from internal.ingest import Doc
+from lakehouse.wire.documents import DocumentIn, document_hash
 
 
 def test_read_jsonl_beir_lines(tmp_path: Path) -> None:
@@ -42,24 +42,27 @@ def test_duplicate_ids_refused(tmp_path: Path) -> None:
         read_jsonl(f)
 
 
-def _doc(i: str, text: str, language: str | None = None) -> Doc:
-    return Doc(i, text, "t", None, {"k": 1}, language)
+def _doc(i: str, text: str, language: str | None = None) -> DocumentIn:
+    return as_document(Doc(i, text, "t", None, {"k": 1}, language))
 
 
 def test_plan_skips_same_content_only() -> None:
     same, changed, new = _doc("a", "x"), _doc("b", "y"), _doc("c", "z")
-    stored = {"a": content_hash("t", "x", None, {"k": 1}, None),
-              "b": content_hash("t", "old text", None, {"k": 1}, None)}
+    stored = {"a": document_hash(same), "b": document_hash(_doc("b", "old text"))}
     plan = plan_ingest([same, changed, new], stored)
     assert plan.unchanged == 1
     assert [d.id for d in plan.todo] == ["b", "c"]
+    # The same text cut another way is another content: it is sent again.
+    assert plan_ingest([same], stored, "none").unchanged == 0
+    assert plan_ingest([same], stored, "sections", 500).unchanged == 0
 
 
 def test_plan_compares_the_language_as_sent() -> None:
     doc = _doc("a", "Der Hund schläft im Garten.", "de")
-    assert plan_ingest([doc], {"a": content_hash("t", doc.text, None, {"k": 1}, "de")}).unchanged == 1
+    assert plan_ingest([doc], {"a": document_hash(doc)}).unchanged == 1
     # Another explicit language is another content: it is sent again.
-    assert plan_ingest([doc], {"a": content_hash("t", doc.text, None, {"k": 1}, "en")}).unchanged == 0
+    other = _doc("a", doc.text, "en")
+    assert plan_ingest([doc], {"a": document_hash(other)}).unchanged == 0
 
 
 def test_cli_parses_every_people_command() -> None:
@@ -75,7 +78,7 @@ def test_cli_parses_every_people_command() -> None:
     a = p.parse_args(["playbooks", "delete", "a" * 64, "b" * 64])
     assert a.playbook_id == ["a" * 64, "b" * 64]
     a = p.parse_args(["ingest", "f.jsonl", "--corpus", "c"])
-    assert a.batch == 64
+    assert (a.batch, a.chunking) == (500, "sections")
     assert p.parse_args(["up"]).func.__name__ == "_up"
     assert p.parse_args(["status", "--url", "http://x"]).url == "http://x"
 
@@ -83,5 +86,5 @@ def test_cli_parses_every_people_command() -> None:
 def test_plan_skips_documents_with_nothing_to_embed() -> None:
     # Cranfield 471 and 995 have no title and no text: the eval harness never stored them,
     # and an embedding of "" only ever adds a noise hit.
-    plan = plan_ingest([Doc("e", "  ", None, None, {}, None), _doc("a", "x")], {})
+    plan = plan_ingest([as_document(Doc("e", "  ", None, None, {}, None)), _doc("a", "x")], {})
     assert [d.id for d in plan.empty] == ["e"] and [d.id for d in plan.todo] == ["a"]
