@@ -37,9 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     verb, rest = args[0], args[1:]
     if verb == "list":
+        from bench.harness.run import title
+
         for name in names():
-            doc = (benchmark(name).__doc__ or "").strip().splitlines()
-            print(f"{name:<18} {doc[0] if doc else ''}")
+            print(f"{name:<16} {title(benchmark(name))}")
         return 0
     if verb in ("report", "plots", "check"):
         tool = importlib.import_module(f"bench.reports.{verb}")

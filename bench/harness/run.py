@@ -28,6 +28,11 @@ from bench.harness import lock, results, stacks
 from bench.harness.table import markdown, plain
 
 
+def title(module: ModuleType) -> str:
+    """A benchmark's title: its docstring's first paragraph, on one line."""
+    return " ".join((module.__doc__ or module.__name__).strip().split("\n\n")[0].split())
+
+
 def data_dir() -> Path:
     """The shared data sets: $LAKEHOUSE_DATA, else ../shared beside the checkout."""
     return Path(os.environ.get("LAKEHOUSE_DATA") or stacks.ROOT.parent / "shared")
@@ -38,7 +43,7 @@ class Run:
 
     def __init__(self, name: str, module: ModuleType, args: argparse.Namespace) -> None:
         self.name, self.args = name, args
-        self.title = (module.__doc__ or name).strip().splitlines()[0]
+        self.title = title(module)
         self.root = stacks.ROOT
         self.baseline: Path | None = args.baseline.resolve() if args.baseline else None
         self.data: Path = args.data
