@@ -1,4 +1,4 @@
-"""Chroma's side of scripts/bench_chroma.py, through Chroma's own Python client.
+"""Chroma's side of the chroma and peers benchmarks, through Chroma's own Python client.
 
 Runs in the benchmark's own virtual environment (chromadb from PyPI, never a dependency
 of Lakehouse), so it imports nothing of the project. One command a call; prints one
