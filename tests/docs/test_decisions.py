@@ -28,7 +28,7 @@ MAX_INDEX_LINES = 300
 AREAS = {"storage", "lexical", "vectors", "fusion", "federation", "feedback", "understanding",
          "reliability", "interfaces", "sync", "speed", "auth", "answers", "workshop"}
 NAME = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
-NUMBER = r"\[?(\d{4})(?:\]\([^)]*\))?"
+NUMBER = r"(?<![\d.])\[?(\d{4})(?![\d.])(?:\]\([^)]*\))?"
 STATUS = re.compile(rf"^(?:accepted|superseded by {NUMBER})$")
 INDEX_LINE = re.compile(
     r"^- \[(\d{4})\]\((docs/decisions/[^)]+)\) (.+) — (accepted|superseded by \d{4})$")
