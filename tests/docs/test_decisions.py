@@ -210,9 +210,11 @@ SUFFIXES = {".md", ".py", ".toml", ".sh", ".txt", ".js", ".html", ".css", ".cfg"
 FILE_REF = re.compile(r"docs/decisions/(\d{4}-[A-Za-z0-9-]+\.md)")
 # A section named after the old file's name: the name, then (after a comma, a space, an
 # opening parenthesis or "under") a quoted title, or after a comma a capitalised title
-# closed by a parenthesis, comma or semicolon; the file's name in quotes is no reference.
+# closed by a parenthesis, comma or semicolon; or a quoted title, then "in" and the name.
+# The file's name in quotes is no reference.
 QUOTED_REF = re.compile(r'(?<!["/])DECISIONS(?:\.md)?(?:,\s*|\s+under\s+|\s*\(\s*|\s+)"([^"]{1,200})"')
 BARE_REF = re.compile(r'(?<!["/])DECISIONS(?:\.md)?,\s+([A-Z][A-Za-z ]{1,60}?)(?=[),;])')
+TITLE_FIRST_REF = re.compile(r'"([^"]{1,200})"\s+in\s+DECISIONS(?:\.md)?\b')
 
 
 def text_files() -> list[Path]:
@@ -251,7 +253,7 @@ def test_every_reference_names_a_decision_that_exists() -> None:
             if not (DIR / name).is_file():
                 problems.append(f"{rel}: docs/decisions/{name} does not exist")
         flat = joined(text)
-        for name in QUOTED_REF.findall(flat) + BARE_REF.findall(flat):
+        for name in QUOTED_REF.findall(flat) + BARE_REF.findall(flat) + TITLE_FIRST_REF.findall(flat):
             name = " ".join(name.split())
             if name in titles:
                 continue
