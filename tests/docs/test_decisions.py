@@ -170,7 +170,9 @@ def test_the_index_lists_every_decision_and_nothing_else() -> None:
     assert problems == []
 
 
-def test_a_superseded_decision_points_at_the_one_in_force_which_names_it() -> None:
+def test_supersessions_are_recorded_on_both_sides() -> None:
+    """A superseded decision points at the one in force, which names it; a decision
+    changed in part says by which, and that one names it `in part`."""
     files = {number(p): p for p in decision_files()}
     problems = []
     for n, p in files.items():
@@ -188,6 +190,10 @@ def test_a_superseded_decision_points_at_the_one_in_force_which_names_it() -> No
                 problems.append(f"{files[old].name}: Amended by does not name {n:04d}")
             elif not part and superseded_by(files[old]) != n:
                 problems.append(f"{files[old].name}: status is not superseded by {n:04d}")
+        for new, _ in numbers_in(header(p).get("Amended by", "")):
+            if new not in files or (n, True) not in numbers_in(header(files[new]).get("Supersedes", "")):
+                problems.append(f"{p.name}: amended by {new:04d}, whose Supersedes does not say "
+                                f"{n:04d} in part")
     assert problems == []
 
 
