@@ -10,7 +10,7 @@ by query) and QPS at concurrency 8 (median of --rounds rounds, alternating). Wit
 times a bulk upsert of N synthetic items into a new corpus on each side (this, baseline,
 baseline, this).
 
-Targets (DECISIONS.md, Federation): 16 corpora <= 1.5x one corpus; one corpus not slower
+Targets (docs/decisions/0047-federated-search-is-the-union.md): 16 corpora <= 1.5x one corpus; one corpus not slower
 than the baseline by more than 1.2x; the bulk upsert not slower by more than 1.3x.
 """
 

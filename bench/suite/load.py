@@ -15,7 +15,7 @@ p95 against B alone. --fairness-only runs that alone; --config NAME:VAR=VALUE,..
 (repeatable) runs it, or the bulk jobs' searches, on a stack per configuration, all up at
 once, measured in turn round by round.
 
-Targets (DECISIONS.md, "Embedding: lanes"): p95 during each bulk job <= 2x idle p95; bulk
+Targets (docs/decisions/0110-embedding-lanes.md): p95 during each bulk job <= 2x idle p95; bulk
 documents/s under searches >= 0.85x alone; B's p95 <= 2x B alone.
 """
 
