@@ -11,23 +11,9 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import sys
-from types import ModuleType
 
-import bench.suite
-
-
-def names() -> list[str]:
-    """Every benchmark: the modules of bench/suite."""
-    return sorted(m.name for m in pkgutil.iter_modules(bench.suite.__path__)
-                  if not m.name.startswith("_"))
-
-
-def benchmark(name: str) -> ModuleType:
-    if name not in names():
-        raise SystemExit(f"no benchmark {name!r}; `python -m bench list` names them")
-    return importlib.import_module(f"bench.suite.{name}")
+from bench.harness.registry import benchmark, names, title
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,8 +23,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     verb, rest = args[0], args[1:]
     if verb == "list":
-        from bench.harness.run import title
-
         for name in names():
             print(f"{name:<16} {title(benchmark(name))}")
         return 0

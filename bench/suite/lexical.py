@@ -17,7 +17,6 @@ only that.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import statistics
 import time
@@ -33,7 +32,7 @@ from bench.harness import Run
 from bench.harness.http import CORPORA, call, post
 from bench.harness.pg import corpus_id
 from bench.harness.stacks import daemon
-from bench.harness.timing import pct
+from bench.harness.timing import pct, qps
 from bench.peers.floors import floor
 from bench.peers.lexical import Tantivy, bm25s_run, repeated
 from internal.evaluation import beir, metrics
@@ -118,16 +117,6 @@ async def sequential(search: Search, queries: dict[str, str]) -> dict[str, list[
     return {qid: await search(text) for qid, text in queries.items()}
 
 
-async def qps(search: Search, texts: list[str]) -> float:
-    todo, started = list(texts), time.perf_counter()
-
-    async def worker() -> None:
-        while todo:
-            await search(todo.pop())
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return len(texts) / (time.perf_counter() - started)
-
-
 async def timings(run: Run, http: aiohttp.ClientSession, systems: dict[str, Search], tv: Tantivy,
                   d1: tuple[str, int], direct: Direct, cid: int, texts: list[str], docs: int) -> dict[str, Any]:
     """(p50, p95, QPS) per system on one corpus, the cold pass, the agreement, the memory."""
@@ -150,7 +139,7 @@ async def timings(run: Run, http: aiohttp.ClientSession, systems: dict[str, Sear
     rates: dict[str, list[float]] = {s: [] for s in systems}
     for _ in range(QPS_ROUNDS):  # every system once a round in turn, the median round kept
         for s, search in systems.items():
-            rates[s].append(tv.qps(texts) if s == TANTIVY else await qps(search, texts))
+            rates[s].append(tv.qps(texts) if s == TANTIVY else await qps(search, texts, CONCURRENCY))
     reference = systems.get(EXHAUSTIVE, direct.bm25(cid, False))
     same = sum([await systems[D1](t) == await reference(t) for t in texts])
     mb1 = (await call(http, "GET", f"{base}/readyz"))["components"]["lexical_index"]["mb"]

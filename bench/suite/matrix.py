@@ -1,7 +1,7 @@
 """matrixd's fan-out: p50 search latency over 1, 4 and 8 corpora of 10,000 items.
 
 vectord (an embedded PostgreSQL of its own) and matrixd as processes; L2-normalised 384-d
-vectors (clustered like real embeddings; --data uniform for HNSW's worst case) loaded
+vectors (clustered like real embeddings; --vectors uniform for HNSW's worst case) loaded
 through vectord's API; matrixd asked by vector (the model is not measured). Each setup's
 p50/p95 and its ratio to 1 corpus, next to vectord asked directly, a serial fan-out (one
 corpus after another) and, as the floor, vectord's SQL sent straight to PostgreSQL: to 1
@@ -30,7 +30,7 @@ from internal.config import VectordConfig
 from internal.pg import embedded
 from internal.pg.pool import make_pool
 
-OPTIONS = {"items": (10_000, "items a corpus"), "queries": 200, "data": ("mixture", "or uniform")}
+OPTIONS = {"items": (10_000, "items a corpus"), "queries": 200, "vectors": ("mixture", "or uniform")}
 QUICK = {"items": 2000, "queries": 60}
 DIM = 384
 
@@ -71,7 +71,7 @@ async def main(run: Run) -> None:
                 pairs[side] = (vd.base, md.base)
             vurl, murl = pairs["this"]
             async with session(16, 600) as s:
-                everything = vectors(a.data, a.items * 8, seed=7)
+                everything = vectors(a.vectors, a.items * 8, seed=7)
                 gate = asyncio.Semaphore(2)
                 t0 = time.perf_counter()
 
@@ -87,7 +87,7 @@ async def main(run: Run) -> None:
                         await post(s, f"{vurl}{CORPORA}/{name}/index", {})
                 await asyncio.gather(*(fill(i, n) for i, n in enumerate(names)))
                 load_s = time.perf_counter() - t0
-                queries = [v.tolist() for v in vectors(a.data, a.queries, seed=8)]
+                queries = [v.tolist() for v in vectors(a.vectors, a.queries, seed=8)]
 
                 def bodies(n: int) -> list[dict[str, Any]]:
                     return [{"mode": "vector", "query_vector": v, "k": 10, "corpora": names[:n]}

@@ -46,7 +46,7 @@ CATS, K, ORACLE = ("multi-hop", "temporal", "open-domain", "single-hop"), 10, "h
 System = Callable[[Deps, str, locomo.Question], Awaitable[Any]]
 
 
-def plain(sfx: str) -> System:
+def hybrid_on(sfx: str) -> System:
     """Plain hybrid on the index of that suffix."""
     return lambda d, c, q: run_search(d, MatrixSearchRequest(corpora=[c + sfx], query_text=q.text, k=K))
 
@@ -90,8 +90,8 @@ async def main(run: Run) -> None:
         await data.index(vc, ec, convs, grid or (data.DEFAULT_WINDOW,))
         deps = Deps(cfg=cfg.matrixd, vectord=vc, embed=ec)
         if grid:
-            runs: dict[str, System] = {"spoken": plain("")}
-            runs |= {f"normalised, window {b}:{x}": plain(data.suffix((b, x))) for b, x in grid}
+            runs: dict[str, System] = {"spoken": hybrid_on("")}
+            runs |= {f"normalised, window {b}:{x}": hybrid_on(data.suffix((b, x))) for b, x in grid}
         else:
             runs = systems({"raw": strategy.CostModel(), "norm": strategy.CostModel()})
         if a.only:
