@@ -5,7 +5,7 @@ One chunker for every writer: the document route (vectord), the wiki sync (syncd
 are the README's: the text cut before each markdown heading (outside fenced code), a
 heading with no text of its own joined to the section after it, a section over
 `chunk_chars` cut at blank lines (then hard-cut); sections are not packed together
-(DECISIONS.md, "Sync: a chunk per section"). A document's chunk n is stored as
+(docs/decisions/0148-chunk-per-section.md). A document's chunk n is stored as
 `<document id>#<n>`; with chunking `none` its one chunk is stored under the document's
 own id.
 """
@@ -100,7 +100,7 @@ def chunk_body(body: str, max_chars: int) -> list[str]:
 
     Sections are not packed together: the embedder reads 256 word pieces (about 1,000
     characters) of a chunk, so a second section packed behind a first was invisible to
-    the vector search (DECISIONS.md, "Sync: a chunk per section")."""
+    the vector search (docs/decisions/0148-chunk-per-section.md)."""
     out: list[str] = []
     carry = ""
     for section in (s.strip("\n") for s in split_sections(body)):
