@@ -169,9 +169,10 @@ def test_corpora_page_lists_the_corpora(live: Live, browser: WebDriver) -> None:
     wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#corpora-table tr[data-corpus="{NOTES}"]'))
     rows = {r.get_attribute("data-corpus"): [c.text for c in r.find_elements(By.TAG_NAME, "td")]
             for r in browser.find_elements(By.CSS_SELECTOR, "#corpora-table tbody tr")}
-    assert rows[GUIDES][:3] == [GUIDES, "4", "384"]
-    assert rows[NOTES][:3] == [NOTES, "3", "384"]
-    assert rows[GUIDES][4] and rows[GUIDES][5] != "–"  # language, created
+    # name, documents (written as text: none here), items, dim
+    assert rows[GUIDES][:4] == [GUIDES, "0", "4", "384"]
+    assert rows[NOTES][:4] == [NOTES, "0", "3", "384"]
+    assert rows[GUIDES][5].startswith("english ") and rows[GUIDES][6] != "–"  # as stored; created
 
 
 def test_sync_page_and_sync_now(live: Live, browser: WebDriver) -> None:

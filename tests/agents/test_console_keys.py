@@ -104,3 +104,25 @@ def test_the_key_page_is_not_offered_to_other_keys(live: Live, browser: WebDrive
         assert _rows(browser) == {}
     _use(browser, live, live.token)
     assert browser.find_element(By.ID, "nav-keys").is_displayed()
+
+
+def test_a_search_key_is_offered_no_link_it_may_not_follow(live: Live, browser: WebDriver  # noqa: F811
+                                                          ) -> None:
+    """A key that searches but may not read is shown its corpora and its hits, with no link
+    to a corpus's items or to an item (each would answer `forbidden`)."""
+    secret = _key(live, "search only", ["search"], [GUIDES])["key"]
+    _use(browser, live, secret, "#/corpora")
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#corpora-table tbody tr"))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#corpora-table a")
+    assert [r.get_attribute("data-corpus") for r in browser.find_elements(
+        By.CSS_SELECTOR, "#corpora-table tbody tr")] == [GUIDES]
+    assert not browser.find_element(By.ID, "nav-sync").is_displayed()
+    browser.find_element(By.ID, "nav-search").click()
+    browser.find_element(By.ID, "q").send_keys("green tea water temperature")
+    browser.find_element(By.ID, "search-btn").click()
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#hits li.hit"))
+    assert browser.find_elements(By.CSS_SELECTOR, "#hits .title")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#hits a.title")
+    # The admin token is offered both.
+    _use(browser, live, live.token, "#/corpora")
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#corpora-table a"))

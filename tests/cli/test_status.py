@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from internal.api.responses import SyncError, SyncRun, SyncStatus
 from internal.cli.stack_cmd import reembed_lines, sync_lines
+from internal.config import Config
 from tests.helpers import ROOT
 
 
@@ -94,3 +95,32 @@ def test_a_row_per_corpus_being_re_embedded() -> None:
         ("reembed", "retrying", "corpus wiki: all-MiniLM-L6-v2 -> all-MiniLM-L6-v2-int8, "
                                 "0 of 0 items")]
     assert notes == ["reembed error: wiki: embedd at http://127.0.0.1:8401: refused"]
+
+
+async def test_status_names_a_part_stopped_on_its_configuration(
+        base_cfg: Config, vectord_url: str, embedd_url: str) -> None:
+    """A daemon stopped on its configuration (its stand-in on its port): `lakehouse status`
+    shows it `stopped` and says why, in the line the daemon printed."""
+    from internal.gateway.server import make_app
+    from internal.stack import standin
+    from tests.helpers import serve, url_of, with_section
+    from tests.stack.ports import free_port
+
+    port = free_port()
+    why = "config error: sync.wiki_dir: '/srv/wiki' does not exist or is not a directory"
+    runner = await standin.start("syncd", "127.0.0.1", port, why)
+    gateway = await serve(make_app(with_section(
+        base_cfg, "gateway", vectord=(vectord_url,), embedd=(embedd_url,),
+        syncd=(f"http://127.0.0.1:{port}",), tokens=())))
+    try:
+        out = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "internal.cli.main", "status", "--url",
+                             url_of(gateway)], cwd=ROOT, capture_output=True, text=True,
+            timeout=60, env={**os.environ, "LAKEHOUSE_TOKEN": ""})
+    finally:
+        await gateway.close()
+        await runner.cleanup()
+    rows = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()
+            if len(line.split()) >= 2}
+    assert rows["syncd"] == "stopped" and rows["vectord"] == "ok", out.stdout
+    assert f"syncd: syncd is stopped: {why}" in out.stdout.splitlines()

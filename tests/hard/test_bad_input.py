@@ -67,6 +67,7 @@ class Case:
 
 
 C = "/v1/vectors/corpora/{c}"
+D = "/v1/corpora/{c}/documents"
 VEC_JSON = json.dumps(vec())
 UPSERT_RAW = '{"items": [{"id": "new1", "vector": ' + VEC_JSON + ', "text": %s, "metadata": %s}]}'
 LONG_WORD = "w" * 2000
@@ -197,6 +198,47 @@ CASES = [
     Case("record_score_range", "matrixd", "POST", "/v1/matrix/playbooks/record",
          js({"query_text": "q", "answer_id": "d1", "answer_corpus": "hard_c", "score": 2}),
          "score"),
+    # documents: refused whole, naming the document's field; nothing enqueued or written
+    Case("doc_nul_text", "vectord", "POST", D, js({"documents": [{"id": "a", "text": "a\x00"}]}),
+         "documents[0].text"),
+    Case("doc_utf8_text", "vectord", "POST", D,
+         raw(b'{"documents": [{"id": "a", "text": "a\xffb"}]}'), "documents[0].text"),
+    Case("doc_deep_metadata", "vectord", "POST", D,
+         raw('{"documents": [{"id": "a", "text": "x", "metadata": {"a": ' + deep(10_000) + "}}]}"),
+         "documents[0].metadata"),
+    Case("doc_id_too_long", "vectord", "POST", D,
+         js({"documents": [{"id": CJK_ID, "text": "x"}]}), "documents[0].id"),
+    Case("doc_id_dots", "vectord", "POST", D, js({"documents": [{"id": "..", "text": "x"}]}),
+         "documents[0].id"),
+    Case("doc_blank", "vectord", "POST", D, js({"documents": [{"id": "a", "text": " "}]}),
+         "documents[0].text"),
+    Case("doc_twice", "vectord", "POST", D,
+         js({"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}),
+         "documents[1].id"),
+    Case("doc_language", "vectord", "POST", D,
+         js({"documents": [{"id": "a", "text": "x", "language": "klingon"}]}),
+         "documents[0].language"),
+    Case("doc_vector_needs_none", "vectord", "POST", D,
+         js({"documents": [{"id": "a", "text": "x", "vector": vec()}]}), "documents[0].vector"),
+    Case("doc_vector_range", "vectord", "POST", D,
+         js({"documents": [{"id": "a", "text": "x", "vector": [float("1e39")] * DIM}],
+             "chunking": "none"}), "documents[0].vector"),
+    Case("doc_chunk_chars", "vectord", "POST", D,
+         js({"documents": [{"id": "a", "text": "x"}], "chunk_chars": 2**40}), "chunk_chars"),
+    Case("doc_too_many", "vectord", "POST", D,
+         js({"documents": [{"id": f"d{i}", "text": "x"} for i in range(10_001)]}), "documents"),
+    Case("doc_wait", "vectord", "POST", D + "?wait=maybe",
+         js({"documents": [{"id": "a", "text": "x"}]}), "wait"),
+    Case("doc_delete_nul", "vectord", "POST", D + "/delete", js({"ids": ["a\x00"]}), "ids[0]"),
+    Case("doc_get_nul", "vectord", "GET", D + "/a%00b", lambda: None, "id"),
+    Case("task_id", "vectord", "GET", "/v1/tasks/abc", lambda: None, "task_id"),
+    Case("task_id_huge", "vectord", "GET", "/v1/tasks/99999999999999999999999", lambda: None,
+         "task_id"),
+    Case("tasks_state", "vectord", "GET", "/v1/tasks?state=done", lambda: None, "state"),
+    Case("tasks_limit", "vectord", "GET", "/v1/tasks?limit=0", lambda: None, "limit"),
+    Case("tasks_corpus", "vectord", "GET", "/v1/tasks?corpus=Bad!", lambda: None, "corpus"),
+    Case("item_include", "vectord", "GET", C + "/items/d1?include=embedding", lambda: None,
+         "include"),
 ]
 
 

@@ -37,6 +37,14 @@ ROUTES = [
     ("post", "/v1/matrix/relevance"),
     ("get", "/v1/vectors/corpora/{name}/ids"),
     ("get", "/v1/vectors/corpora/{name}/items/{id}"),
+    ("delete", "/v1/vectors/corpora/{name}/items/{id}"),
+    ("post", "/v1/corpora/{name}/documents"),
+    ("get", "/v1/corpora/{name}/documents"),
+    ("post", "/v1/corpora/{name}/documents/delete"),
+    ("get", "/v1/corpora/{name}/documents/{id}"),
+    ("delete", "/v1/corpora/{name}/documents/{id}"),
+    ("get", "/v1/tasks"),
+    ("get", "/v1/tasks/{task_id}"),
 ]
 
 
@@ -139,6 +147,9 @@ def _realistic(body: Any, data: st.DataObject) -> Any:
     for it in body.get("items") or []:
         if isinstance(it, dict):
             it["vector"] = vector
+    for doc in body.get("documents") or []:
+        if isinstance(doc, dict) and "vector" in doc:
+            doc["vector"] = vector
     return body
 
 
@@ -200,13 +211,15 @@ JSON = st.recursive(
     max_leaves=20)
 KEYS = ["corpora", "query_text", "query_vector", "k", "mode", "filter", "prefer", "items",
         "texts", "rrf_k", "bm25_k1", "weights", "candidates", "fusion", "language", "score",
-        "answer_id", "answer_corpus", "tags", "ids", "name", "dim", "metadata", "focus", "chunks"]
+        "answer_id", "answer_corpus", "tags", "ids", "name", "dim", "metadata", "focus", "chunks",
+        "documents", "chunking", "chunk_chars"]
 
 
 @pytest.mark.parametrize("path", [
     "/v1/embed", "/v1/vectors/corpora", f"/v1/vectors/corpora/{REAL}/items",
     f"/v1/vectors/corpora/{REAL}/search", "/v1/vectors/search", "/v1/matrix/search",
-    "/v1/matrix/playbooks/record", "/v1/matrix/relevance"])
+    "/v1/matrix/playbooks/record", "/v1/matrix/relevance", f"/v1/corpora/{REAL}/documents",
+    f"/v1/corpora/{REAL}/documents/delete"])
 def test_arbitrary_json_never_5xx(hard_stack: HardStack, real_corpus: str, path: str) -> None:
     """Known field names with values of any JSON shape, and raw bytes that are barely JSON."""
 
