@@ -51,12 +51,13 @@ def test_a_401_says_why(live: Live, keys: Keys) -> None:  # noqa: F811
 
 def test_writes_and_deletes_outside_the_key_answer_as_a_missing_corpus(
         live: Live, keys: Keys) -> None:  # noqa: F811
-    _, missing = _error(live, "/v1/vectors/corpora/nope_zz/items/delete", {"ids": ["x"]},
-                        f"Bearer {live.token}")
-    expected = (404, missing.replace("nope_zz", B))
-    assert expected[1] == f"corpus {B!r} not found"
     for cred in ("read", "search", "write", "feedback"):  # with or without `write`
         header = keys.secrets[cred]
+        # What this key is told of a corpus that does not exist, as close to its own name.
+        _, missing = _error(live, "/v1/vectors/corpora/keys_c/items/delete", {"ids": ["x"]},
+                            header)
+        expected = (404, missing.replace("keys_c", B))
+        assert expected[1] == f"corpus {B!r} not found (did you mean {A!r}?)"
         assert _error(live, f"/v1/vectors/corpora/{B}/items/delete", {"ids": ["x"]},
                       header) == expected, cred
         assert _error(live, f"/v1/vectors/corpora/{B}/items",
@@ -82,11 +83,12 @@ def test_cli_ingest_needs_write_and_says_so(live: Live, keys: Keys,  # noqa: F81
                                             tmp_path: Path) -> None:
     done = _ingest(live, keys.secrets["write"], A, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{A}: 2 documents: 2 upserted"), done.stdout
+    assert done.stdout.startswith(f"{A}: 2 documents: 2 written"), done.stdout
     done = _ingest(live, keys.secrets["search"], A, tmp_path)
     assert done.returncode == 1
     assert "needs the read or write action; this key has: search" in done.stderr, done.stderr
+    # A corpus outside the key answers as one that does not exist.
     done = _ingest(live, keys.secrets["write"], "keys_created_by_ingest", tmp_path)
     assert done.returncode == 1
-    assert "creating a corpus needs the admin action; this key has: write" in done.stderr, \
+    assert "corpus_not_found" in done.stderr and "keys_created_by_ingest" in done.stderr, \
         done.stderr

@@ -708,8 +708,8 @@ async function start() {
   $("browse-next").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page + 1));
   window.addEventListener("hashchange", route);
   modeChanged();
+  await loadSurface();  // what the key may do, before a view offers anything
   route();
-  await loadSurface();
   await loadCorpora();
   await loadRanker();
   document.body.dataset.ready = "true";

@@ -104,7 +104,9 @@ async def _corpus_for_documents(request: web.Request, name: str) -> Corpus:
     except NotFound:
         scope = caller()
         if scope is not None and not scope.admin:
-            raise
+            # A name the key covers: say what creating it takes (one outside it stays a 404).
+            access.decide(scope, "admin", doing="adding documents to a corpus that does not "
+                                                "exist (it creates the corpus)")
         embed = request.app[RUNNER].embed
         if embed is None:
             raise
