@@ -181,7 +181,7 @@ async def test_the_stack_moves_old_corpora_online(
         texts = {d["_id"]: f"{d['title']}\n{d['text']}" for d in up.docs[:20]}
         texts.update(dict(list(written.items())[:20]))
         for item_id, text in texts.items():
-            status, item = await call(http, "GET", f"{url}/items/{item_id}")
+            status, item = await call(http, "GET", f"{url}/items/{item_id}?include=vector")
             assert status == 200, item
             want = up.integer_model.embed([text]).vectors[0]
             assert float(np.dot(item["vector"], want)) > 0.9999, item_id

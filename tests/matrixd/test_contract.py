@@ -7,6 +7,7 @@ syncd (a wiki folder) and mcpd (JSON-RPC) are covered by their own tests."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -68,9 +69,9 @@ class Contract:
 @pytest.fixture
 async def contract(base_cfg: Config, embedd_url: str,
                    http: aiohttp.ClientSession) -> AsyncIterator[Contract]:
-    # A vectord of its own that reaches this embedd (re-embedding calls it).
+    # A vectord of its own that reaches this embedd (re-embedding and documents call it).
     vectord = await serve(vectord_app(with_section(base_cfg, "vectord",
-                                                   embedd_url=(embedd_url,))))
+                                                   embedd_url=(embedd_url,), tasks=True)))
     cfg = with_section(base_cfg, "matrixd", vectord_url=url_of(vectord), embedd_url=embedd_url,
                        playbook_corpus=f"pb_{uuid.uuid4().hex[:10]}")
     matrix = await serve(make_app(cfg))
@@ -168,6 +169,21 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     await c.call("POST", f"{C}/items", {"items": items, "model": model}, name=halved)
     await c.call("POST", f"{C}/convert", {"precision": "float32"}, name=halved)
     await c.call("POST", f"{C}/items/delete", {"ids": ["d3"]}, name=name)
+    await c.call("DELETE", f"{C}/items/{{id}}", name=name, id="d2")
+    # Documents and their tasks.
+    D = "/v1/corpora/{name}/documents"
+    docs = [{"id": f"p{i}", "title": f"page {i}", "text": f"# page {i}\n\n{t}\n\n## more\n\n{t}"}
+            for i, t in enumerate(TEXTS)]
+    task = await c.call("POST", D, {"documents": docs}, name=name)
+    while not task.done:
+        await asyncio.sleep(0.1)
+        task = await c.call("GET", "/v1/tasks/{task_id}", task_id=str(task.id))
+    assert task.state == "succeeded" and task.counts.added == 4, task
+    assert [d.id for d in (await c.call("GET", D, name=name)).documents] == ["p0", "p1", "p2", "p3"]
+    assert (await c.call("GET", f"{D}/{{id}}", name=name, id="p0")).chunks == ["p0#0", "p0#1"]
+    assert task.id in [t.id for t in (await c.call("GET", "/v1/tasks")).tasks]
+    await c.call("DELETE", f"{D}/{{id}}", name=name, id="p1")
+    await c.call("POST", f"{D}/delete", {"ids": ["p2"]}, name=name)
 
     # Errors: one body for every daemon, the field named.
     bad = await c.error("POST", f"/v1/vectors/corpora/{name}/search", "vectord",

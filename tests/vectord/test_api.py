@@ -27,7 +27,7 @@ async def test_corpus_lifecycle(vectord_url: str, http: aiohttp.ClientSession) -
     status, body = await call(http, "DELETE", f"{vectord_url}{C}/{name}")
     assert status == 200 and body == {"deleted": name}
     status, body = await call(http, "GET", f"{vectord_url}{C}/{name}")
-    assert status == 404 and body["error"]["code"] == "not_found"
+    assert status == 404 and body["error"]["code"] == "corpus_not_found"
 
 
 async def test_different_dims_side_by_side(vectord_url: str, http: aiohttp.ClientSession) -> None:
@@ -51,7 +51,7 @@ async def test_upsert_get_delete_items(vectord_url: str, http: aiohttp.ClientSes
     it = item(1, 8, title="One", tags=["a", "b"], metadata={"team": "x", "n": 3})
     status, body = await call(http, "POST", f"{vectord_url}{C}/{name}/items", {"items": [it]})
     assert status == 200 and body == {"upserted": 1}
-    status, got = await call(http, "GET", f"{vectord_url}{C}/{name}/items/doc-0001")
+    status, got = await call(http, "GET", f"{vectord_url}{C}/{name}/items/doc-0001?include=vector")
     assert status == 200, got
     assert got["title"] == "One" and got["tags"] == ["a", "b"]
     assert got["metadata"] == {"team": "x", "n": 3} and got["language"] == "english"

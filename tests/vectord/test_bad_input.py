@@ -76,7 +76,7 @@ async def test_unknown_corpus_404(vectord_url: str, http: aiohttp.ClientSession)
         ("POST", "/search", {"mode": "vector", "query_vector": unit(4, 1)}),
     ):
         status, out = await call(http, method, f"{vectord_url}{C}/{name}{path}", body)
-        assert_error(status, out, 404, "not_found")
+        assert_error(status, out, 404, "corpus_not_found")
         assert name in out["error"]["message"]
     assert name not in await corpus_names(http, vectord_url)
 

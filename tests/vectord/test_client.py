@@ -37,7 +37,7 @@ async def test_client_round_trip(vectord_url: str, http: aiohttp.ClientSession) 
     await client.delete_corpus(name)
     with pytest.raises(ServiceError) as info:
         await client.get_corpus(name)
-    assert info.value.status == 404 and info.value.code == "not_found"
+    assert info.value.status == 404 and info.value.code == "corpus_not_found"
 
 
 async def test_search_answers_decode_strictly(vectord_url: str, http: aiohttp.ClientSession

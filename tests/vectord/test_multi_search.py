@@ -77,7 +77,7 @@ async def test_missing_and_failing_corpora_reported_per_corpus(
         st, single = await call(http, "POST", f"{vectord_url}{C}/{r['corpus']}/search",
                                 {k: v for k, v in body.items() if k != "corpora"})
         assert r["status"] == st and r["error"] == single["error"]
-    assert gone["status"] == 404 and gone["error"]["code"] == "not_found"
+    assert gone["status"] == 404 and gone["error"]["code"] == "corpus_not_found"
     assert bad["status"] == 400 and bad["error"]["field"] == "query_vector"
 
 
@@ -109,7 +109,7 @@ async def test_client_search_many(vectord_url: str, http: aiohttp.ClientSession)
     assert isinstance(out.hits[0], Hit)
     assert out.hits[0].id == "doc-0002" and out.results[0].hits == 2
     assert out.results[1].status == 404 and isinstance(out.results[1].error, SearchError)
-    assert out.results[1].error.code == "not_found"
+    assert out.results[1].error.code == "corpus_not_found"
     with pytest.raises(ServiceError) as info:
         await client.search_many(MultiSearchRequest(  # built unchecked: vectord checks it
             corpora=[a], mode="vector", query_vector=unit(8, 2), k=0), Hit)

@@ -119,7 +119,8 @@ async def test_every_mode_answers_alike_in_both_precisions(
     assert {h["corpus"] for h in fed["hits"][:2]} == set(names.values())
     # An item reads back as stored: float32 bit for bit, float16 within its rounding.
     for p, tol in (("float32", 1e-7), ("float16", 1e-3)):
-        status, item = await call(http, "GET", f"{vectord_url}{C}/{names[p]}/items/d0042")
+        status, item = await call(http, "GET",
+                                  f"{vectord_url}{C}/{names[p]}/items/d0042?include=vector")
         assert status == 200 and np.allclose(item["vector"], unit(DIM, 42), atol=tol), item
 
 
@@ -221,7 +222,7 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
     status, out = await call(http, "GET", url)
     assert out["count"] == n + sum(1 for i in acked if i.startswith("new"))
     for item_id, vector in list(acked.items())[-30:]:
-        status, got = await call(http, "GET", f"{url}/items/{item_id}")
+        status, got = await call(http, "GET", f"{url}/items/{item_id}?include=vector")
         assert status == 200 and np.allclose(got["vector"], vector, atol=1e-3), item_id
     # And back, with nothing running: float32 again, the same answers.
     status, started = await call(http, "POST", f"{url}/convert", {"precision": "float32"})

@@ -178,7 +178,7 @@ async def test_reembed_under_writers_and_searches(http: aiohttp.ClientSession,
     assert corpus["count"] == len(final)
     assert any(v is None for _, v in acked.values())  # writes during the re-embedding
     for item_id, (text, given) in final.items():
-        status, item = await call(http, "GET", f"{url}/items/{item_id}")
+        status, item = await call(http, "GET", f"{url}/items/{item_id}?include=vector")
         assert status == 200, item
         assert item["text"] == text
         want = expected(text) if given is None else np.asarray(given)
@@ -261,7 +261,7 @@ async def test_a_reembed_goes_on_after_its_vectord_stops(
                 break
             await asyncio.sleep(0.1)
         assert corpus["model"] == NEW and corpus["dim"] == 768 and corpus["count"] == 600
-        status, item = await call(http, "GET", f"{url}/items/d17")
+        status, item = await call(http, "GET", f"{url}/items/d17?include=vector")
         assert np.allclose(item["vector"], expected(item["text"]), atol=1e-4)
     finally:
         await second.close()

@@ -441,8 +441,10 @@ function renderFacets(facets) {
 async function record(query, hit, score, statusNode, ...buttons) {
   for (const b of buttons) b.disabled = true;
   try {
+    // A chunk of a document (a page, a document added as text) records the document: the
+    // judgement holds for each of its chunks, as the console shows one hit per page.
     await api("POST", "/v1/matrix/playbooks/record",
-      { query_text: query, answer_id: hit.id, answer_corpus: hit.corpus, score });
+      { query_text: query, answer_id: hit.document_id || hit.id, answer_corpus: hit.corpus, score });
     showStatus(statusNode, score === RIGHT_SCORE
       ? "recorded as right · search with “use feedback” to see it boosted"
       : "recorded as wrong · search with “use feedback” to see it demoted");

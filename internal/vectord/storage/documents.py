@@ -156,8 +156,8 @@ class DocumentsPart(ItemsPart):
                     if stale:
                         await conn.execute(sql.SQL(DELETE_IDS).format(
                             items=tables.items_table(corpus.id)), {"ids": stale})
-                    for w in writes:
-                        await conn.execute(UPSERT_ROW, _row(corpus, w))
+                    async with conn.cursor() as cur:
+                        await cur.executemany(UPSERT_ROW, [_row(corpus, w) for w in writes])
                 lsn = await wal_position_on(conn)
         except psycopg.errors.ProgramLimitExceeded as exc:  # rolled back: nothing written
             raise await self._over_limit([it for w in writes for it in w.items], exc) from None
