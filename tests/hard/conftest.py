@@ -72,6 +72,21 @@ class HardStack:
         assert out.status == 200, out.body
         return int(out.body["count"])
 
+    def newest_task(self) -> int | None:
+        """The id of the newest task (None: none yet): unchanged by a refused request."""
+        out = self.call("GET", f"{self.urls['vectord']}/v1/tasks?limit=1")
+        assert out.status == 200, out.body
+        return out.body["tasks"][0]["id"] if out.body["tasks"] else None
+
+    def settle(self, answer: Answer) -> None:
+        """A 202's task waited for, so the next request's checks see a quiet corpus."""
+        body = answer.body
+        if answer.status == 202 and isinstance(body, dict) and isinstance(body.get("id"), int):
+            while True:
+                out = self.call("GET", f"{self.urls['vectord']}/v1/tasks/{body['id']}?wait=true")
+                if out.status != 200 or out.body["state"] in ("succeeded", "failed"):
+                    return
+
 
 @pytest.fixture(scope="package")
 def hard_stack() -> Iterator[HardStack]:

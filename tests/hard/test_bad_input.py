@@ -246,14 +246,16 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_a_4xx_naming_the_field(hard_stack: HardStack, corpus: str, case: Case,
                                              via: str) -> None:
-    before = hard_stack.count(corpus)
+    before = hard_stack.count(corpus), hard_stack.newest_task()
     base = hard_stack.gateway if via == "gateway" else hard_stack.urls[case.daemon]
     out = hard_stack.call(case.method, base + case.path.format(c=corpus), raw=case.body())
+    hard_stack.settle(out)
     assert out.status == case.status, out.body
     assert isinstance(out.body, dict) and set(out.body) == {"error", "request_id"}, out.body
     assert out.body["error"].get("field") == case.field, out.body
     assert out.headers.get("Server") == "lakehouse"
-    assert hard_stack.count(corpus) == before
+    # nothing written, nothing enqueued to be written later
+    assert (hard_stack.count(corpus), hard_stack.newest_task()) == before
 
 
 @pytest.mark.parametrize("via", ["gateway", "direct"])

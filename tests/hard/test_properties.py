@@ -153,7 +153,13 @@ def _realistic(body: Any, data: st.DataObject) -> Any:
     return body
 
 
-def _check(stack: HardStack, method: str, url: str, status: int, body: Any) -> None:
+def _state(stack: HardStack, method: str) -> tuple[int, int | None] | None:
+    """What a refused write leaves as it was: the real corpus's items, the newest task."""
+    return None if method == "get" else (stack.count(REAL), stack.newest_task())
+
+
+def _check(stack: HardStack, method: str, url: str, status: int, body: Any,
+           before: tuple[int, int | None] | None) -> None:
     log = os.environ.get("LAKEHOUSE_PROPERTY_LOG")
     if log:  # to see what the examples reach: status and error code per request
         code = body.get("error", {}).get("code") if isinstance(body, dict) else None
@@ -166,6 +172,8 @@ def _check(stack: HardStack, method: str, url: str, status: int, body: Any) -> N
     if isinstance(body, dict) and isinstance(body.get("results"), list):
         for r in body["results"]:  # a multi-search's per-corpus entries
             assert r.get("status", 200) < 500 or r["status"] in DOCUMENTED_5XX, where
+    if before is not None and status >= 400:  # refused: nothing written, nothing enqueued
+        assert _state(stack, method) == before, where
 
 
 @pytest.mark.parametrize(("method", "path"), ROUTES, ids=[f"{m} {p}" for m, p in ROUTES])
@@ -198,8 +206,10 @@ def test_schema_drawn_requests_never_5xx(hard_stack: HardStack, document: dict[s
         body = None
         if body_schema is not None:
             body = _realistic(data.draw(from_schema(body_schema), label="body"), data)
+        before = _state(hard_stack, method)
         out = hard_stack.call(method.upper(), url, body)
-        _check(hard_stack, method, url, out.status, out.body)
+        hard_stack.settle(out)
+        _check(hard_stack, method, url, out.status, out.body, before)
 
     run()
 
@@ -228,10 +238,12 @@ def test_arbitrary_json_never_5xx(hard_stack: HardStack, real_corpus: str, path:
            | st.binary(max_size=64).map(lambda b: {"__raw__": b.hex()}))
     def run(body: dict[str, Any]) -> None:
         url = hard_stack.gateway + path
+        before = _state(hard_stack, "post")
         if "__raw__" in body:
             out = hard_stack.call("POST", url, raw=bytes.fromhex(body["__raw__"]))
         else:
             out = hard_stack.call("POST", url, raw=json.dumps(body).encode())
-        _check(hard_stack, "post", url, out.status, out.body)
+        hard_stack.settle(out)
+        _check(hard_stack, "post", url, out.status, out.body, before)
 
     run()

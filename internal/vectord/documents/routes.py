@@ -47,10 +47,11 @@ def _waits(request: web.Request) -> bool:
     raise InvalidArgument(f"wait: expected true or false, got {raw[:40]!r}", field="wait")
 
 
-async def _answer(request: web.Request, task: Task) -> web.Response:
-    """202 with the task; with `?wait=true`, 200 once it ended (202 when it has not
-    within WAIT_SECONDS: wait again on GET /v1/tasks/{id}?wait=true)."""
-    if _waits(request):
+async def _answer(request: web.Request, task: Task, waits: bool) -> web.Response:
+    """202 with the task; with `?wait=true` (read before the task is made: a bad one
+    enqueues nothing), 200 once it ended (202 when it has not within WAIT_SECONDS: wait
+    again on GET /v1/tasks/{id}?wait=true)."""
+    if waits:
         task = await request.app[RUNNER].wait(task, WAIT_SECONDS)
     return await after_write(request, json_response(task, status=200 if task.done else 202))
 
@@ -122,6 +123,7 @@ async def _corpus_for_documents(request: web.Request, name: str) -> Corpus:
 
 async def add_documents(request: web.Request) -> web.Response:
     name = name_of(request)
+    waits = _waits(request)
     body = await read_json(request, AddDocuments)
     store = request.app[STORE]
     corpus = await _corpus_for_documents(request, name)
@@ -131,7 +133,7 @@ async def add_documents(request: web.Request) -> web.Response:
     task = await store.enqueue(corpus, "documents_add", msgspec.json.encode(req),
                                len(req.documents), scope.key_id if scope else None)
     request.app[RUNNER].wake.set()
-    return await _answer(request, task)
+    return await _answer(request, task, waits)
 
 
 async def _fits_model(request: web.Request, corpus: Corpus, req: AddDocuments) -> None:
@@ -167,6 +169,7 @@ async def delete_documents(request: web.Request) -> web.Response:
 
 
 async def _delete(request: web.Request, ids: list[str], field: str = "id") -> web.Response:
+    waits = _waits(request)
     for i, doc_id in enumerate(ids):
         validate.item_id(doc_id, f"{field}[{i}]" if field == "ids" else field)
     store = request.app[STORE]
@@ -176,7 +179,7 @@ async def _delete(request: web.Request, ids: list[str], field: str = "id") -> we
                                msgspec.json.encode(DeleteDocuments(ids=ids)), len(ids),
                                scope.key_id if scope else None)
     request.app[RUNNER].wake.set()
-    return await _answer(request, task)
+    return await _answer(request, task, waits)
 
 
 async def get_document(request: web.Request) -> web.Response:

@@ -41,7 +41,10 @@ WITH batch AS (SELECT {COLUMNS} FROM {{items}} WHERE id > %(after)s ORDER BY id 
 ins AS (INSERT INTO {{next}} ({COLUMNS}) SELECT {COLUMNS} FROM batch ON CONFLICT (id) DO NOTHING)
 SELECT count(*), max(id) FROM batch"""
 ADVANCE = "UPDATE vectord_reembed SET position = %(last)s, error = NULL WHERE corpus_id = %(id)s"
-PROGRESS = "SELECT (SELECT count(*) FROM {next}), (SELECT count(*) FROM {items})"
+# The items table locked before the new one, in the switch's order: a progress read met
+# by a switch waits for it instead of deadlocking (a 503 to a GET of the corpus).
+PROGRESS = ("SELECT n, total FROM (SELECT count(*) AS total FROM {items}) a, "
+            "(SELECT count(*) AS n FROM {next}) b")
 INVALID_INDEXES = """
 SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 WHERE i.indrelid = to_regclass(%(t)s) AND NOT i.indisvalid"""
