@@ -47,6 +47,7 @@ from lakehouse.wire.documents import (
 )
 
 H = TypeVar("H", bound=Hit)
+P = TypeVar("P", DocumentsPage, IdsPage)
 
 
 class VectordClient(ServiceClient):
@@ -136,17 +137,9 @@ class VectordClient(ServiceClient):
 
     async def iter_documents(self, name: str, page: int = 5000) -> AsyncIterator[DocumentRow]:
         """Every document written as text (id, content hash, chunks), in id order."""
-        after: str | None = None
-        while True:
-            params: dict[str, str | int] = {"limit": page}
-            if after is not None:
-                params["after"] = after
-            out = await self.call_as(DocumentsPage, "GET", f"{self._d(name)}?{urlencode(params)}")
+        async for out in self._pages(DocumentsPage, self._d(name), "", page):
             for row in out.documents:
                 yield row
-            after = out.next_after
-            if after is None:
-                return
 
     async def delete_items(self, name: str, ids: list[str]) -> int:
         out = await self.call_as(ItemsDeleted, "POST", f"{self._c(name)}/items/delete",
@@ -156,6 +149,13 @@ class VectordClient(ServiceClient):
     async def iter_ids(self, name: str, prefix: str = "", page: int = 5000
                        ) -> AsyncIterator[IdRow]:
         """Every stored (id, content_hash, updated_at), in id order, page by page."""
+        async for out in self._pages(IdsPage, f"{self._c(name)}/ids", prefix, page):
+            for row in out.items:
+                yield row
+
+    async def _pages(self, cls: type[P], path: str, prefix: str, page: int
+                     ) -> AsyncIterator[P]:
+        """Each page of a listing in id order (`limit`, `prefix`, `after`) to the last."""
         after: str | None = None
         while True:
             params: dict[str, str | int] = {"limit": page}
@@ -163,9 +163,8 @@ class VectordClient(ServiceClient):
                 params["prefix"] = prefix
             if after is not None:
                 params["after"] = after
-            out = await self.call_as(IdsPage, "GET", f"{self._c(name)}/ids?{urlencode(params)}")
-            for row in out.items:
-                yield row
+            out = await self.call_as(cls, "GET", f"{path}?{urlencode(params)}")
+            yield out
             after = out.next_after
             if after is None:
                 return

@@ -127,8 +127,10 @@ async def test_embedder_down_the_run_says_so_and_the_next_converges(
         base_cfg: Config, wiki: Path, corpus: str, session: aiohttp.ClientSession,
         embedd_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The vectord that embeds the pages reaches embedd through a port nobody listens on
-    at first: the run waits for its task a while, then ends saying why (the ticker tries
-    again soon); with embedd back, the waiting task finishes and the next run converges."""
+    at first: a corpus not made yet cannot be (its model unknown), so the run ends at once
+    saying embedd is unreachable; a corpus made, the run's task is acknowledged and waits,
+    the run waits for it a while, then ends saying why (the ticker tries again soon); with
+    embedd back, the waiting task finishes and the next run converges."""
     monkeypatch.setattr(send, "PATIENCE", 2.0)
     late = LatePort(embedd_url)
     app = make_vectord(with_section(base_cfg, "vectord", embedd_url=(late.url,), tasks=True))
@@ -137,6 +139,14 @@ async def test_embedder_down_the_run_says_so_and_the_next_converges(
         vectord = VectordClient(session, url_of(server))
         syncer = make_syncer(wiki, corpus, vectord)
         want = expected_pages(wiki)
+        unmade = await syncer.request_run()
+        assert unmade.transient and unmade.added == 0
+        assert [e.path for e in unmade.errors] == ["."]
+        assert "embedd_unavailable" in unmade.errors[0].error, unmade.errors
+        async with session.get(f"{embedd_url}/v1/embed/models") as resp:
+            listing = await resp.json()
+        model = next(m for m in listing["models"] if m["id"] == listing["default"])
+        await vectord.create_corpus(corpus, model["dim"], model=model["id"])
         broken = await syncer.request_run()
         assert broken.transient and broken.added == 0
         assert [e.path for e in broken.errors] == ["."]

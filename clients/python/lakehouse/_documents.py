@@ -10,10 +10,8 @@ from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-import msgspec
-
+from lakehouse._items import given_as
 from lakehouse._transport import Transport
-from lakehouse.errors import InvalidArgument
 from lakehouse.wire.documents import (
     DEFAULT_CHUNK_CHARS,
     MAX_DOCUMENTS,
@@ -37,12 +35,7 @@ def _d(corpus: str) -> str:
 def as_document(value: DocumentIn | Mapping[str, Any], index: int) -> DocumentIn:
     """The caller's document (a mapping checked into a DocumentIn), `documents[index]`
     named when bad."""
-    if isinstance(value, DocumentIn):
-        return value
-    try:
-        return msgspec.convert(value, DocumentIn)
-    except msgspec.ValidationError as exc:
-        raise InvalidArgument(f"documents[{index}]: {exc}", field=f"documents[{index}]") from None
+    return given_as(value, DocumentIn, f"documents[{index}]")
 
 
 class DocumentCalls:
@@ -88,19 +81,10 @@ class DocumentCalls:
     async def iter_documents(self, corpus: str, *, prefix: str | None = None,
                              page_size: int = 1000) -> AsyncGenerator[DocumentRow, None]:
         """Every document written as text: id, content hash, chunks, title, in id order."""
-        after: str | None = None
-        while True:
-            params: dict[str, str | int] = {"limit": page_size}
-            if prefix:
-                params["prefix"] = prefix
-            if after is not None:
-                params["after"] = after
-            page = await self._http.call("GET", _d(corpus), DocumentsPage, params=params)
+        async for page in self._http.pages(_d(corpus), DocumentsPage, prefix=prefix,
+                                           page_size=page_size):
             for row in page.documents:
                 yield row
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     async def task(self, task_id: int) -> Task:
         """A task: its state, counts, errors per document and timings."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -13,15 +13,21 @@ from lakehouse.errors import InvalidArgument, LakehouseError, UpstreamError
 from lakehouse.types import Item
 from lakehouse.wire.documents import DocumentIn, Task
 
+S = TypeVar("S", Item, DocumentIn)
+
+def given_as(value: S | Mapping[str, Any], cls: type[S], field: str) -> S:
+    """The caller's value as a cls (a mapping checked into one), the field named when bad."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return msgspec.convert(value, cls)
+    except msgspec.ValidationError as exc:
+        raise InvalidArgument(f"{field}: {exc}", field=field) from None
+
 
 def as_item(value: Item | Mapping[str, Any], index: int) -> Item:
     """The caller's item (a mapping checked into an Item), `items[index]` named when bad."""
-    if isinstance(value, Item):
-        return value
-    try:
-        return msgspec.convert(value, Item)
-    except msgspec.ValidationError as exc:
-        raise InvalidArgument(f"items[{index}]: {exc}", field=f"items[{index}]") from None
+    return given_as(value, Item, f"items[{index}]")
 
 
 def as_documents(items: Sequence[Item], places: Sequence[int]) -> list[DocumentIn]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 import msgspec
@@ -30,9 +30,19 @@ from lakehouse.wire.responses import ErrorAnswer
 
 T = TypeVar("T")
 
+
+class Paged(Protocol):
+    """A page of a listing in id order: `next_after` is the next page's `after`."""
+
+    @property
+    def next_after(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=Paged)
+
 MAX_BACKOFF = 8.0  # seconds: the longest wait between two attempts
 # 503 codes that say a feature is off, not that a daemon is busy or starting: not retried.
-PERMANENT_503 = frozenset({"sync_not_configured"})
+PERMANENT_503 = frozenset({"sync_not_configured", "config_error"})
 # Methods that change nothing when sent twice; a POST is so when its caller says (a search,
 # an upsert: the same ids replaced by the same items).
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
@@ -160,6 +170,23 @@ class Transport:
                 raise failure
             await asyncio.sleep(min(self.backoff * 2 ** attempt, MAX_BACKOFF))
             attempt += 1
+
+    async def pages(self, path: str, response: type[P], *, prefix: str | None,
+                    page_size: int) -> AsyncGenerator[P, None]:
+        """Each page of a listing in id order (GET with `limit`, `prefix`, `after`), until
+        one says there is no next."""
+        after: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": page_size}
+            if prefix:
+                params["prefix"] = prefix
+            if after is not None:
+                params["after"] = after
+            page = await self.call("GET", path, response, params=params)
+            yield page
+            after = page.next_after
+            if after is None:
+                return
 
     async def _send(self, method: str, path: str, data: bytes | None,
                     params: Mapping[str, str | int] | None

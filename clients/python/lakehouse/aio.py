@@ -254,19 +254,10 @@ class AsyncClient(RankerCalls, DocumentCalls):
     async def iter_ids(self, corpus: str, *, prefix: str | None = None,
                        page_size: int = 1000) -> AsyncGenerator[IdRow, None]:
         """Every item's id, content hash and update time, in id order, a page at a time."""
-        after: str | None = None
-        while True:
-            params: dict[str, str | int] = {"limit": page_size}
-            if prefix:
-                params["prefix"] = prefix
-            if after is not None:
-                params["after"] = after
-            page = await self._http.call("GET", f"{_c(corpus)}/ids", IdsPage, params=params)
+        async for page in self._http.pages(f"{_c(corpus)}/ids", IdsPage, prefix=prefix,
+                                           page_size=page_size):
             for row in page.items:
                 yield row
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     async def iter_items(self, corpus: str, *, prefix: str | None = None,
                          page_size: int = 1000, vector: bool = False

@@ -619,8 +619,10 @@ async function showSync() {
     else if (errors.some((e) => e.path === ".")) showError(status, new Error("the last run failed"));
     else showStatus(status, errors.length ? "idle · the last run left pages out" : "idle");
   } catch (err) {
-    button.disabled = err instanceof ApiError && err.code === "sync_not_configured";
-    if (button.disabled) {
+    // Not configured, or syncd stopped on its configuration (the stand-in's 503
+    // `config_error` names the setting, the value and why): nothing to run until fixed.
+    button.disabled = err instanceof ApiError && ["sync_not_configured", "config_error"].includes(err.code);
+    if (button.disabled && err.code === "sync_not_configured") {
       showStatus(status, "Sync is not configured: set [sync] wiki_dir in lakehouse.toml.");
     } else {
       showError(status, err);
