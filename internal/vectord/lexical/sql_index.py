@@ -275,6 +275,16 @@ vec_c AS MATERIALIZED (
 vec AS (
   SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank FROM vec_c)"""
 
+# The vector branch as an exact scan of a selective filter's rows (the HNSW graph fenced
+# off by OFFSET 0: storage/searches.py's exact_scan decides; docs/decisions/0301).
+VEC_EXACT = """
+vec_c AS MATERIALIZED (
+  SELECT id, distance FROM (SELECT id, embedding {op} %(vec_q)s AS distance FROM {table}
+                            WHERE {where} OFFSET 0) AS f
+  ORDER BY distance, id LIMIT %(vec_n)s),
+vec AS (
+  SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank FROM vec_c)"""
+
 # The vector branch of a hybrid query that has no query vector.
 VEC_NONE = """
 vec AS (SELECT NULL::text AS id, NULL::float8 AS distance, NULL::bigint AS rank WHERE FALSE)"""

@@ -53,13 +53,15 @@ lex AS (SELECT t.id COLLATE "C" AS id, t.score, t.rank
 def candidates_sql(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
                    where: sql.Composable, filtered: bool, operator: str | None,
                    symbolic: sql.Composable | None, *, given: bool = False,
-                   lexical_branch: bool = True, lexical_scored: bool = False
-                   ) -> sql.Composed:
+                   lexical_branch: bool = True, lexical_scored: bool = False,
+                   exact: bool = False) -> sql.Composed:
     """Both branches' candidates (operator None: no vector branch; lexical_branch False:
     no BM25 branch; given: BM25 with the union's statistics passed as parameters;
-    lexical_scored: the BM25 branch's ids and scores passed in, LEX_GIVEN)."""
+    lexical_scored: the BM25 branch's ids and scores passed in, LEX_GIVEN; exact: the
+    vector branch scans the filter's rows instead of the graph)."""
     vec = (sql.SQL(sql_index.VEC_NONE) if operator is None
-           else sql.SQL(sql_index.VEC).format(op=sql.SQL(operator), table=table, where=where))
+           else sql.SQL(sql_index.VEC_EXACT if exact else sql_index.VEC).format(
+               op=sql.SQL(operator), table=table, where=where))
     if not lexical_branch:
         bm25: sql.Composable = sql.SQL(LEX_NONE)
     elif lexical_scored:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
+from internal.api.responses import IndexSettings
 from internal.api.vectord import Corpus
 from internal.config import VectordConfig
 from internal.pg.backend_nice import BackendNice
@@ -23,7 +24,7 @@ from internal.vectord.storage import schema
 Conn = AsyncConnection[Any]
 
 CORPUS_COLUMNS = ("id, name, dim, metric, language, model, keyword_index, created_at, space_id, "
-                  "precision")
+                  "precision, hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows")
 
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
 
@@ -68,6 +69,16 @@ class StoreParts:
     _writes: asyncio.Semaphore
     # The write connections' backends at a lower OS priority (`write_connection`).
     write_nice: BackendNice
+
+    def index_defaults(self) -> IndexSettings:
+        """The vector index settings of a corpus that names none ([vectord]'s)."""
+        c = self.cfg
+        return IndexSettings(m=c.hnsw_m, ef_construction=c.hnsw_ef_construction,
+                             ef_search=c.ef_search, exact_scan_rows=c.exact_scan_rows)
+
+    def index_settings(self, corpus: Corpus) -> IndexSettings:
+        """The corpus's vector index settings in force."""
+        return corpus.settings(self.index_defaults())
 
     def searching_a_replica(self) -> bool:
         """Whether the search in this context reads a standby."""

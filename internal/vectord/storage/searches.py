@@ -29,6 +29,22 @@ VECTOR_SEARCH_RELAXED = f"""
 WITH relaxed AS MATERIALIZED ({VECTOR_SEARCH})
 SELECT * FROM relaxed ORDER BY distance"""
 
+# A filtered search's exact plan (docs/decisions/0301): the filter's rows read by
+# whatever index serves the filter, each one's distance computed, the nearest kept.
+# OFFSET 0 fences the ORDER BY off the subquery, so the HNSW graph is never walked.
+VECTOR_SEARCH_EXACT = f"""
+SELECT * FROM (SELECT {ITEM_COLUMNS}, embedding {{op}} %(q)s AS distance FROM {{table}}
+               WHERE {{where}} OFFSET 0) AS f
+ORDER BY distance, id LIMIT %(k)s"""
+
+# How many rows the filter matches, as the planner estimates (no row read) and, when
+# that is not far above the threshold, counted up to the threshold + 1.
+FILTER_ESTIMATE = "EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE {where}"
+FILTER_COUNT = "SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {where} LIMIT %(cap)s) AS f"
+# An estimate this many times the threshold is trusted without a count (the planner's
+# row estimates of a selective filter err by a few times, not by orders of magnitude).
+ESTIMATE_SLACK = 4
+
 SET_SEARCH = """
 SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
 
@@ -67,17 +83,60 @@ class SearchPart(StoreParts):
     """The statements of a search that read a corpus's items table or a space's index."""
 
     async def vector_search(self, corpus: Corpus, query: npt.NDArray[np.float32], k: int,
-                            ef_search: int, where: sql.Composable, params: dict[str, Any]
+                            ef_search: int | None, where: sql.Composable, params: dict[str, Any]
                             ) -> list[dict[str, Any]]:
+        """The corpus's k nearest items meeting the filter: by its graph, or by an exact
+        scan of the filter's rows when they are few (`exact_scan`), or when the graph's
+        filtered walk found fewer than k (never fewer hits than the filter has)."""
         filtered = is_filtered(where)
-        stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
-            corpus.id, corpus.metric)
+        args = {**params, "q": query, "k": k}
         # hnsw returns at most ef_search rows, so it must be at least k.
+        ef = max(self.ef_search_of(ef_search, corpus), k)
         async with self.reads.connection() as conn:
-            await self.search_settings(conn, max(ef_search, k), filtered)
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {**params, "q": query, "k": k})
-            return await cur.fetchall()
+            if filtered and await self.exact_scan(conn, corpus, where, params):
+                await cur.execute(vector_exact_sql(corpus, where), args)
+                return await cur.fetchall()
+            stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
+                corpus.id, corpus.metric)
+            await self.search_settings(conn, ef, filtered)
+            await cur.execute(stmt, args)
+            rows = await cur.fetchall()
+            if filtered and len(rows) < k:  # the walk gave up before k: the rest exactly
+                await cur.execute(vector_exact_sql(corpus, where), args)
+                rows = await cur.fetchall()
+            return rows
+
+    def ef_search_of(self, asked: int | None, *corpora: Corpus) -> int:
+        """The hnsw.ef_search of a search: the request's, else the largest of the
+        corpora's own (each corpus's index settings)."""
+        if asked is not None:
+            return asked
+        return max((self.index_settings(c).ef_search for c in corpora),
+                   default=self.cfg.ef_search)
+
+    async def exact_scan(self, conn: Conn, corpus: Corpus, where: sql.Composable,
+                         params: dict[str, Any]) -> bool:
+        """Whether a filtered vector search of the corpus scans the filter's rows exactly:
+        when they are at most its `exact_scan_rows` (a graph walked with a selective
+        filter finds too few of them, or misses the nearest; docs/decisions/0301). The
+        planner's estimate decides a filter far above it; otherwise the rows are counted,
+        up to the threshold."""
+        limit = self.index_settings(corpus).exact_scan_rows
+        if limit <= 0:
+            return False
+        table = tables.items_table(corpus.id)
+        cur = await conn.execute(sql.SQL(FILTER_ESTIMATE).format(table=table, where=where),
+                                 params)
+        row = await cur.fetchone()
+        plan: Any = row[0] if row else None
+        estimate = float(plan[0]["Plan"]["Plan Rows"]) if plan else 0.0
+        if estimate > ESTIMATE_SLACK * limit:
+            return False
+        cur = await conn.execute(sql.SQL(FILTER_COUNT).format(table=table, where=where),
+                                 {**params, "cap": limit + 1})
+        counted = await cur.fetchone()
+        return counted is not None and int(counted[0]) <= limit
 
     async def space_search(self, space_id: int, metric: str, corpus_ids: list[int],
                            query: npt.NDArray[np.float32], n: int, ef_search: int
@@ -163,6 +222,13 @@ def _unfiltered_vector_sql(corpus_id: int, metric: str) -> bytes:
     return sql.SQL(VECTOR_SEARCH).format(
         op=sql.SQL(schema.OPERATOR[metric]), table=tables.items_table(corpus_id),
         where=TRUE).as_bytes(None)
+
+
+def vector_exact_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:
+    """The filtered vector query as an exact scan of the filter's rows."""
+    return sql.SQL(VECTOR_SEARCH_EXACT).format(
+        op=sql.SQL(schema.OPERATOR[corpus.metric]), table=tables.items_table(corpus.id),
+        where=where)
 
 
 def vector_search_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:
