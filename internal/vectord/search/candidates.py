@@ -104,19 +104,23 @@ async def candidate_rows(store: Store, p: Options, corpus: Corpus,
                          statement: Callable[[bool], sql.Composed], args: dict[str, Any],
                          vector: bool) -> list[dict[str, Any]]:
     """The candidates statement's rows. A filtered vector branch scans the filter's rows
-    exactly when they are few (store.exact_scan), and again exactly when the graph's
-    filtered walk found fewer than k of them."""
+    exactly when they are few (store.exact_cap: at most that many read, else the graph
+    answers), and again exactly when the graph's filtered walk found fewer than k."""
     async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        if vector and p.filtered and await store.exact_scan(conn, corpus, p.where, p.params):
-            await cur.execute(statement(True), args)
-            return await cur.fetchall()
+        cap = (await store.exact_cap(conn, corpus, p.where, p.params)
+               if vector and p.filtered else 0)
+        if cap:
+            await cur.execute(statement(True), {**args, "vec_cap": cap + 1})
+            rows = await cur.fetchall()
+            if not rows or (rows[0]["vec_matched"] or 0) <= cap:
+                return rows
         await store.search_settings(conn, max(store.ef_search_of(p.ef_search, corpus), p.n),
                                     p.filtered)
         await cur.execute(statement(False), args)
         rows = await cur.fetchall()
         if vector and p.filtered and sum(r["vec_rank"] is not None for r in rows) < p.k:
-            await cur.execute(statement(True), args)
+            await cur.execute(statement(True), {**args, "vec_cap": None})
             rows = await cur.fetchall()
         return rows
 

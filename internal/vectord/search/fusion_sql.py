@@ -22,7 +22,7 @@ from internal.vectord.storage.filters import build_clauses
 _CANDIDATES = """
 WITH {vec}, {bm25}
 SELECT coalesce(vec.id, lex.id) AS id, vec.distance AS vec_distance, vec.rank AS vec_rank,
-       lex.score AS lex_score, lex.rank AS lex_rank, {symbolic} AS sym_score
+       lex.score AS lex_score, lex.rank AS lex_rank, {symbolic} AS sym_score{matched}
 FROM vec FULL JOIN lex ON lex.id = vec.id"""
 
 ITEMS = "SELECT {columns} FROM {table} i WHERE i.id = ANY(%(ids)s)"
@@ -72,8 +72,10 @@ def candidates_sql(table: sql.Identifier, corpus_id: int, languages: list[str] |
     if symbolic is not None:
         sym = sql.SQL("(SELECT {e} FROM {t} WHERE {t}.id = coalesce(vec.id, lex.id))").format(
             e=symbolic, t=table)
+    matched = sql.SQL(", (SELECT count(*) FROM vec_f) AS vec_matched" if exact and operator
+                      else "")
     return sql.SQL(_CANDIDATES).format(
-        vec=vec, bm25=bm25, symbolic=sym)
+        vec=vec, bm25=bm25, symbolic=sym, matched=matched)
 
 
 # The vector branch alone, unfiltered (hybrid's first pass on a corpus's own graph): the

@@ -321,9 +321,12 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
             finally:
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
+            seconds = time.perf_counter() - started
+            # The planner's statistics of a bulk load now, not at autovacuum's next visit:
+            # a filtered search's plan reads its estimate (storage/searches.py exact_scan).
+            await conn.execute(sql.SQL("ANALYZE {}").format(tables.items_table(corpus.id)))
         self._cache.pop(name, None)
-        return wire.IndexBuilt(corpus=name, index="hnsw",
-                               seconds=round(time.perf_counter() - started, 3))
+        return wire.IndexBuilt(corpus=name, index="hnsw", seconds=round(seconds, 3))
 
     async def build_memory(self, conn: Conn, corpus: Corpus) -> str:
         """maintenance_work_mem for building the corpus's graph now (memory_plan)."""
