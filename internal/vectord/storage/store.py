@@ -40,7 +40,13 @@ from internal.vectord.storage.items import ItemsPart, wal_position_on
 from internal.vectord.storage.items import PreparedItem as PreparedItem
 from internal.vectord.storage.items import Written as Written
 from internal.vectord.storage.parts import CORPUS_COLUMNS as CORPUS_COLUMNS
-from internal.vectord.storage.parts import LIST_CORPORA, SELECT_CORPUS, STALE_REGISTRY_AFTER, Conn
+from internal.vectord.storage.parts import (
+    LIST_CORPORA,
+    SELECT_CORPUS,
+    STALE_REGISTRY_AFTER,
+    Conn,
+    LanedReads,
+)
 from internal.vectord.storage.parts import ReadPool as ReadPool
 from internal.vectord.storage.reembedding import ReembedPart
 from internal.vectord.storage.reindex import ReindexPart
@@ -92,7 +98,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
         self.pool = pool
         # Where searches read: the primary's pool, or a router over read replicas that
         # answers with the same `connection()` (writes and the registry always use `pool`).
-        self.reads: ReadPool = pool
+        self.reads: ReadPool = LanedReads(self)
         self.replicas: ReplicaRouter | None = None  # set with `reads` when read_dsns
         self.cfg = cfg
         # The in-memory lexical index of this process (lexical_engine "memory").
