@@ -239,7 +239,7 @@ class VectordConfig:
     # while it judges; internal/vectord/judging.py); false: in vectord's own threads.
     language_worker: bool = True
     max_batch: int = 1000
-    hnsw_m: int = 16  # a corpus's vector index unless it names its own (decisions/0300-*)
+    hnsw_m: int = 16  # these four: a new corpus's index settings unless it names its own
     hnsw_ef_construction: int = 64
     ef_search: int = 100
     exact_scan_rows: int = 10000  # a filter matching at most this many: an exact scan

@@ -277,7 +277,8 @@ vec AS (
 
 # The vector branch as an exact scan of a selective filter's rows, at most vec_cap of them
 # (NULL: all), counted in the statement's `vec_matched` (storage/searches.py's exact_cap
-# decides; docs/decisions/0301). The CTE fences the HNSW graph off.
+# decides; docs/decisions/0301-selective-filters-scan-exactly.md). The CTE fences the HNSW
+# graph off.
 VEC_EXACT = """
 vec_f AS MATERIALIZED (
   SELECT id, embedding {op} %(vec_q)s AS distance FROM {table} WHERE {where}

@@ -11,7 +11,8 @@ new one as the corpus's and records its settings (`switch`).
 
 A space's shared graph (storage/space_index.py) keeps [vectord]'s settings: it serves
 searches over several corpora, each of which may name its own; such a search reads it
-with the largest `ef_search` of the corpora it covers (docs/decisions/0300).
+with the largest `ef_search` of the corpora it covers
+(docs/decisions/0300-index-settings-per-corpus.md).
 """
 
 from __future__ import annotations

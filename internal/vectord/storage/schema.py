@@ -204,8 +204,8 @@ CREATE TABLE IF NOT EXISTS lakehouse_rankers (
 CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
     ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
 """),
-    # Per-corpus vector index settings (docs/decisions/0300): NULL, a corpus from before
-    # them, follows [vectord]'s. A job of vectord_reembed may rebuild a corpus's graph
+    # Per-corpus vector index settings (docs/decisions/0300-index-settings-per-corpus.md):
+    # NULL, a corpus from before them, follows [vectord]'s. A job of vectord_reembed may rebuild a corpus's graph
     # with other settings (kind `reindex`: its m and ef_construction). A GIN index over
     # each items table's tags, so a selective tag filter reads its rows, not the table.
     (15, """

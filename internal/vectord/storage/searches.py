@@ -30,11 +30,11 @@ VECTOR_SEARCH_RELAXED = f"""
 WITH relaxed AS MATERIALIZED ({VECTOR_SEARCH})
 SELECT * FROM relaxed ORDER BY distance"""
 
-# A filtered search's exact plan (docs/decisions/0301): the filter's rows read by
-# whatever index serves the filter (at most %(cap)s of them: NULL, all), each one's
-# distance computed, the nearest kept; `matched` says how many rows were read, so a
-# filter that matched more than the cap is known (the graph answers it instead). The
-# CTE is a fence: the HNSW graph is never walked here.
+# A filtered search's exact plan (docs/decisions/0301-selective-filters-scan-exactly.md):
+# the filter's rows read by whatever index serves the filter (at most %(cap)s of them:
+# NULL, all), each one's distance computed, the nearest kept; `matched` says how many
+# rows were read, so a filter that matched more than the cap is known (the graph answers
+# it instead). The CTE is a fence: the HNSW graph is never walked here.
 VECTOR_SEARCH_EXACT = f"""
 WITH f AS MATERIALIZED (
   SELECT id, embedding {{op}} %(q)s AS distance FROM {{table}} WHERE {{where}} LIMIT %(cap)s),
@@ -127,8 +127,8 @@ class SearchPart(StoreParts):
         """The corpus's `exact_scan_rows` when a filtered vector search of it should try
         the exact plan (the filter's rows, at most that many, scanned: a graph walked
         with a selective filter finds too few of them or misses the nearest;
-        docs/decisions/0301); 0 when the graph answers: the threshold is 0, or the
-        planner estimates the filter's rows far above it."""
+        docs/decisions/0301-selective-filters-scan-exactly.md); 0 when the graph answers: the threshold is 0,
+        or the planner estimates the filter's rows far above it."""
         limit = self.index_settings(corpus).exact_scan_rows
         if limit <= 0:
             return 0
