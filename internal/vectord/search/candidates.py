@@ -105,7 +105,8 @@ async def candidate_rows(store: Store, p: Options, corpus: Corpus,
                          vector: bool) -> list[dict[str, Any]]:
     """The candidates statement's rows. A filtered vector branch scans the filter's rows
     exactly when they are few (store.exact_cap: at most that many read, else the graph
-    answers), and again exactly when the graph's filtered walk found fewer than k."""
+    answers), and again exactly when the graph's filtered walk found fewer than k (unless
+    exact_scan_rows is 0: the graph's answer as it is)."""
     async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
         cap = (await store.exact_cap(conn, corpus, p.where, p.params)
@@ -119,7 +120,8 @@ async def candidate_rows(store: Store, p: Options, corpus: Corpus,
                                     p.filtered)
         await cur.execute(statement(False), args)
         rows = await cur.fetchall()
-        if vector and p.filtered and sum(r["vec_rank"] is not None for r in rows) < p.k:
+        if (vector and p.filtered and sum(r["vec_rank"] is not None for r in rows) < p.k
+                and store.index_settings(corpus).exact_scan_rows):
             await cur.execute(statement(True), {**args, "vec_cap": None})
             rows = await cur.fetchall()
         return rows

@@ -91,7 +91,7 @@ class SearchPart(StoreParts):
         """The corpus's k nearest items meeting the filter: by an exact scan of the
         filter's rows when they are few (`exact_cap`), else by its graph, completed
         exactly when the graph's filtered walk found fewer than k (never fewer hits than
-        the filter has)."""
+        the filter has; with exact_scan_rows 0, the graph's answer as it is)."""
         filtered = is_filtered(where)
         args = {**params, "q": query, "k": k}
         # hnsw returns at most ef_search rows, so it must be at least k.
@@ -109,7 +109,8 @@ class SearchPart(StoreParts):
             await self.search_settings(conn, ef, filtered)
             await cur.execute(stmt, args)
             rows = await cur.fetchall()
-            if filtered and len(rows) < k:  # the walk gave up before k: the rest exactly
+            if filtered and len(rows) < k and self.index_settings(corpus).exact_scan_rows:
+                # The walk gave up before k: the rest exactly (0: the graph's answer alone).
                 await cur.execute(vector_exact_sql(corpus, where), {**args, "cap": None})
                 rows = _without_matched(await cur.fetchall())
             return rows
