@@ -27,6 +27,7 @@ from lakehouse.wire.responses import (
     EmbedResponse,
     IdRow,
     IdsPage,
+    IndexSettingsChanged,
     ItemsDeleted,
     MatrixSearchResponse,
     ModelsResponse,
@@ -131,14 +132,18 @@ class AsyncClient(RankerCalls):
                             metric: Literal["cosine", "l2", "ip"] = "cosine",
                             language: str | None = None, model: str | None = None,
                             defer_index: bool = False,
-                            precision: Precision | None = None) -> Corpus:
+                            precision: Precision | None = None,
+                            index: Mapping[str, int] | None = None) -> Corpus:
         """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
         stack's embedding model (its dimension and label), ready for text upserts.
-        `precision`: how its vectors are stored (float16, the server's default, or float32)."""
+        `precision`: how its vectors are stored (float16, the server's default, or float32);
+        `index`: its vector index's settings (`m`, `ef_construction`, `ef_search`,
+        `exact_scan_rows`; each left out: the server's default)."""
         if dim is None:
             model, dim = await self._model(model)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
-                       defer_index=defer_index, precision=precision)
+                       defer_index=defer_index, precision=precision,
+                       index=dict(index) if index else None)
         return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
 
     async def list_corpora(self) -> list[Corpus]:
@@ -165,6 +170,17 @@ class AsyncClient(RankerCalls):
         answer throughout; one switch at the end). Progress: get_corpus(name).conversion."""
         return await self._http.call("POST", f"{_c(name)}/convert", ConvertStarted,
                                      body={"precision": precision})
+
+    async def index_settings(self, name: str, *, m: int | None = None,
+                             ef_construction: int | None = None, ef_search: int | None = None,
+                             exact_scan_rows: int | None = None) -> IndexSettingsChanged:
+        """Change the corpus's vector index settings: `ef_search` and `exact_scan_rows` at
+        once; a new `m` or `ef_construction` rebuilds its graph in the background
+        (searches answer throughout; progress: get_corpus(name).reindex)."""
+        body = body_of(m=m, ef_construction=ef_construction, ef_search=ef_search,
+                       exact_scan_rows=exact_scan_rows)
+        return await self._http.call("POST", f"{_c(name)}/index/settings",
+                                     IndexSettingsChanged, body=body)
 
     async def storage(self) -> StorageStatus:
         """The corpora's rows, table and index bytes and fit in shared_buffers; memory held."""
