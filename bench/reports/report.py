@@ -90,7 +90,12 @@ def render(folder: Path = RESULTS) -> str:
              "the history links go to every results file of it and to the record kept from before the",
              "harness (docs/benchmarks/history-2026-11-27.md, its sections and figures unchanged). How to",
              "run one or write one: bench/README.md. The plots (`python -m bench plots`) are drawn from",
-             "the same files.", ""]
+             "the same files.", "",
+             "```bash", ".venv/bin/python -m bench list", "```", "",
+             "<!-- doc-test: skip (a benchmark runs for minutes, under the machine's benchmark lock) -->",
+             "```bash", ".venv/bin/python -m bench corpora --baseline ../main-before   # one benchmark",
+             ".venv/bin/python -m bench report && .venv/bin/python -m bench plots   # this file, the images",
+             "```", ""]
     lines += [f"![{img}](images/{img})" for img in IMAGES if (ROOT / "docs" / "images" / img).is_file()]
     lines += ["", "| benchmark | what it measures | last run |", "|---|---|---|"]
     for name in names():
