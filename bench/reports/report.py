@@ -81,6 +81,12 @@ def section(name: str, title: str, records: list[dict[str, Any]],
     return out
 
 
+def short(text: str, width: int = 80) -> str:
+    """A title's first clause, cut at a word within `width` characters."""
+    head = re.split(r"(?<=[a-z)]):\s|\.\s", text)[0].rstrip(".")
+    return head if len(head) <= width else head[:width].rsplit(" ", 1)[0] + " …"
+
+
 def render(folder: Path = RESULTS) -> str:
     results, old = read_all(folder), old_sections()
     lines = ["# Benchmarks", "",
@@ -102,7 +108,7 @@ def render(folder: Path = RESULTS) -> str:
         recs = results.get(name, [])
         when = (f"{newest(recs)['date'][:10]} {newest(recs)['commit']}" + (" (quick)" if newest(recs).get("quick")
                                                                              else "")) if recs else "not yet"
-        lines.append(f"| [{name}](#{anchor(name)}) | {title(benchmark(name)).split(':')[0][:70]} | {when} |")
+        lines.append(f"| [{name}](#{anchor(name)}) | {short(title(benchmark(name)))} | {when} |")
     lines.append("")
     for name in names():
         lines += section(name, title(benchmark(name)), results.get(name, []),
