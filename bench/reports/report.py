@@ -63,7 +63,9 @@ def section(name: str, title: str, records: list[dict[str, Any]],
         out += [f"`{r['command']}` at {r['commit']}{' (uncommitted changes)' if r.get('dirty') else ''}, "
                 f"{r['date']}, {r['machine']['cores']} cores, load {load[0]:.1f}-{load[-1]:.1f}"
                 + (f", baseline {r['baseline']['commit']}" if r.get("baseline") else "")
-                + ("; **a reduced run (--quick): a check, not the figure**" if r.get("quick") else ""), ""]
+                + ("; **a reduced run (--quick): a check, not the figure**" if r.get("quick") else "")
+                + ("; run outside the lock at nice 19: its quality figures hold, its timings are none"
+                   if r.get("unlocked") else ""), ""]
         for t in r["tables"]:
             rows = t["rows"][:ROWS]
             more = len(t["rows"]) - len(rows)
