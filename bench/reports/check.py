@@ -102,9 +102,11 @@ def rows(text: str) -> dict[str, list[str]]:
             cells = [c.strip() for c in s.strip("|").split("|")]
             figures = [NUM.findall(c)[0] for c in cells if c and is_figure(c)]
             name = label(" ".join(c for c in cells if not is_figure(c)))
+            if not name and figures:  # a row of figures alone: its first cell names it
+                name, figures = f"#{cells[0]}", figures[1:]
         else:
             figures, name = NUM.findall(s), label(s)
-        if not figures or not name:
+        if not figures or not name or name == "#":
             continue
         key, n = name, 1
         while key in out:
