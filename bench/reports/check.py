@@ -118,10 +118,15 @@ def rows(text: str) -> dict[str, list[str]]:
 
 def side_by_side(name: str, old: str, new: str) -> str:
     a, b = rows(old), rows(new)
-    both = [k for k in a if k in b]
+    pairs = [(k, k) for k in a if k in b]
+    for k in a:  # a text line's label holds words a table row's does not: words within pair
+        if k not in b and (m := next((j for j in b if len(j) > 5 and j not in dict(pairs).values()
+                                      and (set(j.split()) <= set(k.split())
+                                           or set(k.split()) <= set(j.split()))), None)):
+            pairs.append((k, m))
     lines = [f"### {name}", "", "| row | old script | new module |", "|---|---|---|"]
-    lines += [f"| {k} | {' · '.join(a[k])} | {' · '.join(b[k])} |" for k in both]
-    lines += ["", f"{len(both)} rows paired; {len(a) - len(both)} old and {len(b) - len(both)} new unpaired", ""]
+    lines += [f"| {m} | {' · '.join(a[k])} | {' · '.join(b[m])} |" for k, m in pairs]
+    lines += ["", f"{len(pairs)} rows paired; {len(a) - len(pairs)} old and {len(b) - len(pairs)} new unpaired", ""]
     return "\n".join(lines)
 
 
