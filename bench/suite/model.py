@@ -8,7 +8,7 @@ thread, the process's CPU time, candidates alternating over --rounds:
 - CPU per question and per document (SciFact's), and through embedd's POST /v1/embed (one
   embedd serving MiniLM and the multilingual model, cache off, that process's CPU);
 - memory: a fresh process's resident set after loading the candidate and embedding a text;
-- --quality: vector hit@3 (exact cosine, every page embedded whole, cut at the model's
+- --quality (--quality-only: without the CPU tables): vector hit@3 (exact cosine, every page embedded whole, cut at the model's
   length) on each question set of tests/fixtures/wiki_questions and its held-out part,
   nDCG@10 of the vectors alone on SciFact, Cranfield and CISI, and each candidate's
   cosine to the multilingual model's own float numerics;
@@ -43,7 +43,7 @@ from internal.embedd.local import MODEL_ID as MINILM
 from internal.evaluation import beir
 
 OPTIONS = {"rounds": 2, "questions": 120, "documents": 48, "quality": False,
-           "held_out": False, "candidates": ("", "comma-separated names (default: all)")}
+           "quality_only": False, "held_out": False, "candidates": ("", "comma-separated names (default: all)")}
 QUICK = {"rounds": 1, "questions": 20, "documents": 8}
 Embed = Callable[[list[str], str], np.ndarray]  # (texts, "query" | "document") -> unit rows
 # name -> Python that binds `m` to an embedder (texts, kind) -> vectors, one thread
@@ -215,10 +215,11 @@ def main(run: Run) -> None:
     a = run.args
     names = [n.strip() for n in a.candidates.split(",")] if a.candidates else list(LOADERS)
     models = {n: load(n) for n in names}
-    speed(run, names, models)
+    if not a.quality_only:
+        speed(run, names, models)
     run.table("licences, wheels, maintenance", ["candidate", "code", "weights", "wheels",
                                                 "releases"], FACTS)
-    if a.quality:
+    if a.quality or a.quality_only:
         closeness(run, models)
         quality(run, names, models)
     if a.held_out:
