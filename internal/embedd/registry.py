@@ -17,6 +17,7 @@ import aiohttp
 
 from internal.config import ConfigError, EmbeddConfig
 from internal.config.sections import EMBEDDING_BACKENDS
+from internal.embedd import e5_source
 from internal.embedd.backends import (
     Backend,
     LazyBackend,
@@ -41,9 +42,10 @@ async def _local(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> list[Back
         for numerics, model in MODEL_IDS.items() if numerics != cfg.local_numerics]
     # The multilingual model, opened at the first text of a corpus on it (its tokenizer
     # alone holds about 260 MB: measured, docs/decisions/0200).
-    multilingual = LazyBackend("local", E5_ID, E5Model.dim, functools.partial(
-        LocalBackend.open, cfg, load=functools.partial(E5Model, E5_ID)))
-    return [await LocalBackend.open(cfg), *others, multilingual]
+    if e5_source.installed():
+        others.append(LazyBackend("local", E5_ID, E5Model.dim, functools.partial(
+            LocalBackend.open, cfg, load=functools.partial(E5Model, E5_ID))))
+    return [await LocalBackend.open(cfg), *others]
 
 
 async def _ollama(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> list[Backend]:
