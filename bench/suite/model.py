@@ -174,8 +174,9 @@ def pages(run: Run, folder: str) -> tuple[list[str], list[str]]:
 def quality(run: Run, models: dict[str, Embed]) -> None:
     scored = [n for n in run.args.wiki.split(",") if n in models]
     sets = wiki.sets(list(wiki.FOLDERS))
-    cols, rows = ["set (questions)", *[f"{n}:.2f" for n in scored]], []
-    for folder in dict.fromkeys(sets.values()):
+    cols = ["set (questions)", *[f"{n}:.2f" for n in scored]]
+    for folder in sorted(dict.fromkeys(sets.values()), key=lambda f: f == "common"):
+        rows = []
         paths, texts = pages(run, folder)
         docs = {n: batched(models[n], texts, "document") for n in scored}
         for part in [p for p, f in sets.items() if f == folder]:
@@ -186,7 +187,8 @@ def quality(run: Run, models: dict[str, Embed]) -> None:
                                  axis=1)[:, :3]
                 row.append(wiki.hit_at_3([[paths[j] for j in t] for t in top], asked))
             rows.append(row)
-    run.table("vector hit@3 on the wiki's question sets (every page embedded whole)", cols, rows)
+        run.table(f"vector hit@3 on the question sets over {wiki.FOLDERS[folder][0]} ({len(paths)} "
+                  "pages, each embedded whole)", cols, rows)
     rows = []
     scored = [n for n in run.args.beir.split(",") if n in models]
     for name, split in SETS:
