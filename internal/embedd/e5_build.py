@@ -216,13 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--print-hash"]:
         print(model_build.sha256(build_bytes(None, args[1] if len(args) > 1 else NUMERICS[0])))
         return 0
-    try:
-        path = ensure(Path(args[0]) if args else None)
-    except model_build.BuildError as exc:
-        print(f"model build: {exc}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+    return model_build.print_built(ensure, args)
 
 
 if __name__ == "__main__":

@@ -363,8 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--print-hash"]:
         print(sha256(build_bytes(source_path())))
         return 0
+    return print_built(ensure, args)
+
+
+def print_built(ensure_in: Callable[[Path | None], Path], args: list[str]) -> int:
+    """A build command's end: the built (or checked) file's path, or the BuildError and 1."""
     try:
-        path = ensure(Path(args[0]) if args else None)
+        path = ensure_in(Path(args[0]) if args else None)
     except BuildError as exc:
         print(f"model build: {exc}", file=sys.stderr)
         return 1
