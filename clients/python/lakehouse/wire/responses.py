@@ -69,6 +69,9 @@ class ModelInfo(msgspec.Struct, omit_defaults=True):  # `superseded_by` absent u
     # The model whose vectors replace this one's: corpora of this model are re-embedded
     # with it by the stack (served meanwhile, for them).
     superseded_by: str | None = None
+    # ISO 639-1 codes of the languages the model's vectors are trained for (absent: not
+    # known, as for a remote model).
+    languages: list[str] | None = None
 
 
 class ModelsResponse(msgspec.Struct):
