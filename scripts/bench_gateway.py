@@ -80,7 +80,9 @@ def start_stack(tmp: Path, root: Path = ROOT) -> tuple[subprocess.Popen[str], di
     for line in proc.stdout:
         if line.startswith("Lakehouse is up: "):
             return proc, {"gateway": line.split(": ", 1)[1].strip(),
-                          "matrixd": f"http://127.0.0.1:{ports['MATRIXD']}"}
+                          "matrixd": f"http://127.0.0.1:{ports['MATRIXD']}",
+                          "vectord_port": str(ports["VECTORD"]),
+                          "embedd_port": str(ports["EMBEDD"])}
     raise SystemExit("lakehouse up did not come up")
 
 

@@ -27,7 +27,7 @@ import ollama
 from internal.common.errors import UpstreamError, UpstreamTimeout
 from internal.config import EmbeddConfig
 from internal.embedd.coalesce import Coalescer, Embedded, Lane, LaneStats
-from internal.embedd.local import Encoded, LocalModel
+from internal.embedd.local import MODEL_LANGUAGES, Encoded, LocalModel
 
 
 class Backend(ABC):
@@ -37,6 +37,8 @@ class Backend(ABC):
     # The model id whose vectors replace this one's: corpora of this id are moved to it
     # (vectord re-embeds them); None: nothing replaces it.
     superseded_by: str | None = None
+    # The languages (ISO 639-1) the model was trained for; () not declared.
+    languages: tuple[str, ...] = ()
 
     def prefix(self, input_type: str) -> str:
         """Text put before each input for this input_type ("" for most models)."""
@@ -99,6 +101,7 @@ class LocalBackend(Backend):
         self.local = model
         self.model = model.id
         self.dim = model.dim
+        self.languages = MODEL_LANGUAGES.get(model.id, ())
         self._executors = executors
         self.coalescer = coalescer
 

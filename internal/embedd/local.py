@@ -44,6 +44,9 @@ NUMERICS = LOCAL_NUMERICS  # [embedd] local_numerics; the first is the default
 MODEL_IDS = {"integer": "all-MiniLM-L6-v2-int8", "float": "all-MiniLM-L6-v2"}
 assert tuple(MODEL_IDS) == NUMERICS, "every numerics has its model id"
 MODEL_ID = MODEL_IDS[NUMERICS[0]]
+# The languages each local model was trained for (embedd's listing declares them):
+# all-MiniLM-L6-v2 learnt from English text only.
+MODEL_LANGUAGES: dict[str, tuple[str, ...]] = {mid: ("en",) for mid in MODEL_IDS.values()}
 
 
 def model_path(numerics: str = NUMERICS[0]) -> Path:

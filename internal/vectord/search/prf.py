@@ -36,6 +36,8 @@ class Settings:
     vector: bool
     # Feedback only when the corpora searched hold at least this many documents (0: always).
     min_docs: int = 0
+    # Asked by the request: applies to every question (the default's gate is skipped).
+    asked: bool = False
 
     @property
     def on(self) -> bool:
@@ -58,7 +60,7 @@ def settings(given: Prf | None) -> Settings:
     """The request's feedback settings (in range by the wire type), or the default."""
     if given is None:
         return DEFAULT
-    return Settings(given.docs, given.terms, float(given.weight), given.vector)
+    return Settings(given.docs, given.terms, float(given.weight), given.vector, asked=True)
 
 
 def rocchio(query: npt.NDArray[np.float32], docs: Sequence[npt.NDArray[np.float32]],
@@ -144,3 +146,24 @@ def expand(query_tf: Mapping[str, float], model: Mapping[str, float], terms: int
         if rsum > 0:
             mixed[t] = mixed.get(t, 0.0) + weight * p / rsum / (1 + weight)
     return mixed
+
+
+# Selective feedback (Cronen-Townsend et al. 2004; Amati et al. 2004: expansion helps a
+# vague question and harms a precise one): the first pass's evidence decides, before any
+# feedback read, so a skipped pass costs nothing. Measured rules and their figures:
+# docs/decisions/0224.
+MIN_LEXEMES = 3  # a question of fewer lexemes is a name or two: nothing to expand
+SKIP_WHEN_AGREE = False  # skip when both layers rank the same item first
+SKIP_WHEN_NAMED = True  # skip when the question names an item (search/names.py)
+
+
+def worth_expanding(lexemes: int, agree: bool, named: bool) -> bool:
+    """Whether feedback's pass is likely to help this question. lexemes: its lexemes held
+    by the corpora; agree: the vector and lexical layers rank the same item first;
+    named: it names an item by title or id."""
+    if lexemes < MIN_LEXEMES:
+        return False
+    if SKIP_WHEN_NAMED and named:
+        return False
+    return not (SKIP_WHEN_AGREE and agree)
+
