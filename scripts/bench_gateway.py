@@ -80,9 +80,7 @@ def start_stack(tmp: Path, root: Path = ROOT) -> tuple[subprocess.Popen[str], di
     for line in proc.stdout:
         if line.startswith("Lakehouse is up: "):
             return proc, {"gateway": line.split(": ", 1)[1].strip(),
-                          "matrixd": f"http://127.0.0.1:{ports['MATRIXD']}",
-                          "vectord_port": str(ports["VECTORD"]),
-                          "embedd_port": str(ports["EMBEDD"])}
+                          "matrixd": f"http://127.0.0.1:{ports['MATRIXD']}"}
     raise SystemExit("lakehouse up did not come up")
 
 

@@ -149,6 +149,7 @@ class LazyBackend(Backend):
                  superseded_by: str | None = None) -> None:
         self.kind, self.model, self.dim = kind, model, dim
         self.superseded_by = superseded_by
+        self.languages = MODEL_LANGUAGES.get(model, ()) if kind == "local" else ()
         self._opener = opener
         self._opening = asyncio.Lock()
         self.opened: Backend | None = None

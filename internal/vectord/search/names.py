@@ -88,10 +88,12 @@ def classes(titles: Mapping[K, Title], lexemes: Sequence[str], corrected: Collec
     """Candidate -> its class (EXACT, CONTAINED, CORRECTED), for those whose title the
     question names. lexemes: the query's (corrected ones included, named in `corrected`);
     n, dfs: the union's documents and each lexeme's document frequency."""
-    own = {t for t in lexemes if t not in corrected}
+    asked = set(lexemes)
+    own = {t for t in asked if t not in corrected}
     rare = {t for t in own if n > 0 and dfs.get(t, 0.0) <= RARE_SHARE * n}
     out: dict[K, int] = {}
-    for key, (found, length) in titles.items():
+    for key, (title, length) in titles.items():
+        found = {t: tf for t, tf in title.items() if t in asked}
         if length <= 0 or not found:
             continue
         in_own = sum(tf for t, tf in found.items() if t in own)
@@ -99,7 +101,7 @@ def classes(titles: Mapping[K, Title], lexemes: Sequence[str], corrected: Collec
             out[key] = EXACT
         elif in_own == length and found.keys() <= rare:
             out[key] = CONTAINED
-        elif corrected and sum(found.values()) == length:
+        elif sum(found.values()) == length and not found.keys() <= own:
             out[key] = CORRECTED
     return out
 

@@ -156,15 +156,21 @@ def expand(query_tf: Mapping[str, float], model: Mapping[str, float], terms: int
 MIN_LEXEMES = 3  # a question of fewer lexemes is a name or two: nothing to expand
 SKIP_WHEN_AGREE = False  # skip when both layers rank the same item first
 SKIP_WHEN_NAMED = True  # skip when the question names an item (search/names.py)
+# Skip a question read as character bigrams (Chinese, Japanese): the relevance model's
+# best lexemes are then fragments of the feedback's other words.
+SKIP_BIGRAMS = True
 
 
-def worth_expanding(lexemes: int, agree: bool, named: bool) -> bool:
+def worth_expanding(lexemes: int, agree: bool, named: bool, bigrams: bool = False) -> bool:
     """Whether feedback's pass is likely to help this question. lexemes: its lexemes held
     by the corpora; agree: the vector and lexical layers rank the same item first;
-    named: it names an item by title or id."""
+    named: it names an item by title or id; bigrams: most of its letters are Han or kana
+    (read as character bigrams)."""
     if lexemes < MIN_LEXEMES:
         return False
     if SKIP_WHEN_NAMED and named:
+        return False
+    if SKIP_BIGRAMS and bigrams:
         return False
     return not (SKIP_WHEN_AGREE and agree)
 
