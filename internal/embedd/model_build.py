@@ -30,7 +30,7 @@ import hashlib
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -322,13 +322,20 @@ def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
     """The built model's path, building it first when it is missing or not the expected
     bytes; BuildError when a build gives other bytes than EXPECTED_SHA256 (the file is
     then not kept). Safe when several processes build at once (write, then rename)."""
-    target = (directory or cache_dir()) / FILE_NAME
-    if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
+    return ensure_file((directory or cache_dir()) / FILE_NAME, EXPECTED_SHA256,
+                       lambda: build_bytes(source or source_path()))
+
+
+def ensure_file(target: Path, expected: str, build: Callable[[], bytes]) -> Path:
+    """target when it holds the bytes of sha256 `expected`, else build() written there
+    (to a temporary file renamed into place); BuildError, and nothing kept, when the
+    built bytes have another hash."""
+    if target.is_file() and sha256(target.read_bytes()) == expected:
         return target
-    data = build_bytes(source or source_path())
+    data = build()
     got = sha256(data)
-    if got != EXPECTED_SHA256:
-        raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
+    if got != expected:
+        raise BuildError(f"built {target.name}: sha256 {got}, expected {expected}")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".building-", suffix=".onnx")
     try:
