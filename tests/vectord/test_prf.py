@@ -163,14 +163,14 @@ async def test_default_prf_from_100_documents_where_it_is_worth(
 
 
 def test_feedback_gate_on_constructed_cases() -> None:
-    """Selective feedback: a question of a name or two, or one that names an item, is not
-    expanded; a longer vague one is."""
-    assert prf.worth_expanding(lexemes=5, agree=False, named=False)
-    assert not prf.worth_expanding(lexemes=1, agree=False, named=False)
-    assert not prf.worth_expanding(lexemes=prf.MIN_LEXEMES - 1, agree=True, named=False)
-    assert prf.worth_expanding(lexemes=prf.MIN_LEXEMES, agree=False, named=False)
-    assert prf.worth_expanding(lexemes=6, agree=False, named=True) == (not prf.SKIP_WHEN_NAMED)
-    assert prf.worth_expanding(lexemes=6, agree=True, named=False) == (not prf.SKIP_WHEN_AGREE)
+    """Selective feedback: a question of a name or two, one that names an item, or one
+    read as character bigrams is not expanded; a longer one is."""
+    assert prf.worth_expanding(lexemes=5, named=False)
+    assert not prf.worth_expanding(lexemes=1, named=False)
+    assert not prf.worth_expanding(lexemes=prf.MIN_LEXEMES - 1, named=False)
+    assert prf.worth_expanding(lexemes=prf.MIN_LEXEMES, named=False)
+    assert not prf.worth_expanding(lexemes=6, named=True)
+    assert not prf.worth_expanding(lexemes=6, named=False, bigrams=True)
 
 
 async def test_prf_bad_input_is_a_400(vectord_url: str, split: dict[str, Any],  # noqa: F811

@@ -65,7 +65,6 @@ async def corrected(store: Store, p: Options, prep: memory_index.Prepared
     corpus's, rows the filter (a tenant's) refuses included, and a suggestion would show
     their words."""
     lexemes, qtf = prep.terms
-    p.notes.terms = len(lexemes)
     if p.filtered or not lexemes or not prep.indexes:
         return prep
     held = set(prep.stats.lexemes) if prep.stats is not None else set()

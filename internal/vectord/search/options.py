@@ -32,7 +32,6 @@ class Notes:
 
     did_you_mean: str | None = None
     corrected: dict[str, str] = field(default_factory=dict)  # lexeme -> its correction
-    terms: int = 0  # the question's lexemes, held by a searched corpus or not (memory engine)
 
 
 @dataclass(frozen=True)

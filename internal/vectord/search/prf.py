@@ -150,27 +150,22 @@ def expand(query_tf: Mapping[str, float], model: Mapping[str, float], terms: int
 
 
 # Selective feedback (Cronen-Townsend et al. 2004; Amati et al. 2004: expansion helps a
-# vague question and harms a precise one): the first pass's evidence decides, before any
-# feedback read, so a skipped pass costs nothing. Measured rules and their figures:
-# docs/decisions/0224.
+# vague question and can harm a precise one), decided on the first pass's evidence before
+# any feedback read, so a skipped pass costs nothing (docs/decisions/0223).
 MIN_LEXEMES = 3  # a question of fewer lexemes is a name or two: nothing to expand
-SKIP_WHEN_AGREE = False  # skip when both layers rank the same item first
-SKIP_WHEN_NAMED = True  # skip when the question names an item (search/names.py)
-# Skip a question read as character bigrams (Chinese, Japanese): the relevance model's
-# best lexemes are then fragments of the feedback's other words.
+SKIP_WHEN_NAMED = True  # a question that names an item (search/names.py) has its answer
+# A question read as character bigrams (Chinese, Japanese): over the tldr pages feedback
+# changed none of its answers once the blind vector layer weighed little; skipped, it
+# costs nothing.
 SKIP_BIGRAMS = True
 
 
-def worth_expanding(lexemes: int, agree: bool, named: bool, bigrams: bool = False) -> bool:
-    """Whether feedback's pass is likely to help this question. lexemes: its lexemes held
-    by the corpora; agree: the vector and lexical layers rank the same item first;
-    named: it names an item by title or id; bigrams: most of its letters are Han or kana
-    (read as character bigrams)."""
+def worth_expanding(lexemes: int, named: bool, bigrams: bool = False) -> bool:
+    """Whether feedback's pass may help this question. lexemes: its lexemes held by the
+    corpora; named: it names an item by title or id; bigrams: most of its letters are Han
+    or kana (read as character bigrams)."""
     if lexemes < MIN_LEXEMES:
         return False
     if SKIP_WHEN_NAMED and named:
         return False
-    if SKIP_BIGRAMS and bigrams:
-        return False
-    return not (SKIP_WHEN_AGREE and agree)
-
+    return not (SKIP_BIGRAMS and bigrams)

@@ -23,9 +23,6 @@ VECTOR, LEXICAL, SYMBOLIC = LAYERS
 # The vector layer's share of its weight when the model reads nothing of the search
 # (measured: docs/decisions/0221).
 FLOOR = 0.1
-# The lexical layer's share of its weight when the corpora hold none of the question's
-# lexemes (English words over German pages); LEXICAL_FLOOR 1: not weighed.
-LEXICAL_FLOOR = 1.0
 
 # The scripts a language is written in, for the languages whose script is not Latin
 # (every other language reads Latin letters). A script is the first word of a letter's
@@ -97,14 +94,11 @@ def vector_seen(corpora: Iterable[tuple[Mapping[str, int], frozenset[str] | None
     return seen / total if total else 1.0
 
 
-def weights(base: Mapping[str, float], seen: float, floor: float | None = None,
-            lexical_seen: float = 1.0) -> dict[str, float]:
-    """The layers' weights with the vector layer's scaled by what it sees (floor: FLOOR)
-    and the lexical layer's by the share of the question's lexemes the corpora hold."""
+def weights(base: Mapping[str, float], seen: float, floor: float | None = None
+            ) -> dict[str, float]:
+    """The layers' weights with the vector layer's scaled by what it sees (floor: FLOOR)."""
     floor = FLOOR if floor is None else floor
     out = dict(base)
     if VECTOR in out and seen < 1.0:
         out[VECTOR] = out[VECTOR] * (floor + (1.0 - floor) * max(0.0, seen))
-    if LEXICAL in out and lexical_seen < 1.0:
-        out[LEXICAL] = out[LEXICAL] * (LEXICAL_FLOOR + (1.0 - LEXICAL_FLOOR) * lexical_seen)
     return out

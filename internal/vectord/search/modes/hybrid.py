@@ -74,7 +74,7 @@ async def hybrid_search(store: Store, p: Options, outcomes: list[Outcome],
     if named:  # every candidate: a named one may rank past k
         final = None
     # Feedback's pass where it is asked, or where the first pass says it may help.
-    expand = p.prf.on and (p.prf.asked or worth_expanding(p, stats, lists, named))
+    expand = p.prf.on and (p.prf.asked or worth_expanding(p, stats, named))
     fused = lists.fuse(p, fed, p.prf.docs if expand else final)
     first_lex = lists.lex  # the question's own BM25, before feedback expands it
     if expand and fused:
@@ -297,13 +297,11 @@ async def feedback_pass(store: Store, p: Options, per: PerCorpus, fed: Federatio
         lists.lex = merged_lex(lex_parts, p.n)
 
 
-def worth_expanding(p: Options, stats: sql_index.QueryStats | None, lists: Lists,
+def worth_expanding(p: Options, stats: sql_index.QueryStats | None,
                     named: dict[Key, int]) -> bool:
     """The default feedback's gate (prf.worth_expanding) on the first pass's evidence."""
     held = len(stats.lexemes) if stats is not None else 0
-    vec = lists.vec[0] if len(lists.vec) == 1 else []
-    agree = bool(vec) and bool(lists.lex) and vec[0][0] == lists.lex[0][0]
-    return prf.worth_expanding(held, agree, bool(named), cjk.share(p.query_text) >= 0.5)
+    return prf.worth_expanding(held, bool(named), cjk.share(p.query_text) >= 0.5)
 
 
 def layer_weights(store: Store, p: Options, per: PerCorpus, first: FirstReads
@@ -321,12 +319,9 @@ def layer_weights(store: Store, p: Options, per: PerCorpus, first: FirstReads
         declared = store.model_languages.get(corpus.model or "")
         corpora.append((held, None if declared is None else frozenset(declared)))
     seen = weighing.vector_seen(corpora, p.query_text)
-    found = len(first.stats.lexemes) if first.stats is not None else 0
-    lexical_seen = min(1.0, found / p.notes.terms) if p.notes.terms else 1.0
-    if seen >= 1.0 and lexical_seen >= 1.0:
+    if seen >= 1.0:
         return None
-    return weighing.weights(p.fusion_weights or fusion.DEFAULT_WEIGHTS, seen,
-                            lexical_seen=lexical_seen)
+    return weighing.weights(fusion.DEFAULT_WEIGHTS, seen)
 
 
 async def question_stats(store: Store, p: Options, first: FirstReads, per: PerCorpus
