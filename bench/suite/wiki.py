@@ -40,7 +40,8 @@ OPTIONS = {"folders": (",".join(wiki.FOLDERS), "folders to sync"), "misses": Fal
            "root": ("", "the checkout whose stack and `lakehouse sync` run (default: this)"),
            "variant": ([], "NAME=JSON: also ask with the default search and these fields"),
            "p50": (0, "rounds of the default/vector p50 ratio through the gateway (0: none)"),
-           "beir": (False, "also the BEIR cross-validated mean against this stack")}
+           "beir": (False, "also the BEIR cross-validated mean against this stack"),
+           "p50_only": (False, "the p50 ratio alone (a timing: under the lock; the rest is not)")}
 QUICK = {"folders": "common,zh"}
 MODES: dict[str, dict[str, object]] = {"default (hybrid)": {"mode": None}, "vector": {"mode": "vector"},
                                        "lexical": {"mode": "lexical"}, "keyword": {"mode": "keyword"}}
@@ -103,12 +104,15 @@ async def main(run: Run) -> None:
             stack = Stack(root, run.folder / "stack", a.url)
         else:
             stack = held.enter_context(running(root, run.folder / "stack"))
-            await synced_table(run, stack, root, keys)
-        await hit_tables(run, stack, keys, variants(a.variant))
+        if not a.p50_only:
+            with run.between():  # counts and qualities, not timings: outside the lock
+                if not a.url:
+                    await synced_table(run, stack, root, keys)
+                await hit_tables(run, stack, keys, variants(a.variant))
+                if a.beir:
+                    await beir_cross_validated(run, stack)
         if a.p50 and "common" in keys:
             await p50_ratio(run, stack.gateway, [q.text for q in wiki.questions("en")], a.p50)
-        if a.beir:
-            await beir_cross_validated(run, stack)
 
 
 async def synced_table(run: Run, stack: Stack, root: Path, keys: list[str]) -> None:
