@@ -191,11 +191,12 @@ async def p50_ratio(run: Run, gateway: str, asked: list[str], rounds: int) -> No
 async def beir_cross_validated(run: Run, stack: Stack) -> None:
     """`lakehouse eval --cross-validate` against this stack's vectord and embedd: the
     default's held-out nDCG@10 over SciFact train, Cranfield dev and CISI dev (with --url,
-    the daemons LAKEHOUSE_VECTORD_PORT and LAKEHOUSE_EMBEDD_PORT name)."""
+    the daemons LAKEHOUSE_GATEWAY_VECTORD and LAKEHOUSE_GATEWAY_EMBEDD name: the eval uses
+    the configured ones when they answer)."""
     env = {**os.environ, "LAKEHOUSE_LOG_LEVEL": "warning"}
-    if stack.ports:  # a stack started here (with --url: the environment's ports)
-        env.update(LAKEHOUSE_VECTORD_PORT=str(stack.ports["VECTORD"]),
-                   LAKEHOUSE_EMBEDD_PORT=str(stack.ports["EMBEDD"]))
+    if stack.ports:  # a stack started here (with --url: LAKEHOUSE_GATEWAY_VECTORD/_EMBEDD)
+        env.update(LAKEHOUSE_GATEWAY_VECTORD=stack.url("vectord"),
+                   LAKEHOUSE_GATEWAY_EMBEDD=stack.url("embedd"))
     args = ["-m", "internal.cli.main", "eval", "--cross-validate"]
     for name, split in (("scifact", "train"), ("cranfield", "dev"), ("cisi", "dev")):
         args += ["--dataset", str(run.data / "data" / name), "--split", split]
