@@ -208,13 +208,6 @@ class CorpusIndex:
         while len(self.doc_counts) > DOCS_KEPT:
             self._doc_lexemes -= len(self.doc_counts.pop(next(iter(self.doc_counts))))
 
-    @property
-    def held_whole(self) -> bool:
-        """Every item of the corpus at this version is numbered here (the index, or the
-        view's index, is whole)."""
-        owner = self._owner
-        return self.whole or (owner is not None and owner.whole and owner.version == self.version)
-
     def missing(self, lexemes: Iterable[str]) -> list[str]:
         """The lexemes whose postings must be read (none when the index is whole)."""
         return [] if self.whole else [t for t in lexemes if t not in self.entries]
