@@ -273,6 +273,8 @@ def _answer(plan: SearchPlan, query: Query, found: Recall, hits: list[RankedHit]
         out.ranker = gates.ranker
     if meta.facets is not None:
         out.facets = meta.facets
+    if meta.did_you_mean is not None:
+        out.did_you_mean = meta.did_you_mean
     if plan.rules.active:
         out.downgrade = plan.rules.summary(gates.downgraded)
     if gates.relevance is not None:
@@ -299,6 +301,7 @@ class SearchMeta:
     include_missing: int = 0
     facets: dict[str, dict[str, int]] | None = None
     query_stats: QueryStats | None = None
+    did_you_mean: str | None = None
 
 
 async def _search_all(deps: Deps, req: MultiSearchRequest
@@ -318,7 +321,8 @@ async def _search_all(deps: Deps, req: MultiSearchRequest
         ms = _ms(started)
         return [], [CorpusResult(c, 0, ms, exc) for c in req.corpora], SearchMeta()
     meta = SearchMeta(out.include_missing, out.facets if isinstance(out.facets, dict) else None,
-                      out.query_stats if isinstance(out.query_stats, QueryStats) else None)
+                      out.query_stats if isinstance(out.query_stats, QueryStats) else None,
+                      out.did_you_mean if isinstance(out.did_you_mean, str) else None)
     results = []
     for row in out.results:
         if isinstance(row.error, SearchError):

@@ -339,6 +339,9 @@ class MatrixSearchResponse(msgspec.Struct):
     # With `use_playbook`, when the playbook has a model: the model that ordered the hits,
     # or why the boost alone did.
     ranker: RankerUse | None = None
+    # The question with its words no searched corpus holds corrected (a typo), when some
+    # were: what the lexical layer searched besides them.
+    did_you_mean: str | None = None
 
 
 # ---- matrixd: query intelligence -------------------------------------------------------------
