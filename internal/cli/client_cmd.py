@@ -71,6 +71,8 @@ def _search(args: argparse.Namespace) -> int:
             return 0
         rows = [[str(h.rank or i + 1), h.corpus, h.id, format_score(h.distance),
                  format_score(h.score), shorten(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
+        if out.did_you_mean:
+            print(f"did you mean: {out.did_you_mean}")
         print(format_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
         tty = sys.stdout.isatty()
         for i, h in enumerate(out.hits):

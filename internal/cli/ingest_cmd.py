@@ -72,15 +72,22 @@ async def _follow(client: AsyncClient, tasks: list[Task], progress: Progress) ->
 
 
 async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> None:
-    """A new corpus with the metric or language asked for (else the first task makes one:
-    cosine, language auto, the stack's embedding model)."""
-    if args.metric == "cosine" and args.language is None:
+    """A new corpus with the metric, language or model asked for (else the first task
+    makes one: cosine, language auto, the model for its documents' languages); a corpus
+    on another model than `--model` stops the ingest, naming `reembed`."""
+    if args.metric == "cosine" and args.language is None and args.model is None:
         return
+    from lakehouse.errors import Conflict
+
     corpus, created = await client.ensure_corpus(args.corpus, metric=args.metric,
-                                                 language=args.language)
+                                                 language=args.language, model=args.model)
     if created:
         print(f"created corpus {args.corpus!r} (dim {corpus.dim}, model {corpus.model})",
               file=sys.stderr)
+    elif args.model and corpus.model != args.model:
+        raise Conflict(f"corpus {args.corpus!r} is on model {corpus.model!r}, not "
+                       f"{args.model!r}; move it with `lakehouse reembed {args.corpus} "
+                       f"--model {args.model}`", code="model_mismatch")
 
 
 async def _send(client: AsyncClient, args: argparse.Namespace, part: list[DocumentIn],
@@ -197,6 +204,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--metric", default="cosine", choices=("cosine", "l2", "ip"),
                    metavar="NAME", help="a new corpus's: cosine, l2 or ip")
     p.add_argument("--language", default=None, help="a new corpus's (default: auto)")
+    p.add_argument("--model", default=None,
+                   help="a new corpus's embedding model (default: the one for its "
+                        "documents' languages)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds per call (300)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

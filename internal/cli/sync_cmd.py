@@ -72,7 +72,8 @@ def _sync(args: argparse.Namespace) -> int:
         wiki_dir=wiki, corpus=args.corpus,
         ignore=tuple(args.ignore) if args.ignore else cfg.sync.ignore,
         languages=_languages(args.lang or [], dict(cfg.sync.languages)),
-        batch_size=args.batch_size or cfg.sync.batch_size, chunk_chars=cfg.sync.chunk_chars)
+        batch_size=args.batch_size or cfg.sync.batch_size, chunk_chars=cfg.sync.chunk_chars,
+        model=args.model)
 
     async def go() -> RunResult:
         bar = progress_bar.bar(0, unit="chunk", desc=f"sync {args.corpus}",
@@ -89,7 +90,7 @@ def _sync(args: argparse.Namespace) -> int:
             async with AsyncClient(base, gateway_token(args), timeout=120.0,
                                    retries=0) as client:
                 store = GatewayStore(client)
-                return await Syncer(settings, store).request_run(progress)
+                return await Syncer(settings, store, store).request_run(progress)
         finally:
             bar.close()
 
@@ -108,6 +109,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "itself (repeatable; else detected)")
     p.add_argument("--ignore", action="append", metavar="GLOB",
                    help="ignore glob (repeatable; default from [sync] ignore)")
+    p.add_argument("--model", help="a new corpus's embedding model (default: the one "
+                                   "for its pages' languages)")
     p.add_argument("--batch-size", type=int, default=0, metavar="N",
                    help="pages per task of the service (default: [sync] batch_size, 1000)")
     p.add_argument("--json", action="store_true", help="print the run result as JSON")

@@ -70,6 +70,25 @@ ISO_TO_REGCONFIG: dict[str, str] = {
     "yi": "yiddish",
 }
 REGCONFIGS: frozenset[str] = frozenset(ISO_TO_REGCONFIG.values()) | {SIMPLE}
+# regconfig -> its ISO 639-1 code (the first listed: "norwegian" is "no").
+REGCONFIG_TO_ISO: dict[str, str] = {}
+for _iso, _cfg in ISO_TO_REGCONFIG.items():
+    REGCONFIG_TO_ISO.setdefault(_cfg, _iso)
+
+# A language of at least this share of a collection's texts (told or judged) counts in the
+# choice of a new corpus's model (lakehouse.wire.models.model_for): a wiki's pages (the
+# sync), or the documents of the request that creates a corpus.
+MODEL_SHARE = 0.1
+
+
+def main_languages(counts: Mapping[str, int]) -> list[str]:
+    """ISO 639-1 codes of the regconfigs holding MODEL_SHARE of the counted texts, most
+    first (one without a code of ours, `simple` among them, is not counted)."""
+    total = sum(counts.values())
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [code for cfg, n in ranked
+            if n >= MODEL_SHARE * total and (code := REGCONFIG_TO_ISO.get(cfg))]
+
 
 # Shorter prose is not judged at all: a wrong stemmer is worse than none ("simple").
 MIN_DETECT_CHARS = 20

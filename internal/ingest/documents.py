@@ -5,9 +5,13 @@ document's id. vectord writes them; a writer that can see the stored content has
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from internal.common import language as lang
+from internal.common.errors import InvalidArgument
 from internal.common.hashing import content_hash
 from internal.ingest.chunks import Piece, chunk_id, pieces, read_as
 from lakehouse.wire.documents import (
@@ -17,6 +21,7 @@ from lakehouse.wire.documents import (
 )
 
 PARENT = "parent_id"  # the metadata key naming an item's document (group_by "parent" reads it)
+MODEL_SAMPLE = 64  # documents read for the model of the corpus a request creates
 
 
 @dataclass(frozen=True)
@@ -60,3 +65,22 @@ def blank(doc: DocumentIn) -> bool:
     if doc.chunks is not None:
         return not any(c.text.strip() for c in doc.chunks)
     return not doc.text.strip() and not (doc.title or "").strip()
+
+
+def documents_languages(docs: Sequence[DocumentIn]) -> list[str]:
+    """ISO 639-1 codes of the documents' main languages (lang.main_languages), for the
+    model of a corpus they create (lakehouse.wire.models.model_for): each document's
+    `language` when told, else lingua's verdict on its text; at most MODEL_SAMPLE
+    documents, spread over the list, are read (CPU-bound: call it in a thread)."""
+    counts: Counter[str] = Counter()
+    for doc in docs[::max(1, len(docs) // MODEL_SAMPLE)][:MODEL_SAMPLE]:
+        told = None
+        if doc.language:
+            try:
+                told = lang.normalize_language(doc.language, "language")
+            except InvalidArgument:
+                told = None  # refused with its field when the request is checked
+        seen = told or lang.judge(f"{doc.title or ''}\n{doc.text}").language
+        if seen and seen != lang.SIMPLE:
+            counts[seen] += 1
+    return lang.main_languages(counts)

@@ -62,3 +62,9 @@ def settle_pages(sources: Iterable[Source], corpus_language: str | None) -> dict
         fallback = fixed or folder_language(src.path, counts)
         out[src.path] = lang.settle(src.verdict or lang.Verdict(None), fallback)
     return out
+
+
+def main_languages(sources: Iterable[Source]) -> list[str]:
+    """ISO 639-1 codes of the languages holding lang.MODEL_SHARE of the pages whose
+    language is told or judged, most pages first (lakehouse.wire.models.model_for)."""
+    return lang.main_languages(folder_counts(sources).get(".", Counter()))

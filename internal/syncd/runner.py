@@ -19,18 +19,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import aiohttp
 import msgspec
 import structlog
 
-from internal.api.responses import Corpus, IdRow
+from internal.api.responses import Corpus, IdRow, ModelsResponse
+from internal.api.vectord import Metric
+from internal.clients.embed import Embedding
 from internal.clients.matrixd import MatrixdClient
-from internal.common.errors import LakehouseError, NotFound, describe
+from internal.common.errors import Conflict, LakehouseError, NotFound, describe
 from internal.ingest.documents import chunk_items
 from internal.syncd import diff
-from internal.syncd.languages import settle_pages
+from internal.syncd.languages import main_languages, settle_pages
 from internal.syncd.pages import (
     Page,
     Source,
@@ -42,14 +44,30 @@ from internal.syncd.pages import (
 from internal.syncd.send import Progress, Sender, TaskStore
 from internal.syncd.send import is_transient as is_transient
 from lakehouse.wire.documents import ChunkIn, DocumentRow, document_hash
+from lakehouse.wire.models import model_for
 
 log = structlog.get_logger()
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
 
 
+class Embedder(Protocol):
+    """What a run asks of the embedder (the models it lists, to choose a new corpus's; the
+    pages are embedded by the service): syncd's EmbedClient, or `lakehouse sync`'s
+    gateway client (internal/cli/gateway_store.py)."""
+
+    async def models(self) -> ModelsResponse: ...
+
+    async def embed(self, texts: list[str], input_type: Literal["query", "document"] = ...,
+                    model: str | None = ...) -> Embedding: ...
+
+
 class Store(TaskStore, Protocol):
     """What a run asks of the store: syncd's VectordClient, or `lakehouse sync`'s gateway
     client (internal/cli/gateway_store.py)."""
+
+    async def ensure_corpus(self, name: str, dim: int, metric: Metric = ...,
+                            language: str | None = ..., model: str | None = ...,
+                            defer_index: bool = ...) -> tuple[Corpus, bool]: ...
 
     async def get_corpus(self, name: str) -> Corpus: ...
 
@@ -57,7 +75,6 @@ class Store(TaskStore, Protocol):
                  ) -> AsyncIterator[IdRow]: ...
 
     def iter_documents(self, name: str, page: int = ...) -> AsyncIterator[DocumentRow]: ...
-
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ class SyncSettings:
     batch_size: int = 64
     chunk_chars: int = 2000
     normalize: bool = False  # needs a matrixd client: Syncer(..., matrixd=...)
+    model: str | None = None  # a new corpus's model (None: by its pages' language)
 
 
 @dataclass(frozen=True)
@@ -201,10 +219,11 @@ class Normalizer:
 class Syncer:
     """Runs syncs of one directory into one corpus; never two at once."""
 
-    def __init__(self, settings: SyncSettings, vectord: Store,
+    def __init__(self, settings: SyncSettings, vectord: Store, embed: Embedder,
                  matrixd: MatrixdClient | None = None) -> None:
         self.settings = settings
         self.vectord = vectord
+        self.embed = embed
         self.normalizer = Normalizer(matrixd) if settings.normalize and matrixd else None
         if settings.normalize and matrixd is None:
             raise ValueError("normalize needs a matrixd client")
@@ -255,13 +274,37 @@ class Syncer:
                  seconds=result.seconds)
         return result
 
-    async def _corpus_language(self) -> str | None:
-        """The corpus's language setting; None before its first page (the first task
-        makes it, for the embedder's model, language auto)."""
-        try:
-            return (await self.vectord.get_corpus(self.settings.corpus)).language or None
-        except NotFound:
-            return None
+    async def _ensure_corpus(self, found: Scan) -> tuple[str, str | None]:
+        """The corpus's model and language; the corpus is created with language `auto` and
+        the model asked for (`--model`), else the model embedd lists for the languages of
+        the scanned pages (`lakehouse.wire.models.model_for`: the multilingual model for a
+        wiki in languages the default model does not declare).
+
+        A corpus built with a model embedd no longer serves, or with another model than
+        the one asked for, fails the run up front (one error) instead of every page: a
+        corpus changes model only when its owner re-embeds it.
+        """
+        name = self.settings.corpus
+        info = await self.embed.models()
+        wanted = self.settings.model or model_for(info, main_languages(found.sources.values()))
+        dims = {m.id: m.dim or 0 for m in info.models}
+        if dims.get(wanted, 0) <= 0:  # a remote backend learns its dimension on first use
+            probe = await self.embed.embed(["dimension probe"], model=wanted)
+            wanted, dims[wanted] = probe.model, probe.dim
+        corpus, created = await self.vectord.ensure_corpus(name, dims[wanted], metric="cosine",
+                                                           language="auto", model=wanted)
+        if created:
+            log.info("sync_corpus_created", corpus=name, model=wanted, dim=dims[wanted])
+            return wanted, None
+        model = corpus.model
+        if model and model not in dims:
+            raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
+                           f"does not serve (it has {sorted(dims)})", code="model_mismatch")
+        if self.settings.model and model != self.settings.model:
+            raise Conflict(f"corpus {name!r} is on model {model!r}, not "
+                           f"{self.settings.model!r}; move it with `lakehouse reembed "
+                           f"{name} --model {self.settings.model}`", code="model_mismatch")
+        return (model or wanted), (corpus.language or None)
 
     async def _stored(self) -> tuple[dict[str, str], dict[str, str]]:
         """The corpus's items (id -> content hash) and its documents (id -> hash)."""
@@ -285,7 +328,8 @@ class Syncer:
         result.warnings = found.unmatched(s.languages)
         for warning in result.warnings:
             log.warning("sync_warning", corpus=s.corpus, warning=warning)
-        await asyncio.to_thread(found.settle, s, await self._corpus_language())
+        _, corpus_language = await self._ensure_corpus(found)
+        await asyncio.to_thread(found.settle, s, corpus_language)
         if self.normalizer is not None:
             await self.normalizer.apply(found)
         result.pages = len(found.pages)

@@ -158,7 +158,7 @@ def make_app(cfg: Config) -> web.Application:
             if cfg.sync.normalize:
                 matrixd = MatrixdClient(session, cfg.sync.matrixd_url, timeout=300.0)
                 needed.append(matrixd)
-            syncer = Syncer(settings_of(cfg.sync), vectord, matrixd)
+            syncer = Syncer(settings_of(cfg.sync), vectord, embed, matrixd)
 
             async def missing() -> list[str]:
                 return [name for name, said in (await health(needed)).items() if said != "ok"]

@@ -205,3 +205,48 @@ async def test_a_page_id_is_not_an_item_but_its_get_names_its_chunks(
     status, out = await call(http, "GET", f"{documents_url}{D.format(corpus[:-1])}/ss.md")
     assert status == 404 and out["error"]["code"] == "corpus_not_found"
     assert f"did you mean {corpus!r}" in out["error"]["message"]
+
+
+async def test_a_new_corpus_is_made_on_the_model_for_its_documents_languages(
+        documents_url: str, http: aiohttp.ClientSession) -> None:
+    """As the wiki sync chooses a new corpus's model (docs/decisions/0201): German
+    documents make a corpus of the multilingual model, English ones keep the default;
+    `model` overrides; a corpus on another model than the one asked for is a 409; a bad
+    request makes no corpus."""
+    from internal.embedd.catalog import E5_ID
+    from internal.embedd.local import MODEL_ID as MINILM
+    from tests.helpers import FIXTURES
+
+    def pages(folder: str) -> list[dict[str, Any]]:
+        files = sorted((FIXTURES / "tldr" / folder).glob("*.md"))[:3]
+        return [{"id": f.name, "text": f.read_text(encoding="utf-8")} for f in files]
+
+    async def model_of(corpus: str) -> str | None:
+        status, info = await call(http, "GET", f"{documents_url}/v1/vectors/corpora/{corpus}")
+        assert status == 200, info
+        return info["model"]
+
+    german, english, asked = unique("de"), unique("en"), unique("asked")
+    for corpus, docs, options, model in ((german, pages("pages.de/common"), {}, E5_ID),
+                                         (english, pages("pages/common"), {}, MINILM),
+                                         (asked, pages("pages.de/common"), {"model": MINILM},
+                                          MINILM)):
+        status, task = await _add(http, documents_url, corpus, docs, **options)
+        assert status == 200 and task["state"] == "succeeded", task
+        assert await model_of(corpus) == model, corpus
+
+    # A corpus on another model than the one asked for: 409, nothing enqueued.
+    status, refused = await _add(http, documents_url, german, pages("pages.de/common"),
+                                 model=MINILM)
+    assert status == 409 and refused["error"]["code"] == "model_mismatch", refused
+    assert "reembed" in refused["error"]["message"]
+
+    # Refused before a corpus is made for it: a model embedd does not serve, a bad document.
+    for docs, options, field in (
+            (pages("pages/common"), {"model": "no-such-model"}, "model"),
+            ([{"id": "a", "text": "x", "language": "klingon"}], {}, "documents[0].language")):
+        corpus = unique("none")
+        status, refused = await _add(http, documents_url, corpus, docs, **options)
+        assert status == 400 and refused["error"]["field"] == field, refused
+        status, _ = await call(http, "GET", f"{documents_url}/v1/vectors/corpora/{corpus}")
+        assert status == 404

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
+from internal.clients.embed import EmbedClient
 from internal.clients.matrixd import MatrixdClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
@@ -27,7 +28,8 @@ async def test_sync_normalize(base_cfg: Config, documents_url: str, embedd_url: 
         async with aiohttp.ClientSession() as s:
             vec = VectordClient(s, documents_url)
             settings = SyncSettings(wiki_dir=tmp_path, corpus=corpus, normalize=True)
-            syncer = Syncer(settings, vec, MatrixdClient(s, url_of(server)))
+            syncer = Syncer(settings, vec, EmbedClient(s, embedd_url),
+                            MatrixdClient(s, url_of(server)))
             first = await syncer.run_once()
             assert first.added == 2 and not first.errors, first
             item = await vec.call("GET", f"/v1/vectors/corpora/{corpus}/items/tar.md%230")

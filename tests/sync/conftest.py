@@ -15,7 +15,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
+from internal.embedd.local import MODEL_ID as MINILM
 from internal.syncd.pages import is_ignored, is_page
 from internal.syncd.runner import Syncer, SyncSettings
 from tests.helpers import FIXTURES
@@ -64,10 +66,14 @@ def corpus() -> str:
     return f"wiki_{uuid.uuid4().hex[:10]}"
 
 
-def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, **changes: Any) -> Syncer:
+def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, embed: EmbedClient,
+                **changes: Any) -> Syncer:
+    # MiniLM, as a new stack's default: the fixture wiki's languages would choose the
+    # multilingual model (tests/sync/test_model_choice.py), at twice the CPU a chunk.
     settings = SyncSettings(wiki_dir=wiki, corpus=corpus, ignore=IGNORE,
-                            languages=dict(LANGUAGES), batch_size=100, chunk_chars=2000)
-    return Syncer(dataclasses.replace(settings, **changes), vectord)
+                            languages=dict(LANGUAGES), batch_size=100, chunk_chars=2000,
+                            model=MINILM)
+    return Syncer(dataclasses.replace(settings, **changes), vectord, embed)
 
 
 class LatePort:

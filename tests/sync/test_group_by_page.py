@@ -34,7 +34,7 @@ async def test_group_by_parent_over_a_synced_wiki(tmp_path: Path, corpus: str,
         (wiki / rel).write_text(_page(rel, words), encoding="utf-8")
     vectord = VectordClient(session, documents_url)
     embed = EmbedClient(session, embedd_url)
-    report = await make_syncer(wiki, corpus, vectord, chunk_chars=300).request_run()
+    report = await make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url), chunk_chars=300).request_run()
     assert report.errors == []
     q = (await embed.embed(["the printer is stuck"], input_type="query")).vectors[0]
     body = {"corpora": [corpus], "mode": "hybrid", "query_text": "printer", "query_vector": q,

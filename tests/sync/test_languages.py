@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 
 from internal.api.vectord import SearchRequest
+from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.syncd.runner import Syncer, SyncSettings
 from tests.sync.conftest import TLDR
@@ -37,7 +38,7 @@ def syncer(root: Path, corpus: str, session: aiohttp.ClientSession, documents_ur
            embedd_url: str, languages: dict[str, str] | None = None) -> Syncer:
     settings = SyncSettings(wiki_dir=root, corpus=corpus, languages=languages or {},
                             batch_size=32)
-    return Syncer(settings, VectordClient(session, documents_url))
+    return Syncer(settings, VectordClient(session, documents_url), EmbedClient(session, embedd_url))
 
 
 async def languages_of(vectord: VectordClient, corpus: str) -> dict[str, str]:

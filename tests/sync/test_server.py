@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 
 from internal.api.responses import SyncRun, SyncStatus
+from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.common import waits
 from internal.common.daemon import EXIT_CONFIG
@@ -177,7 +178,7 @@ async def test_a_run_the_stack_failed_goes_again_within_seconds(
     vectord = await serve(make_vectord(with_section(base_cfg, "vectord",
                                                     embedd_url=(late.url,), tasks=True)))
     syncer = make_syncer(tiny_wiki(tmp_path / "tiny"), corpus,
-                         VectordClient(session, url_of(vectord)))
+                         VectordClient(session, url_of(vectord)), EmbedClient(session, embedd_url))
     ticker = Ticker(syncer, interval=3600.0, run_on_start=True)
     task = asyncio.create_task(ticker.loop())
     try:

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from internal.api.vectord import SearchRequest
+from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
 from internal.syncd import send
@@ -30,9 +31,9 @@ from tests.sync.conftest import (
 
 async def test_full_sync_then_edit_delete_and_rerun(
         wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
-    syncer = make_syncer(wiki, corpus, vectord)
+    syncer = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
     want = expected_pages(wiki)
     assert len(want) > 250
 
@@ -87,7 +88,7 @@ async def test_full_sync_then_edit_delete_and_rerun(
 
 async def test_page_that_shrinks_loses_its_stale_chunks(
         wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
     small = wiki / "small"
     small.mkdir()
@@ -95,7 +96,7 @@ async def test_page_that_shrinks_loses_its_stale_chunks(
     page.write_text("# Guide\n\n" + "\n\n".join(
         f"## Step {i}\n\n" + f"Run the step number {i} carefully. " * 20 for i in range(6)),
         encoding="utf-8")
-    syncer = make_syncer(small, corpus, vectord, chunk_chars=800)
+    syncer = make_syncer(small, corpus, vectord, EmbedClient(session, embedd_url), chunk_chars=800)
     first = await syncer.request_run()
     assert first.errors == [] and first.added == 1
     ids = set(await stored_ids(vectord, corpus))
@@ -110,9 +111,9 @@ async def test_page_that_shrinks_loses_its_stale_chunks(
 
 async def test_unreadable_page_is_kept_and_reported(
         wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
-    syncer = make_syncer(wiki, corpus, vectord)
+    syncer = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
     await syncer.request_run()
     rel = "pages/common/7z.md"
     (wiki / rel).write_bytes(b"# 7z\n\n\xff\xfe not utf-8 \xc3\x28\n")  # read fails
@@ -127,26 +128,18 @@ async def test_embedder_down_the_run_says_so_and_the_next_converges(
         base_cfg: Config, wiki: Path, corpus: str, session: aiohttp.ClientSession,
         embedd_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The vectord that embeds the pages reaches embedd through a port nobody listens on
-    at first: a corpus not made yet cannot be (its model unknown), so the run ends at once
-    saying embedd is unreachable; a corpus made, the run's task is acknowledged and waits,
-    the run waits for it a while, then ends saying why (the ticker tries again soon); with
-    embedd back, the waiting task finishes and the next run converges."""
+    at first (the run's own embedd client, which lists the models for the new corpus,
+    does): the run's task is acknowledged and waits, the run waits for it a while, then
+    ends saying why (the ticker tries again soon); with embedd back, the waiting task
+    finishes and the next run converges."""
     monkeypatch.setattr(send, "PATIENCE", 2.0)
     late = LatePort(embedd_url)
     app = make_vectord(with_section(base_cfg, "vectord", embedd_url=(late.url,), tasks=True))
     server = await serve(app)
     try:
         vectord = VectordClient(session, url_of(server))
-        syncer = make_syncer(wiki, corpus, vectord)
+        syncer = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
         want = expected_pages(wiki)
-        unmade = await syncer.request_run()
-        assert unmade.transient and unmade.added == 0
-        assert [e.path for e in unmade.errors] == ["."]
-        assert "embedd_unavailable" in unmade.errors[0].error, unmade.errors
-        async with session.get(f"{embedd_url}/v1/embed/models") as resp:
-            listing = await resp.json()
-        model = next(m for m in listing["models"] if m["id"] == listing["default"])
-        await vectord.create_corpus(corpus, model["dim"], model=model["id"])
         broken = await syncer.request_run()
         assert broken.transient and broken.added == 0
         assert [e.path for e in broken.errors] == ["."]
@@ -162,9 +155,9 @@ async def test_embedder_down_the_run_says_so_and_the_next_converges(
 
 async def test_runs_never_overlap_and_waiters_share_one_follow_up(
         wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
-    syncer = make_syncer(wiki, corpus, vectord)
+    syncer = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
     active = asyncio.ensure_future(syncer.request_run())
     await asyncio.sleep(0.05)
     assert syncer.running
@@ -179,9 +172,9 @@ async def test_runs_never_overlap_and_waiters_share_one_follow_up(
 
 async def test_missing_wiki_dir_deletes_nothing(
         wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
-    syncer = make_syncer(wiki, corpus, vectord)
+    syncer = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
     first = await syncer.request_run()
     shutil.move(wiki, wiki.with_name("moved"))
     result = await syncer.request_run()
@@ -191,7 +184,7 @@ async def test_missing_wiki_dir_deletes_nothing(
 
 async def test_real_tldr_wiki_subset_from_the_archive(
         tmp_path: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     archive = require_shared("corpora", "tldr-pages.tar.gz")
     root = tmp_path / "tldr"
     with tarfile.open(archive) as tar:
@@ -201,7 +194,7 @@ async def test_real_tldr_wiki_subset_from_the_archive(
     want = expected_pages(root)
     assert 50 < len(want) < 400
     vectord = VectordClient(session, documents_url)
-    syncer = make_syncer(root, corpus, vectord, languages={"pages.it": "it", "pages": "en"})
+    syncer = make_syncer(root, corpus, vectord, EmbedClient(session, embedd_url), languages={"pages.it": "it", "pages": "en"})
     result = await syncer.request_run()
     assert result.errors == [] and result.added == len(want)
     assert stored_pages(await stored_ids(vectord, corpus)) == want
@@ -212,9 +205,9 @@ async def test_real_tldr_wiki_subset_from_the_archive(
 
 async def test_german_page_found_by_german_query_in_lexical_mode(
         wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        documents_url: str) -> None:
+        documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
-    syncer = make_syncer(wiki, corpus, vectord)
+    syncer = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
     assert (await syncer.request_run()).errors == []
     # Neither word appears in this form on the page ("Verzeichnisstruktur", "behalte"):
     # only German stems join them.
@@ -229,10 +222,10 @@ async def test_german_page_found_by_german_query_in_lexical_mode(
 
 
 async def test_corpus_of_another_model_fails_the_run_up_front(
-        wiki: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str) -> None:
+        wiki: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
     await vectord.create_corpus(corpus, 384, model="some-other-model")
-    result = await make_syncer(wiki, corpus, vectord).request_run()
+    result = await make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url)).request_run()
     assert [e.path for e in result.errors] == ["."]
     assert "model_mismatch" in result.errors[0].error
     assert "does not serve" in result.errors[0].error
@@ -241,9 +234,9 @@ async def test_corpus_of_another_model_fails_the_run_up_front(
 
 
 async def test_run_killed_mid_way_loses_nothing_and_next_run_converges(
-        wiki: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str) -> None:
+        wiki: Path, corpus: str, session: aiohttp.ClientSession, documents_url: str, embedd_url: str) -> None:
     vectord = VectordClient(session, documents_url)
-    await make_syncer(wiki, corpus, vectord).request_run()
+    await make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url)).request_run()
     # Edit some pages, delete one, then kill a run once its first task is acknowledged.
     edited = sorted(expected_pages(wiki))[:80]
     for rel in edited:
@@ -251,7 +244,7 @@ async def test_run_killed_mid_way_loses_nothing_and_next_run_converges(
             f.write("\n- Edited before the crash.\n")
     (wiki / "pages/linux/a2disconf.md").unlink()
     before = len((await _tasks(session, documents_url, corpus))["tasks"])
-    crashing = make_syncer(wiki, corpus, vectord)
+    crashing = make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url))
     task = asyncio.ensure_future(crashing.request_run())
     for _ in range(60_000):
         if len((await _tasks(session, documents_url, corpus))["tasks"]) > before or task.done():
@@ -261,7 +254,7 @@ async def test_run_killed_mid_way_loses_nothing_and_next_run_converges(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
-    result = await make_syncer(wiki, corpus, vectord).request_run()
+    result = await make_syncer(wiki, corpus, vectord, EmbedClient(session, embedd_url)).request_run()
     want = expected_pages(wiki)
     assert result.errors == [] and result.deleted == 1
     assert result.updated + result.unchanged == len(want)

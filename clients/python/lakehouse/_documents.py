@@ -46,19 +46,21 @@ class DocumentCalls:
     async def add_documents(self, corpus: str,
                             documents: Iterable[DocumentIn | Mapping[str, Any]], *,
                             chunking: Chunking = "sections",
-                            chunk_chars: int = DEFAULT_CHUNK_CHARS,
+                            chunk_chars: int = DEFAULT_CHUNK_CHARS, model: str | None = None,
                             wait: bool = False, timeout: float | None = None) -> list[Task]:
         """Add (or replace) documents as text: the stack chunks them (a chunk per markdown
         section; `chunking="none"`: one item under the document's id), embeds them with
         the corpus's model and stores them, a task per MAX_DOCUMENTS documents. A corpus
-        that does not exist is created for them (with auth on, by an admin key). Sending
-        the same documents again is safe: what is stored as it is is not written again.
-        `wait`: each task followed to its end (at most `timeout` seconds)."""
+        that does not exist is created for them (with auth on, by an admin key), on
+        `model` or else the model for their languages (a corpus on another model than
+        `model`: Conflict). Sending the same documents again is safe: what is stored as
+        it is is not written again. `wait`: each task followed to its end (at most
+        `timeout` seconds)."""
         docs = [as_document(d, i) for i, d in enumerate(documents)]
         tasks = []
         for start in range(0, len(docs), MAX_DOCUMENTS):
             body = AddDocuments(documents=docs[start:start + MAX_DOCUMENTS], chunking=chunking,
-                                chunk_chars=chunk_chars)
+                                chunk_chars=chunk_chars, model=model)
             tasks.append(await self._http.call("POST", _d(corpus), Task, body=body,
                                                idempotent=True))
         if wait:

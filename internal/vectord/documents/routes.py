@@ -4,17 +4,20 @@ their writer gave; tasks read and listed."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import structlog
 from aiohttp import web
 
 from internal.api import validate
 from internal.api.vectord import Corpus
+from internal.clients.embed import EmbedClient
 from internal.common import access, language
 from internal.common.auth import caller
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from internal.common.web import json_response, read_json, route
-from internal.ingest.documents import blank
+from internal.ingest.documents import blank, documents_languages
 from internal.vectord.appkeys import STORE
 from internal.vectord.corpora import after_write, int_param, name_of
 from internal.vectord.documents.runner import RUNNER
@@ -29,6 +32,7 @@ from lakehouse.wire.documents import (
     Task,
     TaskList,
 )
+from lakehouse.wire.models import model_for
 
 log = structlog.get_logger()
 
@@ -56,8 +60,9 @@ async def _answer(request: web.Request, task: Task, waits: bool) -> web.Response
     return await after_write(request, json_response(task, status=200 if task.done else 202))
 
 
-def _check(doc: DocumentIn, i: int, req: AddDocuments, corpus: Corpus) -> DocumentIn:
-    """One document's checks a decode cannot make; its language as a regconfig."""
+def _check(doc: DocumentIn, i: int, req: AddDocuments, corpus: Corpus | None) -> DocumentIn:
+    """One document's checks a decode cannot make (its vector's against the corpus when
+    one is given); its language as a regconfig."""
     base = f"documents[{i}]"
     validate.item_id(doc.id, f"{base}.id")
     if len(doc.id.encode("utf-8")) > MAX_DOCUMENT_ID_BYTES:
@@ -77,14 +82,16 @@ def _check(doc: DocumentIn, i: int, req: AddDocuments, corpus: Corpus) -> Docume
             raise InvalidArgument(f"{base}.vector: a document's own vector needs chunking "
                                   "`none` (the service cannot know which chunks it is for)",
                                   field=f"{base}.vector")
-        validate.vector(doc.vector, corpus.dim, corpus.metric, f"{base}.vector",
-                        corpus.precision)
+        if corpus is not None:
+            validate.vector(doc.vector, corpus.dim, corpus.metric, f"{base}.vector",
+                            corpus.precision)
     return msgspec.structs.replace(doc, language=lang)
 
 
-def _checked(req: AddDocuments, corpus: Corpus) -> AddDocuments:
+def _checked(req: AddDocuments, corpus: Corpus | None) -> AddDocuments:
     """The request with every document checked (400 naming the first fault, nothing
-    enqueued), an id given twice refused."""
+    enqueued; None: all but the vectors' fit to the corpus, before one is made), an id
+    given twice refused."""
     seen: dict[str, int] = {}
     docs = []
     for i, doc in enumerate(req.documents):
@@ -96,9 +103,11 @@ def _checked(req: AddDocuments, corpus: Corpus) -> AddDocuments:
     return msgspec.structs.replace(req, documents=docs)
 
 
-async def _corpus_for_documents(request: web.Request, name: str) -> Corpus:
-    """The corpus written to; a missing one is made for documents (the embedder's default
-    model, language auto) when the caller may create corpora, else the 404 it is."""
+async def _corpus_for_documents(request: web.Request, name: str, body: AddDocuments) -> Corpus:
+    """The corpus written to; a missing one is made for documents (language auto; the
+    model asked for, else the one embedd lists for the documents' languages) when the
+    caller may create corpora, else the 404 it is. A corpus on another model than the
+    one asked for: 409 `model_mismatch`."""
     store = request.app[STORE]
     try:
         corpus = await store.corpus(name, fresh=True)
@@ -111,14 +120,39 @@ async def _corpus_for_documents(request: web.Request, name: str) -> Corpus:
         embed = request.app[RUNNER].embed
         if embed is None:
             raise
-        model, dim = await embed.default_model()
+        model, dim = await _new_model(embed, body)
+        for i, doc in enumerate(body.documents):  # refused before the corpus is made
+            if doc.vector is not None:
+                validate.vector(doc.vector, dim, "cosine", f"documents[{i}].vector",
+                                store.cfg.precision)
         try:
             corpus = await store.create_corpus(name, dim, "cosine", language.AUTO, model, False,
                                                store.cfg.precision)
             log.info("corpus_created", corpus=name, dim=dim, model=model, by="documents")
         except Conflict:
             corpus = await store.corpus(name, fresh=True)
+    if body.model and corpus.model != body.model:
+        raise Conflict(f"corpus {name!r} is on model {corpus.model!r}, not {body.model!r}; "
+                       f"move it with a re-embedding (`lakehouse reembed {name} --model "
+                       f"{body.model}`)", code="model_mismatch")
     return corpus
+
+
+async def _new_model(embed: EmbedClient, body: AddDocuments) -> tuple[str, int]:
+    """The model of a corpus the documents create, and its dimension: the one asked for,
+    else the one for their languages (the default when it declares them)."""
+    listing = await embed.models()
+    served = {m.id: m.dim for m in listing.models}
+    if body.model is not None and body.model not in served:
+        raise InvalidArgument(f"model: embedd does not serve {body.model!r} (it serves "
+                              f"{', '.join(sorted(served))})", field="model")
+    model = body.model or model_for(
+        listing, await asyncio.to_thread(documents_languages, body.documents))
+    dim = served.get(model)
+    if not dim:  # a remote model's dimension is known after its first answer
+        probe = await embed.embed(["dimension probe"], model=model)
+        model, dim = probe.model, probe.dim
+    return model, dim
 
 
 async def add_documents(request: web.Request) -> web.Response:
@@ -126,8 +160,9 @@ async def add_documents(request: web.Request) -> web.Response:
     waits = _waits(request)
     body = await read_json(request, AddDocuments)
     store = request.app[STORE]
-    corpus = await _corpus_for_documents(request, name)
-    req = _checked(body, corpus)
+    req = _checked(body, None)  # a bad document refused before a corpus is made for it
+    corpus = await _corpus_for_documents(request, name, req)
+    req = _checked(req, corpus)
     await _fits_model(request, corpus, req)
     scope = caller()
     task = await store.enqueue(corpus, "documents_add", msgspec.json.encode(req),

@@ -64,11 +64,15 @@ class DocumentIn(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 class AddDocuments(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """POST /v1/corpora/{name}/documents. `chunking`: `sections` (a chunk per markdown
     section, the wiki sync's rules) or `none` (the text as one item under the document's
-    id); `chunk_chars`: the longest section kept whole."""
+    id); `chunk_chars`: the longest section kept whole; `model`: a new corpus's."""
 
     documents: Annotated[list[DocumentIn], Meta(max_length=MAX_DOCUMENTS)]
     chunking: Chunking = "sections"
     chunk_chars: Annotated[int, Meta(ge=MIN_CHUNK_CHARS, le=MAX_CHUNK_CHARS)] = DEFAULT_CHUNK_CHARS
+    # The embedding model of the corpus this request creates (absent: the model embedd
+    # lists for the documents' languages, lakehouse.wire.models.model_for); a corpus that
+    # exists on another model is a 409 `model_mismatch` (move it with a re-embedding).
+    model: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
 
 
 class DeleteDocuments(msgspec.Struct, forbid_unknown_fields=True):
