@@ -204,11 +204,38 @@ CREATE TABLE IF NOT EXISTS lakehouse_rankers (
 CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
     ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
 """),
+    # Per-corpus vector index settings (docs/decisions/0300-index-settings-per-corpus.md):
+    # NULL, a corpus from before them, follows [vectord]'s. A job of vectord_reembed may rebuild a corpus's graph
+    # with other settings (kind `reindex`: its m and ef_construction). A GIN index over
+    # each items table's tags, so a selective tag filter reads its rows, not the table.
+    (15, """
+ALTER TABLE vectord_corpora
+    ADD COLUMN IF NOT EXISTS hnsw_m integer,
+    ADD COLUMN IF NOT EXISTS hnsw_ef_construction integer,
+    ADD COLUMN IF NOT EXISTS ef_search integer,
+    ADD COLUMN IF NOT EXISTS exact_scan_rows integer;
+ALTER TABLE vectord_reembed DROP CONSTRAINT IF EXISTS vectord_reembed_kind_check;
+ALTER TABLE vectord_reembed ADD CONSTRAINT vectord_reembed_kind_check
+    CHECK (kind IN ('reembed', 'convert', 'reindex'));
+ALTER TABLE vectord_reembed
+    ADD COLUMN IF NOT EXISTS hnsw_m integer,
+    ADD COLUMN IF NOT EXISTS hnsw_ef_construction integer;
+DO $$
+DECLARE t regclass;
+BEGIN
+    FOR t IN SELECT c.oid::regclass FROM pg_class c
+             WHERE c.relkind = 'r' AND c.relname ~ '^vectord_items_[0-9]+$'
+               AND pg_table_is_visible(c.oid) LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %s ON %s USING gin (tags)',
+                       quote_ident(t::text || '_tags'), t);
+    END LOOP;
+END $$;
+"""),
     # Documents (internal.vectord.documents): each document written as text, by the id its
     # writer gave, with the ids of its chunks (the corpus's items); and the tasks that write
     # them, persisted with their documents before the 202 (payload: the request as
     # received, dropped once the task is done), run in id order per corpus.
-    (14, """
+    (17, """
 CREATE TABLE IF NOT EXISTS vectord_documents (
     corpus_id    bigint NOT NULL,
     id           text COLLATE "C" NOT NULL,
@@ -243,33 +270,6 @@ CREATE TABLE IF NOT EXISTS vectord_tasks (
 CREATE INDEX IF NOT EXISTS vectord_tasks_pending ON vectord_tasks (corpus_id, id)
     WHERE state IN ('enqueued', 'processing');
 CREATE INDEX IF NOT EXISTS vectord_tasks_corpus ON vectord_tasks (corpus, id DESC);
-"""),
-    # Per-corpus vector index settings (docs/decisions/0300-index-settings-per-corpus.md):
-    # NULL, a corpus from before them, follows [vectord]'s. A job of vectord_reembed may rebuild a corpus's graph
-    # with other settings (kind `reindex`: its m and ef_construction). A GIN index over
-    # each items table's tags, so a selective tag filter reads its rows, not the table.
-    (15, """
-ALTER TABLE vectord_corpora
-    ADD COLUMN IF NOT EXISTS hnsw_m integer,
-    ADD COLUMN IF NOT EXISTS hnsw_ef_construction integer,
-    ADD COLUMN IF NOT EXISTS ef_search integer,
-    ADD COLUMN IF NOT EXISTS exact_scan_rows integer;
-ALTER TABLE vectord_reembed DROP CONSTRAINT IF EXISTS vectord_reembed_kind_check;
-ALTER TABLE vectord_reembed ADD CONSTRAINT vectord_reembed_kind_check
-    CHECK (kind IN ('reembed', 'convert', 'reindex'));
-ALTER TABLE vectord_reembed
-    ADD COLUMN IF NOT EXISTS hnsw_m integer,
-    ADD COLUMN IF NOT EXISTS hnsw_ef_construction integer;
-DO $$
-DECLARE t regclass;
-BEGIN
-    FOR t IN SELECT c.oid::regclass FROM pg_class c
-             WHERE c.relkind = 'r' AND c.relname ~ '^vectord_items_[0-9]+$'
-               AND pg_table_is_visible(c.oid) LOOP
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %s ON %s USING gin (tags)',
-                       quote_ident(t::text || '_tags'), t);
-    END LOOP;
-END $$;
 """),
 ]
 
