@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from lakehouse.wire.items import StoredItem as StoredItem  # its own module: read by id
 from lakehouse.wire.ranker import RankerUse
 from lakehouse.wire.shapes import Hit, Precision
 
@@ -154,11 +155,8 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     conversion: Conversion | None = None  # only while one runs
     index: IndexSettings | None = None  # its vector index's settings
     reindex: Reindexing | None = None  # only while its graph is rebuilt
-    # The documents written as text (`count` is its items: their chunks and the items
-    # written on their own), and its items per language as stored (an `auto` corpus's
-    # `language` says how they are chosen, this what they are), most first.
-    documents: int | None = None
-    languages: dict[str, int] | None = None
+    documents: int | None = None  # documents written as text (`count`: all its items)
+    languages: dict[str, int] | None = None  # items per language as stored, most first
 
 
 class ReembedStarted(Reembedding, kw_only=True):
@@ -185,22 +183,6 @@ class IndexBuilt(msgspec.Struct):
 
 class Upserted(msgspec.Struct):
     upserted: int
-
-
-class StoredItem(msgspec.Struct, omit_defaults=True):
-    """GET .../items/{id}; `vector` only when asked (`?include=vector`)."""
-
-    id: str
-    text: str
-    title: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
-    language: str | None
-    content_hash: str
-    updated_at: datetime
-    corpus: str = ""
-    created_at: datetime | None = None
-    vector: list[float] | None = None
 
 
 class ItemsDeleted(msgspec.Struct):
