@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
@@ -64,6 +66,19 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
 @pytest.fixture
 def corpus() -> str:
     return f"wiki_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+async def lone_dsn(pg_dsn: str) -> AsyncIterator[str]:
+    """A database of its own, for a vectord whose embedd is down: its tasks wait for that
+    embedd. On the session's database another vectord that runs tasks (a module's
+    `documents_url`) would claim them and embed them at once."""
+    db = f"lone_{uuid.uuid4().hex[:10]}"
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"CREATE DATABASE {db}")
+    yield make_conninfo(pg_dsn, dbname=db)
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        await conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
 def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, embed: EmbedClient,

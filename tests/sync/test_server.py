@@ -169,13 +169,13 @@ async def test_the_first_run_waits_for_a_late_embedd(
 
 async def test_a_run_the_stack_failed_goes_again_within_seconds(
         base_cfg: Config, tmp_path: Path, corpus: str, session: aiohttp.ClientSession,
-        embedd_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        embedd_url: str, lone_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # No wait for the daemons (a run can fail at any time, e.g. embedd restarting): the
     # failed run is tried again after 1, 2, 4 ... seconds, not after the interval. embedd
     # is reached by the vectord that embeds the pages, through a port opened late.
     monkeypatch.setattr(send, "PATIENCE", 1.0)
     late = LatePort(embedd_url)
-    vectord = await serve(make_vectord(with_section(base_cfg, "vectord",
+    vectord = await serve(make_vectord(with_section(base_cfg, "vectord", dsn=lone_dsn,
                                                     embedd_url=(late.url,), tasks=True)))
     syncer = make_syncer(tiny_wiki(tmp_path / "tiny"), corpus,
                          VectordClient(session, url_of(vectord)), EmbedClient(session, embedd_url))

@@ -126,7 +126,7 @@ async def test_unreadable_page_is_kept_and_reported(
 
 async def test_embedder_down_the_run_says_so_and_the_next_converges(
         base_cfg: Config, wiki: Path, corpus: str, session: aiohttp.ClientSession,
-        embedd_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        embedd_url: str, lone_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The vectord that embeds the pages reaches embedd through a port nobody listens on
     at first (the run's own embedd client, which lists the models for the new corpus,
     does): the run's task is acknowledged and waits, the run waits for it a while, then
@@ -134,7 +134,8 @@ async def test_embedder_down_the_run_says_so_and_the_next_converges(
     finishes and the next run converges."""
     monkeypatch.setattr(send, "PATIENCE", 2.0)
     late = LatePort(embedd_url)
-    app = make_vectord(with_section(base_cfg, "vectord", embedd_url=(late.url,), tasks=True))
+    app = make_vectord(with_section(base_cfg, "vectord", dsn=lone_dsn, embedd_url=(late.url,),
+                                    tasks=True))
     server = await serve(app)
     try:
         vectord = VectordClient(session, url_of(server))
