@@ -1,6 +1,8 @@
 """Documents over HTTP against `lakehouse sync` of the same tldr pages, in one run.
 
-The first --pages pages of the tldr wiki (every language, in path order). Each round
+The first --pages pages of the tldr wiki's --folders (in path order; by default `pages`,
+the English pages, so every side embeds with MiniLM: a baseline from before a corpus's
+model followed its languages embeds every language with it; `all`: every folder). Each round
 (jobs in alternating order) writes them into a new corpus twice on this checkout's stack:
 `documents`, a plain HTTP client sending the pages as documents (id: the page's path, its
 title, its text) in requests of --batch, then waiting for the last task; and `sync`,
@@ -31,7 +33,8 @@ from bench.harness.http import call, post, session
 from bench.harness.stacks import cli
 from bench.harness.timing import rotated
 
-OPTIONS = {"pages": 10_000, "rounds": 2, "batch": (500, "documents per request")}
+OPTIONS = {"pages": 10_000, "rounds": 2, "batch": (500, "documents per request"),
+           "folders": ("pages", "the tldr folders taken, comma-separated, or all")}
 QUICK = {"pages": 400, "rounds": 1}
 _HEADING = re.compile(r"^# (.*)$", re.M)
 
@@ -65,8 +68,10 @@ async def send(http: aiohttp.ClientSession, gateway: str, corpus: str,
     return time.perf_counter() - t0
 
 
-def pages_of(root: Path, n: int) -> list[tuple[str, str]]:
-    files = sorted(p for p in root.rglob("*.md") if p.parts[len(root.parts)].startswith("pages"))
+def pages_of(root: Path, n: int, folders: str) -> list[tuple[str, str]]:
+    taken = None if folders == "all" else set(folders.split(","))
+    files = sorted(p for p in root.rglob("*.md") if (top := p.parts[len(root.parts)])
+                   .startswith("pages") and (taken is None or top in taken))
     return [(f.relative_to(root).as_posix(), f.read_text(encoding="utf-8")) for f in files[:n]]
 
 
@@ -77,7 +82,7 @@ async def main(run: Run) -> None:
     with contextlib.ExitStack() as held:
         with run.between():  # the pages written and the stacks started: others may measure
             root = texts.extract(run.need("corpora", "tldr-pages.tar.gz"), run.folder / "tldr")
-            pages = pages_of(root, a.pages)
+            pages = pages_of(root, a.pages, a.folders)
             prepared = {(r, job): tagged(pages, run.folder / f"wiki-{tag(job, r)}", tag(job, r))
                         for r in range(a.rounds) for job in jobs}
             stacks = held.enter_context(run.sides())
@@ -100,7 +105,7 @@ async def main(run: Run) -> None:
     rate = {j: len(pages) * len(t) / sum(t) for j, t in took.items()}
     rows = [(j, rate[j], rate["documents"] / rate[j], "" if j == "documents" else ">= 0.9x")
             for j in jobs]
-    run.table(f"{len(pages)} tldr pages, {a.rounds} round(s), the jobs in turn; pages/s "
+    run.table(f"{len(pages)} tldr pages ({a.folders}), {a.rounds} round(s), the jobs in turn; pages/s "
               "(totals over the rounds)", ["job", "pages/s:.1f", "documents / job:.2f", "target"],
               rows)
     run.figure(**{f"{j.replace(' ', '_')}_pages_per_s": v for j, v in rate.items()})
