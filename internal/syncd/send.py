@@ -18,6 +18,7 @@ from typing import Protocol
 import aiohttp
 
 from internal.common.errors import LakehouseError, Unavailable
+from internal.common.packing import packed
 from lakehouse.wire.documents import AddDocuments, DocumentIn, Task
 
 POLL = 0.25  # seconds between two looks at the tasks a run waits for
@@ -122,16 +123,4 @@ class Sender:
 
 def _parts(docs: Sequence[DocumentIn], batch: int) -> list[list[DocumentIn]]:
     """At most `batch` pages a task, and at most MAX_TASK_BYTES of their text."""
-    out: list[list[DocumentIn]] = []
-    current: list[DocumentIn] = []
-    size = 0
-    for doc in docs:
-        n = len(doc.text.encode("utf-8"))
-        if current and (len(current) >= batch or size + n > MAX_TASK_BYTES):
-            out.append(current)
-            current, size = [], 0
-        current.append(doc)
-        size += n
-    if current:
-        out.append(current)
-    return out
+    return packed(docs, lambda doc: len(doc.text.encode("utf-8")), MAX_TASK_BYTES, batch)

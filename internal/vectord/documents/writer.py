@@ -26,6 +26,7 @@ from internal.api.vectord import Corpus
 from internal.clients.embed import EmbedClient
 from internal.common import language
 from internal.common.errors import LakehouseError, blames_input, describe
+from internal.common.packing import packed
 from internal.ingest.documents import ChunkItem, chunk_items
 from internal.vectord.judging import Judge
 from internal.vectord.storage.documents import DocumentWrite
@@ -102,20 +103,8 @@ class Planned:
 
 def _rounds(docs: Sequence[DocumentIn], req: AddDocuments) -> list[list[DocumentIn]]:
     """Consecutive documents, about ROUND_CHUNKS chunks a round (a document never split)."""
-    out: list[list[DocumentIn]] = []
-    current: list[DocumentIn] = []
-    size = 0
-    for doc in docs:
-        n = len(doc.chunks) if doc.chunks is not None else max(
-            1, len(doc.text) // req.chunk_chars + 1)
-        if current and size + n > ROUND_CHUNKS:
-            out.append(current)
-            current, size = [], 0
-        current.append(doc)
-        size += n
-    if current:
-        out.append(current)
-    return out
+    return packed(docs, lambda doc: len(doc.chunks) if doc.chunks is not None else max(
+        1, len(doc.text) // req.chunk_chars + 1), ROUND_CHUNKS)
 
 
 class Writer:
