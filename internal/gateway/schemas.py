@@ -26,6 +26,7 @@ from internal.api.responses import (
     Corpus,
     CorpusDeleted,
     CorpusList,
+    CorpusProfile,
     EmbedResponse,
     ErrorBody,
     Health,
@@ -60,6 +61,7 @@ from internal.api.vectord import (
     SearchRequest,
     SearchResponse,
     SpacesResponse,
+    UpdateCorpus,
     UpsertRequest,
 )
 
@@ -71,6 +73,7 @@ __all__ = [
     "Corpus",
     "CorpusDeleted",
     "CorpusList",
+    "CorpusProfile",
     "CreateCorpus",
     "CreateKey",
     "CreatedKey",
@@ -116,6 +119,7 @@ __all__ = [
     "SyncRun",
     "SyncStatus",
     "TrainRanker",
+    "UpdateCorpus",
     "UpsertRequest",
     "Upserted",
 ]

@@ -50,6 +50,7 @@ from lakehouse.wire.search import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
+from lakehouse.wire.selection import CorpusProfile
 from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, Precision, embed_text
 from lakehouse.wire.storage import StorageStatus
 
@@ -130,16 +131,25 @@ class AsyncClient(RankerCalls):
     async def create_corpus(self, name: str, dim: int | None = None, *,
                             metric: Literal["cosine", "l2", "ip"] = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False,
-                            precision: Precision | None = None) -> Corpus:
+                            defer_index: bool = False, precision: Precision | None = None,
+                            description: str | None = None) -> Corpus:
         """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
         stack's embedding model (its dimension and label), ready for text upserts.
-        `precision`: how its vectors are stored (float16, the server's default, or float32)."""
+        `precision`: how its vectors are stored (float16, the server's default, or float32).
+        `description`: what it is about (a search over several corpora weighs it)."""
         if dim is None:
             model, dim = await self._model(model)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
-                       defer_index=defer_index, precision=precision)
+                       defer_index=defer_index, precision=precision, description=description)
         return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
+
+    async def describe_corpus(self, name: str, description: str | None) -> Corpus:
+        """Say what a corpus is about (None or "": no description); its profile follows."""
+        return await self._http.call("PATCH", _c(name), Corpus, body={"description": description})
+
+    async def corpus_profile(self, name: str) -> CorpusProfile:
+        """What the corpus is about as searches see it: its most distinctive words."""
+        return await self._http.call("GET", f"{_c(name)}/profile", CorpusProfile)
 
     async def list_corpora(self) -> list[Corpus]:
         """Every corpus, with its item count."""
@@ -346,8 +356,8 @@ class AsyncClient(RankerCalls):
                      group_size: int | None = None,
                      facets: Sequence[str | Options] | None = None,
                      facet_size: int | None = None, diversity: float | None = None,
-                     recency: Options | None = None, explain: bool = False
-                     ) -> MatrixSearchResponse:
+                     recency: Options | None = None, explain: bool = False,
+                     corpus_selection: bool = True) -> MatrixSearchResponse:
         """The best `k` hits for a question, each with its corpus (POST /v1/matrix/search).
 
         `corpora` None searches every corpus but the playbook. `mode` None is hybrid for
@@ -359,8 +369,9 @@ class AsyncClient(RankerCalls):
         shaped by `highlight` (True or {fields, pre, post, fragment_chars, fragments}),
         `group_by` ("parent" or "metadata.<key>") with `group_size`, `facets` with
         `facet_size`, `diversity` (0..1) and `recency` ({field, half_life_days, weight});
-        docs/API.md, "Shaping results". `explain`: with the learned ranker ordering the
-        hits, each one's largest feature contributions. The keyword arguments build a
+        docs/API.md, "Shaping results". `explain`: each corpus's selection score and why
+        (`corpus_selection` False: the union's ranking, unweighted), and with the learned
+        ranker each hit's largest feature contributions. The keyword arguments build a
         `MatrixSearchRequest` (lakehouse.wire.search), sent by `search_request`.
         """
         spec = MatrixSearchRequest(
@@ -375,6 +386,7 @@ class AsyncClient(RankerCalls):
             highlight=as_given(highlight), group_by=group_by,
             facets=as_given(list(facets)) if facets is not None else None,
             diversity=diversity, recency=as_given(recency), explain=explain,
+            corpus_selection=corpus_selection,
             **given_only(group_size=group_size, facet_size=facet_size))
         return await self.search_request(spec)
 

@@ -23,7 +23,7 @@ from internal.vectord.storage import schema
 Conn = AsyncConnection[Any]
 
 CORPUS_COLUMNS = ("id, name, dim, metric, language, model, keyword_index, created_at, space_id, "
-                  "precision")
+                  "precision, description")
 
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from lakehouse.wire.ranker import RankerUse
+from lakehouse.wire.selection import CorpusSelection
 from lakehouse.wire.shapes import Hit, Precision
 
 
@@ -118,6 +119,7 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     precision: Precision  # how its vectors and their index are stored
     reembed: Reembedding | None = None  # only while one runs
     conversion: Conversion | None = None  # only while one runs
+    description: str | None = None  # what it is about, in its owner's words (when given)
 
 
 class ReembedStarted(Reembedding, kw_only=True):
@@ -247,11 +249,15 @@ class MatrixHit(Hit):
     ranker_contributions: dict[str, float] | None = None
 
 
-class CorpusStatus(msgspec.Struct):
+class CorpusStatus(msgspec.Struct, omit_defaults=True):
     corpus: str
     hits: int
     ms: float | None
     status: Literal["ok", "failed"]
+    # The weight its hits were ranked with, when not 1 (resource selection, or the
+    # request's corpus_weights); with `explain`, the selection's score and why.
+    weight: float | None = None
+    selection: CorpusSelection | None = None
 
 
 class FailedCorpus(msgspec.Struct):

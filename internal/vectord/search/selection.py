@@ -1,0 +1,231 @@
+"""Resource selection: which of the searched corpora a question is about (no I/O).
+
+A search over several corpora ranks them as one corpus holding their union
+(search/union_merge.py). That ranking treats "windows" in "kill a process by its name on
+windows" as one more word, when a whole corpus is about it. Federated search solved this
+as resource selection (CORI, Callan 1995; ReDDE, Si & Callan 2003; centroid-based
+selection): score each collection for the question from a summary of it, then weigh its
+results. Here each searched corpus gets a score from its profile
+(internal.vectord.storage.profiles) against the other searched corpora, and the score
+becomes the corpus's weight in the merge (`merge_score x w`, as `corpus_weights`).
+
+Evidence, per lexeme of the question (a word is read through the profiles' own words,
+so no statement runs):
+
+- **content**: the corpus holds the lexeme in a share of its documents at least
+  `min_share`, and `min_ratio` times the share of every other searched corpus (each
+  share shrunk toward the searched corpora's pooled share by `prior` documents, so a
+  corpus of eleven pages is not about a word three of them hold). Its value is the log
+  of that ratio, at most `cap`. A word a whole corpus is about ("windows" in a quarter
+  of the Windows pages, "powershell" in a third) passes; a word every corpus holds ("the",
+  "file") does not, nor a rare one (a name two documents hold), so corpora of one kind
+  split into shards never differ by content, whatever the question;
+- **name and description**: the lexeme is a word of the corpus's name or description
+  that no other searched corpus's name or description holds: `named`.
+
+The score is the sum over the question's lexemes of the larger evidence; the weight
+`1 + per_unit x score`, at most `most`. No evidence: weight 1, and the ranking is the
+union's to the bit. The contrasts are computed among the searched corpora only: the
+selection of a search can tell nothing of a corpus it does not cover.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from internal.api import responses as wire
+from internal.vectord.storage.profiles import F32, Profile
+
+Source = Literal["content", "name", "description", "about", "centroid"]
+_SPLIT = re.compile(r"[\W_]+")  # as profiles' `[^[:alnum:]]+`, after lower()
+
+
+@dataclass(frozen=True)
+class Settings:
+    prior: float = 20.0
+    min_share: float = 0.01
+    min_ratio: float = 3.0
+    cap: float = math.log(30.0)
+    named: float = math.log(20.0)
+    named_share: float = 0.05  # ... when the searched corpora's documents hold it no more
+    per_unit: float = 0.5
+    most: float = 3.0
+    # The question's vector nearer the corpus's name and description (`about`), or its
+    # documents' mean direction (`centroid`), than any other searched corpus's of its
+    # space by more than `min_gap`: `per_gap` per unit of gap beyond it.
+    about_gap: float = 0.05
+    about_per_gap: float = 10.0
+    centroid_gap: float = 0.05
+    centroid_per_gap: float = 0.0
+
+
+DEFAULT = Settings()
+
+
+@dataclass(frozen=True)
+class Member:
+    """A searched corpus: its name, its profile (None: not built yet), the question's
+    vector in its embedding space (unit; None: none) and that space."""
+
+    name: str
+    profile: Profile | None
+    vector: F32 | None = None
+    space: object = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a corpus scores: the question's word, its lexeme, where it matched, the
+    corpus's share of documents holding it and the largest share of another searched
+    corpus (content), and what it adds."""
+
+    word: str
+    lexeme: str
+    source: Source
+    value: float
+    share: float | None = None
+    others: float | None = None
+
+
+@dataclass
+class Choice:
+    corpus: str
+    score: float = 0.0
+    weight: float = 1.0
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def words(text: str) -> list[str]:
+    """The question's words, in order, each once."""
+    return list(dict.fromkeys(w for w in _SPLIT.split(text.lower()) if w))
+
+
+def _lexemes(text: str, profiles: Sequence[Profile]) -> dict[str, str]:
+    """lexeme -> the question's word that makes it, read through the profiles' words."""
+    out: dict[str, str] = {}
+    for w in words(text):
+        for p in profiles:
+            lexeme = p.lexeme_of(w)
+            if lexeme is not None:
+                out.setdefault(lexeme, w)
+                break
+    return out
+
+
+def _name_words(p: Profile) -> set[str]:
+    return set(words(p.about.partition("\n")[0]))
+
+
+def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[Choice] | None:
+    """Each member's score and weight for the question, in the members' order (None:
+    fewer than two have a profile yet, so nothing is compared)."""
+    choices = [Choice(m.name) for m in members]
+    known = [(c, m.profile) for c, m in zip(choices, members, strict=True)
+             if m.profile is not None]
+    if len(known) < 2:
+        return None
+    profiles = [p for _, p in known]
+    docs = sum(p.documents for p in profiles)
+    described = [set(p.described.values()) for p in profiles]
+    for lexeme, word in _lexemes(text, profiles).items():
+        dfs = [p.terms.get(lexeme, 0) for p in profiles]
+        pooled = sum(dfs) / docs if docs else 0.0
+        shrunk = [(df + s.prior * pooled) / (p.documents + s.prior)
+                  for df, p in zip(dfs, profiles, strict=True)]
+        holders = sum(1 for d in described if lexeme in d)
+        for i, (choice, p) in enumerate(known):
+            best: Evidence | None = None
+            others = max(x for j, x in enumerate(shrunk) if j != i)
+            share = dfs[i] / p.documents if p.documents else 0.0
+            if share >= s.min_share and shrunk[i] >= s.min_ratio * others:
+                value = min(s.cap, math.log(shrunk[i] / others)) if others > 0 else s.cap
+                best = Evidence(word, lexeme, "content", value, round(share, 6),
+                                round(max((dfs[j] / q.documents if q.documents else 0.0)
+                                          for j, q in enumerate(profiles) if j != i), 6))
+            if (lexeme in described[i] and holders == 1 and pooled <= s.named_share
+                    and (best is None or s.named > best.value)):
+                source: Source = "name" if word in _name_words(p) else "description"
+                best = Evidence(word, lexeme, source, s.named)
+            if best is not None:
+                choice.evidence.append(best)
+                choice.score += best.value
+    _nearest(choices, members, "about", s.about_gap, s.about_per_gap)
+    _nearest(choices, members, "centroid", s.centroid_gap, s.centroid_per_gap)
+    for c in choices:
+        c.score = round(c.score, 6)
+        c.weight = round(min(s.most, 1.0 + s.per_unit * c.score), 6)
+    return choices
+
+
+def _nearest(choices: list[Choice], members: Sequence[Member],
+             source: Literal["about", "centroid"], min_gap: float, per_gap: float) -> None:
+    """Vector evidence: within each embedding space, the corpus whose vector (`about`:
+    its name and description's; `centroid`: its documents' mean direction) the question
+    is nearest, by more than `min_gap` over the next."""
+    if per_gap <= 0:
+        return
+    spaces: dict[object, list[tuple[Choice, float]]] = {}
+    for c, m in zip(choices, members, strict=True):
+        p = m.profile
+        vec = None if p is None else p.about_vector if source == "about" else p.centroid
+        if m.vector is not None and vec is not None and vec.shape == m.vector.shape:
+            spaces.setdefault(m.space, []).append((c, float(np.dot(m.vector, vec))))
+    for group in spaces.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda x: -x[1])
+        (best, sim), (_, second) = group[0], group[1]
+        if sim - second > min_gap:
+            value = per_gap * (sim - second - min_gap)
+            best.evidence.append(Evidence("", "", source, value, round(sim, 6),
+                                          round(second, 6)))
+            best.score += value
+
+
+def public(c: Choice) -> wire.CorpusSelection:
+    """A choice as the search's answer shows it."""
+    return wire.CorpusSelection(score=c.score, weight=c.weight, evidence=[
+        wire.SelectionEvidence(word=e.word, lexeme=e.lexeme, source=e.source,
+                               value=round(e.value, 6), share=e.share, others=e.others)
+        for e in c.evidence])
+
+
+def distinctive(p: Profile, others: Sequence[Profile], n: int = 20, s: Settings = DEFAULT
+                ) -> list[wire.ProfileTerm]:
+    """The lexemes that say most of what the corpus is about against `others` (those the
+    caller may see): held by at least `min_share` of its documents and `min_ratio` times
+    more than by any other (shrunk as `select` shrinks them), by the evidence each would
+    give times its share; against none, its most common lexemes."""
+    docs = p.documents + sum(o.documents for o in others)
+    word_of: dict[str, str] = {}
+    for w, lexeme in sorted(p.words.items(), key=lambda x: (len(x[0]), x[0]), reverse=True):
+        word_of[lexeme] = w  # the shortest word that makes it, the last written
+    ranked: list[tuple[float, str, float, float | None]] = []
+    for lexeme, df in p.terms.items():
+        share = df / p.documents if p.documents else 0.0
+        if share < s.min_share:
+            continue
+        if not others:
+            ranked.append((share, lexeme, share, None))
+            continue
+        dfs = [o.terms.get(lexeme, 0) for o in others]
+        pooled = (df + sum(dfs)) / docs
+        own = (df + s.prior * pooled) / (p.documents + s.prior)
+        best = max((d + s.prior * pooled) / (o.documents + s.prior)
+                   for d, o in zip(dfs, others, strict=True))
+        if own < s.min_ratio * best:
+            continue
+        value = min(s.cap, math.log(own / best)) if best > 0 else s.cap
+        ranked.append((value * share, lexeme, share, max(
+            (d / o.documents if o.documents else 0.0) for d, o in zip(dfs, others, strict=True))))
+    ranked.sort(key=lambda r: (-r[0], r[1]))
+    return [wire.ProfileTerm(lexeme=lexeme, word=word_of.get(lexeme, lexeme),
+                             documents=p.terms[lexeme], share=round(share, 6),
+                             others=None if others_share is None else round(others_share, 6))
+            for _, lexeme, share, others_share in ranked[:n]]
