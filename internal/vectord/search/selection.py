@@ -21,12 +21,19 @@ so no statement runs):
   "file") does not, nor a rare one (a name two documents hold), so corpora of one kind
   split into shards never differ by content, whatever the question;
 - **name and description**: the lexeme is a word of the corpus's name or description
-  that no other searched corpus's name or description holds: `named`.
+  that no other searched corpus's name or description holds, and that the searched
+  corpora's documents hold in at most `named_share` of them ("windows" yes, "system"
+  no): `named`;
+- **about** (their meaning): the question's vector is nearer the corpus's name and
+  description, embedded by its model, than any other searched corpus's of its
+  embedding space by more than `about_gap`: `about_per_gap` per unit beyond ("keep my
+  mac from going to sleep" is nearest "osx", with no word of it).
 
-The score is the sum over the question's lexemes of the larger evidence; the weight
-`1 + per_unit x score`, at most `most`. No evidence: weight 1, and the ranking is the
-union's to the bit. The contrasts are computed among the searched corpora only: the
-selection of a search can tell nothing of a corpus it does not cover.
+The score is the sum over the question's lexemes of the larger lexical evidence, plus
+the `about` evidence; the weight `1 + per_unit x score`, at most `most`. No evidence:
+weight 1, and the ranking is the union's to the bit. The contrasts are computed among
+the searched corpora only: the selection of a search can tell nothing of a corpus it
+does not cover. The settings are measured in docs/decisions/0240-resource-selection.md.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import numpy as np
 from internal.api import responses as wire
 from internal.vectord.storage.profiles import F32, Profile
 
-Source = Literal["content", "name", "description", "about", "centroid"]
+Source = Literal["content", "name", "description", "about"]
 _SPLIT = re.compile(r"[\W_]+")  # as profiles' `[^[:alnum:]]+`, after lower()
 
 
@@ -56,13 +63,11 @@ class Settings:
     named_share: float = 0.05  # ... when the searched corpora's documents hold it no more
     per_unit: float = 0.5
     most: float = 3.0
-    # The question's vector nearer the corpus's name and description (`about`), or its
-    # documents' mean direction (`centroid`), than any other searched corpus's of its
-    # space by more than `min_gap`: `per_gap` per unit of gap beyond it.
+    # The question's vector nearer the corpus's name and description than any other
+    # searched corpus's of its embedding space by more than `about_gap`: `about_per_gap`
+    # per unit of gap beyond it.
     about_gap: float = 0.05
     about_per_gap: float = 10.0
-    centroid_gap: float = 0.05
-    centroid_per_gap: float = 0.0
 
 
 DEFAULT = Settings()
@@ -124,10 +129,10 @@ def _name_words(p: Profile) -> set[str]:
 
 def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[Choice] | None:
     """Each member's score and weight for the question, in the members' order (None:
-    fewer than two have a profile yet, so nothing is compared)."""
+    fewer than two have a profile with documents yet, so nothing is compared)."""
     choices = [Choice(m.name) for m in members]
     known = [(c, m.profile) for c, m in zip(choices, members, strict=True)
-             if m.profile is not None]
+             if m.profile is not None and m.profile.documents > 0]
     if len(known) < 2:
         return None
     profiles = [p for _, p in known]
@@ -155,25 +160,22 @@ def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[
             if best is not None:
                 choice.evidence.append(best)
                 choice.score += best.value
-    _nearest(choices, members, "about", s.about_gap, s.about_per_gap)
-    _nearest(choices, members, "centroid", s.centroid_gap, s.centroid_per_gap)
+    _nearest(choices, members, s.about_gap, s.about_per_gap)
     for c in choices:
-        c.score = round(c.score, 6)
         c.weight = round(min(s.most, 1.0 + s.per_unit * c.score), 6)
+        c.score = round(c.score, 6)
     return choices
 
 
-def _nearest(choices: list[Choice], members: Sequence[Member],
-             source: Literal["about", "centroid"], min_gap: float, per_gap: float) -> None:
-    """Vector evidence: within each embedding space, the corpus whose vector (`about`:
-    its name and description's; `centroid`: its documents' mean direction) the question
-    is nearest, by more than `min_gap` over the next."""
+def _nearest(choices: list[Choice], members: Sequence[Member], min_gap: float,
+             per_gap: float) -> None:
+    """Vector evidence: within each embedding space, the corpus whose name and
+    description the question is nearest, by more than `min_gap` over the next."""
     if per_gap <= 0:
         return
     spaces: dict[object, list[tuple[Choice, float]]] = {}
     for c, m in zip(choices, members, strict=True):
-        p = m.profile
-        vec = None if p is None else p.about_vector if source == "about" else p.centroid
+        vec = None if m.profile is None else m.profile.about_vector
         if m.vector is not None and vec is not None and vec.shape == m.vector.shape:
             spaces.setdefault(m.space, []).append((c, float(np.dot(m.vector, vec))))
     for group in spaces.values():
@@ -183,7 +185,7 @@ def _nearest(choices: list[Choice], members: Sequence[Member],
         (best, sim), (_, second) = group[0], group[1]
         if sim - second > min_gap:
             value = per_gap * (sim - second - min_gap)
-            best.evidence.append(Evidence("", "", source, value, round(sim, 6),
+            best.evidence.append(Evidence("", "", "about", value, round(sim, 6),
                                           round(second, 6)))
             best.score += value
 
@@ -202,6 +204,7 @@ def distinctive(p: Profile, others: Sequence[Profile], n: int = 20, s: Settings 
     caller may see): held by at least `min_share` of its documents and `min_ratio` times
     more than by any other (shrunk as `select` shrinks them), by the evidence each would
     give times its share; against none, its most common lexemes."""
+    others = [o for o in others if o.documents > 0]
     docs = p.documents + sum(o.documents for o in others)
     word_of: dict[str, str] = {}
     for w, lexeme in sorted(p.words.items(), key=lambda x: (len(x[0]), x[0]), reverse=True):

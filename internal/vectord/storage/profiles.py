@@ -3,9 +3,10 @@
 A corpus's profile is read from what the lexical index keeps exact already and from a
 sample of its items: its documents and the document frequency of each lexeme held by
 at least `MIN_SHARE` of them (the lexical index's `_lexdf`, kept by its triggers as items
-arrive and leave), the words that make those lexemes (so a question is matched against
-it with no statement: internal.vectord.search.selection), the words of its name and
-description, and the mean direction of a sample's vectors. The fan-out's resource
+arrive and leave), the words of a sample that make those lexemes (so a question is
+matched against it with no statement: internal.vectord.search.selection), the words of
+its name and description, and those embedded by the corpus's model (through embedd's
+bulk lane, as documents are). The fan-out's resource
 selection reads the profiles of the corpora a search covers from memory
 (`Profiles.get`); `upkeep` builds the profiles whose corpus moved since (a write, a
 delete, a new description) and loads what any vectord built.
@@ -39,7 +40,7 @@ log = structlog.get_logger()
 
 MIN_SHARE = 0.002  # a lexeme is kept when this share of the documents holds it (and 2)
 TERMS = 4000  # lexemes kept at most, the most frequent first
-SAMPLE = 2000  # items read for the words and the centroid
+SAMPLE = 2000  # items read for the words
 MIN_GAP = 1.0  # seconds between two builds of one corpus, at least
 GAP_FACTOR = 20.0  # ... and this many times its last build's time
 RETRY_GAP = 30.0  # seconds between two tries at embedding a corpus's name and description
@@ -58,11 +59,10 @@ class Profile:
     version: int
     about: str  # the name and description it was built with
     documents: int
-    sampled: int
+    sampled: int  # items whose words were read
     terms: dict[str, int]  # lexeme -> documents holding it
     words: dict[str, str]  # word -> its lexeme, for the lexemes of `terms`
     described: dict[str, str]  # each word of the name and the description -> its lexeme
-    centroid: F32 | None  # unit mean direction of the sample's vectors (None: no items)
     build_ms: float
     built_at: datetime
     # The name and description embedded by the corpus's model (None: not yet, or embedd
@@ -101,21 +101,18 @@ ORDER BY df DESC, lexeme LIMIT %(terms)s"""
 # while nothing moves: REPEATABLE), at most `sample` rows.
 _SAMPLE = "(SELECT {cols} FROM {items} {tablesample} LIMIT %(sample)s)"
 
-# The sample's words (split as lexical/corpus_words.py splits them) that make a kept lexeme.
+# The sample's words (split as lexical/corpus_words.py splits them) that make a kept
+# lexeme, and the items sampled.
 WORDS_SQL = """
 WITH s AS {sample},
 w AS (SELECT DISTINCT s.language, w
       FROM s, regexp_split_to_table(lower(coalesce(s.title, '') || ' ' || s.text),
                                     '[^[:alnum:]]+') w
       WHERE w <> '' AND length(w) <= %(max_word)s)
-SELECT w.w, l.lexeme
+SELECT w.w, l.lexeme, (SELECT count(*) FROM s)
 FROM w, LATERAL (SELECT CASE WHEN count(*) = 1 THEN min(lexeme) END AS lexeme
                  FROM unnest(to_tsvector(w.language, w.w))) l
 WHERE l.lexeme = ANY(%(terms)s)"""
-
-CENTROID_SQL = """
-WITH s AS {sample}
-SELECT avg(l2_normalize(embedding))::real[], count(*) FROM s"""
 
 # The words of the name and description, each with its lexeme in the corpus's most
 # common language (`simple` while it holds nothing); its stop words make none.
@@ -129,20 +126,18 @@ FROM w, l, LATERAL (SELECT lexeme FROM unnest(to_tsvector(l.language, w.w)) LIMI
 
 UPSERT = """
 INSERT INTO vectord_profiles (corpus_id, version, about, documents, sampled, terms, words,
-                              described, centroid, about_vector, about_model, build_ms,
-                              built_at)
+                              described, about_vector, about_model, build_ms, built_at)
 VALUES (%(id)s, %(version)s, %(about)s, %(documents)s, %(sampled)s, %(terms)s, %(words)s,
-        %(described)s, %(centroid)s, %(about_vector)s, %(about_model)s, %(build_ms)s,
-        clock_timestamp())
+        %(described)s, %(about_vector)s, %(about_model)s, %(build_ms)s, clock_timestamp())
 ON CONFLICT (corpus_id) DO UPDATE SET version = EXCLUDED.version, about = EXCLUDED.about,
     documents = EXCLUDED.documents, sampled = EXCLUDED.sampled, terms = EXCLUDED.terms,
-    words = EXCLUDED.words, described = EXCLUDED.described, centroid = EXCLUDED.centroid,
+    words = EXCLUDED.words, described = EXCLUDED.described,
     about_vector = EXCLUDED.about_vector, about_model = EXCLUDED.about_model,
     build_ms = EXCLUDED.build_ms, built_at = EXCLUDED.built_at"""
 
 LOAD = """
-SELECT corpus_id, version, about, documents, sampled, terms, words, described, centroid,
-       build_ms, built_at, about_vector, about_model
+SELECT corpus_id, version, about, documents, sampled, terms, words, described, build_ms,
+       built_at, about_vector, about_model
 FROM vectord_profiles WHERE corpus_id = ANY(%(ids)s)"""
 
 _json = msgspec.json.Encoder()
@@ -229,11 +224,9 @@ async def build(conn: Any, s: State, vector: list[float] | None, model: str | No
         cur = await conn.execute(sql.SQL(WORDS_SQL).format(
             sample=_sample(corpus_id, documents, "title, text, language")),
             {"sample": SAMPLE, "max_word": MAX_WORD, "terms": list(terms)})
-        words = {str(w): str(t) for w, t in await cur.fetchall()}
-        cur = await conn.execute(sql.SQL(CENTROID_SQL).format(
-            sample=_sample(corpus_id, documents, "embedding")), {"sample": SAMPLE})
-        row = await cur.fetchone()
-        centroid, sampled = (row[0], int(row[1])) if row else (None, 0)
+        rows = await cur.fetchall()
+        words = {str(w): str(t) for w, t, _ in rows}
+        sampled = int(rows[0][2]) if rows else min(documents, SAMPLE)
         text = about(s.name, s.description)
         cur = await conn.execute(sql.SQL(DESCRIBED_SQL).format(
             stats=sql_index.stats_table(corpus_id)), {"about": text, "max_word": MAX_WORD})
@@ -243,9 +236,9 @@ async def build(conn: Any, s: State, vector: list[float] | None, model: str | No
             "id": corpus_id, "version": version, "about": text, "documents": documents,
             "sampled": sampled, "terms": _json.encode(terms).decode(),
             "words": _json.encode(words).decode(), "described": _json.encode(described).decode(),
-            "centroid": centroid, "about_vector": vector, "about_model": model, "build_ms": ms})
+            "about_vector": vector, "about_model": model, "build_ms": ms})
     return _profile((corpus_id, version, text, documents, sampled, terms, words, described,
-                     centroid, ms, datetime.now(UTC), vector, model))
+                     ms, datetime.now(UTC), vector, model))
 
 
 def _unit(values: list[float] | None) -> F32 | None:
@@ -259,8 +252,8 @@ def _unit(values: list[float] | None) -> F32 | None:
 def _profile(r: Any) -> Profile:
     """A profile from a LOAD row (or the same values built)."""
     return Profile(int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]), dict(r[5]),
-                   dict(r[6]), dict(r[7]), _unit(r[8]), float(r[9]), r[10],
-                   _unit(r[11]), None if r[12] is None else str(r[12]))
+                   dict(r[6]), dict(r[7]), float(r[8]), r[9], _unit(r[10]),
+                   None if r[11] is None else str(r[11]))
 
 
 async def version_of(conn: Any, corpus_id: int) -> int:

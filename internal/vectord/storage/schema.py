@@ -205,8 +205,8 @@ CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
 """),
     # What a corpus is about (internal.vectord.storage.profiles): the description its owner
     # gives, and the profile vectord keeps from its contents in the background (its
-    # lexemes' document frequencies, the words that make them, the mean of a sample's
-    # vectors, the name and description embedded by its model), read by the fan-out's
+    # lexemes' document frequencies, the words that make them, the name and description
+    # embedded by its model), read by the fan-out's
     # resource selection. `version`: the corpus's lexical version the profile reflects;
     # `about`: the name and description it was built with.
     (13, """
@@ -220,7 +220,6 @@ CREATE TABLE IF NOT EXISTS vectord_profiles (
     terms      jsonb NOT NULL,
     words      jsonb NOT NULL,
     described  jsonb NOT NULL,
-    centroid   real[],
     about_vector real[],
     about_model  text,
     build_ms   double precision NOT NULL,

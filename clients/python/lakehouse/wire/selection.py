@@ -14,14 +14,14 @@ import msgspec
 class SelectionEvidence(msgspec.Struct, omit_defaults=True):
     """Why a corpus scored for a question: the question's word, its lexeme, where it
     matched (`content`: the corpus's documents; `name`, `description`: the corpus's own;
-    `about`, `centroid`: the question's vector nearest its name and description's, or
-    its documents' mean direction, word and lexeme empty), what it added, and for
-    content the share of the corpus's documents holding it and the largest share of
-    another searched corpus (for a vector: the similarity, and the next corpus's)."""
+    `about`: the question's vector nearest its name and description embedded, word and
+    lexeme empty), what it added, and for content the share of the corpus's documents
+    holding it and the largest share of another searched corpus (for `about`: the
+    similarity, and the next corpus's)."""
 
     word: str
     lexeme: str
-    source: Literal["content", "name", "description", "about", "centroid"]
+    source: Literal["content", "name", "description", "about"]
     value: float
     share: float | None = None
     others: float | None = None
@@ -58,7 +58,7 @@ class CorpusProfile(msgspec.Struct):
     description: str | None
     current: bool
     documents: int = 0
-    sampled: int = 0  # items read for its words and the mean of its vectors
+    sampled: int = 0  # items whose words were read
     lexemes: int = 0  # lexemes it keeps (held by at least 0.2% of its documents)
     distinctive: list[ProfileTerm] = []
     version: int | None = None
