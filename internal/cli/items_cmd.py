@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from internal.cli import describe_cmd
 from internal.cli.connect import add_url_arg, run_command
 from internal.cli.output import format_table, print_json
 
@@ -139,12 +140,12 @@ def _corpus_convert(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
-                       usage="lakehouse corpora [list|delete NAME|convert NAME] [--json] "
+                       usage="lakehouse corpora [list|delete|convert|describe] [--json] "
                              "[--url URL]")
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
-    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert",
+    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert|describe",
                             prog="lakehouse corpora")
     pl = csub.add_parser("list", help="the corpora and their sizes (the default)")
     pl.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -161,6 +162,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pc.add_argument("--precision", required=True, choices=("float16", "float32"))
     add_url_arg(pc)
     pc.set_defaults(func=_corpus_convert)
+    describe_cmd.add(csub)
 
     p = sub.add_parser("items", help="list, read or delete a corpus's items")
     isub = p.add_subparsers(dest="items_command", required=True, metavar="list|get|delete")

@@ -20,7 +20,7 @@ def profile(name: str, documents: int, terms: dict[str, int], description: str =
             about_vector: list[float] | None = None) -> Profile:
     """A profile whose words are its lexemes (and STEMS), and its name's and description's."""
     described = {w: STEMS.get(w, w) for w in sel.words(f"{name} {description}")}
-    words = {t: t for t in terms} | {w: t for w, t in STEMS.items() if t in terms}
+    words = {t: [t] for t in terms} | {w: [t] for w, t in STEMS.items() if t in terms}
     vec = None if about_vector is None else np.asarray(about_vector, dtype=np.float32)
     return Profile(corpus_id=hash(name) % 1000, version=1, about=f"{name}\n{description}",
                    documents=documents, sampled=documents, terms=terms, words=words,
@@ -77,6 +77,17 @@ def test_a_small_corpus_is_not_about_the_words_a_few_of_its_pages_hold() -> None
     assert got["tiny"].weight == 1.0  # 3 of 11, shrunk toward 5%: not 3 times the other's
     got = by_name(sel.select("manage the zones", members(tiny, big)))
     assert got["tiny"].weight > 1.0  # a word only it holds, in half of its pages
+
+
+def test_a_word_is_counted_in_every_language_its_corpus_stores() -> None:
+    """Short pages are stored in the language detected for each: "windows" is `window`
+    in the English ones and `windows` in the others; its documents are both's."""
+    win = profile("win", 12, {"window": 8, "windows": 4})
+    win.words["windows"] = ["window", "windows"]
+    gen = profile("gen", 300, {"kill": 20})
+    got = by_name(sel.select("kill it on windows", members(win, gen)))
+    (ev,) = got["win"].evidence
+    assert (ev.word, ev.lexeme, ev.share) == ("windows", "window", 1.0)
 
 
 def test_a_name_word_no_other_corpus_has() -> None:

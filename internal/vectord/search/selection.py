@@ -21,9 +21,9 @@ so no statement runs):
   "file") does not, nor a rare one (a name two documents hold), so corpora of one kind
   split into shards never differ by content, whatever the question;
 - **name and description**: the lexeme is a word of the corpus's name or description
-  that no other searched corpus's name or description holds, and that the searched
-  corpora's documents hold in at most `named_share` of them ("windows" yes, "system"
-  no): `named`;
+  that no other searched corpus's name or description holds, and that no other
+  searched corpus's documents hold in more than `named_share` of them ("windows" yes,
+  "system" no): `named`;
 - **about** (their meaning): the question's vector is nearer the corpus's name and
   description, embedded by its model, than any other searched corpus's of its
   embedding space by more than `about_gap`: `about_per_gap` per unit beyond ("keep my
@@ -60,7 +60,7 @@ class Settings:
     min_ratio: float = 3.0
     cap: float = math.log(30.0)
     named: float = math.log(20.0)
-    named_share: float = 0.05  # ... when the searched corpora's documents hold it no more
+    named_share: float = 0.05  # ... when no other searched corpus's documents hold it more
     per_unit: float = 0.5
     most: float = 3.0
     # The question's vector nearer the corpus's name and description than any other
@@ -111,20 +111,28 @@ def words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in _SPLIT.split(text.lower()) if w))
 
 
-def _lexemes(text: str, profiles: Sequence[Profile]) -> dict[str, str]:
-    """lexeme -> the question's word that makes it, read through the profiles' words."""
-    out: dict[str, str] = {}
+def _lexemes(text: str, profiles: Sequence[Profile]) -> dict[str, frozenset[str]]:
+    """Each word of the question and its lexemes, read through the profiles' own words
+    (one a language its documents are stored in); a word adding no lexeme is left out."""
+    out: dict[str, frozenset[str]] = {}
+    seen: set[str] = set()
     for w in words(text):
-        for p in profiles:
-            lexeme = p.lexeme_of(w)
-            if lexeme is not None:
-                out.setdefault(lexeme, w)
-                break
+        lexemes = frozenset(x for p in profiles for x in p.lexemes_of(w))
+        if lexemes and not lexemes <= seen:
+            out[w] = lexemes
+            seen |= lexemes
     return out
 
 
 def _name_words(p: Profile) -> set[str]:
     return set(words(p.about.partition("\n")[0]))
+
+
+def _documents(p: Profile, lexemes: frozenset[str]) -> tuple[int, str]:
+    """The documents holding the word (its lexemes are of different languages, whose
+    documents are apart) and its lexeme they hold most."""
+    dfs = sorted(((p.terms.get(x, 0), x) for x in lexemes), key=lambda d: (-d[0], d[1]))
+    return min(p.documents, sum(d for d, _ in dfs)), dfs[0][1]
 
 
 def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[Choice] | None:
@@ -138,25 +146,27 @@ def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[
     profiles = [p for _, p in known]
     docs = sum(p.documents for p in profiles)
     described = [set(p.described.values()) for p in profiles]
-    for lexeme, word in _lexemes(text, profiles).items():
-        dfs = [p.terms.get(lexeme, 0) for p in profiles]
-        pooled = sum(dfs) / docs if docs else 0.0
+    for word, lexemes in _lexemes(text, profiles).items():
+        found = [_documents(p, lexemes) for p in profiles]
+        dfs = [df for df, _ in found]
+        pooled = sum(dfs) / docs
         shrunk = [(df + s.prior * pooled) / (p.documents + s.prior)
                   for df, p in zip(dfs, profiles, strict=True)]
-        holders = sum(1 for d in described if lexeme in d)
+        named = [bool(lexemes & d) for d in described]
         for i, (choice, p) in enumerate(known):
             best: Evidence | None = None
             others = max(x for j, x in enumerate(shrunk) if j != i)
-            share = dfs[i] / p.documents if p.documents else 0.0
+            share = dfs[i] / p.documents
+            raw_others = max(dfs[j] / q.documents for j, q in enumerate(profiles) if j != i)
+            lexeme = found[i][1]
             if share >= s.min_share and shrunk[i] >= s.min_ratio * others:
                 value = min(s.cap, math.log(shrunk[i] / others)) if others > 0 else s.cap
                 best = Evidence(word, lexeme, "content", value, round(share, 6),
-                                round(max((dfs[j] / q.documents if q.documents else 0.0)
-                                          for j, q in enumerate(profiles) if j != i), 6))
-            if (lexeme in described[i] and holders == 1 and pooled <= s.named_share
+                                round(raw_others, 6))
+            if (named[i] and sum(named) == 1 and raw_others <= s.named_share
                     and (best is None or s.named > best.value)):
                 source: Source = "name" if word in _name_words(p) else "description"
-                best = Evidence(word, lexeme, source, s.named)
+                best = Evidence(word, p.described.get(word, lexeme), source, s.named)
             if best is not None:
                 choice.evidence.append(best)
                 choice.score += best.value
@@ -207,8 +217,9 @@ def distinctive(p: Profile, others: Sequence[Profile], n: int = 20, s: Settings 
     others = [o for o in others if o.documents > 0]
     docs = p.documents + sum(o.documents for o in others)
     word_of: dict[str, str] = {}
-    for w, lexeme in sorted(p.words.items(), key=lambda x: (len(x[0]), x[0]), reverse=True):
-        word_of[lexeme] = w  # the shortest word that makes it, the last written
+    for w, lexemes in sorted(p.words.items(), key=lambda x: (len(x[0]), x[0]), reverse=True):
+        for lexeme in lexemes:
+            word_of[lexeme] = w  # the shortest word that makes it, the last written
     ranked: list[tuple[float, str, float, float | None]] = []
     for lexeme, df in p.terms.items():
         share = df / p.documents if p.documents else 0.0

@@ -61,7 +61,8 @@ class Profile:
     documents: int
     sampled: int  # items whose words were read
     terms: dict[str, int]  # lexeme -> documents holding it
-    words: dict[str, str]  # word -> its lexeme, for the lexemes of `terms`
+    # word -> its lexemes of `terms`, one a language the sample's documents are in
+    words: dict[str, list[str]]
     described: dict[str, str]  # each word of the name and the description -> its lexeme
     build_ms: float
     built_at: datetime
@@ -70,8 +71,11 @@ class Profile:
     about_vector: F32 | None = None
     about_model: str | None = None
 
-    def lexeme_of(self, word: str) -> str | None:
-        return self.words.get(word) or self.described.get(word)
+    def lexemes_of(self, word: str) -> list[str]:
+        """The word's lexemes in this corpus's documents, name and description."""
+        got = self.words.get(word, [])
+        named = self.described.get(word)
+        return got if named is None or named in got else [*got, named]
 
 
 def about(name: str, description: str | None) -> str:
@@ -225,7 +229,10 @@ async def build(conn: Any, s: State, vector: list[float] | None, model: str | No
             sample=_sample(corpus_id, documents, "title, text, language")),
             {"sample": SAMPLE, "max_word": MAX_WORD, "terms": list(terms)})
         rows = await cur.fetchall()
-        words = {str(w): str(t) for w, t, _ in rows}
+        words: dict[str, list[str]] = {}
+        for w, t, _ in rows:
+            if str(t) not in (got := words.setdefault(str(w), [])):
+                got.append(str(t))
         sampled = int(rows[0][2]) if rows else min(documents, SAMPLE)
         text = about(s.name, s.description)
         cur = await conn.execute(sql.SQL(DESCRIBED_SQL).format(
