@@ -105,8 +105,8 @@ def test_a_name_word_no_other_corpus_has() -> None:
 
 
 def test_a_description_word_unless_every_corpus_holds_it() -> None:
-    osx = profile("osx", 370, {"system": 60}, "Commands for the Mac's operating system")
-    lin = profile("linux", 2000, {"system": 400}, "Commands for Linux")
+    osx = profile("osx", 370, {"system": 60, "maco": 30}, "Commands for the Mac's operating system")
+    lin = profile("linux", 2000, {"system": 400, "kernel": 300}, "Commands for Linux")
     got = by_name(sel.select("keep my mac from going to sleep", members(osx, lin)))
     (ev,) = got["osx"].evidence
     assert (ev.word, ev.source) == ("mac", "description")
@@ -127,6 +127,20 @@ def test_the_question_nearest_a_corpus_name() -> None:
                                      rel=1e-6)
     got = by_name(sel.select("keep it awake", members(osx, lin, vector=[0.7, 0.71, 0.0])))
     assert all(c.weight == 1.0 for c in got.values())  # no corpus nearer by the gap
+
+
+def test_corpora_alike_weigh_as_one() -> None:
+    """The parts of one set (alike shares) are never told apart; against another set,
+    every part takes the same evidence."""
+    parts = [profile(f"docs_p{i}", 300, {"cell": 60 + i, "gene": 30, "protein": 45})
+             for i in range(3)]
+    other = profile("aero", 1400, {"flow": 500, "wing": 300, "cell": 3})
+    assert sel.groups([*parts, other], sel.DEFAULT.same) == [0, 0, 0, 3]
+    got = sel.select("cell division", members(*parts))
+    assert got is not None and all(c.weight == 1.0 for c in got)
+    got = sel.select("cell division", members(*parts, other))
+    assert got is not None and len({c.weight for c in got[:3]}) == 1 and got[0].weight > 1
+    assert got[3].weight == 1.0
 
 
 def test_the_weight_is_capped_and_fewer_than_two_profiles_compare_nothing() -> None:

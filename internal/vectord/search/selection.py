@@ -68,6 +68,7 @@ class Settings:
     # per unit of gap beyond it.
     about_gap: float = 0.05
     about_per_gap: float = 10.0
+    same: float = 0.97  # corpora this alike weigh as one (groups)
 
 
 DEFAULT = Settings()
@@ -135,6 +136,36 @@ def _documents(p: Profile, lexemes: frozenset[str]) -> tuple[int, str]:
     return min(p.documents, sum(d for d, _ in dfs)), dfs[0][1]
 
 
+def groups(profiles: Sequence[Profile], same: float) -> list[int]:
+    """Each profile's group: corpora whose documents are alike (fingerprints' dot product
+    at least `same`), as the parts of one set are, weigh as one: they are compared with
+    the other groups, never with each other, and take one weight."""
+    n = len(profiles)
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    alike = np.stack([p.fingerprint for p in profiles]) @ np.stack(
+        [p.fingerprint for p in profiles]).T
+    for i in range(n):
+        for j in range(i + 1, n):
+            if alike[i, j] >= same:
+                parent[root(j)] = root(i)
+    return [root(i) for i in range(n)]
+
+
+@dataclass
+class _Group:
+    """Corpora weighed as one (their positions among the profiles), their documents."""
+
+    at: list[int]
+    documents: int
+
+
 def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[Choice] | None:
     """Each member's score and weight for the question, in the members' order (None:
     fewer than two have a profile with documents yet, so nothing is compared)."""
@@ -144,60 +175,78 @@ def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[
     if len(known) < 2:
         return None
     profiles = [p for _, p in known]
-    docs = sum(p.documents for p in profiles)
-    described = [set(p.described.values()) for p in profiles]
-    for word, lexemes in _lexemes(text, profiles).items():
-        found = [_documents(p, lexemes) for p in profiles]
-        dfs = [df for df, _ in found]
-        pooled = sum(dfs) / docs
-        shrunk = [(df + s.prior * pooled) / (p.documents + s.prior)
-                  for df, p in zip(dfs, profiles, strict=True)]
-        named = [bool(lexemes & d) for d in described]
-        for i, (choice, p) in enumerate(known):
-            best: Evidence | None = None
-            others = max(x for j, x in enumerate(shrunk) if j != i)
-            share = dfs[i] / p.documents
-            raw_others = max(dfs[j] / q.documents for j, q in enumerate(profiles) if j != i)
-            lexeme = found[i][1]
-            if share >= s.min_share and shrunk[i] >= s.min_ratio * others:
-                value = min(s.cap, math.log(shrunk[i] / others)) if others > 0 else s.cap
-                best = Evidence(word, lexeme, "content", value, round(share, 6),
-                                round(raw_others, 6))
-            if (named[i] and sum(named) == 1 and raw_others <= s.named_share
-                    and (best is None or s.named > best.value)):
-                source: Source = "name" if word in _name_words(p) else "description"
-                best = Evidence(word, p.described.get(word, lexeme), source, s.named)
-            if best is not None:
-                choice.evidence.append(best)
-                choice.score += best.value
-    _nearest(choices, members, s.about_gap, s.about_per_gap)
+    of = groups(profiles, s.same)
+    parts: dict[int, _Group] = {}
+    for i, (g, p) in enumerate(zip(of, profiles, strict=True)):
+        parts.setdefault(g, _Group([], 0)).at.append(i)
+        parts[g].documents += p.documents
+    if len(parts) > 1:
+        for word, lexemes in _lexemes(text, profiles).items():
+            _weigh(word, lexemes, [c for c, _ in known], profiles, list(parts.values()), s)
+    _nearest(choices, members, {id(c): of[i] for i, (c, _) in enumerate(known)}, s)
     for c in choices:
         c.weight = round(min(s.most, 1.0 + s.per_unit * c.score), 6)
         c.score = round(c.score, 6)
     return choices
 
 
-def _nearest(choices: list[Choice], members: Sequence[Member], min_gap: float,
-             per_gap: float) -> None:
-    """Vector evidence: within each embedding space, the corpus whose name and
-    description the question is nearest, by more than `min_gap` over the next."""
-    if per_gap <= 0:
+def _weigh(word: str, lexemes: frozenset[str], choices: list[Choice],
+           profiles: list[Profile], parts: list[_Group], s: Settings) -> None:
+    """One word's evidence for each group (each of its corpora takes it)."""
+    found = [_documents(p, lexemes) for p in profiles]
+    dfs = [sum(found[i][0] for i in g.at) for g in parts]
+    pooled = sum(dfs) / sum(g.documents for g in parts)
+    share = [df / g.documents for df, g in zip(dfs, parts, strict=True)]
+    shrunk = [(df + s.prior * pooled) / (g.documents + s.prior)
+              for df, g in zip(dfs, parts, strict=True)]
+    named = [[bool(lexemes & set(profiles[i].described.values())) for i in g.at] for g in parts]
+    holders = sum(1 for n in named if any(n))
+    for k, g in enumerate(parts):
+        others = max(x for j, x in enumerate(shrunk) if j != k)
+        raw_others = max(x for j, x in enumerate(share) if j != k)
+        content: float | None = None
+        if share[k] >= s.min_share and shrunk[k] >= s.min_ratio * others:
+            content = min(s.cap, math.log(shrunk[k] / others)) if others > 0 else s.cap
+        for i, is_named in zip(g.at, named[k], strict=True):
+            p, lexeme = profiles[i], found[i][1]
+            best = None if content is None else Evidence(
+                word, lexeme, "content", content, round(found[i][0] / p.documents, 6),
+                round(raw_others, 6))
+            if (is_named and holders == 1 and raw_others <= s.named_share
+                    and (best is None or s.named > best.value)):
+                source: Source = "name" if word in _name_words(p) else "description"
+                best = Evidence(word, p.described.get(word, lexeme), source, s.named)
+            if best is not None:
+                choices[i].evidence.append(best)
+                choices[i].score += best.value
+
+
+def _nearest(choices: list[Choice], members: Sequence[Member], of: dict[int, int],
+             s: Settings) -> None:
+    """Vector evidence: within each embedding space, the group of corpora whose names
+    and descriptions the question is nearest (its nearest corpus's), by more than
+    `about_gap` over the nearest corpus of another group; each corpus of it takes it."""
+    if s.about_per_gap <= 0:
         return
     spaces: dict[object, list[tuple[Choice, float]]] = {}
     for c, m in zip(choices, members, strict=True):
         vec = None if m.profile is None else m.profile.about_vector
-        if m.vector is not None and vec is not None and vec.shape == m.vector.shape:
+        if (m.vector is not None and vec is not None and vec.shape == m.vector.shape
+                and id(c) in of):
             spaces.setdefault(m.space, []).append((c, float(np.dot(m.vector, vec))))
-    for group in spaces.values():
-        if len(group) < 2:
+    for near in spaces.values():
+        near.sort(key=lambda x: -x[1])
+        best, sim = near[0]
+        group = of.get(id(best))
+        others = [x for c, x in near if of.get(id(c)) != group]
+        if not others or sim - others[0] <= s.about_gap:
             continue
-        group.sort(key=lambda x: -x[1])
-        (best, sim), (_, second) = group[0], group[1]
-        if sim - second > min_gap:
-            value = per_gap * (sim - second - min_gap)
-            best.evidence.append(Evidence("", "", "about", value, round(sim, 6),
-                                          round(second, 6)))
-            best.score += value
+        value = s.about_per_gap * (sim - others[0] - s.about_gap)
+        for c, x in near:
+            if of.get(id(c)) == group:
+                c.evidence.append(Evidence("", "", "about", value, round(x, 6),
+                                           round(others[0], 6)))
+                c.score += value
 
 
 def public(c: Choice) -> wire.CorpusSelection:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +48,7 @@ RETRY_GAP = 30.0  # seconds between two tries at embedding a corpus's name and d
 # pg_try_advisory_xact_lock(LOCK_CLASS, corpus_id): one builder a corpus across vectords.
 LOCK_CLASS = 0x5E1
 MAX_WORD = 64  # longer runs of letters are not words a question holds
+FINGERPRINT = 4096  # buckets of a profile's fingerprint
 
 F32 = npt.NDArray[np.float32]
 
@@ -70,6 +72,17 @@ class Profile:
     # serves no such model), and that model.
     about_vector: F32 | None = None
     about_model: str | None = None
+    # The shares of its lexemes, hashed into FINGERPRINT buckets and of unit length: two
+    # corpora's dot product says how alike their documents are (a set split into parts:
+    # 0.99; tldr's Linux and common pages: 0.93).
+    fingerprint: F32 = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        vec = np.zeros(FINGERPRINT, dtype=np.float32)
+        for lexeme, df in self.terms.items():
+            vec[zlib.crc32(lexeme.encode()) % FINGERPRINT] += df / max(self.documents, 1)
+        norm = float(np.linalg.norm(vec))
+        object.__setattr__(self, "fingerprint", vec / norm if norm > 0 else vec)
 
     def lexemes_of(self, word: str) -> list[str]:
         """The word's lexemes in this corpus's documents, name and description."""
