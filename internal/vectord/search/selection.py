@@ -39,18 +39,18 @@ does not cover. The settings are measured in docs/decisions/0240-resource-select
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from internal.api import responses as wire
-from internal.vectord.storage.profiles import F32, Profile
+from internal.vectord.storage.profiles import F32, WORD, Profile
 
 Source = Literal["content", "name", "description", "about"]
-_SPLIT = re.compile(r"[\W_]+")  # as profiles' `[^[:alnum:]]+`, after lower()
+
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class Choice:
 
 def words(text: str) -> list[str]:
     """The question's words, in order, each once."""
-    return list(dict.fromkeys(w for w in _SPLIT.split(text.lower()) if w))
+    return list(dict.fromkeys(w for w in WORD.split(text.lower()) if w))
 
 
 def _lexemes(text: str, profiles: Sequence[Profile]) -> dict[str, frozenset[str]]:
@@ -125,21 +125,15 @@ def _lexemes(text: str, profiles: Sequence[Profile]) -> dict[str, frozenset[str]
     return out
 
 
-def _name_words(p: Profile) -> set[str]:
-    return set(words(p.about.partition("\n")[0]))
-
-
-def _documents(p: Profile, lexemes: frozenset[str]) -> tuple[int, str]:
-    """The documents holding the word (its lexemes are of different languages, whose
-    documents are apart) and its lexeme they hold most."""
-    dfs = sorted(((p.terms.get(x, 0), x) for x in lexemes), key=lambda d: (-d[0], d[1]))
-    return min(p.documents, sum(d for d, _ in dfs)), dfs[0][1]
-
-
 def groups(profiles: Sequence[Profile], same: float) -> list[int]:
     """Each profile's group: corpora whose documents are alike (fingerprints' dot product
     at least `same`), as the parts of one set are, weigh as one: they are compared with
-    the other groups, never with each other, and take one weight."""
+    the other groups, never with each other, and take one weight. Kept per set of
+    profiles (a profile is rebuilt as a new object)."""
+    key = (tuple(id(p) for p in profiles), same)
+    got = _GROUPS.get(key)
+    if got is not None and all(a is b for a, b in zip(got[0], profiles, strict=True)):
+        return got[1]
     n = len(profiles)
     parent = list(range(n))
 
@@ -149,21 +143,19 @@ def groups(profiles: Sequence[Profile], same: float) -> list[int]:
             i = parent[i]
         return i
 
-    alike = np.stack([p.fingerprint for p in profiles]) @ np.stack(
-        [p.fingerprint for p in profiles]).T
-    for i in range(n):
-        for j in range(i + 1, n):
-            if alike[i, j] >= same:
-                parent[root(j)] = root(i)
-    return [root(i) for i in range(n)]
+    prints = np.stack([p.fingerprint for p in profiles])
+    alike = prints @ prints.T
+    for i, j in zip(*np.nonzero(np.triu(alike >= same, 1)), strict=True):
+        parent[root(int(j))] = root(int(i))
+    out = [root(i) for i in range(n)]
+    _GROUPS[key] = (list(profiles), out)
+    while len(_GROUPS) > GROUPS_KEPT:
+        _GROUPS.pop(next(iter(_GROUPS)))
+    return out
 
 
-@dataclass
-class _Group:
-    """Corpora weighed as one (their positions among the profiles), their documents."""
-
-    at: list[int]
-    documents: int
+GROUPS_KEPT = 256
+_GROUPS: dict[tuple[tuple[int, ...], float], tuple[list[Profile], list[int]]] = {}
 
 
 def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[Choice] | None:
@@ -176,13 +168,10 @@ def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[
         return None
     profiles = [p for _, p in known]
     of = groups(profiles, s.same)
-    parts: dict[int, _Group] = {}
-    for i, (g, p) in enumerate(zip(of, profiles, strict=True)):
-        parts.setdefault(g, _Group([], 0)).at.append(i)
-        parts[g].documents += p.documents
-    if len(parts) > 1:
-        for word, lexemes in _lexemes(text, profiles).items():
-            _weigh(word, lexemes, [c for c, _ in known], profiles, list(parts.values()), s)
+    if len(set(of)) > 1:
+        asked = _lexemes(text, profiles)
+        if asked:
+            _weigh(asked, [c for c, _ in known], profiles, of, s)
     _nearest(choices, members, {id(c): of[i] for i, (c, _) in enumerate(known)}, s)
     for c in choices:
         c.weight = round(min(s.most, 1.0 + s.per_unit * c.score), 6)
@@ -190,35 +179,68 @@ def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[
     return choices
 
 
-def _weigh(word: str, lexemes: frozenset[str], choices: list[Choice],
-           profiles: list[Profile], parts: list[_Group], s: Settings) -> None:
-    """One word's evidence for each group (each of its corpora takes it)."""
-    found = [_documents(p, lexemes) for p in profiles]
-    dfs = [sum(found[i][0] for i in g.at) for g in parts]
-    pooled = sum(dfs) / sum(g.documents for g in parts)
-    share = [df / g.documents for df, g in zip(dfs, parts, strict=True)]
-    shrunk = [(df + s.prior * pooled) / (g.documents + s.prior)
-              for df, g in zip(dfs, parts, strict=True)]
-    named = [[bool(lexemes & set(profiles[i].described.values())) for i in g.at] for g in parts]
-    holders = sum(1 for n in named if any(n))
-    for k, g in enumerate(parts):
-        others = max(x for j, x in enumerate(shrunk) if j != k)
-        raw_others = max(x for j, x in enumerate(share) if j != k)
-        content: float | None = None
-        if share[k] >= s.min_share and shrunk[k] >= s.min_ratio * others:
-            content = min(s.cap, math.log(shrunk[k] / others)) if others > 0 else s.cap
-        for i, is_named in zip(g.at, named[k], strict=True):
-            p, lexeme = profiles[i], found[i][1]
-            best = None if content is None else Evidence(
-                word, lexeme, "content", content, round(found[i][0] / p.documents, 6),
-                round(raw_others, 6))
-            if (is_named and holders == 1 and raw_others <= s.named_share
-                    and (best is None or s.named > best.value)):
-                source: Source = "name" if word in _name_words(p) else "description"
-                best = Evidence(word, p.described.get(word, lexeme), source, s.named)
+def _others(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Per row and column, the row's largest value in the other columns."""
+    if x.shape[1] < 2:
+        return np.zeros_like(x)
+    top = np.argmax(x, axis=1)
+    first = x[np.arange(x.shape[0]), top]
+    second = np.partition(x, -2, axis=1)[:, -2]
+    out = np.repeat(first[:, None], x.shape[1], axis=1)
+    out[np.arange(x.shape[0]), top] = second
+    return out
+
+
+def _weigh(asked: dict[str, frozenset[str]], choices: list[Choice], profiles: list[Profile],
+           of: list[int], s: Settings) -> None:
+    """The question's words' evidence, every word and group at once: each group's share
+    of documents holding the word, shrunk, against the other groups'; each of its corpora
+    takes it."""
+    words_, lexemes = list(asked), list(asked.values())
+    n = len(profiles)
+    counts: list[list[int]] = []
+    holds: list[list[bool]] = []
+    for p in profiles:
+        get, described, most = p.terms.get, p.described_lexemes, p.documents
+        counts.append([min(most, sum(get(x, 0) for x in lex)) for lex in lexemes])
+        holds.append([not described.isdisjoint(lex) for lex in lexemes])
+    df = np.array(counts, dtype=np.float64).T  # words x corpora
+    named = np.array(holds, dtype=bool).T
+    ids = sorted(set(of))
+    onehot = np.zeros((n, len(ids)))
+    onehot[np.arange(n), [ids.index(g) for g in of]] = 1.0
+    docs = np.array([p.documents for p in profiles], dtype=np.float64) @ onehot
+    gdf = df @ onehot
+    pooled = gdf.sum(axis=1, keepdims=True) / docs.sum()
+    share = gdf / docs
+    shrunk = (gdf + s.prior * pooled) / (docs + s.prior)
+    others, raw_others = _others(shrunk), _others(share)
+    ratio = shrunk / np.maximum(others, 1e-300)
+    content = np.where(others > 0, np.minimum(s.cap, np.log(np.maximum(ratio, 1.0))), s.cap)
+    content = np.where((share >= s.min_share) & (shrunk >= s.min_ratio * others), content, 0.0)
+    gnamed = (named.astype(np.float64) @ onehot) > 0
+    lone = (gnamed.sum(axis=1, keepdims=True) == 1) & gnamed & (raw_others <= s.named_share)
+    members = [[j for j in range(n) if of[j] == g] for g in ids]
+    own = np.round(df / np.array([p.documents for p in profiles]), 6).tolist()
+    beside = np.round(raw_others, 6).tolist()
+    for i, g in np.argwhere((content > 0) | lone).tolist():  # few words give evidence
+        w, value = words_[i], float(content[i, g])
+        for j in members[g]:
+            p, best = profiles[j], None
+            if value > 0:
+                best = Evidence(w, _top(p, lexemes[i]), "content", value, own[i][j],
+                                beside[i][g])
+            if lone[i, g] and named[i, j] and s.named > value:
+                source: Source = "name" if w in p.name_words else "description"
+                best = Evidence(w, p.described.get(w, _top(p, lexemes[i])), source, s.named)
             if best is not None:
-                choices[i].evidence.append(best)
-                choices[i].score += best.value
+                choices[j].evidence.append(best)
+                choices[j].score += best.value
+
+
+def _top(p: Profile, lexemes: frozenset[str]) -> str:
+    """The word's lexeme the corpus's documents hold most."""
+    return min(lexemes, key=lambda x: (-p.terms.get(x, 0), x))
 
 
 def _nearest(choices: list[Choice], members: Sequence[Member], of: dict[int, int],

@@ -20,6 +20,7 @@ size; a new description is taken at once.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ RETRY_GAP = 30.0  # seconds between two tries at embedding a corpus's name and d
 LOCK_CLASS = 0x5E1
 MAX_WORD = 64  # longer runs of letters are not words a question holds
 FINGERPRINT = 4096  # buckets of a profile's fingerprint
+WORD = re.compile(r"[\W_]+")  # as the statements' `[^[:alnum:]]+`, after lower()
 
 F32 = npt.NDArray[np.float32]
 
@@ -76,8 +78,13 @@ class Profile:
     # corpora's dot product says how alike their documents are (a set split into parts:
     # 0.99; tldr's Linux and common pages: 0.93).
     fingerprint: F32 = field(init=False, repr=False, compare=False)
+    described_lexemes: frozenset[str] = field(init=False, repr=False, compare=False)
+    name_words: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "described_lexemes", frozenset(self.described.values()))
+        object.__setattr__(self, "name_words", frozenset(
+            w for w in WORD.split(self.about.partition("\n")[0].lower()) if w))
         vec = np.zeros(FINGERPRINT, dtype=np.float32)
         for lexeme, df in self.terms.items():
             vec[zlib.crc32(lexeme.encode()) % FINGERPRINT] += df / max(self.documents, 1)
