@@ -46,7 +46,8 @@ def test_a_word_a_whole_corpus_holds_weighs_it() -> None:
     (ev,) = got["win"].evidence
     assert (ev.word, ev.lexeme, ev.source) == ("windows", "window", "content")
     assert ev.share == 0.5 and ev.others == 0.01
-    assert got["win"].weight == round(1 + sel.DEFAULT.per_unit * ev.value, 6) > 1.0
+    assert got["win"].weight == round(min(sel.DEFAULT.most, 1 + sel.DEFAULT.per_unit * ev.value),
+                                      6) > 1.0
 
 
 def test_a_question_about_no_corpus_weighs_none() -> None:

@@ -55,19 +55,23 @@ Source = Literal["content", "name", "description", "about"]
 
 @dataclass(frozen=True)
 class Settings:
-    prior: float = 20.0
-    min_share: float = 0.01
-    min_ratio: float = 3.0
-    cap: float = math.log(30.0)
-    named: float = math.log(20.0)
+    """The selection's settings: chosen by leave-one-set-out cross-validation over the
+    platform question sets and SciFact, Cranfield and CISI mixed with other corpora
+    (docs/decisions/0240-resource-selection.md)."""
+
+    prior: float = 20.0  # documents a corpus's share is shrunk by, toward the pooled one
+    min_share: float = 0.01  # content: its documents holding the word, at least
+    min_ratio: float = 3.0  # content: times any other group's share, at least
+    cap: float = math.log(30.0)  # content: its value at most
+    named: float = math.log(20.0)  # a word of its name or description
     named_share: float = 0.05  # ... when no other searched corpus's documents hold it more
-    per_unit: float = 0.5
-    most: float = 3.0
+    per_unit: float = 0.75  # the weight gained per unit of score
+    most: float = 3.0  # the weight at most
     # The question's vector nearer the corpus's name and description than any other
     # searched corpus's of its embedding space by more than `about_gap`: `about_per_gap`
     # per unit of gap beyond it.
-    about_gap: float = 0.05
-    about_per_gap: float = 10.0
+    about_gap: float = 0.06
+    about_per_gap: float = 20.0
     same: float = 0.97  # corpora this alike weigh as one (groups)
 
 
