@@ -65,7 +65,7 @@ QUOTED: dict[str, tuple[str, str, str]] = {
              "--minutes 3 --kill-embedd-at 1 --kill-vectord-at 2 --docs 200 --peak-seconds 5"),
     "chroma": ("bench_chroma.py", "--n 20000 --queries 200 --rounds 1 --lakehouse default",
                "--n 20000 --queries 200 --rounds 1 --lakehouse default"),
-    "million": ("bench_million.py", "--dir {tmp}/old-million --n 20000 data load-float32 load-float16 "
+    "million_pg": ("bench_million.py", "--dir {tmp}/old-million --n 20000 data load-float32 load-float16 "
                 "index-float32 index-float16 recall measure report",
                 "--dir {tmp}/new-million --n 20000"),
     "ingest_sync": ("bench_ingest_sync.py", f"--baseline {B} --rounds 1", f"--baseline {B} --rounds 1"),

@@ -71,6 +71,12 @@ from lakehouse.wire.responses import (
     IndexBuilt as IndexBuilt,
 )
 from lakehouse.wire.responses import (
+    IndexSettings as IndexSettings,
+)
+from lakehouse.wire.responses import (
+    IndexSettingsChanged as IndexSettingsChanged,
+)
+from lakehouse.wire.responses import (
     ItemsDeleted as ItemsDeleted,
 )
 from lakehouse.wire.responses import (
@@ -120,6 +126,9 @@ from lakehouse.wire.responses import (
 )
 from lakehouse.wire.responses import (
     ReembedStarted as ReembedStarted,
+)
+from lakehouse.wire.responses import (
+    Reindexing as Reindexing,
 )
 from lakehouse.wire.responses import (
     RelevanceFocus as RelevanceFocus,

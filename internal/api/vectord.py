@@ -61,7 +61,7 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
     "CorpusName", "CorpusSearchResult", "CreateCorpus", "DateRange", "DeleteItems",
     "Description", "Dim",
     "EfSearch", "FacetSpec", "FieldPath", "FieldWeights", "Filter", "Highlight", "Hit",
-    "IncludeRef", "Item", "ItemId", "K", "Label", "Metric", "MultiSearchRequest",
+    "IncludeRef", "IndexSettingsRequest", "Item", "ItemId", "K", "Label", "Metric", "MultiSearchRequest",
     "MultiSearchResponse", "MultiSearchResult", "NumberRange", "Precision", "Prf", "QueryText",
     "QueryVector", "Recency", "ReembedRequest", "SearchError", "SearchRequest",
     "SearchResponse", "SearchSpec", "Space", "SpacesResponse", "UpdateCorpus", "UpsertRequest",
@@ -69,6 +69,22 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
 ]
 
 H = TypeVar("H")
+
+
+# An HNSW graph's neighbours a node (pgvector's range) and its build's candidate list.
+HnswM = Annotated[int, Meta(ge=2, le=100)]
+EfConstruction = Annotated[int, Meta(ge=4, le=1000)]
+ExactScanRows = Annotated[int, Meta(ge=0, le=100_000_000)]
+
+
+class IndexSettingsRequest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A corpus's vector index settings (each None: as it is, or [vectord]'s default at
+    creation). `ef_construction` must be at least 2 m (pgvector's rule)."""
+
+    m: HnswM | None = None
+    ef_construction: EfConstruction | None = None
+    ef_search: EfSearch | None = None
+    exact_scan_rows: ExactScanRows | None = None
 
 
 class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -81,6 +97,8 @@ class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     defer_index: bool = False
     # None: [vectord] precision (float16 unless configured otherwise).
     precision: Precision | None = None
+    # None: [vectord]'s hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows.
+    index: IndexSettingsRequest | None = None
     # What the corpus is about, in a person's words (the fan-out's resource selection reads it).
     description: Description | None = None
 
@@ -190,16 +208,34 @@ class Corpus(msgspec.Struct, frozen=True):
     # Must match the items table's column: halfvec(dim) for float16, vector(dim) for
     # float32 (a corpus from before precisions is float32).
     precision: Precision = "float32"
+    # Its vector index's settings (None: a corpus from before them, which follows
+    # [vectord]'s; `settings` resolves them).
+    hnsw_m: int | None = None
+    hnsw_ef_construction: int | None = None
+    ef_search: int | None = None
+    exact_scan_rows: int | None = None
     description: str | None = None
 
+    def settings(self, defaults: wire.IndexSettings) -> wire.IndexSettings:
+        """The index settings in force: its own, else the service's defaults."""
+        return wire.IndexSettings(
+            m=self.hnsw_m or defaults.m,
+            ef_construction=self.hnsw_ef_construction or defaults.ef_construction,
+            ef_search=self.ef_search or defaults.ef_search,
+            exact_scan_rows=(defaults.exact_scan_rows if self.exact_scan_rows is None
+                             else self.exact_scan_rows))
+
     def public(self, count: int, reembed: wire.Reembedding | None = None,
-               conversion: wire.Conversion | None = None) -> wire.Corpus:
-        """The corpus as clients see it (`reembed`, `conversion` only while one runs)."""
+               conversion: wire.Conversion | None = None,
+               index: wire.IndexSettings | None = None,
+               reindex: wire.Reindexing | None = None) -> wire.Corpus:
+        """The corpus as clients see it (`reembed`, `conversion`, `reindex` only while
+        one runs)."""
         return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
                            language=self.language, model=self.model, count=count,
                            created_at=self.created_at, precision=self.precision,
-                           reembed=reembed, conversion=conversion,
-                           description=self.description)
+                           reembed=reembed, conversion=conversion, index=index,
+                           reindex=reindex, description=self.description)
 
 
 class SearchResponse(msgspec.Struct):

@@ -13,6 +13,7 @@ import aiohttp
 import msgspec
 
 from lakehouse._connect import resolve_token, resolve_url
+from lakehouse._corpus_calls import CorpusCalls
 from lakehouse._items import as_item, renumbered
 from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
@@ -20,13 +21,13 @@ from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
 from lakehouse.wire.responses import (
     AnalyzeResponse,
-    ConvertStarted,
     Corpus,
     CorpusDeleted,
     CorpusList,
     EmbedResponse,
     IdRow,
     IdsPage,
+    IndexSettingsChanged,
     ItemsDeleted,
     MatrixSearchResponse,
     ModelsResponse,
@@ -35,7 +36,6 @@ from lakehouse.wire.responses import (
     PlaybookList,
     Ready,
     RecordResponse,
-    ReembedStarted,
     SearchAutoResponse,
     SmartSearchResponse,
     StoredItem,
@@ -50,7 +50,6 @@ from lakehouse.wire.search import (
     SearchAutoRequest,
     SmartSearchRequest,
 )
-from lakehouse.wire.selection import CorpusProfile
 from lakehouse.wire.shapes import MAX_IDS_PAGE, ObservationIn, Precision, embed_text
 from lakehouse.wire.storage import StorageStatus
 
@@ -83,7 +82,7 @@ def _item_path(corpus: str, item_id: str) -> str:
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
 
 
-class AsyncClient(RankerCalls):
+class AsyncClient(RankerCalls, CorpusCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
@@ -131,25 +130,22 @@ class AsyncClient(RankerCalls):
     async def create_corpus(self, name: str, dim: int | None = None, *,
                             metric: Literal["cosine", "l2", "ip"] = "cosine",
                             language: str | None = None, model: str | None = None,
-                            defer_index: bool = False, precision: Precision | None = None,
+                            defer_index: bool = False,
+                            precision: Precision | None = None,
+                            index: Mapping[str, int] | None = None,
                             description: str | None = None) -> Corpus:
         """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
         stack's embedding model (its dimension and label), ready for text upserts.
-        `precision`: how its vectors are stored (float16, the server's default, or float32).
-        `description`: what it is about (a search over several corpora weighs it)."""
+        `precision`: how its vectors are stored (float16, the server's default, or float32);
+        `index`: its vector index's settings (`m`, `ef_construction`, `ef_search`,
+        `exact_scan_rows`; each left out: the server's default); `description`: what it
+        is about (a search over several corpora weighs it)."""
         if dim is None:
             model, dim = await self._model(model)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
-                       defer_index=defer_index, precision=precision, description=description)
+                       defer_index=defer_index, precision=precision,
+                       index=dict(index) if index else None, description=description)
         return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
-
-    async def describe_corpus(self, name: str, description: str | None) -> Corpus:
-        """Say what a corpus is about (None or "": no description); its profile follows."""
-        return await self._http.call("PATCH", _c(name), Corpus, body={"description": description})
-
-    async def corpus_profile(self, name: str) -> CorpusProfile:
-        """What the corpus is about as searches see it: its most distinctive words."""
-        return await self._http.call("GET", f"{_c(name)}/profile", CorpusProfile)
 
     async def list_corpora(self) -> list[Corpus]:
         """Every corpus, with its item count."""
@@ -163,18 +159,16 @@ class AsyncClient(RankerCalls):
         """Delete a corpus and its items (NotFound if there is none of that name)."""
         await self._http.call("DELETE", _c(name), CorpusDeleted)
 
-    async def reembed(self, name: str, model: str) -> ReembedStarted:
-        """Embed the corpus's stored texts again with another model, in the background;
-        searches use the old vectors until the new ones are complete, then switch.
-        Progress: get_corpus(name).reembed."""
-        return await self._http.call("POST", f"{_c(name)}/reembed", ReembedStarted,
-                                     body={"model": model})
-
-    async def convert(self, name: str, precision: Precision) -> ConvertStarted:
-        """Store the corpus's vectors in another precision, in the background (searches
-        answer throughout; one switch at the end). Progress: get_corpus(name).conversion."""
-        return await self._http.call("POST", f"{_c(name)}/convert", ConvertStarted,
-                                     body={"precision": precision})
+    async def index_settings(self, name: str, *, m: int | None = None,
+                             ef_construction: int | None = None, ef_search: int | None = None,
+                             exact_scan_rows: int | None = None) -> IndexSettingsChanged:
+        """Change the corpus's vector index settings: `ef_search` and `exact_scan_rows` at
+        once; a new `m` or `ef_construction` rebuilds its graph in the background
+        (searches answer throughout; progress: get_corpus(name).reindex)."""
+        body = body_of(m=m, ef_construction=ef_construction, ef_search=ef_search,
+                       exact_scan_rows=exact_scan_rows)
+        return await self._http.call("POST", f"{_c(name)}/index/settings",
+                                     IndexSettingsChanged, body=body)
 
     async def storage(self) -> StorageStatus:
         """The corpora's rows, table and index bytes and fit in shared_buffers; memory held."""

@@ -49,7 +49,7 @@ class Options:
     fusion_weights: dict[str, float] | None
     symbolic: sql.Composable | None
     sym_params: dict[str, Any] = field(default_factory=dict)
-    ef_search: int = 100
+    ef_search: int | None = None  # None: each corpus's own (its index settings)
     prf: prf.Settings = prf.DEFAULT
     # In-memory BM25: a repeated text may score from the cache and check its versions in
     # the statement that reads the hits (False once that check found one moved).

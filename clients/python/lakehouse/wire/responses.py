@@ -108,6 +108,37 @@ class ConvertStarted(Conversion, kw_only=True):
     corpus: str
 
 
+class IndexSettings(msgspec.Struct):
+    """A corpus's vector index: its HNSW graph's `m` and `ef_construction`, the
+    `ef_search` its searches use unless they name one, and `exact_scan_rows`: a filtered
+    search whose filter matches at most this many items scans them exactly instead of
+    walking the graph (never fewer than k hits, recall 1)."""
+
+    m: int
+    ef_construction: int
+    ef_search: int
+    exact_scan_rows: int
+
+
+class Reindexing(msgspec.Struct):
+    """A rebuild of the corpus's graph under way (POST .../index/settings changed `m` or
+    `ef_construction`): searches use the old graph until the new one replaces it."""
+
+    m: int
+    ef_construction: int
+    state: Literal["building"] = "building"
+    error: str | None = None
+
+
+class IndexSettingsChanged(msgspec.Struct, omit_defaults=True):
+    """POST /v1/vectors/corpora/{name}/index/settings: the settings now in force (202 and
+    `reindex` when the graph is rebuilt in the background; 200 otherwise)."""
+
+    corpus: str
+    index: IndexSettings
+    reindex: Reindexing | None = None
+
+
 class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one runs
     name: str
     dim: int
@@ -119,6 +150,8 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     precision: Precision  # how its vectors and their index are stored
     reembed: Reembedding | None = None  # only while one runs
     conversion: Conversion | None = None  # only while one runs
+    index: IndexSettings | None = None  # its vector index's settings
+    reindex: Reindexing | None = None  # only while its graph is rebuilt
     description: str | None = None  # what it is about, in its owner's words (when given)
 
 
@@ -254,8 +287,7 @@ class CorpusStatus(msgspec.Struct, omit_defaults=True):
     hits: int
     ms: float | None
     status: Literal["ok", "failed"]
-    # The weight its hits were ranked with, when not 1 (resource selection, or the
-    # request's corpus_weights); with `explain`, the selection's score and why.
+    # Its hits' weight when not 1 (resource selection's, or corpus_weights'); `explain`: why.
     weight: float | None = None
     selection: CorpusSelection | None = None
 
