@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from internal.api import responses as wire
 from internal.vectord.storage.profiles import F32, WORD, Profile
@@ -183,63 +182,64 @@ def select(text: str, members: Sequence[Member], s: Settings = DEFAULT) -> list[
     return choices
 
 
-def _others(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Per row and column, the row's largest value in the other columns."""
-    if x.shape[1] < 2:
-        return np.zeros_like(x)
-    top = np.argmax(x, axis=1)
-    first = x[np.arange(x.shape[0]), top]
-    second = np.partition(x, -2, axis=1)[:, -2]
-    out = np.repeat(first[:, None], x.shape[1], axis=1)
-    out[np.arange(x.shape[0]), top] = second
-    return out
+def _best_two(values: list[float]) -> tuple[int, float, float]:
+    """The position of the largest value, it, and the second largest (0: none)."""
+    top, first, second = 0, values[0], 0.0
+    for k in range(1, len(values)):
+        v = values[k]
+        if v > first:
+            top, first, second = k, v, first
+        elif v > second:
+            second = v
+    return top, first, second
 
 
 def _weigh(asked: dict[str, frozenset[str]], choices: list[Choice], profiles: list[Profile],
            of: list[int], s: Settings) -> None:
-    """The question's words' evidence, every word and group at once: each group's share
-    of documents holding the word, shrunk, against the other groups'; each of its corpora
-    takes it."""
-    words_, lexemes = list(asked), list(asked.values())
-    n = len(profiles)
-    counts: list[list[int]] = []
-    holds: list[list[bool]] = []
-    for p in profiles:
-        get, described, most = p.terms.get, p.described_lexemes, p.documents
-        counts.append([min(most, sum(get(x, 0) for x in lex)) for lex in lexemes])
-        holds.append([not described.isdisjoint(lex) for lex in lexemes])
-    df = np.array(counts, dtype=np.float64).T  # words x corpora
-    named = np.array(holds, dtype=bool).T
+    """Each word's evidence: each group's share of documents holding the word, shrunk,
+    against the other groups'; each of its corpora takes it. (Plain loops: a question's
+    few words over a few groups cost less so than as arrays.)"""
     ids = sorted(set(of))
-    onehot = np.zeros((n, len(ids)))
-    onehot[np.arange(n), [ids.index(g) for g in of]] = 1.0
-    docs = np.array([p.documents for p in profiles], dtype=np.float64) @ onehot
-    gdf = df @ onehot
-    pooled = gdf.sum(axis=1, keepdims=True) / docs.sum()
-    share = gdf / docs
-    shrunk = (gdf + s.prior * pooled) / (docs + s.prior)
-    others, raw_others = _others(shrunk), _others(share)
-    ratio = shrunk / np.maximum(others, 1e-300)
-    content = np.where(others > 0, np.minimum(s.cap, np.log(np.maximum(ratio, 1.0))), s.cap)
-    content = np.where((share >= s.min_share) & (shrunk >= s.min_ratio * others), content, 0.0)
-    gnamed = (named.astype(np.float64) @ onehot) > 0
-    lone = (gnamed.sum(axis=1, keepdims=True) == 1) & gnamed & (raw_others <= s.named_share)
-    members = [[j for j in range(n) if of[j] == g] for g in ids]
-    own = np.round(df / np.array([p.documents for p in profiles]), 6).tolist()
-    beside = np.round(raw_others, 6).tolist()
-    for i, g in np.argwhere((content > 0) | lone).tolist():  # few words give evidence
-        w, value = words_[i], float(content[i, g])
-        for j in members[g]:
-            p, best = profiles[j], None
-            if value > 0:
-                best = Evidence(w, _top(p, lexemes[i]), "content", value, own[i][j],
-                                beside[i][g])
-            if lone[i, g] and named[i, j] and s.named > value:
-                source: Source = "name" if w in p.name_words else "description"
-                best = Evidence(w, p.described.get(w, _top(p, lexemes[i])), source, s.named)
-            if best is not None:
-                choices[j].evidence.append(best)
-                choices[j].score += best.value
+    members = [[j for j, g in enumerate(of) if g == gid] for gid in ids]
+    gdocs = [sum(profiles[j].documents for j in m) for m in members]
+    total = sum(gdocs)
+    for w, lex in asked.items():
+        dfs = [min(p.documents, sum(p.terms.get(x, 0) for x in lex)) for p in profiles]
+        gdf = [sum(dfs[j] for j in m) for m in members]
+        pooled = sum(gdf) / total
+        share = [d / n for d, n in zip(gdf, gdocs, strict=True)]
+        shrunk = [(d + s.prior * pooled) / (n + s.prior) for d, n in zip(gdf, gdocs, strict=True)]
+        named = [[not profiles[j].described_lexemes.isdisjoint(lex) for j in m] for m in members]
+        holders = sum(1 for held in named if any(held))
+        top, first, second = _best_two(shrunk)
+        stop, sfirst, ssecond = _best_two(share)
+        for g, m in enumerate(members):
+            others = second if g == top else first
+            beside = ssecond if g == stop else sfirst
+            value = 0.0
+            if share[g] >= s.min_share and shrunk[g] >= s.min_ratio * others:
+                value = min(s.cap, math.log(shrunk[g] / others)) if others > 0 else s.cap
+            lone = holders == 1 and beside <= s.named_share
+            if value <= 0 and not (lone and any(named[g])):
+                continue
+            for j, is_named in zip(m, named[g], strict=True):
+                _evidence(choices[j], profiles[j], w, lex, value, dfs[j], beside,
+                          lone and is_named and s.named > value, s)
+
+
+def _evidence(choice: Choice, p: Profile, w: str, lex: frozenset[str], value: float, df: int,
+              beside: float, named: bool, s: Settings) -> None:
+    """The word's evidence for one corpus: its name's or description's, else content's."""
+    if named:
+        source: Source = "name" if w in p.name_words else "description"
+        best = Evidence(w, p.described.get(w, _top(p, lex)), source, s.named)
+    elif value > 0:
+        best = Evidence(w, _top(p, lex), "content", value, round(df / p.documents, 6),
+                        round(beside, 6))
+    else:
+        return
+    choice.evidence.append(best)
+    choice.score += best.value
 
 
 def _top(p: Profile, lexemes: frozenset[str]) -> str:
