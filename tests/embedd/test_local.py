@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from internal.config import Config
+from internal.embedd.catalog import E5_ID, E5_LANGUAGES
 from internal.embedd.local import MAX_TOKENS, LocalModel, tokenizer_path
 from internal.embedd.server import SERVICE, make_app
 from tests.helpers import require_shared, serve, url_of, with_section
@@ -59,10 +60,11 @@ async def test_matches_sentence_transformers_reference(
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     cos = (got * ref).sum(axis=1) / np.linalg.norm(ref, axis=1)
     worst = int(np.argmin(cos))
-    # The integer numerics (the default; the activations quantized to 8 bits) stay near
-    # the fp32 original: 0.994 at the mean, 0.980 at worst (a one-character text, "?").
-    assert cos.mean() >= 0.99, f"mean cosine {cos.mean():.4f}"
-    assert cos.min() >= 0.975, f"text {worst} {texts[worst][:60]!r}: cosine {cos[worst]:.4f}"
+    # The integer numerics (the default; the activations quantized to 8 bits, a few
+    # outlier channels in float) stay near the fp32 original: 0.9989 at the mean, 0.9949
+    # at worst. (Products that saturate, int8 weights on x86 without VNNI: 0.9955, 0.9526.)
+    assert cos.mean() >= 0.998, f"mean cosine {cos.mean():.4f}"
+    assert cos.min() >= 0.99, f"text {worst} {texts[worst][:60]!r}: cosine {cos[worst]:.4f}"
     # The two texts longer than 256 word pieces, and only they, are reported as cut.
     assert out["truncated"] == [45, 46]
 
@@ -162,13 +164,17 @@ async def test_limits_and_errors(server: TestServer, http: aiohttp.ClientSession
 
 async def test_models_and_readyz(server: TestServer, http: aiohttp.ClientSession) -> None:
     """The integer numerics are the default; the float numerics (the id data embedded
-    before holds) are served too, listed as superseded by them."""
+    before holds) are served too, listed as superseded by them; then the multilingual
+    model. Each with the languages it declares."""
     async with http.get(f"{url_of(server)}/v1/embed/models") as resp:
         assert await resp.json() == {
             "default": "all-MiniLM-L6-v2-int8",
-            "models": [{"id": "all-MiniLM-L6-v2-int8", "backend": "local", "dim": 384},
+            "models": [{"id": "all-MiniLM-L6-v2-int8", "backend": "local", "dim": 384,
+                        "languages": ["en"]},
                        {"id": "all-MiniLM-L6-v2", "backend": "local", "dim": 384,
-                        "superseded_by": "all-MiniLM-L6-v2-int8"}]}
+                        "superseded_by": "all-MiniLM-L6-v2-int8", "languages": ["en"]},
+                       {"id": E5_ID, "backend": "local", "dim": 384,
+                        "languages": list(E5_LANGUAGES)}]}
     async with http.get(f"{url_of(server)}/readyz") as resp:
         assert resp.status == 200 and (await resp.json())["status"] == "ok"
 

@@ -19,6 +19,7 @@ from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
+from lakehouse.wire.models import model_for
 from lakehouse.wire.responses import (
     AnalyzeResponse,
     Corpus,
@@ -134,14 +135,16 @@ class AsyncClient(RankerCalls, CorpusCalls):
                             precision: Precision | None = None,
                             index: Mapping[str, int] | None = None,
                             description: str | None = None) -> Corpus:
-        """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
-        stack's embedding model (its dimension and label), ready for text upserts.
+        """Create a corpus (Conflict if it exists). Without `dim`, it is made for `model`
+        (its dimension and label), by default the stack's model for `language` (an ISO
+        639-1 code: the multilingual model for a language the default does not declare),
+        ready for text upserts.
         `precision`: how its vectors are stored (float16, the server's default, or float32);
         `index`: its vector index's settings (`m`, `ef_construction`, `ef_search`,
         `exact_scan_rows`; each left out: the server's default); `description`: what it
         is about (a search over several corpora weighs it)."""
         if dim is None:
-            model, dim = await self._model(model)
+            model, dim = await self._model(model, language)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
                        defer_index=defer_index, precision=precision,
                        index=dict(index) if index else None, description=description)
@@ -192,10 +195,11 @@ class AsyncClient(RankerCalls, CorpusCalls):
         except Conflict:
             return await self.get_corpus(name), False
 
-    async def _model(self, model: str | None) -> tuple[str, int]:
-        """The label and dimension of `model` (None: embedd's default)."""
+    async def _model(self, model: str | None, language: str | None = None) -> tuple[str, int]:
+        """The label and dimension of `model` (None: the one embedd lists for a corpus in
+        `language`, an ISO 639-1 code: `lakehouse.wire.models.model_for`)."""
         listing = await self.models()
-        wanted = model or listing.default
+        wanted = model or model_for(listing, language)
         for info in listing.models:
             if info.id == wanted and info.dim:
                 return info.id, info.dim

@@ -25,6 +25,15 @@ class RankerAsk:
     stats: QueryStats | None = None
 
 
+@dataclass
+class Notes:
+    """What a search learns on its way and its answer tells: the question as corrected
+    (`did_you_mean`, lexical/typos.py)."""
+
+    did_you_mean: str | None = None
+    corrected: dict[str, str] = field(default_factory=dict)  # lexeme -> its correction
+
+
 @dataclass(frozen=True)
 class Options:
     """The request-wide options of a search, checked once before any corpus is touched."""
@@ -55,6 +64,7 @@ class Options:
     # the statement that reads the hits (False once that check found one moved).
     trust_cache: bool = True
     ranker: RankerAsk | None = None
+    notes: Notes = field(default_factory=Notes)
 
 
 @dataclass

@@ -204,29 +204,6 @@ CREATE TABLE IF NOT EXISTS lakehouse_rankers (
 CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
     ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
 """),
-    # What a corpus is about (internal.vectord.storage.profiles): the description its owner
-    # gives, and the profile vectord keeps from its contents in the background (its
-    # lexemes' document frequencies, the words that make them, the name and description
-    # embedded by its model), read by the fan-out's resource selection. `version`: the
-    # corpus's lexical version the profile reflects; `about`: the name and description it
-    # was built with.
-    (13, """
-ALTER TABLE vectord_corpora ADD COLUMN IF NOT EXISTS description text;
-CREATE TABLE IF NOT EXISTS vectord_profiles (
-    corpus_id  bigint PRIMARY KEY REFERENCES vectord_corpora (id) ON DELETE CASCADE,
-    version    bigint NOT NULL,
-    about      text NOT NULL,
-    documents  bigint NOT NULL,
-    sampled    integer NOT NULL,
-    terms      jsonb NOT NULL,
-    words      jsonb NOT NULL,
-    described  jsonb NOT NULL,
-    about_vector real[],
-    about_model  text,
-    build_ms   double precision NOT NULL,
-    built_at   timestamptz NOT NULL DEFAULT clock_timestamp()
-);
-"""),
     # Per-corpus vector index settings (docs/decisions/0300-index-settings-per-corpus.md):
     # NULL, a corpus from before them, follows [vectord]'s. A job of vectord_reembed may rebuild a corpus's graph
     # with other settings (kind `reindex`: its m and ef_construction). A GIN index over
@@ -253,6 +230,29 @@ BEGIN
                        quote_ident(t::text || '_tags'), t);
     END LOOP;
 END $$;
+"""),
+    # What a corpus is about (internal.vectord.storage.profiles): the description its owner
+    # gives, and the profile vectord keeps from its contents in the background (its
+    # lexemes' document frequencies, the words that make them, the name and description
+    # embedded by its model), read by the fan-out's resource selection. `version`: the
+    # corpus's lexical version the profile reflects; `about`: the name and description it
+    # was built with.
+    (16, """
+ALTER TABLE vectord_corpora ADD COLUMN IF NOT EXISTS description text;
+CREATE TABLE IF NOT EXISTS vectord_profiles (
+    corpus_id  bigint PRIMARY KEY REFERENCES vectord_corpora (id) ON DELETE CASCADE,
+    version    bigint NOT NULL,
+    about      text NOT NULL,
+    documents  bigint NOT NULL,
+    sampled    integer NOT NULL,
+    terms      jsonb NOT NULL,
+    words      jsonb NOT NULL,
+    described  jsonb NOT NULL,
+    about_vector real[],
+    about_model  text,
+    build_ms   double precision NOT NULL,
+    built_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 """),
 ]
 

@@ -76,10 +76,24 @@ WHERE c.space_id IS NOT NULL"""
 
 SIZES_TTL_SECONDS = 10.0
 
+# An item's id stem: its name without folders, chunk suffix or extension
+# (`linux/ss.md#0` -> `ss`), lower-cased.
+ID_STEM = r"lower(regexp_replace(regexp_replace(id, '^.*/|#.*$', '', 'g'), '\.[^.]*$', ''))"
+TITLE = "lower(coalesce(title, ''))"
+# Matches ranked as a person looking up a name expects (Meilisearch's `exactness`, then
+# `attribute`): the title or id stem equal to the text, then the text as a whole word
+# of the title or id, then as a whole word anywhere, then as a part of a word; newest
+# first within each.
+# `exactness`: 3 the title or id stem is the text, 2 a whole word of either, 1 a whole word
+# of the text, 0 a part of a word.
 KEYWORD_SEARCH = f"""
-SELECT {ITEM_COLUMNS} FROM {{table}}
-WHERE {{expr}} LIKE %(pattern)s AND {{where}}
-ORDER BY updated_at DESC, id LIMIT %(k)s"""
+SELECT * FROM (
+  SELECT {ITEM_COLUMNS},
+         CASE WHEN {TITLE} = %(exact)s OR {ID_STEM} = %(exact)s THEN 3
+              WHEN {TITLE} ~ %(word)s OR {ID_STEM} ~ %(word)s THEN 2
+              WHEN {{expr}} ~ %(word)s THEN 1 ELSE 0 END AS exactness
+  FROM {{table}} WHERE {{expr}} LIKE %(pattern)s AND {{where}}) m
+ORDER BY exactness DESC, updated_at DESC, id LIMIT %(k)s"""
 
 
 class SearchPart(StoreParts):
@@ -204,11 +218,21 @@ class SearchPart(StoreParts):
                              params: dict[str, Any]) -> list[dict[str, Any]]:
         stmt = sql.SQL(KEYWORD_SEARCH).format(
             table=tables.items_table(corpus.id), expr=schema.KEYWORD_EXPR, where=where)
-        pattern = "%" + escape_like(text.lower()) + "%"
+        lowered = text.lower()
+        pattern = "%" + escape_like(lowered) + "%"
+        args = {**params, "pattern": pattern, "exact": lowered, "word": whole_word(lowered),
+                "k": k}
         async with self.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {**params, "pattern": pattern, "k": k})
+            await cur.execute(stmt, args)
             return await cur.fetchall()
+
+
+def whole_word(text: str) -> str:
+    """A PostgreSQL regular expression matching text as a whole word (not inside a longer
+    one): every character but a letter or digit escaped."""
+    body = "".join(c if c.isalnum() else "\\" + c for c in text)
+    return f"(^|[^[:alnum:]_]){body}($|[^[:alnum:]_])"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -112,6 +112,8 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
         self.lex = LexIndex(cfg.lexical_cache_mb * 2**20)
         # Facet values by the index's ordinals, per corpus version (shaping/facet_counts.py).
         self.facet_values = facet_values.Cache()
+        # Model id -> the languages embedd's listing declares it reads (model_languages.py).
+        self.model_languages: dict[str, tuple[str, ...]] = {}
         self.db = db
         self._cache: dict[str, tuple[float, Corpus]] = {}
         # (hnsw.ef_search, hnsw.iterative_scan) last set on each pooled connection.

@@ -70,6 +70,9 @@ class ModelInfo(msgspec.Struct, omit_defaults=True):  # `superseded_by` absent u
     # The model whose vectors replace this one's: corpora of this model are re-embedded
     # with it by the stack (served meanwhile, for them).
     superseded_by: str | None = None
+    # ISO 639-1 codes of the languages the model's vectors are trained for (absent: not
+    # known, as for a remote model).
+    languages: list[str] | None = None
 
 
 class ModelsResponse(msgspec.Struct):
@@ -341,6 +344,9 @@ class MatrixSearchResponse(msgspec.Struct):
     # With `use_playbook`, when the playbook has a model: the model that ordered the hits,
     # or why the boost alone did.
     ranker: RankerUse | None = None
+    # The question with its words no searched corpus holds corrected (a typo), when some
+    # were: what the lexical layer searched besides them.
+    did_you_mean: str | None = None
 
 
 # ---- matrixd: query intelligence -------------------------------------------------------------
