@@ -14,7 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from lakehouse.wire.ranker import RankerUse
-from lakehouse.wire.selection import CorpusSelection
+from lakehouse.wire.selection import CorpusStatus as CorpusStatus  # beside its weighing
 from lakehouse.wire.shapes import Hit, Precision
 
 
@@ -283,16 +283,6 @@ class MatrixHit(Hit):
     # `explain` its largest contributions (the boost's part, the trees' mean, the features').
     ranker_score: float | None = None
     ranker_contributions: dict[str, float] | None = None
-
-
-class CorpusStatus(msgspec.Struct, omit_defaults=True):
-    corpus: str
-    hits: int
-    ms: float | None
-    status: Literal["ok", "failed"]
-    # Its hits' weight when not 1 (resource selection's, or corpus_weights'); `explain`: why.
-    weight: float | None = None
-    selection: CorpusSelection | None = None
 
 
 class FailedCorpus(msgspec.Struct):

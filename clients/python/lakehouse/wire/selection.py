@@ -36,6 +36,18 @@ class CorpusSelection(msgspec.Struct):
     evidence: list[SelectionEvidence] = []
 
 
+class CorpusStatus(msgspec.Struct, omit_defaults=True):
+    """A searched corpus's row of a search over several: its hits, time and status; its
+    hits' weight when not 1 (resource selection's, or corpus_weights'); with `explain`, why."""
+
+    corpus: str
+    hits: int
+    ms: float | None
+    status: Literal["ok", "failed"]
+    weight: float | None = None
+    selection: CorpusSelection | None = None
+
+
 class ProfileTerm(msgspec.Struct, omit_defaults=True):
     """A lexeme a corpus's documents hold, a word of them that makes it, the documents
     holding it and their share, and the largest share among the other corpora the
