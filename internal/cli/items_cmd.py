@@ -157,8 +157,7 @@ def _corpus_index(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
-                       usage="lakehouse corpora [list|delete|convert|index|describe NAME] "
-                             "[--json] [--url URL]")
+                       usage="lakehouse corpora [list|delete|convert|index|describe NAME] [options]")
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
