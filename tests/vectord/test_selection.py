@@ -128,6 +128,10 @@ def test_the_question_nearest_a_corpus_name() -> None:
                                      rel=1e-6)
     got = by_name(sel.select("keep it awake", members(osx, lin, vector=[0.7, 0.71, 0.0])))
     assert all(c.weight == 1.0 for c in got.values())  # no corpus nearer by the gap
+    # Nearer by the gap, but near neither: two short texts' background, no evidence
+    # ("printer jams after new toner": 0.09 to "handbook", -0.02 to "tickets").
+    got = by_name(sel.select("printer jams", members(osx, lin, vector=[0.09, -0.02, 0.9955])))
+    assert all(c.weight == 1.0 and not c.evidence for c in got.values())
 
 
 def test_corpora_alike_weigh_as_one() -> None:

@@ -26,8 +26,9 @@ so no statement runs):
   "system" no): `named`;
 - **about** (their meaning): the question's vector is nearer the corpus's name and
   description, embedded by its model, than any other searched corpus's of its
-  embedding space by more than `about_gap`: `about_per_gap` per unit beyond ("keep my
-  mac from going to sleep" is nearest "osx", with no word of it).
+  embedding space by more than `about_gap`, and near it at all (`about_floor`):
+  `about_per_gap` per unit beyond ("keep my mac from going to sleep" is nearest "osx",
+  with no word of it).
 
 The score is the sum over the question's lexemes of the larger lexical evidence, plus
 the `about` evidence; the weight `1 + per_unit x score`, at most `most`. No evidence:
@@ -68,7 +69,9 @@ class Settings:
     most: float = 3.0  # the weight at most
     # The question's vector nearer the corpus's name and description than any other
     # searched corpus's of its embedding space by more than `about_gap`: `about_per_gap`
-    # per unit of gap beyond it.
+    # per unit of gap beyond it, when it is near it at all (`about_floor`: a cosine below
+    # it is no more than two short texts' background, "printer jams" to "handbook").
+    about_floor: float = 0.15
     about_gap: float = 0.06
     about_per_gap: float = 20.0
     same: float = 0.97  # corpora this alike weigh as one (groups)
@@ -265,7 +268,7 @@ def _nearest(choices: list[Choice], members: Sequence[Member], of: dict[int, int
         best, sim = near[0]
         group = of.get(id(best))
         others = [x for c, x in near if of.get(id(c)) != group]
-        if not others or sim - others[0] <= s.about_gap:
+        if not others or sim < s.about_floor or sim - others[0] <= s.about_gap:
             continue
         value = s.about_per_gap * (sim - others[0] - s.about_gap)
         for c, x in near:
