@@ -69,33 +69,40 @@ async def test_a_description_is_given_changed_listed_and_checked(
 
 async def test_a_profile_follows_its_corpus_writes_and_deletes(
         vectord_url: str, http: aiohttp.ClientSession) -> None:
+    # Its distinctive words are told against the other corpora, shrunk toward the pooled
+    # share: a background corpus five times its size, so the small corpora other tests
+    # leave in the shared stack cannot make its words look common.
+    background = await make_corpus(http, vectord_url)
+    await upsert(http, vectord_url, background, items(
+        [f"the harbour's weather report, entry {i}" for i in range(200)], "b", 900))
     name = await make_corpus(http, vectord_url)
     status, out = await call(http, "GET", f"{vectord_url}{C}/{name}/profile")
     assert status == 200 and out["corpus"] == name  # an empty corpus: nothing yet, or 0
     await upsert(http, vectord_url, name, items(
-        [f"zebra stripes on the savanna, note {i}" for i in range(20)]
-        + [f"giraffe necks reach the trees, note {i}" for i in range(20)], "a"))
+        [f"tapir tracks by the river, note {i}" for i in range(20)]
+        + [f"dugong herds graze the seagrass, note {i}" for i in range(20)], "a"))
+    await current_profile(http, vectord_url, background, 200)
     got = await current_profile(http, vectord_url, name, 40)
     words = {t["word"]: t for t in got["distinctive"]}
-    assert {"zebra", "giraffe"} <= set(words), got
-    assert words["zebra"]["documents"] == 20 and words["zebra"]["share"] == 0.5
+    assert {"tapir", "dugong"} <= set(words), got
+    assert words["tapir"]["documents"] == 20 and words["tapir"]["share"] == 0.5
     assert got["lexemes"] >= 6 and got["sampled"] == 40 and got["version"] >= 1
-    # The zebras leave, penguins arrive: the profile follows.
+    # The tapirs leave, kinkajous arrive: the profile follows.
     status, out = await call(http, "POST", f"{vectord_url}{C}/{name}/items/delete",
                              {"ids": [f"a{i}" for i in range(20)]})
     assert status == 200, out
     await upsert(http, vectord_url, name, items(
-        [f"penguins on the ice, note {i}" for i in range(10)], "p", 100))
+        [f"kinkajous in the canopy, note {i}" for i in range(10)], "p", 100))
     got = await current_profile(http, vectord_url, name, 30)
     words = {t["word"]: t for t in got["distinctive"]}
-    assert "zebra" not in words and {"penguins", "giraffe"} <= set(words), got
-    assert words["giraffe"]["share"] == round(20 / 30, 6)
+    assert "tapir" not in words and {"kinkajous", "dugong"} <= set(words), got
+    assert words["dugong"]["share"] == round(20 / 30, 6)
     # A new description is taken at once, and the profile says it is not current until then.
     status, out = await call(http, "PATCH", f"{vectord_url}{C}/{name}",
-                             {"description": "animals of Africa"})
+                             {"description": "animals of the tropics"})
     assert status == 200
     got = await current_profile(http, vectord_url, name, 30)
-    assert got["description"] == "animals of Africa"
+    assert got["description"] == "animals of the tropics"
 
 
 async def _platforms(http: aiohttp.ClientSession, base: str) -> tuple[str, str]:
