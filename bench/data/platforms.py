@@ -5,13 +5,11 @@ platforms.descriptions.json)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from bench.data.wiki import QUESTIONS, page_of
-from bench.harness.stacks import Stack, python_of
+from bench.data.wiki import sync as sync  # the selection benchmark syncs each folder
 
 # Each platform folder of pages/ and its corpus (a corpus name has no hyphen).
 FOLDERS = {"common": "common", "linux": "linux", "osx": "osx", "windows": "windows",
@@ -50,14 +48,3 @@ def pages(hits: list[dict[str, object]]) -> list[str]:
     return [f"{h['corpus']}:{page_of(str(h['id']), h.get('metadata'))}"  # type: ignore[arg-type]
             for h in hits]
 
-
-async def sync(stack: Stack, folder: Path, corpus: str) -> dict[str, object]:
-    """`lakehouse sync` of the stack's checkout, as a new user would."""
-    proc = await asyncio.create_subprocess_exec(
-        python_of(stack.root), "-m", "internal.cli.main", "sync", str(folder), "--corpus", corpus,
-        "--json", "--quiet", "--url", stack.gateway, cwd=stack.root,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if not out.strip():
-        raise SystemExit(f"sync of {folder} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return dict(json.loads(out))
