@@ -26,6 +26,7 @@ from internal.api.responses import (
     Corpus,
     CorpusDeleted,
     CorpusList,
+    CorpusProfile,
     EmbedResponse,
     ErrorBody,
     Health,
@@ -62,6 +63,7 @@ from internal.api.vectord import (
     SearchRequest,
     SearchResponse,
     SpacesResponse,
+    UpdateCorpus,
     UpsertRequest,
 )
 from lakehouse.wire.documents import (
@@ -82,6 +84,7 @@ __all__ = [
     "Corpus",
     "CorpusDeleted",
     "CorpusList",
+    "CorpusProfile",
     "CreateCorpus",
     "CreateKey",
     "CreatedKey",
@@ -134,6 +137,7 @@ __all__ = [
     "Task",
     "TaskList",
     "TrainRanker",
+    "UpdateCorpus",
     "UpsertRequest",
     "Upserted",
 ]

@@ -15,6 +15,7 @@ import msgspec
 
 from lakehouse.wire.items import StoredItem as StoredItem  # its own module: read by id
 from lakehouse.wire.ranker import RankerUse
+from lakehouse.wire.selection import CorpusStatus as CorpusStatus  # beside its weighing
 from lakehouse.wire.shapes import Hit, Precision
 
 
@@ -157,6 +158,7 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     reindex: Reindexing | None = None  # only while its graph is rebuilt
     documents: int | None = None  # documents written as text (`count`: all its items)
     languages: dict[str, int] | None = None  # items per language as stored, most first
+    description: str | None = None  # what it is about, in its owner's words (when given)
 
 
 class ReembedStarted(Reembedding, kw_only=True):
@@ -270,13 +272,6 @@ class MatrixHit(Hit):
     # `explain` its largest contributions (the boost's part, the trees' mean, the features').
     ranker_score: float | None = None
     ranker_contributions: dict[str, float] | None = None
-
-
-class CorpusStatus(msgspec.Struct):
-    corpus: str
-    hits: int
-    ms: float | None
-    status: Literal["ok", "failed"]
 
 
 class FailedCorpus(msgspec.Struct):
