@@ -62,10 +62,29 @@ from internal.api.vectord import (
     SpacesResponse,
     UpsertRequest,
 )
+from lakehouse.wire.answer import (
+    AnswerFeedback,
+    AnswerFeedbackResponse,
+    AnswerRequest,
+    AnswerResponse,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    ResetEvent,
+    SourcesEvent,
+)
+
+# The events of a streamed answer (`text/event-stream`), in the order they may come.
+ANSWER_EVENTS: tuple[type, ...] = (SourcesEvent, DeltaEvent, ResetEvent, DoneEvent, ErrorEvent)
 
 __all__ = [
+    "ANSWER_EVENTS",
     "AnalyzeRequest",
     "AnalyzeResponse",
+    "AnswerFeedback",
+    "AnswerFeedbackResponse",
+    "AnswerRequest",
+    "AnswerResponse",
     "ConvertRequest",
     "ConvertStarted",
     "Corpus",
