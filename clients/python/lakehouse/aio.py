@@ -12,6 +12,7 @@ from urllib.parse import quote
 import aiohttp
 import msgspec
 
+from lakehouse._answer import AnswerCalls
 from lakehouse._connect import resolve_token, resolve_url
 from lakehouse._items import as_item, renumbered
 from lakehouse._ranker import RankerCalls
@@ -82,7 +83,7 @@ def _item_path(corpus: str, item_id: str) -> str:
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
 
 
-class AsyncClient(RankerCalls):
+class AsyncClient(RankerCalls, AnswerCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
