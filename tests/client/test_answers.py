@@ -82,7 +82,7 @@ def test_langchain_answer(client: lakehouse.Client) -> None:
     assert f"{first.metadata['passage'].split()[0]}" in out["answer"]
     chunks = list(chain.stream(QUESTION))
     assert "".join(c.get("answer", "") for c in chunks) == out["answer"]
-    assert [c for c in chunks if "context" in c][0]["context"] == out["context"]
+    assert next(c for c in chunks if "context" in c)["context"] == out["context"]
 
 
 async def test_langchain_answer_async(client: lakehouse.Client) -> None:
