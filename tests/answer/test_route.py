@@ -171,3 +171,10 @@ async def test_feedback_on_an_answer_records_its_cited_hits(
     st, bad = await post(http, f"{url}/v1/matrix/answer/feedback",
                          {"query_text": PAPER_JAM, "cited": [], "score": 1})
     assert st == 400 and bad["error"]["field"] == "cited"
+    # An item that does not exist: a 404 naming it, and nothing recorded.
+    st, bad = await post(http, f"{url}/v1/matrix/answer/feedback",
+                         {"query_text": "another question", "score": -1,
+                          "cited": [*cited, {"corpus": corpora.handbook, "id": "nope"}]})
+    assert st == 404 and bad["error"]["field"] == f"cited[{len(cited)}].id", bad
+    async with http.get(f"{url}/v1/matrix/playbooks") as r:
+        assert len((await r.json())["entries"]) == len(entries)

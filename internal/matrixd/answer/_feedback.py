@@ -12,21 +12,29 @@ from internal.matrixd.deps import Deps
 
 
 async def record(deps: Deps, body: AnswerFeedback) -> AnswerFeedbackResponse:
-    """Every cited hit recorded (a corpus the caller does not see is a 404 naming it,
-    before anything is recorded, as the record route answers one)."""
+    """Every cited hit recorded (once each). A corpus the caller does not see, or one or
+    an item that does not exist, is a 404 naming its place in `cited`, before anything
+    is recorded."""
     scope = caller()
+    first: dict[tuple[str, str], int] = {}
     for i, ref in enumerate(body.cited):
         if scope is not None and not scope.sees(ref.corpus):
+            # As a corpus that does not exist is answered.
             raise NotFound(f"cited[{i}].corpus: corpus {ref.corpus!r} not found",
                            field=f"cited[{i}].corpus")
-    recorded = []
-    seen: set[tuple[str, str]] = set()
-    for ref in body.cited:
-        if (ref.corpus, ref.id) in seen:
-            continue
-        seen.add((ref.corpus, ref.id))
-        with as_service():  # the playbook is the stack's; the caller's right was decided above
-            recorded.append(await playbook.record(deps, RecordRequest(
-                query_text=body.query_text, answer_id=ref.id, answer_corpus=ref.corpus,
-                score=body.score, tags=list(body.tags), playbook_corpus=body.playbook_corpus)))
+        first.setdefault((ref.corpus, ref.id), i)
+    # The playbook is the stack's; the caller's right to each corpus was decided above.
+    with as_service():
+        for (corpus, item), i in first.items():
+            try:
+                await playbook.check_answer(deps, corpus, item)
+            except NotFound as exc:
+                where = "corpus" if exc.field == "answer_corpus" else "id"
+                message = exc.message.split(": ", 1)[-1]
+                raise NotFound(f"cited[{i}].{where}: {message}",
+                               field=f"cited[{i}].{where}") from None
+        recorded = [await playbook.record(deps, RecordRequest(
+            query_text=body.query_text, answer_id=item, answer_corpus=corpus, score=body.score,
+            tags=list(body.tags), playbook_corpus=body.playbook_corpus))
+            for corpus, item in first]
     return AnswerFeedbackResponse(recorded=recorded)
