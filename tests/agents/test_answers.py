@@ -13,10 +13,10 @@ import pytest
 import lakehouse
 from tests.agents.conftest import GUIDES, NOTES, Live, call
 from tests.agents.test_keys import (  # noqa: F401 (keys, tenant_key: fixtures)
-    A,
-    B,
     SECRET_WORD,
     TENANTS,
+    A,
+    B,
     Keys,
     keys,
     tenant_key,
