@@ -4,6 +4,9 @@ and tickets; no model configured, so every answer is extractive)."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from langchain_core.documents import Document
 from llama_index.core.base.response.schema import (
@@ -16,6 +19,8 @@ import lakehouse
 from lakehouse.integrations.langchain import LakehouseAnswer
 from lakehouse.integrations.llamaindex import LakehouseQueryEngine
 from lakehouse.wire.answer import AnswerResponse, DeltaEvent, DoneEvent, SourcesEvent
+from tests.client.conftest import Live
+from tests.client.test_cli_items import lakehouse_cli
 
 QUESTION = "What do I do when the printer says paper jam?"
 CORPORA = ["handbook", "tickets"]
@@ -110,3 +115,21 @@ async def test_llamaindex_query_engine_async(client: lakehouse.Client) -> None:
     streamed = await LakehouseQueryEngine(client, corpora=CORPORA, streaming=True).aquery(QUESTION)
     assert isinstance(streamed, AsyncStreamingResponse)
     assert "".join([t async for t in streamed.response_gen]) == out.response
+
+
+def test_lakehouse_answer_streams_the_text_then_its_sources(live: Live) -> None:
+    out = lakehouse_cli(live, "answer", QUESTION, "--corpora", "handbook,tickets",
+                        "--max-words", "40")
+    assert out.returncode == 0, out.stderr
+    text, _, tail = out.stdout.partition("\nsources\n")
+    assert "[1]" in text and ("green lever" in text or "sealing tape" in text)
+    assert re.search(r"^  \[1\] (handbook|tickets)/\S+ — ", tail, re.M), tail
+    assert "(extractive; " in tail
+    as_json = lakehouse_cli(live, "answer", QUESTION, "--corpora", "handbook", "--json")
+    body = json.loads(as_json.stdout)
+    assert body["answered"] and body["citations"][0]["corpus"] == "handbook"
+    refused = lakehouse_cli(live, "answer", "Which river flows through Ulaanbaatar?",
+                            "--corpora", "handbook")
+    assert refused.returncode == 0 and "no answer (not_relevant); the nearest hits:" in refused.stdout
+    missing = lakehouse_cli(live, "answer", QUESTION, "--corpora", "handbok")
+    assert missing.returncode == 1 and "corpus 'handbok' not found" in missing.stderr
