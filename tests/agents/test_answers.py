@@ -6,12 +6,17 @@ token cannot read."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
 
 import lakehouse
 from tests.agents.conftest import GUIDES, NOTES, Live, call
+from tests.agents.test_console import browser, search, wait  # noqa: F401 (browser: a fixture)
 from tests.agents.test_keys import (  # noqa: F401 (keys, tenant_key: fixtures)
     SECRET_WORD,
     TENANTS,
@@ -134,3 +139,49 @@ def _streamed(live: Live, body: dict[str, Any], header: str) -> dict[str, Any]:
     assert events[0]["type"] == "citations" and events[-1]["type"] == "done"
     done: dict[str, Any] = events[-1]["answer"]
     return done
+
+
+def test_the_console_answers_above_the_hits(live: Live, browser: WebDriver,  # noqa: F811
+                                            tmp_path: Path) -> None:
+    browser.get(f"{live.url}/")
+    dialog = wait(browser).until(ec.visibility_of_element_located((By.ID, "token-dialog")))
+    dialog.find_element(By.ID, "token").send_keys(live.token)
+    dialog.find_element(By.ID, "token-ok").click()
+    wait(browser).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    assert browser.find_element(By.ID, "with-answer").is_selected()
+    hits = search(browser, "black tea boiling water", k=6)
+    panel = browser.find_element(By.ID, "answer")
+    wait(browser).until(lambda _: panel.get_attribute("data-state") == "answered")
+    # Above the hits, its markers linking to the items they cite.
+    assert panel.location["y"] < hits[0].location["y"]
+    citations = panel.find_elements(By.CSS_SELECTOR, "#answer-citations li.citation")
+    markers = panel.find_elements(By.CSS_SELECTOR, "#answer-text a.marker")
+    assert citations and markers
+    first = citations[0]
+    corpus, item_id = first.get_attribute("data-corpus"), first.get_attribute("data-id")
+    assert markers[0].get_attribute("href").endswith(f"#/item/{corpus}/{item_id}")
+    assert first.find_element(By.CSS_SELECTOR, ".passage").text
+    # The echoing model quotes the markup document: shown as text, never run.
+    assert "<script>" in panel.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#answer script, #answer img")
+    assert browser.execute_script("return window.__pwned === undefined") is True
+    # The cited hits are marked in the list.
+    cited = browser.find_elements(By.CSS_SELECTOR, "#hits li.hit .cited")
+    assert cited and all(c.text.startswith("cited [") for c in cited)
+    shot = tmp_path / "answer.png"
+    browser.save_screenshot(str(shot))
+    print(f"screenshot of the answer panel: {shot}")
+    # Feedback: one cited hit, then the whole answer (each cited hit recorded).
+    first.find_element(By.CSS_SELECTOR, "button.right").click()
+    wait(browser).until(lambda _: "recorded as right" in first.text)
+    browser.find_element(By.ID, "answer-wrong").click()
+    wait(browser).until(lambda d: "cited hits as wrong" in d.find_element(
+        By.ID, "answer-feedback-status").text)
+    _, listed = call(f"{live.url}/v1/matrix/playbooks?answer_id={item_id}&answer_corpus={corpus}",
+                     headers=live.auth)
+    assert {e["query_text"] for e in listed["entries"]} >= {"black tea boiling water"}
+    # A citation's title opens its item.
+    first.find_element(By.CSS_SELECTOR, "a.title").click()
+    wait(browser).until(lambda d: d.find_element(By.ID, "item-id").text == item_id)
+    browser.back()
