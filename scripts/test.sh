@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
-echo "== ruff"; .venv/bin/ruff check internal clients/python/lakehouse tests scripts
+echo "== ruff"; .venv/bin/ruff check internal clients/python/lakehouse tests scripts bench
 echo "== mypy"; .venv/bin/mypy internal clients/python/lakehouse
 echo "== imports"; .venv/bin/lint-imports
 echo "== pytest"; .venv/bin/python -m pytest "$@"

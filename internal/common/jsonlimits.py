@@ -92,7 +92,8 @@ def _compile(t: inspect.Type) -> Check | None:
     """A check specialised to type t, or None when t cannot hold free-form data.
 
     Built once per request type: the per-request walk then does no type inspection, only
-    attribute reads and the depth count of the free-form values (measured in DECISIONS.md).
+    attribute reads and the depth count of the free-form values (measured:
+    docs/decisions/0075-bad-input-refused-while-decoding.md).
     """
     if not _holds_free_form(t):
         return None

@@ -29,7 +29,7 @@ SIMPLE = "simple"
 
 # Languages PostgreSQL has no configuration for, given one by vectord (schema migration
 # 8): words of their scripts are cut into character bigrams before the parser sees them,
-# as Elasticsearch's `cjk` analyzer does (DECISIONS.md, "Chinese and Japanese").
+# as Elasticsearch's `cjk` analyzer does (docs/decisions/0146-cjk-bigrams.md).
 CJK_REGCONFIGS: frozenset[str] = frozenset({"chinese", "japanese"})
 
 # ISO 639-1 code -> regconfig; must match the configurations PostgreSQL 18 ships plus
@@ -75,10 +75,11 @@ REGCONFIGS: frozenset[str] = frozenset(ISO_TO_REGCONFIG.values()) | {SIMPLE}
 MIN_DETECT_CHARS = 20
 # Confident evidence, the only kind that sets a text apart from the language it falls
 # back to: at least CONFIDENT_LETTERS letters of prose and lingua's confidence at least
-# CONFIDENT_SHARE. Measured on the 12,648 tldr pages of eight languages (DECISIONS.md,
-# "An item's language"): no verdict this confident was wrong, and 86-100% of the pages
-# of an alphabet (71% of Chinese, where Japanese competes) are this confident, so a page
-# truly in another language than its folder's keeps its own.
+# CONFIDENT_SHARE. Measured on the 12,648 tldr pages of eight languages
+# (docs/decisions/0145-page-language-on-confident-evidence.md): no verdict this
+# confident was wrong, and 86-100% of the pages of an alphabet (71% of Chinese, where
+# Japanese competes) are this confident, so a page truly in another language than its
+# folder's keeps its own.
 CONFIDENT_LETTERS = 60
 CONFIDENT_SHARE = 0.99
 # A character of these scripts carries about a word, where a letter of an alphabet is a

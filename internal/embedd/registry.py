@@ -5,7 +5,7 @@ refuses it first; this refuses a config built around that check).
 The local backend is the configured numerics (`[embedd] local_numerics`) under its model
 id, and each other numerics under its own id, opened when first asked and listed as
 superseded by the configured one: corpora embedded by it are searched with its vectors
-until vectord has moved them (DECISIONS.md, "Vector and embeddings")."""
+until vectord has moved them (docs/decisions/0034-integer-model-id.md)."""
 
 from __future__ import annotations
 

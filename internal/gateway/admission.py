@@ -1,6 +1,6 @@
 """The gateway's admission of each /v1 request: FairShares driven on the event loop.
 
-Who a client is is `client_of`'s answer (DECISIONS.md, "Fairness: a client is its key"):
+Who a client is is `client_of`'s answer (docs/decisions/0132-client-is-its-key.md):
 the key's id when an API key or a tenant token authenticated (a tenant token counts as
 its signing key), 12 hex digits of the SHA-256 of a `[gateway] tokens` token, the peer's
 address with auth off. Nothing of a secret is kept or shown (metric labels, logs). A
@@ -69,7 +69,7 @@ class Admission:
         self.metrics = metrics
         self._waiters: dict[int, asyncio.Future[None]] = {}
         # The lane's and its clients' load gauges are read at a scrape, not set at every
-        # request's start and end (DECISIONS.md, "Speed: the gateway's load gauges").
+        # request's start and end (docs/decisions/0137-load-gauges-at-scrape.md).
         metrics.at_scrape.append(self.publish)
 
     def publish(self) -> None:

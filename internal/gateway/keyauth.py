@@ -33,7 +33,7 @@ from internal.common.web import KEY_ID_KEY, Handler
 
 log = structlog.get_logger()
 
-REFRESH_SECONDS = 0.5  # a revocation reaches every replica within this (DECISIONS.md)
+REFRESH_SECONDS = 0.5  # a revocation reaches every replica within this (docs/decisions/0123-api-keys.md)
 SCOPE_KEY = "lakehouse_scope"
 _TOKENS_KEPT = 10_000
 

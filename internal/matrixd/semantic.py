@@ -28,7 +28,7 @@ log = structlog.get_logger()
 MAX_PASSAGES = 8  # per hit: the embedding call stays one small batch
 # Passages a search embeds in all: the vector-only hits in rank order take theirs while
 # it lasts, later ones keep their lead. The model costs about 10 ms of CPU a passage
-# here (DECISIONS.md, "Highlights: the semantic passages' cost").
+# here (docs/decisions/0130-semantic-passages.md).
 PASSAGE_BUDGET = 8
 LEAD, SEMANTIC, LEXICAL = "lead", "semantic", "lexical"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -42,8 +42,9 @@ _SERVER_SETTINGS = {
     # PostgreSQL's own default. The relations stay in the OS page cache, which serves these
     # searches nearly as fast: a larger pool only holds a second copy of what the page
     # cache holds, and a bulk load touches all of it (at 100k x 384: 512MB held 547 MiB
-    # after a load, 128MB 214, at the same recall and QPS; DECISIONS.md, "Vectors: half
-    # precision"; docs/SCALING.md says what N vectors need of the page cache).
+    # after a load, 128MB 214, at the same recall and QPS;
+    # docs/decisions/0158-memory-counted-and-lean.md; docs/SCALING.md says what N
+    # vectors need of the page cache).
     "shared_buffers": "128MB",
     "max_connections": "200",
     # After a crash PostgreSQL syncs the data directory before recovery; fsync-ing every
@@ -58,7 +59,7 @@ _SERVER_SETTINGS = {
     # WAL bounded: PostgreSQL's defaults keep up to 1 GB of WAL between checkpoints and
     # recycle as much; a load of ~12,000 documents left 545 MB in pg_wal. A checkpoint
     # every 256 MB of WAL (or 5 minutes) keeps pg_wal near that, 64 MB recycled at
-    # least (scripts/bench_wal.py, DECISIONS.md). Standbys keep what they need through
+    # least (docs/decisions/0109-wal-bounded.md). Standbys keep what they need through
     # their slots (above) and the archive ([backup] wal_dir) gets each segment before it
     # is removed, so no wal_keep_size is added.
     "max_wal_size": "256MB",

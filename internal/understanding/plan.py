@@ -42,7 +42,8 @@ KEEP_TOP = 5
 # Metadata key where normalised items keep the dates their text was anchored to.
 DATES_KEY = "dates"
 # A hit said by a person the question names (metadata "speaker", any case): merge score
-# x (1 + bonus). LoCoMo's dev half, hybrid's ranking re-ranked (DECISIONS.md):
+# x (1 + bonus). LoCoMo's dev half, hybrid's ranking re-ranked
+# (docs/decisions/0065-speaker-bonus.md):
 # on the normalised index with context windows overall R@10 0.769 -> 0.798, multi-hop
 # 0.417 -> 0.486; on the spoken index +0.001.
 SPEAKER_KEY = "speaker"

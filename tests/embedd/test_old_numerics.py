@@ -2,7 +2,7 @@
 
 The local model's integer numerics are a model id of their own (`all-MiniLM-L6-v2-int8`;
 the float numerics, what a data directory made before holds, keep `all-MiniLM-L6-v2`:
-DECISIONS.md, "Vector and embeddings"). embedd serves both and lists the old as
+docs/decisions/0034-integer-model-id.md). embedd serves both and lists the old as
 superseded; a vectord that starts moves each corpus of the old id to the new, online, by
 the re-embedding job (its state in PostgreSQL). Meanwhile every search answers (matrixd
 embeds the question by the model each corpus records), writes of the old id reach both

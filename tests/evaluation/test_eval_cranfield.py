@@ -12,7 +12,7 @@ from internal.evaluation.harness import evaluate_dataset
 from internal.evaluation.ingest import ingest
 from tests.helpers import ROOT, require_shared
 
-# Regression guards set from measurements (see DECISIONS.md), not targets:
+# Regression guards set from measurements (docs/decisions/0041-evaluation-harness.md), not targets:
 # measured vector 0.372 and lexical 0.362 (BM25 1.2/0.75) nDCG@10 on the dev split.
 VECTOR_FLOOR = 0.34
 LEXICAL_FLOOR = 0.33

@@ -8,7 +8,8 @@ exactly. How many trees (TREES, 0 among them) is chosen by 5-fold cross-validati
 the recorded questions (folds by a hash of the question's text, the folds its playbook
 features were computed out of), and the trees are used only when the best count beats 0
 by more than Z standard errors of the per-question differences (else: the boost alone).
-DECISIONS.md, "Feedback: a learned ranker", has the measurements behind each choice.
+docs/decisions/0151-learned-ranker.md has the measurements behind each choice, the
+prototype's in 0152-0155.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from lakehouse.wire.search import LAYERS
 
 VECTOR, LEXICAL, SYMBOLIC = LAYERS
 
-# Defaults tuned on SciFact train, Cranfield dev and CISI dev (DECISIONS.md, Fusion):
+# Defaults tuned on SciFact train, Cranfield dev and CISI dev (docs/decisions/0038-default-hybrid-search.md):
 # weighted with vector = lexical was the only setting within reach of the best on all
 # three (SciFact +0.031 nDCG@10 over BM25); the symbolic layer keeps its 0.2.
 DEFAULT_METHOD = DEFAULT_FUSION  # hybrid's fusion when a request names none

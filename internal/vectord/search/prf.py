@@ -43,7 +43,8 @@ class Settings:
 
 
 # The default when a request sends no `prf` (on only if it wins on the mean of
-# the three dev sets and loses on none by more than 0.005; see DECISIONS.md): RM3 from the
+# the three dev sets and loses on none by more than 0.005;
+# docs/decisions/0038-default-hybrid-search.md): RM3 from the
 # top 10 fused hits, 10 expansion lexemes, weight 0.5, query vector unchanged. Measured
 # over the default fusion with MAX_DF_SHARE: mean nDCG@10 0.5495 -> 0.5633 (SciFact
 # -0.0022, Cranfield +0.017, CISI +0.027) for 2.7x the hybrid latency; `"prf": {"docs": 0}`

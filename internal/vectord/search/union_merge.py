@@ -1,6 +1,6 @@
 """Federated ranking: several corpora's branch lists merged as if they were one corpus (no I/O).
 
-The property this module serves (docs/API.md, DECISIONS.md "Federated search"): a search
+The property this module serves (docs/API.md, docs/decisions/0047-federated-search-is-the-union.md): a search
 over corpora C1..Cn returns the ranking one corpus holding their union would return, each
 hit still attributed to its corpus. It holds because
 - vector distances of one query vector share one scale, so the union's top n by distance

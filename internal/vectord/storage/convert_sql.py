@@ -11,7 +11,7 @@ read the old table until that commit, the new one after it.
 A second table, not a second column as re-embedding adds: a dropped column keeps its
 bytes in every row until the row is written again, so the float32 vectors would stay in
 the heap beside the float16 ones, and each row's rewrite would leave a dead copy too
-(DECISIONS.md, "Vectors: half precision").
+(docs/decisions/0157-precision-conversion-online.md).
 """
 
 from __future__ import annotations

@@ -142,7 +142,8 @@ class ItemsPart(SharedIndexPart):
         """A 400 naming the item whose text-search vector is over PostgreSQL's 1 MB.
 
         Only runs after the batch failed: each item's tsvector is computed alone, largest
-        first, until one fails (measured in DECISIONS.md).
+        first, until one fails (measured:
+        docs/decisions/0075-bad-input-refused-while-decoding.md).
         """
         order = sorted(range(len(items)), key=lambda i: -_text_size(items[i]))
         async with self.pool.connection() as conn:

@@ -8,7 +8,7 @@ embedded again); then one transaction switches. The job's state lives in Postgre
 a restart resumes it, on whichever vectord takes it first (one at a time per corpus).
 
 embedd's model listing may say that a model is superseded by another (the local model's
-numerics, DECISIONS.md "Vector and embeddings"): at start and at every scan, each corpus
+numerics, docs/decisions/0034-integer-model-id.md): at start and at every scan, each corpus
 of a superseded model with no job yet is moved to the model replacing it, by the same
 job. A new stack has no such corpus and moves nothing.
 """

@@ -91,8 +91,9 @@ CREATE TABLE IF NOT EXISTS vectord_space_pending (
     PRIMARY KEY (space_id, corpus_id, id)
 );
 """),
-    # Every corpus's items table gets the row layout of `layout_sql` (DECISIONS.md, "Row
-    # layout"): a catalog change; rows written before keep theirs until rewritten.
+    # Every corpus's items table gets the row layout of `layout_sql`
+    # (docs/decisions/0043-row-layout.md): a catalog change; rows written before keep
+    # theirs until rewritten.
     (6, """
 DO $$
 DECLARE t regclass;
@@ -157,7 +158,7 @@ BEGIN
     END LOOP;
 END $$;
 """),
-    # Precisions (DECISIONS.md, "Vectors: half precision"): a corpus's vectors and graph as
+    # Precisions (docs/decisions/0156-float16-vectors.md): a corpus's vectors and graph as
     # halfvec (float16) or vector (float32); every corpus before this one is float32. A
     # space is one precision too. A job of vectord_reembed is a re-embedding or a conversion to
     # another precision (`position`: the last id its copy took).
@@ -360,8 +361,8 @@ def layout_sql(corpus_id: int, column: str) -> list[sql.Composed]:
 
     A search reads every candidate's distance from its row: an embedding moved out of
     line to TOAST (the default for a 384-d vector beside a paragraph of text) costs a
-    TOAST lookup a candidate (hybrid's 100-row scan 0.89 against 0.72 ms; DECISIONS.md,
-    "Row layout"). The lexemes are read only to build the lexical index."""
+    TOAST lookup a candidate (hybrid's 100-row scan 0.89 against 0.72 ms;
+    docs/decisions/0043-row-layout.md). The lexemes are read only to build the lexical index."""
     table = tables.items_table(corpus_id)
     if column == "lex":
         return [sql.SQL("ALTER TABLE {t} ALTER COLUMN lex SET STORAGE EXTERNAL").format(t=table)]

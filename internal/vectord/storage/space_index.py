@@ -16,7 +16,8 @@ either way). `attach` makes a corpus a member (at creation, when a deferred inde
 built, at start-up for corpora from before spaces, and when a corpus's model label
 changes); a deleted corpus's rows are left to `reclaim`.
 Measured: keeping the shared graph in the writer's transaction made a bulk upsert 1.73x
-slower (two HNSW inserts per item); noting the ids costs little (DECISIONS.md).
+slower (two HNSW inserts per item); noting the ids costs little
+(docs/decisions/0007-shared-vector-index.md).
 """
 
 from __future__ import annotations

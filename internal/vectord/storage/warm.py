@@ -7,7 +7,7 @@ tables, then the BM25 postings' keys (what lexical searches read). With the data
 directory readable here (the embedded server), the files are read straight
 (internal.pg.prewarm); otherwise each corpus answers a few hundred searches by stored
 vectors picked at random, which walk its graph (measured at 1M: 7.5 s, then the first
-searches' p95 7.5 ms; DECISIONS.md, "Vectors: half precision")."""
+searches' p95 7.5 ms; docs/decisions/0159-warm-up-reads-files.md)."""
 
 from __future__ import annotations
 

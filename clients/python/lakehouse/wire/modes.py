@@ -65,7 +65,7 @@ FUSIONS: dict[str, FusionSpec] = {}
 # The mode of a request that names none: hybrid for a text query, else vector.
 TEXT_DEFAULT = "hybrid"
 VECTOR_DEFAULT = "vector"
-# The fusion of a mode that fuses when the request names none (DECISIONS.md, Fusion).
+# The fusion of a mode that fuses when the request names none (docs/decisions/0038-default-hybrid-search.md).
 DEFAULT_FUSION = "weighted"
 
 
