@@ -120,8 +120,12 @@ async def answer_handler(request: web.Request) -> web.StreamResponse:
                                        REQUEST_ID_HEADER: request_id(request)})
     await resp.prepare(request)
     try:
-        async for event in answer.events(prepared):
-            await resp.write(answer.frame(event))
+        async with contextlib.aclosing(answer.events(prepared)) as events:
+            async for event in events:
+                await resp.write(answer.frame(event))
+    except ConnectionResetError:  # the client left; the model's stream closed with `events`
+        log.info("answer_stream_left")
+        return resp
     except LakehouseError as exc:
         message = "internal error" if exc.status >= 500 and exc.code == "internal" else exc.message
         await resp.write(answer.frame(ErrorEvent(code=exc.code, message=message)))

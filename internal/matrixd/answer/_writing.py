@@ -10,8 +10,9 @@ wrote and gives the citations of what follows, and the answer says why (`fallbac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import structlog
 
@@ -37,7 +38,7 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
-async def pieces(prep: Prepared) -> AsyncIterator[str]:
+async def pieces(prep: Prepared) -> AsyncGenerator[str, None]:
     """The model's text as it comes: its first piece within `first_token_seconds`, the
     whole within `timeout_seconds` (UpstreamTimeout past either)."""
     chat, cfg = prep.chat, prep.cfg
@@ -75,7 +76,7 @@ def _extractive_pieces(prep: Prepared) -> list[str]:
     return _passages.pieces(prep.passages)
 
 
-async def events(prep: Prepared) -> AsyncIterator[Event]:
+async def events(prep: Prepared) -> AsyncGenerator[Event, None]:
     """The answer's events, the whole answer last (in `Done`)."""
     chat = prep.chat
     use = GeneratorUse(kind="extractive") if chat is None else GeneratorUse(
@@ -94,11 +95,13 @@ async def events(prep: Prepared) -> AsyncIterator[Event]:
     checked = MarkerFilter(len(prep.context))
     sent: list[str] = []
     try:
-        async for piece in pieces(prep):
-            out = checked.feed(piece)
-            if out:
-                sent.append(out)
-                yield DeltaEvent(text=out)
+        # Closed with this generator (a client that left): the model's stream with it.
+        async with contextlib.aclosing(pieces(prep)) as written:
+            async for piece in written:
+                out = checked.feed(piece)
+                if out:
+                    sent.append(out)
+                    yield DeltaEvent(text=out)
         tail = checked.flush()
         if tail:
             sent.append(tail)
