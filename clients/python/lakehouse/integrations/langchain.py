@@ -19,7 +19,7 @@ try:
     from langchain_core.runnables import RunnableConfig, RunnableSerializable
 except ImportError as exc:
     raise missing_framework(__name__, "langchain-core", "langchain") from exc
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from lakehouse.client import Client
 from lakehouse.integrations._hits import (
@@ -37,25 +37,16 @@ from lakehouse.wire.responses import MatrixHit
 from lakehouse.wire.search import ModeName
 
 
-class LakehouseRetriever(BaseRetriever):
-    """Documents for a question, best first, from Lakehouse's search across corpora.
-
-    `page_content` is the item's text; `metadata` holds corpus, id, rank, score,
-    distance, the per-branch `scores` and `ranks`, title, tags and the item's own
-    `metadata`; `id` is `corpus/id`. `client` defaults to `lakehouse.Client()`;
-    `search_kwargs` takes any other option of `Client.search` (fusion, prf, prefer, ...).
-    """
+class _Lakehouse(BaseModel):
+    """What the retriever and the answer share: the client and the search's options."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     client: Client | None = None
     corpora: list[str] | None = None
-    k: int = 4
     mode: ModeName | None = None
     filter: dict[str, Any] | None = None
     use_playbook: bool = False
-    group_by: str | None = None  # "parent": one document per wiki page
-    search_kwargs: dict[str, Any] = Field(default_factory=dict)
     _default_client: Client | None = PrivateAttr(default=None)
 
     def _client(self) -> Client:
@@ -64,6 +55,20 @@ class LakehouseRetriever(BaseRetriever):
         if self._default_client is None:
             self._default_client = Client()
         return self._default_client
+
+
+class LakehouseRetriever(_Lakehouse, BaseRetriever):
+    """Documents for a question, best first, from Lakehouse's search across corpora.
+
+    `page_content` is the item's text; `metadata` holds corpus, id, rank, score,
+    distance, the per-branch `scores` and `ranks`, title, tags and the item's own
+    `metadata`; `id` is `corpus/id`. `client` defaults to `lakehouse.Client()`;
+    `search_kwargs` takes any other option of `Client.search` (fusion, prf, prefer, ...).
+    """
+
+    k: int = 4
+    group_by: str | None = None  # "parent": one document per wiki page
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     def _options(self) -> dict[str, Any]:
         return search_options(self.corpora, self.k, self.mode, self.filter, self.use_playbook,
@@ -85,7 +90,7 @@ def _document(hit: MatrixHit) -> Document:
     return Document(page_content=hit.text, metadata=hit_metadata(hit), id=hit_key(hit))
 
 
-class LakehouseAnswer(RunnableSerializable[str, dict[str, Any]]):
+class LakehouseAnswer(_Lakehouse, RunnableSerializable[str, dict[str, Any]]):
     """The question answered by Lakehouse, with its sources, as a LangChain runnable.
 
     `invoke(question)` gives the shape of LangChain's retrieval chains: `{"input", "answer",
@@ -96,23 +101,8 @@ class LakehouseAnswer(RunnableSerializable[str, dict[str, Any]]):
     option of `Client.answer` (generator, max_words, prefer, ...).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    client: Client | None = None
-    corpora: list[str] | None = None
     k: int = 10
-    mode: ModeName | None = None
-    filter: dict[str, Any] | None = None
-    use_playbook: bool = False
     answer_kwargs: dict[str, Any] = Field(default_factory=dict)
-    _default_client: Client | None = PrivateAttr(default=None)
-
-    def _client(self) -> Client:
-        if self.client is not None:
-            return self.client
-        if self._default_client is None:
-            self._default_client = Client()
-        return self._default_client
 
     def _options(self) -> dict[str, Any]:
         return {"corpora": self.corpora, "k": self.k, "mode": self.mode,
