@@ -8,7 +8,8 @@ adversarial category 5 (a premise the conversation never states). For each quest
 turn shuffled a question: the plain search (k 10), the extractive answer (k 10, 60 words)
 and the same answer streamed (the time to its first event, the citations); then the
 answer at each other word budget. Support: the gold answer's content words (lower case,
-punctuation and stop words out) at least 80% in the answer's text. Citations: an answered
+punctuation and stop words out, number words as digits, plurals singular) at least 80% in
+the answer's text. Citations: an answered
 question of categories 1-4 cites an evidence turn; every citation names one of the
 answer's hits. Refusals: `answered` false. Reported for the conversations the answer was
 tuned on and those held out (bench/data/locomo.py: TUNE, HELD).
@@ -51,9 +52,22 @@ which who whom whose when where why how not no so than then too very can could w
 will shall just also""".split())
 
 
+NUMBERS = dict(zip("zero one two three four five six seven eight nine ten eleven twelve".split(),
+                   map(str, range(13)), strict=True))
+
+
 def content(text: str) -> list[str]:
-    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).lower())
-    return [w for w in words if w not in STOP]
+    """The content words: lower case, a number word as its digits, a plural's or a
+    possessive's s off (on both sides alike), stop words out."""
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).lower().replace("'s", ""))
+    out = []
+    for w in words:
+        w = NUMBERS.get(w, w)
+        if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+            w = w[:-1]
+        if w not in STOP:
+            out.append(w)
+    return out
 
 
 def supported(answer: str, gold: str) -> bool:
