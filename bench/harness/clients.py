@@ -15,9 +15,11 @@ from typing import TypeVar
 
 import aiohttp
 
+from bench.harness.stacks import cli
 from bench.harness.timing import pct
 
 T = TypeVar("T")
+CORPORA = ["handbook", "tickets"]  # docs/examples' corpora, the README's
 STAGES = ("embed", "vectord", "matrixd", "outside")
 
 
@@ -30,11 +32,25 @@ class Searches:
     ms: list[float] = field(default_factory=list)
     statuses: Counter[int] = field(default_factory=Counter)
     stages: list[tuple[float, float, float, float]] = field(default_factory=list)
+    at: list[float] = field(default_factory=list)  # when each answered (perf_counter)
 
     def add(self, other: Searches) -> None:
         self.ms += other.ms
         self.statuses.update(other.statuses)
         self.stages += other.stages
+        self.at += other.at
+
+    def over_time(self, start: float, window: float) -> list[list[float]]:
+        """[seconds since start, p95 ms of the searches answered in that window]."""
+        out: list[list[float]] = []
+        end = max(self.at, default=start)
+        t = start
+        while t < end:
+            xs = [m for m, a in zip(self.ms, self.at, strict=True) if t <= a < t + window]
+            if xs:
+                out.append([round(t - start + window / 2, 1), pct(xs, 95)])
+            t += window
+        return out
 
     def bad(self) -> int:
         return sum(n for st, n in self.statuses.items() if st != 200)
@@ -83,6 +99,7 @@ async def search(http: aiohttp.ClientSession, gateway: str, text: str, corpora: 
     if resp.status == 200:
         ms = (time.perf_counter() - t0) * 1000
         out.ms.append(ms)
+        out.at.append(time.perf_counter())
         answer = json.loads(body)
         took = float(answer.get("took_ms") or 0.0)
         out.stages.append((float(answer.get("embed_ms") or 0.0),
@@ -114,3 +131,13 @@ async def while_searching(http: aiohttp.ClientSession, gateway: str, questions: 
         stop.set()
         await asyncio.gather(*tasks)
     return result, out
+
+
+async def prepare(root: Path, gateway: str, questions: Questions) -> None:
+    """docs/examples' corpora ingested, and every part warmed by 20 searches."""
+    for name in CORPORA:
+        await cli(gateway, "ingest", str(root / "docs" / "examples" / f"{name}.jsonl"),
+                  "--corpus", name, "--quiet")
+    async with aiohttp.ClientSession() as http:
+        for _ in range(20):
+            await search(http, gateway, questions.next(), CORPORA, Searches())

@@ -1,9 +1,10 @@
 """The one benchmark lock of the machine: two benchmarks never measure at once.
 
 Every engineer's benchmarks share the machine's two cores; a run holds
-/tmp/lakehouse-bench.lock (flock) while it runs. A run started by another run that holds
-it (the check runs benchmarks as child processes) finds LAKEHOUSE_BENCH_LOCKED set and
-does not wait for its own parent."""
+/tmp/lakehouse-bench.lock (flock) while it runs. A run started by a process that holds it
+(the check runs benchmarks as child processes) finds LAKEHOUSE_BENCH_LOCK=held in its
+environment and does not wait for its own parent. A long run may let others go between
+its preparation and its measurement (`between`)."""
 
 from __future__ import annotations
 
@@ -13,28 +14,43 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from typing import IO
 
 PATH = "/tmp/lakehouse-bench.lock"
-HELD = "LAKEHOUSE_BENCH_LOCKED"
+ENV, HELD = "LAKEHOUSE_BENCH_LOCK", "held"
+
+
+class Lock:
+    def __init__(self, path: str = PATH) -> None:
+        self.path, self.file = path, None  # type: ignore[var-annotated]
+        self.inherited = os.environ.get(ENV) == HELD
+
+    def take(self) -> None:
+        if self.inherited:
+            return
+        self.file: IO[str] | None = open(self.path, "a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for the benchmark lock ({self.path})", file=sys.stderr, flush=True)
+            started = time.monotonic()
+            fcntl.flock(self.file, fcntl.LOCK_EX)
+            print(f"lock taken after {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+        os.environ[ENV] = HELD  # for the children this run starts
+
+    def release(self) -> None:
+        if self.inherited or self.file is None:
+            return
+        os.environ.pop(ENV, None)
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
+        self.file = None
 
 
 @contextlib.contextmanager
-def held(path: str = PATH) -> Iterator[None]:
-    """The lock for the block (waits for it, saying so once)."""
-    if os.environ.get(HELD) == "1":
-        yield
-        return
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"waiting for the benchmark lock ({path})", file=sys.stderr, flush=True)
-            started = time.monotonic()
-            fcntl.flock(f, fcntl.LOCK_EX)
-            print(f"lock taken after {time.monotonic() - started:.0f} s", file=sys.stderr)
-        os.environ[HELD] = "1"
-        try:
-            yield
-        finally:
-            os.environ.pop(HELD, None)
-            fcntl.flock(f, fcntl.LOCK_UN)
+def held(lock: Lock) -> Iterator[Lock]:
+    lock.take()
+    try:
+        yield lock
+    finally:
+        lock.release()

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from bench.harness import lock, results, stacks
+from bench.harness.registry import title
 from bench.harness.table import markdown, plain
 
 
@@ -38,11 +39,12 @@ class Run:
 
     def __init__(self, name: str, module: ModuleType, args: argparse.Namespace) -> None:
         self.name, self.args = name, args
-        self.title = (module.__doc__ or name).strip().splitlines()[0]
+        self.title = title(module)
         self.root = stacks.ROOT
         self.baseline: Path | None = args.baseline.resolve() if args.baseline else None
         self.data: Path = args.data
         self.folder = Path(tempfile.mkdtemp(prefix=f"lakehouse-bench-{name}-"))
+        self.lock = lock.Lock()
         head, dirty = results.commit(self.root)
         self.record: dict[str, Any] = {
             "benchmark": name, "title": self.title,
@@ -117,6 +119,16 @@ class Run:
         with stacks.running(self.root, self.folder / tag, env, args) as s:
             yield s
 
+    @contextlib.contextmanager
+    def between(self) -> Iterator[None]:
+        """The lock let go for the block (a long preparation done, before measuring: others
+        may measure in between), taken again after it."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.take()
+
     def need(self, *parts: str) -> Path:
         """A path under the shared data; absent, the run stops saying so."""
         path = self.data.joinpath(*parts)
@@ -166,7 +178,7 @@ def execute(name: str, module: ModuleType, argv: Sequence[str]) -> int:
           f"{' (uncommitted changes)' if run.record['dirty'] else ''}, {os.cpu_count()} cores, "
           f"load {run.record['machine']['load'][0]:.1f}", flush=True)
     try:
-        with lock.held():
+        with lock.held(run.lock):
             out = module.main(run)
             if inspect.iscoroutine(out):
                 out = asyncio.run(out)

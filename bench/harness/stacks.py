@@ -187,3 +187,10 @@ async def cli(gateway: str, *args: str, root: Path = ROOT) -> float:
         raise SystemExit(f"lakehouse {' '.join(args)} failed ({proc.returncode}):\n"
                          f"{out.decode()[-2000:]}")
     return took
+
+
+def parse_config(text: str) -> tuple[str, dict[str, str]]:
+    """"NAME:VAR=VALUE,VAR=VALUE" -> (NAME, the variables)."""
+    name, _, assignments = text.partition(":")
+    pairs = (x.split("=", 1) for x in assignments.split(",") if x.strip())
+    return name.strip(), {k.strip(): v.strip() for k, v in pairs}

@@ -40,4 +40,6 @@ def plain(value: Any) -> Any:
     """A cell as JSON keeps it (numpy numbers as Python's)."""
     if hasattr(value, "item") and callable(value.item):
         return value.item()
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
     return value if isinstance(value, str | int | float | bool | type(None)) else str(value)

@@ -8,6 +8,8 @@ aiohttp and uvloop: whatever ratio one reaches is the best that stack can reach 
         POST /search {"query_vector": [...], "k": 10}: vectord's vector SQL, rows as JSON
     python -m bench.peers.floors proxy --upstream URL --port P
         any POST: the body sent on to URL + path, the answer relayed
+    python -m bench.peers.floors answer --body FILE --port P
+        any POST: the request read, FILE's bytes answered (a real search's response)
 """
 
 from __future__ import annotations
@@ -118,9 +120,21 @@ def floor(kind: str, *args: str) -> Iterator[str]:
         proc.wait(30)
 
 
+async def answer_app(body: bytes) -> web.Application:
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=body, content_type=JSON)
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", answer)
+    return app
+
+
 async def serve(args: argparse.Namespace) -> None:
     if args.kind == "search":
         app = await search_app(args.dsn, args.corpus, args.ef_search)
+    elif args.kind == "answer":
+        app = await answer_app(args.answer)
     else:
         app = await proxy_app(args.upstream.rstrip("/"))
     app.router.add_get("/ready", lambda _: web.Response(text="ok"))
@@ -132,15 +146,18 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=("search", "proxy"))
+    ap.add_argument("kind", choices=("search", "proxy", "answer"))
+    ap.add_argument("--body", default="")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--dsn", default="")
     ap.add_argument("--corpus", default="")
     ap.add_argument("--ef-search", type=int, default=100)
     ap.add_argument("--upstream", default="")
+    args = ap.parse_args()
+    args.answer = open(args.body, "rb").read() if args.body else b""
     uvloop.install()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(ap.parse_args()))
+        asyncio.run(serve(args))
 
 
 if __name__ == "__main__":

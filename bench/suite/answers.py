@@ -9,9 +9,8 @@ turn shuffled a question: the plain search (k 10), the extractive answer (k 10, 
 and the same answer streamed (the time to its first event, the citations); then the
 answer at each other word budget. Support: the gold answer's content words (lower case,
 punctuation and stop words out, number words as digits, plurals singular) at least 80% in
-the answer's text. Citations: an answered
-question of categories 1-4 cites an evidence turn; every citation names one of the
-answer's hits. Refusals: `answered` false. Reported for the conversations the answer was
+the answer's text. Citations: an answered question of categories 1-4 cites an evidence
+turn; every citation names one of the answer's hits. Refusals: `answered` false. Reported for the conversations the answer was
 tuned on and those held out (bench/data/locomo.py: TUNE, HELD).
 
 Targets: support >= 0.5 of categories 1-4 at 60 words; citing evidence >= 0.7 of the
@@ -33,16 +32,19 @@ from typing import Any
 import aiohttp
 
 from bench.data import locomo as data
+from bench.data.beir import AnyVersion
 from bench.harness import Run
 from bench.harness.http import post, search, session
 from bench.harness.timing import median, ms, pct, shuffled
+from internal.clients.embed import EmbedClient
 from internal.evaluation.locomo import CATEGORIES
 
 OPTIONS = {"budgets": ("20,40,60,80,120", "the answers' word budgets (the curve)"),
            "limit": (0, "questions a conversation and category (0: all)"),
-           "indexes": (",".join(data.INDEXES), "the indexes asked")}
+           "indexes": ("spoken,normalised", "the indexes asked")}
 QUICK = {"limit": 3, "budgets": "60"}
 K, WORDS, SUPPORT = 10, 60, 0.8
+SUFFIX = {"spoken": "", "normalised": data.suffix(data.DEFAULT_WINDOW)}
 CATS = (*CATEGORIES.values(), "adversarial")
 # The metric's own stop words (no month, number or content word among them).
 STOP = frozenset("""a an the and or but of to in on at for from by with about as into over
@@ -134,11 +136,12 @@ async def ask_all(run: Run, http: aiohttp.ClientSession, base: str,
                   lat: dict[tuple[str, str], list[float]]) -> None:
     """Every question of every conversation on each index."""
     rng = random.Random(7)
+    run.progress("loading both indexes")
+    await data.index(AnyVersion(http, base, timeout=1800.0), EmbedClient(http, base, 1800.0),
+                     convs)
     for index in run.args.indexes.split(","):
-        if index not in data.INDEXES:
-            raise SystemExit(f"--indexes: {index!r} is not one of {', '.join(data.INDEXES)}")
-        run.progress(f"loading the {index} index")
-        corpora = await data.into(http, base, convs, index)  # type: ignore[arg-type]
+        if index not in SUFFIX:
+            raise SystemExit(f"--indexes: {index!r} is not one of {', '.join(SUFFIX)}")
         for conv in convs:
             qs = [*conv.questions, *conv.adversarial]
             if run.args.limit:
@@ -146,7 +149,8 @@ async def ask_all(run: Run, http: aiohttp.ClientSession, base: str,
             run.progress(f"{index}: {conv.id}, {len(qs)} questions")
             for q in qs:
                 row = Row(index, data.part_of(conv), q.category)
-                await ask_one(http, base, corpora[conv.id], q, row, budgets, rng, lat)
+                await ask_one(http, base, conv.corpus + SUFFIX[index], q, row, budgets, rng,
+                              lat)
                 rows.append(row)
 
 

@@ -48,7 +48,7 @@ def install(python: Path, venv: Path, target: str) -> tuple[float, set[str], int
                            "--disable-pip-version-check", target], capture_output=True, text=True)
     took = time.perf_counter() - started
     if done.returncode:
-        raise SystemExit(f"pip install {target}: {done.stderr[-2000:]}")
+        raise SystemExit(f"installing {target} failed: {done.stderr[-2000:]}")
     return took, installed(python) - before, site_bytes(venv) - size
 
 

@@ -33,15 +33,17 @@ import psutil
 from bench.data import texts
 from bench.harness import Run
 from bench.harness.clients import (
+    CORPORA,
     ROW,
     STAGE_ROW,
     Questions,
     Searches,
+    prepare,
     search,
     searching,
     while_searching,
 )
-from bench.harness.stacks import cli
+from bench.harness.stacks import cli, parse_config
 from bench.harness.timing import pct
 
 OPTIONS = {"think": (0.1, "seconds a searching client waits between its searches"),
@@ -50,7 +52,6 @@ OPTIONS = {"think": (0.1, "seconds a searching client waits between its searches
            "limit": (0, "at most this many documents a job (0: all)"),
            "config": ([], "NAME:VAR=VALUE,... a stack of its own (repeatable)")}
 QUICK = {"idle_seconds": 5.0, "rounds": 1, "fair_seconds": 5.0, "fair_rounds": 1, "limit": 200}
-CORPORA = ["handbook", "tickets"]
 T = TypeVar("T")
 Job = Callable[[], Awaitable[float]]
 
@@ -76,16 +77,6 @@ class Busy:
     def share(self, label: str) -> float:
         busy, total = self.seconds.get(label, [0.0, 0.0])
         return busy / total if total else float("nan")
-
-
-async def prepare(run: Run, gateway: str, questions: Questions) -> None:
-    """docs/examples' corpora ingested, and every part warmed by 20 searches."""
-    for name in CORPORA:
-        await cli(gateway, "ingest", str(run.root / "docs" / "examples" / f"{name}.jsonl"),
-                  "--corpus", name, "--quiet")
-    async with aiohttp.ClientSession() as http:
-        for _ in range(20):
-            await search(http, gateway, questions.next(), CORPORA, Searches())
 
 
 async def fairness(gateway: str, questions: Questions, seconds: float
@@ -176,9 +167,14 @@ async def bulk(run: Run, gateways: list[str], questions: Questions, busy: Busy
                         if mode == "alone":
                             took = await busy.measure(f"{job} alone", go())
                         else:
+                            t0 = time.perf_counter()
                             took, got = await busy.measure(f"{job} searched", while_searching(
                                 http, gw, questions, CORPORA, a.think, go))
                             during.setdefault(job, Searches()).add(got)
+                            if r == 0 and i == 0:  # the plots: p95 over time during the job
+                                run.series(f"p95 during {job}", got.over_time(t0, 5.0))
+                                run.series("p95 idle", [[0.0, pct(idle_s.ms, 95)],
+                                                        [round(took, 1), pct(idle_s.ms, 95)]])
                         speeds.setdefault(f"{job} {mode}", []).append(n / took)
                 if r == a.rounds - 1 and len(gateways) == 1:
                     idle_s.add((await busy.measure("searches", while_searching(
@@ -219,7 +215,7 @@ async def measure(run: Run, gateways: list[str], names: list[str]) -> None:
     a.jobs = [j for j in str(a.jobs).split(",") if j]
     questions = Questions(run.data)
     for gw in gateways:
-        await prepare(run, gw, questions)
+        await prepare(run.root, gw, questions)
     busy = Busy()
     if not a.fairness_only:
         report_bulk(run, names, await bulk(run, gateways, questions, busy), busy)
@@ -236,13 +232,6 @@ async def measure(run: Run, gateways: list[str], names: list[str]) -> None:
     run.table(f"fairness: A at concurrency 32, B one search a second; {a.fair_seconds:g} s each"
               f"{f', {a.fair_rounds} rounds' if len(gateways) > 1 else ''}; ms", FAIR,
               [fairness_rows(n, m, pooled) for n, m in zip(names, merged, strict=True)])
-
-
-def parse_config(text: str) -> tuple[str, dict[str, str]]:
-    """"NAME:VAR=VALUE,VAR=VALUE" -> (NAME, the variables)."""
-    name, _, assignments = text.partition(":")
-    pairs = (x.split("=", 1) for x in assignments.split(",") if x.strip())
-    return name.strip(), {k.strip(): v.strip() for k, v in pairs}
 
 
 async def main(run: Run) -> None:

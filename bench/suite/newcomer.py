@@ -17,9 +17,9 @@ import contextlib
 import aiohttp
 
 from bench.harness import Run
-from bench.harness.clients import Questions, Searches, search, searching
+from bench.harness.clients import CORPORA, Questions, Searches, prepare, search, searching
+from bench.harness.stacks import parse_config
 from bench.harness.timing import pct
-from bench.suite.load import CORPORA, parse_config, prepare
 
 OPTIONS = {"rounds": 8, "alone_for": (11.0, "seconds A runs alone before B's first search"),
            "config": ([], "NAME:VAR=VALUE,... a stack of its own (repeatable)")}
@@ -56,7 +56,7 @@ async def main(run: Run) -> None:
         gateways = [held.enter_context(run.stack(env, tag=f"stack{i}")).gateway
                     for i, (_, env) in enumerate(configs)]
         for gw in gateways:
-            await prepare(run, gw, questions)
+            await prepare(run.root, gw, questions)
         merged = [(Searches(), Searches(), Searches()) for _ in gateways]
         for r in range(run.args.rounds):
             for k in range(len(gateways)):

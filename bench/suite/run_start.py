@@ -31,7 +31,7 @@ TARGET_S = 5.0
 NOISE = ("Editable installation", "BuildBackendWarning", "XDG_RUNTIME_DIR")
 
 
-def start(root: Path, data: Path) -> tuple[float, list[str]]:
+def run_sh(root: Path, data: Path) -> tuple[float, list[str]]:
     """run.sh of root until "Lakehouse is up", then Ctrl-C and wait for it to stop."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEHOUSE_")}
     env.update({f"LAKEHOUSE_{s}_PORT": str(free_port()) for s in SECTIONS})
@@ -60,7 +60,7 @@ def main(run: Run) -> None:
     rows, second = [], {name: [] for name in systems}  # type: ignore[var-annotated]
 
     def once(name: str, which: str) -> None:
-        took, lines = start(systems[name], run.folder / name)
+        took, lines = run_sh(systems[name], run.folder / name)
         rows.append((name, which, took, len(lines), sum(any(n in x for n in NOISE) for x in lines)))
         if which == "second":
             second[name].append(took)

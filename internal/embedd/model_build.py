@@ -48,7 +48,7 @@ EPSILON = 1e-12  # the export's LayerNormalization epsilon
 FLOAT_LINEARS: frozenset[str] = frozenset()
 # Each projection's input channels computed in float beside the integer product of the
 # others: its four largest over fixed calibration texts in the shipped numerics
-# (scripts/proto_outliers.py --channels 4 prints them). One channel of the FFN input
+# (the outliers prototype printed them; docs/decisions/0031-outlier-channels-in-float.md). One channel of the FFN input
 # (99) reaches 28 where the median channel peaks near 2; left in, it would set every
 # call's uint8 range. "layer.projection" -> channels, largest first.
 FLOAT_CHANNELS: dict[str, tuple[int, ...]] = {

@@ -59,7 +59,7 @@ _SERVER_SETTINGS = {
     # WAL bounded: PostgreSQL's defaults keep up to 1 GB of WAL between checkpoints and
     # recycle as much; a load of ~12,000 documents left 545 MB in pg_wal. A checkpoint
     # every 256 MB of WAL (or 5 minutes) keeps pg_wal near that, 64 MB recycled at
-    # least (docs/decisions/0109-wal-bounded.md). Standbys keep what they need through
+    # least (bench/suite/wal.py, docs/decisions/0109-wal-bounded.md). Standbys keep what they need through
     # their slots (above) and the archive ([backup] wal_dir) gets each segment before it
     # is removed, so no wal_keep_size is added.
     "max_wal_size": "256MB",

@@ -10,7 +10,7 @@ backend (9 backends at 100k: RSS 3,785 MiB, PSS 460). So the server's figure is 
 processes' own pages (PSS less its shared part) plus the segment's resident pages,
 read with fincore on /proc/<postmaster>/map_files (root, or the server's own user);
 where that cannot be read, the sum of PSS, and `counted` says so.
-scripts/bench_memory.py reports with these functions."""
+bench/harness/memory.py reports with these functions."""
 
 from __future__ import annotations
 

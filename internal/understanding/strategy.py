@@ -29,7 +29,7 @@ def strategies() -> tuple[Strategy, ...]:
     return (*MODES, SMART)
 
 
-# Starting points only (ms on a 2-core box, from scripts/bench_smart.py); replaced by
+# Starting points only (ms on a 2-core box, from bench/suite/smart.py); replaced by
 # measurements as requests come in. A mode without one starts at DEFAULT_PRIOR.
 PRIORS: dict[Strategy, float] = {"keyword": 6.0, "lexical": 10.0, "vector": 15.0,
                                  "hybrid": 25.0, "smart": 90.0}

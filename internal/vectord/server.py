@@ -50,7 +50,7 @@ from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
 from internal.vectord import corpora
 from internal.vectord.appkeys import CFG, JUDGE, LEADER, REEMBED, WARMER
-from internal.vectord.appkeys import STORE as STORE  # scripts/bench_scaling.py reads it here
+from internal.vectord.appkeys import STORE as STORE  # bench/suite/scaling.py reads it here
 from internal.vectord.corpora import name_of, written
 from internal.vectord.judging import Judge
 from internal.vectord.keys import routes

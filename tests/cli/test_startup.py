@@ -2,7 +2,7 @@
 loads neither the HTTP stack nor any server module, and `lakehouse corpora` (against a
 small local server playing the gateway) loads the client and nothing of the server's
 dependencies. Checked on the modules a fresh interpreter has loaded, not on timings
-(scripts/bench_cli_start.py measures those)."""
+(bench/suite/cli_start.py measures those)."""
 
 from __future__ import annotations
 

@@ -19,11 +19,11 @@ HINT = re.compile(r"pip3? install((?:\s+-{1,2}[\w-]+)*)\s+['\"]?([^\s'\"`)]+)")
 OURS = re.compile(r"^(\./clients/python|lakehouse-client|\.|\$target|\"\$target\"|pip)"
                   r"(\[[\w,{}]+\])?$")
 # Benchmark-only tools installed into their own virtual environments by the scripts that
-# compare against them (scripts/bench_chroma.py): never a Lakehouse dependency, never a
+# compare against them (bench/peers/chroma.py): never a Lakehouse dependency, never a
 # name a user could confuse with ours.
 BENCH_TOOLS = re.compile(r"^chromadb(==[\d.]+)?$")
 SCANNED = ("README.md", "DECISIONS.md", "docs", "clients/python", "internal", "scripts",
-           "cmd")
+           "cmd", "bench")
 SUFFIXES = {".py", ".md", ".sh", ".toml", ".js", ".html", ".txt", ""}
 
 

@@ -33,9 +33,6 @@ STATUS = re.compile(rf"^(?:accepted|superseded by {NUMBER})$")
 INDEX_LINE = re.compile(
     r"^- \[(\d{4})\]\((docs/decisions/[^)]+)\) (.+) — (accepted|superseded by \d{4})$")
 PART = re.compile(rf"{NUMBER}( in part)?")
-# Where other engineers' rewrites are under way: their references to the old file's
-# sections are theirs to change, and must meanwhile still name a section it had.
-PENDING = ("scripts/", "docs/BENCHMARKS.md")
 
 
 def decision_files() -> list[Path]:
@@ -262,8 +259,6 @@ def test_every_reference_names_a_decision_that_exists() -> None:
         for name in QUOTED_REF.findall(flat) + BARE_REF.findall(flat) + TITLE_FIRST_REF.findall(flat):
             name = " ".join(name.split())
             if name in titles:
-                continue
-            if name in homes and rel.startswith(PENDING):
                 continue
             where = homes.get(name)
             hint = f"now {', '.join(where)}" if where else "no such decision or old section"

@@ -1,6 +1,6 @@
 """A failover drill: writers and searchers against a stack while a node is made to fail.
 
-Used by the HA tests and scripts/bench_failover.py alike. Writers upsert one item a
+Used by the HA tests and bench/suite/failover.py alike. Writers upsert one item a
 request and remember every id answered 2xx; searchers run vector searches. A case's
 timeline is measured from the fault: the new leader named by Patroni, the first write
 acknowledged after the writes stopped, the old node streaming again as a replica.

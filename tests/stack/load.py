@@ -1,6 +1,6 @@
 """A bounded mixed load of searches and writes over HTTP, recording every answer.
 
-Used by the fault tests (and scripts/bench_soak.py): searches are vector searches of
+Used by the fault tests (and bench/suite/soak.py): searches are vector searches of
 one corpus, writes upsert one new item each; an item counts as acknowledged only when
 its upsert answered 200. Loopback only; every loop ends when `stop` is set.
 """

@@ -57,7 +57,7 @@ def test_what_counts_as_a_change(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert _setup(root)[2]
     # The test tools are more than the plain install had; the plain one is in them.
-    assert _setup(root, "--dev")[2][-1] == "-m pip install -q -e .[dev]"
+    assert _setup(root, "--dev")[2][-1] == "-m pip install -q -e .[dev,bench]"
     assert _setup(root)[2] == []
     assert _setup(root, "--dev")[2] == []
     # A dependency added (either distribution) or a new setup script: install again.

@@ -52,7 +52,7 @@ def choose(corpus: Corpus, query_vector: list[float] | None,
 
 
 # The cost model choosing between a space's shared graph and the corpora's own graphs,
-# calibrated on scripts/proto_shared_index.py (8,041 vectors, 16 corpora, top 100): a
+# calibrated on the shared-index prototype (docs/decisions/0007-shared-vector-index.md) (8,041 vectors, 16 corpora, top 100): a
 # filtered scan of the shared graph costs about 1/share of an unfiltered one (8 of 16
 # corpora: 1.5x; one corpus holding 1/116 of a space: 16x), the own graphs about half a
 # scan per corpus (16 corpora: 3.7x one). So the shared graph serves n corpora holding a
