@@ -58,11 +58,19 @@ def test_choice_fills_the_budget_best_first_and_cuts_only_the_first() -> None:
 def test_touching_sentences_of_a_hit_are_one_citation() -> None:
     s = src(1, "Red apples. Green pears. Blue plums.")
     q = P.question_of("red apples green pears", [s])
-    chosen = P.merged(P.choose(P.score_passages(q, [s]), 50).passages)
+    chosen = P.merged(P.choose(P.score_passages(q, [s]), 4).passages)
     assert chosen[0].text == "Red apples. Green pears."
     text = P.compose(chosen)
     assert text.startswith("Red apples. Green pears. [1]")
     assert "".join(P.pieces(chosen)) == text
+
+
+def test_a_question_states_nothing() -> None:
+    s = src(1, "Did you go camping at the lake? We went camping at the lake in June.")
+    q = P.question_of("When did they go camping at the lake?", [s])
+    scored = P.score_passages(q, [s])
+    assert [p.stated for p in scored] == [True, False]
+    assert scored[0].text == "We went camping at the lake in June."
 
 
 def test_the_semantic_passage_is_found_in_the_text_and_counts() -> None:

@@ -7,10 +7,11 @@ Three reasons, each from evidence the search already has:
 - `not_relevant`: no passage holds enough of the question (the weighted share of its
   terms, names left out: `content`) and no hit is near it by the vector layer either.
 - `unsupported_premise`: the question names a person (a speaker of the hits: metadata
-  `speaker`) and what it asks about is said by someone else: the passages said by the
-  named persons hold little of it while another speaker's passage holds clearly more.
-  A question that credits one person with another's deed finds the deed, said by the
-  other person; an answer made of it would confirm the false premise.
+  `speaker`) and what it asks about is stated by someone else: among the statements of
+  the first hits, another speaker's holds more of it than any said by or naming the
+  person (a question the person asks states nothing). A question that credits one person
+  with another's deed finds the deed, told by the other person; an answer made of it
+  would confirm the false premise.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from internal.matrixd.answer._passages import Passage, Question, Source, fold, t
 # Chosen on LoCoMo's tuning conversations (docs/decisions, "answers").
 MIN_CONTENT = 0.2  # a passage holding less of the question (names out) is not an answer
 MIN_SIMILARITY = 0.35  # ... unless a hit is this near the question by the vector layer
-PREMISE_MARGIN = 0.25  # another speaker's passage holds this much more of the question
+PREMISE_MARGIN = 0.02  # another speaker's statements hold this much more of the question
 PREMISE_DEPTH = 10  # the hits whose passages are weighed for the premise
 
 MESSAGES = {
@@ -59,12 +60,29 @@ def persons_named(question: str, sources: Sequence[Source]) -> list[str]:
     return out
 
 
-def _said_by(p: Passage, persons: Sequence[str]) -> bool | None:
-    """Whether a named person said the passage; None when its hit names no speaker."""
+def _theirs(p: Passage, persons: Sequence[str]) -> bool | None:
+    """Whether the passage is a named person's: said by them, or naming them (after the
+    speaker's name a turn begins with); None when its hit names no speaker."""
     who = p.source.speaker
     if not who:
         return None
-    return any(who.casefold() == name.casefold() for name in persons)
+    if any(who.casefold() == name.casefold() for name in persons):
+        return True
+    body = p.text
+    if p.start == 0 and body.casefold().startswith(f"{who.casefold()}:"):
+        body = body[len(who) + 1:]
+    words = {fold(w) for w in re.findall(r"\w+", body)}
+    return any(fold(name) in words for name in persons)
+
+
+def premise_margin(passages: Sequence[Passage], persons: Sequence[str]) -> float:
+    """How much more of the question another speaker's statements hold than those said by
+    or naming the persons. Statements only: a question asks, and one the named person asks
+    states nothing."""
+    stated = [p for p in passages if p.source.rank <= PREMISE_DEPTH and p.stated]
+    theirs = max((p.content for p in stated if _theirs(p, persons)), default=0.0)
+    others = max((p.content for p in stated if _theirs(p, persons) is False), default=0.0)
+    return others - theirs
 
 
 def judge(question: Question, passages: Sequence[Passage], sources: Sequence[Source],
@@ -81,12 +99,8 @@ def judge(question: Question, passages: Sequence[Passage], sources: Sequence[Sou
         return _refuse("no_hits", persons, *signals)
     if best_content < MIN_CONTENT and (best_sim is None or best_sim < MIN_SIMILARITY):
         return _refuse("not_relevant", persons, *signals)
-    if persons:
-        near = [p for p in passages if p.source.rank <= PREMISE_DEPTH]
-        theirs = max((p.content for p in near if _said_by(p, persons)), default=0.0)
-        others = max((p.content for p in near if _said_by(p, persons) is False), default=0.0)
-        if others - theirs >= PREMISE_MARGIN:
-            return _refuse("unsupported_premise", persons, *signals)
+    if persons and premise_margin(passages, persons) >= PREMISE_MARGIN:
+        return _refuse("unsupported_premise", persons, *signals)
     return Verdict(True, None, "", *signals)
 
 

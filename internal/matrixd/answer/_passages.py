@@ -6,7 +6,7 @@ indexed with its neighbours, metadata `context_window`, only in its own first li
 neighbours are items of their own). A sentence scores by how much of the question it
 holds and how strongly its hit was retrieved:
 
-    score = rank_weight(hit) x (overlap + SEMANTIC x semantic + FLOOR)
+    score = rank_weight(hit) x (overlap + SEMANTIC x semantic + FLOOR)  (x QUESTION for a question)
 
 `overlap` is the share of the question's terms (its words, stop words out, folded), each
 weighted by how rare it is among the hits (a term every hit holds, such as a speaker's
@@ -21,6 +21,7 @@ best first, each followed by its marker `[n]`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import unicodedata
@@ -30,10 +31,11 @@ from dataclasses import dataclass, field
 # The weights, chosen on LoCoMo's tuning conversations (docs/decisions, "answers").
 RANK_DECAY = 0.25
 SEMANTIC = 0.5
-FLOOR = 0.05
-PER_HIT = 2
+FLOOR = 0.2  # a hit's sentence holding none of the question still counts by its hit's rank
+PER_HIT = 3
+QUESTION = 0.5  # a question's score is this share: it asks, it does not state
 # A sentence scoring below this share of the best one is not worth its words.
-MIN_SHARE = 0.2
+MIN_SHARE = 0.1
 
 WORD = re.compile(r"\w+(?:['’]\w+)*")
 # A sentence ends after . ! ? … (and a closing quote or bracket) before a space, or at a
@@ -51,6 +53,8 @@ these they this those through to too under until up very was we were what when w
 while who whom whose why will with would you your yours yourself yourselves also ever did
 does get got kind sort type thing things way much many might may must shall yes yeah oh hey
 hi thanks thank really like just well ok okay s t d ll m re ve
+say said says tell told go goes went gone going make makes made use used uses take took
+come came want wanted know knew think thought see saw look looked
 """.split())
 
 
@@ -106,6 +110,11 @@ class Passage:
     @property
     def text(self) -> str:
         return self.source.text[self.start:self.end]
+
+    @property
+    def stated(self) -> bool:
+        """Whether it states something (a question, ending in "?", does not)."""
+        return not self.source.text[self.start:self.end].rstrip("\"'”’) ").endswith("?")
 
 
 @dataclass(frozen=True)
@@ -184,7 +193,8 @@ def score_passages(question: Question, sources: Sequence[Source]) -> list[Passag
             content = question.share(found, without_names=True)
             semantic = sem is not None and a < sem[1] and sem[0] < b
             score = weight * (overlap + (SEMANTIC if semantic else 0.0) + FLOOR)
-            out.append(Passage(s, a, b, score, overlap, content, semantic))
+            p = Passage(s, a, b, score, overlap, content, semantic)
+            out.append(p if p.stated else dataclasses.replace(p, score=score * QUESTION))
     out.sort(key=lambda p: (-p.score, p.source.rank, p.start))
     return out
 
