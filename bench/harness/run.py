@@ -51,6 +51,7 @@ class Run:
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": head, "dirty": dirty, "command": "python -m bench " + " ".join(sys.argv[1:]),
             "settings": {k: plain(v) for k, v in vars(args).items()}, "quick": args.quick,
+            "unlocked": args.unlocked,
             "machine": {"cores": os.cpu_count(), "load": [results.load_average()]},
             "baseline": None, "tables": [], "lines": [], "figures": {}, "series": {}}
         if self.baseline:
@@ -161,6 +162,9 @@ def parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
     ap.add_argument("--results", type=Path, default=results.RESULTS,
                     help="where the results file goes (default: bench/results)")
     ap.add_argument("--no-results", action="store_true", help="write no results file")
+    ap.add_argument("--unlocked", action="store_true",
+                    help="quality figures only (hit@3, nDCG, recall): run outside the lock at nice 19; "
+                         "its timings are not figures")
     return ap
 
 
@@ -177,6 +181,9 @@ def execute(name: str, module: ModuleType, argv: Sequence[str]) -> int:
     print(f"# {name}: {run.title}\n# {run.record['date']}, {run.record['commit']}"
           f"{' (uncommitted changes)' if run.record['dirty'] else ''}, {os.cpu_count()} cores, "
           f"load {run.record['machine']['load'][0]:.1f}", flush=True)
+    if args.unlocked:  # the lock is for timings; a quality run yields the CPU to them
+        os.nice(19)
+        run.lock.inherited = True
     try:
         with lock.held(run.lock):
             out = module.main(run)

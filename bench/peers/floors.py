@@ -137,7 +137,10 @@ async def serve(args: argparse.Namespace) -> None:
         app = await answer_app(args.answer)
     else:
         app = await proxy_app(args.upstream.rstrip("/"))
-    app.router.add_get("/ready", lambda _: web.Response(text="ok"))
+    async def ready(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app.router.add_get("/ready", ready)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", args.port).start()

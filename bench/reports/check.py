@@ -65,7 +65,7 @@ QUOTED: dict[str, tuple[str, str, str]] = {
              "--minutes 3 --kill-embedd-at 1 --kill-vectord-at 2 --docs 200 --peak-seconds 5"),
     "chroma": ("bench_chroma.py", "--n 20000 --queries 200 --rounds 1 --lakehouse default",
                "--n 20000 --queries 200 --rounds 1 --lakehouse default"),
-    "million": ("bench_million.py", "--dir {tmp}/old-million --n 20000 data load-float32 load-float16 "
+    "million_pg": ("bench_million.py", "--dir {tmp}/old-million --n 20000 data load-float32 load-float16 "
                 "index-float32 index-float16 recall measure report",
                 "--dir {tmp}/new-million --n 20000"),
     "ingest_sync": ("bench_ingest_sync.py", f"--baseline {B} --rounds 1", f"--baseline {B} --rounds 1"),
@@ -74,40 +74,59 @@ QUOTED: dict[str, tuple[str, str, str]] = {
     "client_install": ("bench_client_install.py", "", ""),
     "run_start": ("bench_run_start.py", "--rounds 1", "--rounds 1"),
 }
-NUM = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?")
+NUM = re.compile(r"(?<![\w.])[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?")
+
+
+UNITS = {"ms", "mb", "mib", "gb", "kb", "s", "x", "µs", "us"}
+
+
+def label(text: str) -> str:
+    """A row's label: its words, figures, units and parentheses left out."""
+    text = NUM.sub(" ", re.sub(r"\([^)]*\)", " ", text.lower()))
+    return " ".join(w for w in re.findall(r"[a-z][a-z_/@]+", text) if w not in UNITS)
+
+
+def is_figure(cell: str) -> bool:
+    return bool(NUM.fullmatch(cell.replace(" ", "").rstrip("x%") or "-"))
 
 
 def rows(text: str) -> dict[str, list[str]]:
-    """Each printed line holding figures, by its label (its words, figures left out):
-    markdown rows cell by cell, other lines as text; a label seen again gets a count."""
+    """Each printed line holding figures, by its label: markdown rows cell by cell, other
+    lines as text; a label seen again gets a count."""
     out: dict[str, list[str]] = {}
     for line in text.splitlines():
         s = line.strip()
         if not s or s.startswith("#") or set(s) <= set("|-: ") or s.startswith(("results:", "machine load")):
             continue
-        cells = [c.strip() for c in s.strip("|").split("|")] if s.startswith("|") else [s]
-        figures = [NUM.findall(c)[0] for c in cells if NUM.fullmatch(c.rstrip("x%").replace(" ", "") or "-")]
-        if len(cells) == 1:
-            figures = NUM.findall(s)
-        label = " ".join(re.sub(r"[^a-z ]", " ", NUM.sub(" ", " ".join(
-            c for c in cells if len(cells) == 1 or not NUM.fullmatch(c.rstrip("x%").replace(" ", "") or "-")
-        ).lower())).split())
-        if not figures or not label:
+        if s.startswith("|"):
+            cells = [c.strip() for c in s.strip("|").split("|")]
+            figures = [NUM.findall(c)[0] for c in cells if c and is_figure(c)]
+            name = label(" ".join(c for c in cells if not is_figure(c)))
+            if not name and figures:  # a row of figures alone: its first cell names it
+                name, figures = f"#{cells[0]}", figures[1:]
+        else:
+            figures, name = NUM.findall(s), label(s)
+        if not figures or not name or name == "#":
             continue
-        key, n = label, 1
+        key, n = name, 1
         while key in out:
             n += 1
-            key = f"{label} ({n})"
+            key = f"{name} ({n})"
         out[key] = figures
     return out
 
 
 def side_by_side(name: str, old: str, new: str) -> str:
     a, b = rows(old), rows(new)
-    both = [k for k in a if k in b]
+    pairs = [(k, k) for k in a if k in b]
+    for k in a:  # a text line's label holds words a table row's does not: words within pair
+        if k not in b and (m := next((j for j in b if len(j) > 5 and j not in dict(pairs).values()
+                                      and (set(j.split()) <= set(k.split())
+                                           or set(k.split()) <= set(j.split()))), None)):
+            pairs.append((k, m))
     lines = [f"### {name}", "", "| row | old script | new module |", "|---|---|---|"]
-    lines += [f"| {k} | {' · '.join(a[k])} | {' · '.join(b[k])} |" for k in both]
-    lines += ["", f"{len(both)} rows paired; {len(a) - len(both)} old and {len(b) - len(both)} new unpaired", ""]
+    lines += [f"| {m} | {' · '.join(a[k])} | {' · '.join(b[m])} |" for k, m in pairs]
+    lines += ["", f"{len(pairs)} rows paired; {len(a) - len(pairs)} old and {len(b) - len(pairs)} new unpaired", ""]
     return "\n".join(lines)
 
 
@@ -125,7 +144,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--old", type=Path, required=True, help=f"a worktree of {PRE} (the scripts before)")
     ap.add_argument("--baseline", type=Path, help="the baseline the comparing benchmarks run against")
     ap.add_argument("--out", type=Path, default=ROOT / "var" / "check", help="logs and the tables")
+    ap.add_argument("--tables", action="store_true", help="run nothing: the tables of the logs in --out")
     a = ap.parse_args(argv)
+    if a.tables:
+        for name in a.names or list(QUOTED):
+            logs = [a.out / f"{name}.{side}.log" for side in ("old", "new")]
+            if all(p.is_file() for p in logs):
+                old, new = (p.read_text().split("\n--- stderr\n")[0] for p in logs)
+                print(side_by_side(name, old, new))
+        return 0
     a.out.mkdir(parents=True, exist_ok=True)
     data = os.environ.get("LAKEHOUSE_DATA", str(ROOT.parent / "shared"))
     fill = {"data": data, "tmp": str(a.out), "baseline": str((a.baseline or a.old).resolve())}

@@ -63,7 +63,9 @@ def section(name: str, title: str, records: list[dict[str, Any]],
         out += [f"`{r['command']}` at {r['commit']}{' (uncommitted changes)' if r.get('dirty') else ''}, "
                 f"{r['date']}, {r['machine']['cores']} cores, load {load[0]:.1f}-{load[-1]:.1f}"
                 + (f", baseline {r['baseline']['commit']}" if r.get("baseline") else "")
-                + ("; **a reduced run (--quick): a check, not the figure**" if r.get("quick") else ""), ""]
+                + ("; **a reduced run (--quick): a check, not the figure**" if r.get("quick") else "")
+                + ("; run outside the lock at nice 19: its quality figures hold, its timings are none"
+                   if r.get("unlocked") else ""), ""]
         for t in r["tables"]:
             rows = t["rows"][:ROWS]
             more = len(t["rows"]) - len(rows)
@@ -81,6 +83,12 @@ def section(name: str, title: str, records: list[dict[str, Any]],
     return out
 
 
+def short(text: str, width: int = 80) -> str:
+    """A title's first clause, cut at a word within `width` characters."""
+    head = re.split(r"(?<=[a-z)]):\s|\.\s", text)[0].rstrip(".")
+    return head if len(head) <= width else head[:width].rsplit(" ", 1)[0] + " …"
+
+
 def render(folder: Path = RESULTS) -> str:
     results, old = read_all(folder), old_sections()
     lines = ["# Benchmarks", "",
@@ -90,14 +98,19 @@ def render(folder: Path = RESULTS) -> str:
              "the history links go to every results file of it and to the record kept from before the",
              "harness (docs/benchmarks/history-2026-11-27.md, its sections and figures unchanged). How to",
              "run one or write one: bench/README.md. The plots (`python -m bench plots`) are drawn from",
-             "the same files.", ""]
+             "the same files.", "",
+             "```bash", ".venv/bin/python -m bench list", "```", "",
+             "<!-- doc-test: skip (a benchmark runs for minutes, under the machine's benchmark lock) -->",
+             "```bash", ".venv/bin/python -m bench corpora --baseline ../main-before   # one benchmark",
+             ".venv/bin/python -m bench report && .venv/bin/python -m bench plots   # this file, the images",
+             "```", ""]
     lines += [f"![{img}](images/{img})" for img in IMAGES if (ROOT / "docs" / "images" / img).is_file()]
     lines += ["", "| benchmark | what it measures | last run |", "|---|---|---|"]
     for name in names():
         recs = results.get(name, [])
         when = (f"{newest(recs)['date'][:10]} {newest(recs)['commit']}" + (" (quick)" if newest(recs).get("quick")
                                                                              else "")) if recs else "not yet"
-        lines.append(f"| [{name}](#{anchor(name)}) | {title(benchmark(name)).split(':')[0][:70]} | {when} |")
+        lines.append(f"| [{name}](#{anchor(name)}) | {short(title(benchmark(name)))} | {when} |")
     lines.append("")
     for name in names():
         lines += section(name, title(benchmark(name)), results.get(name, []),

@@ -1,4 +1,4 @@
-"""embedd: HTTP throughput and latency against the same model in-process.
+"""The embedding daemon's HTTP throughput and latency against the same model in-process.
 
 SciFact passages (title + text, --n) embedded three ways:
 - in-process: LocalModel.embed on batches of [embedd] batch_size, texts sorted by length,

@@ -72,7 +72,8 @@ class Direct:
     async def run(self, stmt: Any, params: Any) -> list[tuple[Any, ...]]:
         conn = self.free.pop()
         try:
-            return await (await conn.execute(stmt, params)).fetchall()
+            cur = await conn.execute(stmt, params)
+            return await cur.fetchall() if cur.description else []
         finally:
             self.free.append(conn)
 
@@ -90,10 +91,12 @@ class Direct:
     async def pg_textsearch(self, cid: int) -> Search:
         """A copy of the corpus's text in one column with a pg_textsearch BM25 index."""
         t = sql.Identifier(f"bench_pts_{cid}")
+        await self.run("CREATE EXTENSION IF NOT EXISTS pg_textsearch", None)
         await self.run(sql.SQL("CREATE TABLE {t} AS SELECT id, coalesce(title, '') || ' ' || text || ' ' || "
                                "array_to_string(tags, ' ') AS body FROM {i}").format(t=t, i=tables.items_table(cid)), None)
         await self.run(sql.SQL("CREATE INDEX {x} ON {t} USING bm25 (body) WITH (text_config = 'english', "
                                "k1 = 1.2, b = 0.75)").format(x=sql.Identifier(f"bench_pts_{cid}bm25"), t=t), None)
+        await self.run(sql.SQL("VACUUM ANALYZE {t}").format(t=t), None)
         stmt = sql.SQL("SELECT id FROM {t} ORDER BY body <@> to_bm25query(%(q)s, {x}) LIMIT {k}").format(
             t=t, x=sql.Literal(f"bench_pts_{cid}bm25"), k=sql.Literal(K))
         return lambda text: self.ids(stmt, {"q": text})

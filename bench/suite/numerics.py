@@ -110,10 +110,12 @@ async def speed(run: Run) -> None:
     run.say(f"cosine {new} to {old}, mean / min: questions {cosine(qs)}, documents {cosine(ds)}")
 
 
-def held_out(run: Run, numerics: str, where: Path) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The default's held-out nDCG@10 per set (as `lakehouse eval` prints it) and per query."""
+def held_out(run: Run, numerics: str, where: Path, model: str | None = None
+             ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The default's held-out nDCG@10 per set (as `lakehouse eval` prints it) and per query,
+    with embedd's default model or `model`."""
     cmd = [str(ROOT / ".venv" / "bin" / "lakehouse"), "eval", "--in-process", "--cross-validate",
-           "--json", str(where / "eval.json")]
+           "--json", str(where / "eval.json"), *(["--model", model] if model else [])]
     for name, split in SETS:
         cmd += ["--dataset", str(run.data / "data" / name), "--split", split]
     where.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import aiohttp
 import numpy as np
 import psycopg
 
@@ -46,6 +47,7 @@ async def main(run: Run) -> None:
     chroma = None if a.no_chroma else Chroma(run.folder / "chroma")
     qdrant = Qdrant(run.folder / "qdrant", data)
     rows: list[tuple[Any, ...]] = []
+    sessions: list[aiohttp.ClientSession] = []
     try:
         with daemon("vectord", {"LAKEHOUSE_PG_DSN": pg.dsn}, path="/readyz") as vd:
             async with session(8) as http:
@@ -75,10 +77,12 @@ async def main(run: Run) -> None:
 
                 def chroma_at(ef: int) -> Any:
                     assert chroma is not None
-                    chroma.ef(ef)
+                    chroma.ef(ef)  # a restart: the connections to the server before it are gone
+                    fresh = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16))
+                    sessions.append(fresh)
 
                     async def one(i: int) -> list[str]:
-                        return list((await post(http, chroma.url, chroma.body(qlists[i], K)))["ids"][0])
+                        return list((await post(fresh, chroma.url, chroma.body(qlists[i], K)))["ids"][0])
                     return one
 
                 systems = ["lakehouse", "qdrant"] + ([] if chroma is None else ["chroma"])
@@ -95,6 +99,8 @@ async def main(run: Run) -> None:
                         rows.append((name, ef, *got))
                         run.progress(f"{name} ef {ef}: recall {got[0]:.4f}, {got[1]:.0f} QPS")
     finally:
+        for s in sessions:
+            await s.close()
         qdrant.close()
         if chroma is not None:
             chroma.stop()

@@ -131,5 +131,12 @@ def report(run: Run, rows: dict[str, dict[str, list[float]]], lat: dict[str, lis
                 run.say(f"{name} vs hybrid{sfx}: overall R@10 {d['all@10']:+.3f}, multi-hop {d['multi-hop@10']:+.3f}, "
                         f"temporal {d['temporal@10']:+.3f}, single-hop {d['single-hop@10']:+.3f}; p50 "
                         f"{s[name]['p50'] / base['p50']:.2f}x hybrid", **{f"{name} R@10 delta": d["all@10"]})
+    if "hybrid" in s and "smart_search (normalized)" in s:
+        run.say(f"smart_search (normalized) temporal R@10 vs plain hybrid: "
+                f"{s['smart_search (normalized)']['temporal@10'] - s['hybrid']['temporal@10']:+.3f}")
+    for sfx in ("", " (normalized)"):
+        if f"search_auto{sfx}" in s and f"smart_search{sfx}" in s:
+            run.say(f"search_auto{sfx} p50 / smart_search{sfx} p50: "
+                    f"{s['search_auto' + sfx]['p50'] / s['smart_search' + sfx]['p50']:.2f}")
     for name, counts in strategies.items():
         run.say(f"{name} strategies: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))

@@ -71,6 +71,12 @@ from lakehouse.wire.responses import (
     IndexBuilt as IndexBuilt,
 )
 from lakehouse.wire.responses import (
+    IndexSettings as IndexSettings,
+)
+from lakehouse.wire.responses import (
+    IndexSettingsChanged as IndexSettingsChanged,
+)
+from lakehouse.wire.responses import (
     ItemsDeleted as ItemsDeleted,
 )
 from lakehouse.wire.responses import (
@@ -120,6 +126,9 @@ from lakehouse.wire.responses import (
 )
 from lakehouse.wire.responses import (
     ReembedStarted as ReembedStarted,
+)
+from lakehouse.wire.responses import (
+    Reindexing as Reindexing,
 )
 from lakehouse.wire.responses import (
     RelevanceFocus as RelevanceFocus,
@@ -236,6 +245,8 @@ class MatrixAnswer(SearchHead[RankedHit], kw_only=True):
     downgrade: DowngradeSummary | msgspec.UnsetType = msgspec.UNSET
     relevance: RelevanceSummary | msgspec.UnsetType = msgspec.UNSET
     ranker: RankerUse | msgspec.UnsetType = msgspec.UNSET
+    # The question with its words no searched corpus holds corrected (a typo).
+    did_you_mean: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SmartAnswer(SearchHead[RankedHit], kw_only=True):

@@ -58,7 +58,7 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
     "ConvertRequest", "Corpus",
     "CorpusName", "CorpusSearchResult", "CreateCorpus", "DateRange", "DeleteItems", "Dim",
     "EfSearch", "FacetSpec", "FieldPath", "FieldWeights", "Filter", "Highlight", "Hit",
-    "IncludeRef", "Item", "ItemId", "K", "Label", "Metric", "MultiSearchRequest",
+    "IncludeRef", "IndexSettingsRequest", "Item", "ItemId", "K", "Label", "Metric", "MultiSearchRequest",
     "MultiSearchResponse", "MultiSearchResult", "NumberRange", "Precision", "Prf", "QueryText",
     "QueryVector", "Recency", "ReembedRequest", "SearchError", "SearchRequest",
     "SearchResponse", "SearchSpec", "Space", "SpacesResponse", "UpsertRequest", "Vector",
@@ -66,6 +66,22 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
 ]
 
 H = TypeVar("H")
+
+
+# An HNSW graph's neighbours a node (pgvector's range) and its build's candidate list.
+HnswM = Annotated[int, Meta(ge=2, le=100)]
+EfConstruction = Annotated[int, Meta(ge=4, le=1000)]
+ExactScanRows = Annotated[int, Meta(ge=0, le=100_000_000)]
+
+
+class IndexSettingsRequest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A corpus's vector index settings (each None: as it is, or [vectord]'s default at
+    creation). `ef_construction` must be at least 2 m (pgvector's rule)."""
+
+    m: HnswM | None = None
+    ef_construction: EfConstruction | None = None
+    ef_search: EfSearch | None = None
+    exact_scan_rows: ExactScanRows | None = None
 
 
 class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -78,6 +94,8 @@ class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     defer_index: bool = False
     # None: [vectord] precision (float16 unless configured otherwise).
     precision: Precision | None = None
+    # None: [vectord]'s hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows.
+    index: IndexSettingsRequest | None = None
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
@@ -179,14 +197,33 @@ class Corpus(msgspec.Struct, frozen=True):
     # Must match the items table's column: halfvec(dim) for float16, vector(dim) for
     # float32 (a corpus from before precisions is float32).
     precision: Precision = "float32"
+    # Its vector index's settings (None: a corpus from before them, which follows
+    # [vectord]'s; `settings` resolves them).
+    hnsw_m: int | None = None
+    hnsw_ef_construction: int | None = None
+    ef_search: int | None = None
+    exact_scan_rows: int | None = None
+
+    def settings(self, defaults: wire.IndexSettings) -> wire.IndexSettings:
+        """The index settings in force: its own, else the service's defaults."""
+        return wire.IndexSettings(
+            m=self.hnsw_m or defaults.m,
+            ef_construction=self.hnsw_ef_construction or defaults.ef_construction,
+            ef_search=self.ef_search or defaults.ef_search,
+            exact_scan_rows=(defaults.exact_scan_rows if self.exact_scan_rows is None
+                             else self.exact_scan_rows))
 
     def public(self, count: int, reembed: wire.Reembedding | None = None,
-               conversion: wire.Conversion | None = None) -> wire.Corpus:
-        """The corpus as clients see it (`reembed`, `conversion` only while one runs)."""
+               conversion: wire.Conversion | None = None,
+               index: wire.IndexSettings | None = None,
+               reindex: wire.Reindexing | None = None) -> wire.Corpus:
+        """The corpus as clients see it (`reembed`, `conversion`, `reindex` only while
+        one runs)."""
         return wire.Corpus(name=self.name, dim=self.dim, metric=self.metric,
                            language=self.language, model=self.model, count=count,
                            created_at=self.created_at, precision=self.precision,
-                           reembed=reembed, conversion=conversion)
+                           reembed=reembed, conversion=conversion, index=index,
+                           reindex=reindex)
 
 
 class SearchResponse(msgspec.Struct):
@@ -195,6 +232,8 @@ class SearchResponse(msgspec.Struct):
     hits: list[Hit]
     took_ms: float
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
+    # The question with its words no corpus holds corrected (lexical/typos.py).
+    did_you_mean: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SearchError(msgspec.Struct, omit_defaults=True):
@@ -245,6 +284,8 @@ class MultiSearchResult(msgspec.Struct, Generic[H]):
     # Value counts over the lexical match set and the filter, only when `facets` was asked.
     facets: dict[str, dict[str, int]] | msgspec.UnsetType = msgspec.UNSET
     query_stats: QueryStats | msgspec.UnsetType = msgspec.UNSET  # with `features`
+    # The question with its words no searched corpus holds corrected (lexical/typos.py).
+    did_you_mean: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class MultiSearchResponse(MultiSearchResult[Hit]):

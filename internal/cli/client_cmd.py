@@ -18,6 +18,7 @@ from internal.cli.connect import add_url_arg, run_command
 from internal.cli.ingest_input import normalized, plan_ingest, read_jsonl, window_arg
 from internal.cli.output import describe_error, format_score, format_table, print_json, shorten
 from internal.understanding import context
+from lakehouse.errors import Conflict
 from lakehouse.wire.modes import MODES
 
 if TYPE_CHECKING:  # loaded by the commands that use them
@@ -61,10 +62,14 @@ async def _ensure_corpus(client: AsyncClient, args: argparse.Namespace) -> str |
     the model to embed with: the corpus's when embedd serves it (a corpus of a superseded
     model is written as it is until its re-embedding switches it), else the default."""
     corpus, created = await client.ensure_corpus(args.corpus, metric=args.metric,
-                                                 language=args.language)
+                                                 language=args.language, model=args.model)
     if created:
         print(f"created corpus {args.corpus!r} (dim {corpus.dim}, model {corpus.model})",
               file=sys.stderr)
+    elif args.model and corpus.model != args.model:
+        raise Conflict(f"corpus {args.corpus!r} is on model {corpus.model!r}, not "
+                       f"{args.model!r}; move it with `lakehouse reembed {args.corpus} "
+                       f"--model {args.model}`", code="model_mismatch")
     served = {m.id for m in (await client.models()).models}
     return corpus.model if corpus.model in served else None
 
@@ -172,6 +177,8 @@ def _search(args: argparse.Namespace) -> int:
             return 0
         rows = [[str(h.rank or i + 1), h.corpus, shorten(h.id, 24), format_score(h.distance),
                  format_score(h.score), shorten(h.title or h.text, 60)] for i, h in enumerate(out.hits)]
+        if out.did_you_mean:
+            print(f"did you mean: {out.did_you_mean}")
         print(format_table(["#", "corpus", "id", "distance", "score", "title / text"], rows) if rows else "no hits")
         tty = sys.stdout.isatty()
         for i, h in enumerate(out.hits):
@@ -260,6 +267,8 @@ def _add_ingest(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--metric", default="cosine", choices=("cosine", "l2", "ip"),
                    metavar="NAME", help="a new corpus's: cosine, l2 or ip")
     p.add_argument("--language", default=None, help="a new corpus's (default: vectord's)")
+    p.add_argument("--model", default=None,
+                   help="a new corpus's embedding model (default: the one for --language)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds per call (300)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

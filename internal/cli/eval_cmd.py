@@ -40,6 +40,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--modes", nargs="+", choices=modes, default=modes, metavar="MODE",
                    help="the modes (default: all of them)")
     p.add_argument("--corpus", help="the corpus caching one data set (eval_<name>)")
+    p.add_argument("--model", help="the embedding model (default: embedd's)")
     p.add_argument("--in-process", action="store_true",
                    help="start vectord and embedd here even if some answer")
     p.add_argument("--cross-validate", nargs="?", type=int, const=5, default=None,
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     reports = _finished(evaluate_datasets(
         cfg, pairs, args.modes, options=_options(args),
         corpus=args.corpus, in_process=args.in_process, progress=_progress,
-        cache_dir=_cache_dir(cfg),
+        cache_dir=_cache_dir(cfg), model=args.model,
     ))
     print("\n\n".join(r.table() for r in reports))
     if len(reports) > 1:
@@ -206,6 +207,7 @@ def _run_cross_validation(args: argparse.Namespace, cfg: Config,
     result = _finished(cross_validate_datasets(
         cfg, pairs, crossval.CANDIDATES, folds=args.cross_validate,
         in_process=args.in_process, progress=_progress, cache_dir=_cache_dir(cfg),
+        model=args.model,
     ))
     names = ", ".join(Path(folder).name for folder, _ in pairs)
     print(f"hybrid search, nDCG@10 cross-validated over {args.cross_validate} folds of the "

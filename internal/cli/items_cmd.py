@@ -137,14 +137,31 @@ def _corpus_convert(args: argparse.Namespace) -> int:
     return run_command(args, work)
 
 
+def _corpus_index(args: argparse.Namespace) -> int:
+    async def work(client: AsyncClient) -> int:
+        changed = await client.index_settings(
+            args.name, m=args.m, ef_construction=args.ef_construction,
+            ef_search=args.ef_search, exact_scan_rows=args.exact_scan_rows)
+        s = changed.index
+        print(f"corpus {changed.corpus!r}: m {s.m}, ef_construction {s.ef_construction}, "
+              f"ef_search {s.ef_search}, exact_scan_rows {s.exact_scan_rows}")
+        if changed.reindex is not None:
+            print(f"rebuilding its graph with m {changed.reindex.m}, ef_construction "
+                  f"{changed.reindex.ef_construction} in the background; searches answer "
+                  "throughout. Progress: lakehouse corpora list --json (`reindex`)")
+        return 0
+
+    return run_command(args, work)
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
-                       usage="lakehouse corpora [list|delete NAME|convert NAME] [--json] "
-                             "[--url URL]")
+                       usage="lakehouse corpora [list|delete|convert|index NAME] "
+                             "[--json] [--url URL]")
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
-    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert",
+    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert|index",
                             prog="lakehouse corpora")
     pl = csub.add_parser("list", help="the corpora and their sizes (the default)")
     pl.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -161,6 +178,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pc.add_argument("--precision", required=True, choices=("float16", "float32"))
     add_url_arg(pc)
     pc.set_defaults(func=_corpus_convert)
+    pi = csub.add_parser("index", help="change a corpus's vector index settings, online")
+    pi.add_argument("name")
+    pi.add_argument("--m", type=int, help="graph neighbours a node (rebuilds the graph)")
+    pi.add_argument("--ef-construction", type=int, help="the build's candidates (rebuilds)")
+    pi.add_argument("--ef-search", type=int, help="a search's candidates unless it names some")
+    pi.add_argument("--exact-scan-rows", type=int, metavar="N",
+                    help="a filter matching at most N items is scanned exactly")
+    add_url_arg(pi)
+    pi.set_defaults(func=_corpus_index)
 
     p = sub.add_parser("items", help="list, read or delete a corpus's items")
     isub = p.add_subparsers(dest="items_command", required=True, metavar="list|get|delete")

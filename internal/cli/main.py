@@ -40,6 +40,7 @@ EXAMPLES = {
     "corpora list": "lakehouse corpora list --json",
     "corpora delete": "lakehouse corpora delete old_notes --yes",
     "corpora convert": "lakehouse corpora convert handbook --precision float16",
+    "corpora index": "lakehouse corpora index handbook --m 24 --ef-search 80",
     "items": "lakehouse items get wiki 'network.md#0'",
     "items list": "lakehouse items list wiki --prefix network.md",
     "items get": "lakehouse items get handbook vpn --json",

@@ -72,7 +72,8 @@ def _sync(args: argparse.Namespace) -> int:
         wiki_dir=wiki, corpus=args.corpus,
         ignore=tuple(args.ignore) if args.ignore else cfg.sync.ignore,
         languages=_languages(args.lang or [], dict(cfg.sync.languages)),
-        batch_size=args.batch_size or cfg.sync.batch_size, chunk_chars=cfg.sync.chunk_chars)
+        batch_size=args.batch_size or cfg.sync.batch_size, chunk_chars=cfg.sync.chunk_chars,
+        model=args.model)
 
     async def go() -> RunResult:
         bar = progress_bar.bar(0, unit="chunk", desc=f"sync {args.corpus}",
@@ -108,6 +109,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "itself (repeatable; else detected)")
     p.add_argument("--ignore", action="append", metavar="GLOB",
                    help="ignore glob (repeatable; default from [sync] ignore)")
+    p.add_argument("--model", help="a new corpus's embedding model (default: the one "
+                                   "for its pages' languages)")
     p.add_argument("--batch-size", type=int, default=0, help="texts per embedding call")
     p.add_argument("--json", action="store_true", help="print the run result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -193,6 +193,7 @@ RULES: tuple[Rule, ...] = (
     Rule("GET", _C, _RSW, "path", "reading a corpus"),
     Rule("DELETE", _C, _A, "path", "deleting a corpus"),
     Rule("POST", f"{_C}/index", _A, "path", "building a corpus's index"),
+    Rule("POST", f"{_C}/index/settings", _A, "path", "changing a corpus's index settings"),
     Rule("POST", f"{_C}/reembed", _A, "path", "re-embedding a corpus"),
     Rule("POST", f"{_C}/convert", _A, "path", "converting a corpus's precision"),
     Rule("POST", f"{_C}/items", _W, "path", "writing items"),

@@ -70,6 +70,10 @@ ISO_TO_REGCONFIG: dict[str, str] = {
     "yi": "yiddish",
 }
 REGCONFIGS: frozenset[str] = frozenset(ISO_TO_REGCONFIG.values()) | {SIMPLE}
+# regconfig -> its ISO 639-1 code (the first listed: "norwegian" is "no").
+REGCONFIG_TO_ISO: dict[str, str] = {}
+for _iso, _cfg in ISO_TO_REGCONFIG.items():
+    REGCONFIG_TO_ISO.setdefault(_cfg, _iso)
 
 # Shorter prose is not judged at all: a wrong stemmer is worse than none ("simple").
 MIN_DETECT_CHARS = 20

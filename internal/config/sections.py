@@ -227,11 +227,9 @@ class VectordConfig:
     # each holds its own memory (docs/decisions/0158-memory-counted-and-lean.md).
     pool_min: int = 1
     pool_max: int = field(default_factory=lambda: max(4, 2 * (os.cpu_count() or 1)))
-    # Longest wait for a free database connection before answering 503.
-    pool_timeout: float = 5.0
-    # Connections writes (upserts, deletes, the space applier, reembed) may hold at once;
-    # the rest of the pool is left to searches, so a bulk load never takes them all.
-    # 0: half of pool_max (at least 1).
+    pool_timeout: float = 5.0  # the longest wait for a free connection before a 503
+    # Connections writes (upserts, deletes, the space applier, reembed) may hold at once,
+    # the rest left to searches (0: half of pool_max, at least 1).
     write_connections: int = 0
     # A local PostgreSQL's backends (over a Unix socket, as the embedded one) run this
     # much lower an OS priority while they write, so the searches' backends get the
@@ -241,11 +239,11 @@ class VectordConfig:
     # while it judges; internal/vectord/judging.py); false: in vectord's own threads.
     language_worker: bool = True
     max_batch: int = 1000
-    hnsw_m: int = 16
+    hnsw_m: int = 16  # these four: a new corpus's index settings unless it names its own
     hnsw_ef_construction: int = 64
     ef_search: int = 100
-    # How a new corpus stores its vectors and graph unless it names one ("float16":
-    # halfvec, half the bytes, the same quality; docs/decisions/0156-float16-vectors.md).
+    exact_scan_rows: int = 10000  # a filter matching at most this many: an exact scan
+    # A new corpus's vectors and graph unless it names one (decisions/0156-float16-vectors.md).
     precision: str = "float16"
     # After a start or a leader change, the corpora's indexes and tables are read back
     # into memory in the background for at most warm_seconds, up to warm_mb (0: half
@@ -290,8 +288,10 @@ class VectordConfig:
             raise ValueError("write_nice: must be between 0 and 19")
         if not 1 <= self.max_batch <= 10000:
             raise ValueError("max_batch: must be in 1..10000")
-        if not 1 <= self.ef_search <= 1000:
-            raise ValueError("ef_search: must be in 1..1000")
+        if not (1 <= self.ef_search <= 1000 and 2 <= self.hnsw_m <= 100 and self.exact_scan_rows >= 0
+                and 2 * self.hnsw_m <= self.hnsw_ef_construction <= 1000):
+            raise ValueError("ef_search: must be in 1..1000 (hnsw_m in 2..100, hnsw_ef_construction "
+                             "in 2 hnsw_m..1000, exact_scan_rows >= 0)")
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise ValueError("bm25_b: k1 must be >= 0 and b in [0, 1]")
         if not 1 <= self.fusion_rrf_k <= MAX_RRF_K:

@@ -8,14 +8,15 @@ or UpstreamTimeout (504).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import httpx
@@ -26,8 +27,18 @@ import ollama
 from internal.common.errors import UpstreamError, UpstreamTimeout
 from internal.common.openai_compat import endpoint, error_message
 from internal.config import EmbeddConfig
+from internal.embedd.catalog import SPECS
 from internal.embedd.coalesce import Coalescer, Embedded, Lane, LaneStats
 from internal.embedd.local import Encoded, LocalModel
+
+
+class EmbedModel(Protocol):
+    """A local model: its id and dimension, and `embed` (blocking, thread-safe)."""
+
+    id: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> Encoded: ...
 
 
 class Backend(ABC):
@@ -37,10 +48,14 @@ class Backend(ABC):
     # The model id whose vectors replace this one's: corpora of this id are moved to it
     # (vectord re-embeds them); None: nothing replaces it.
     superseded_by: str | None = None
+    # ISO 639-1 codes of the languages its vectors are trained for (None: not known, as
+    # for a remote model) and the text put before an input of each input_type.
+    languages: tuple[str, ...] | None = None
+    prefixes: Mapping[str, str] = {}
 
     def prefix(self, input_type: str) -> str:
         """Text put before each input for this input_type ("" for most models)."""
-        return ""
+        return self.prefixes.get(input_type, "")
 
     @abstractmethod
     async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded: ...
@@ -88,24 +103,27 @@ def nice_thread(increment: int) -> Callable[[], None]:
 
 
 class LocalBackend(Backend):
-    """all-MiniLM-L6-v2 int8 ONNX in one numerics, calls coalesced across requests, run in
-    threads: `workers` shared threads (bulk at a lower OS priority) and
-    `interactive_workers` threads that serve questions only."""
+    """A local model (all-MiniLM-L6-v2 in one numerics, or multilingual-e5-small), calls
+    coalesced across requests, run in threads: `workers` shared threads (bulk at a lower
+    OS priority) and `interactive_workers` threads that serve questions only."""
 
     kind = "local"
 
-    def __init__(self, model: LocalModel, executors: list[ThreadPoolExecutor],
+    def __init__(self, model: EmbedModel, executors: list[ThreadPoolExecutor],
                  coalescer: Coalescer) -> None:
         self.local = model
         self.model = model.id
         self.dim = model.dim
+        spec = SPECS[model.id]
+        self.languages, self.prefixes = spec.languages, spec.prefixes
         self._executors = executors
         self.coalescer = coalescer
 
     @classmethod
-    async def open(cls, cfg: EmbeddConfig, numerics: str | None = None) -> LocalBackend:
-        """Load the model (numerics: the configured one when None) in a thread so the
-        event loop keeps serving."""
+    async def open(cls, cfg: EmbeddConfig, numerics: str | None = None,
+                   load: Callable[[int], EmbedModel] | None = None) -> LocalBackend:
+        """Load the model in a thread so the event loop keeps serving: load(threads),
+        else MiniLM in numerics (the configured one when None)."""
         shared = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="embed",
                                     initializer=nice_thread(cfg.bulk_nice))
         executors = [shared]
@@ -116,8 +134,9 @@ class LocalBackend(Backend):
             executors.append(reserved)
         loop = asyncio.get_running_loop()
         # Building the integer model when it is missing takes a second or two, once.
-        model = await loop.run_in_executor(reserved or shared, LocalModel, cfg.threads,
-                                           numerics or cfg.local_numerics)
+        if load is None:
+            load = functools.partial(LocalModel, numerics=numerics or cfg.local_numerics)
+        model = await loop.run_in_executor(reserved or shared, load, cfg.threads)
         coalescer = Coalescer(model.embed, shared, batch_size=cfg.batch_size,
                               max_wait=cfg.max_wait_ms / 1000.0, workers=cfg.workers,
                               reserved=cfg.interactive_workers, reserved_executor=reserved)
@@ -138,14 +157,17 @@ class LocalBackend(Backend):
 
 class LazyBackend(Backend):
     """A backend opened at its first call: a model kept for data embedded before, whose
-    memory and threads are spent only when some corpus still asks for it. For backends
-    with no input prefix (the local model's numerics)."""
+    memory and threads are spent only when some corpus still asks for it (a local model:
+    its languages and prefixes are declared, known before it opens)."""
 
     def __init__(self, kind: str, model: str, dim: int | None,
                  opener: Callable[[], Awaitable[Backend]],
                  superseded_by: str | None = None) -> None:
         self.kind, self.model, self.dim = kind, model, dim
         self.superseded_by = superseded_by
+        spec = SPECS.get(model)
+        if spec is not None:
+            self.languages, self.prefixes = spec.languages, spec.prefixes
         self._opener = opener
         self._opening = asyncio.Lock()
         self.opened: Backend | None = None
@@ -156,9 +178,6 @@ class LazyBackend(Backend):
                 if self.opened is None:
                     self.opened = await self._opener()
         return self.opened
-
-    def prefix(self, input_type: str) -> str:
-        return "" if self.opened is None else self.opened.prefix(input_type)
 
     async def embed(self, texts: list[str], lane: Lane = Lane.BULK) -> Embedded:
         return await (await self._backend()).embed(texts, lane)

@@ -56,6 +56,19 @@ def model_path(numerics: str = NUMERICS[0]) -> Path:
     raise ValueError(f"numerics: {numerics!r}; expected one of {', '.join(NUMERICS)}")
 
 
+def session_options(threads: int) -> ort.SessionOptions:
+    """One call's threads (0: onnxruntime's choice), never spinning."""
+    opts = ort.SessionOptions()
+    if threads > 0:
+        opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # Idle onnxruntime threads spin by default; on a small machine shared with
+    # PostgreSQL and the other daemons that steals the CPU they need (measured:
+    # spinning off was faster under load, never slower idle).
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return opts
+
+
 @dataclass(frozen=True)
 class Encoded:
     vectors: Vectors  # (n, DIM), L2-normalised rows
@@ -73,17 +86,9 @@ class LocalModel:
         tok.enable_truncation(max_length=MAX_TOKENS)
         tok.enable_padding(pad_id=0, pad_token="[PAD]")  # no length: pad to the longest
         self._tok = tok
-        opts = ort.SessionOptions()
-        if threads > 0:
-            opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        # Idle onnxruntime threads spin by default; on a small machine shared with
-        # PostgreSQL and the other daemons that steals the CPU they need (measured:
-        # spinning off was faster under load, never slower idle).
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
-            str(model_path(numerics)), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+            str(model_path(numerics)), sess_options=session_options(threads),
+            providers=["CPUExecutionProvider"])
         self.id = MODEL_IDS[numerics]  # after model_path: an unknown numerics is its ValueError
 
     def embed(self, texts: list[str]) -> Encoded:

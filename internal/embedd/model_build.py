@@ -30,7 +30,7 @@ import hashlib
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,16 +120,11 @@ def _linear_weights(model: object) -> dict[str, str]:
     return out
 
 
-class _Graph:
-    """The encoder's nodes and initializers, in the order they are added: node names count
-    them, so the same steps in the same order give the same bytes."""
+class GraphWriter:
+    """Nodes and initializers in the order they are added: node names count them, so the
+    same steps in the same order give the same bytes."""
 
-    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
-                 float_channels: Mapping[str, Sequence[int]]) -> None:
-        self.init, self.dequant = _weights(src)
-        self.weight_of = _linear_weights(src)
-        self.float_linears = float_linears
-        self.float_channels = float_channels
+    def __init__(self) -> None:
         self.inits: list[onnx.TensorProto] = []
         self.nodes: list[onnx.NodeProto] = []
 
@@ -145,6 +140,19 @@ class _Graph:
 
         self.nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(self.nodes)}_{op}",
                                            domain=domain, **attrs))
+
+
+class _Graph(GraphWriter):
+    """The encoder's nodes and initializers, in the order they are added: node names count
+    them, so the same steps in the same order give the same bytes."""
+
+    def __init__(self, src: onnx.ModelProto, float_linears: frozenset[str],
+                 float_channels: Mapping[str, Sequence[int]]) -> None:
+        self.init, self.dequant = _weights(src)
+        self.weight_of = _linear_weights(src)
+        self.float_linears = float_linears
+        self.float_channels = float_channels
+        super().__init__()
 
     def quantized(self, bias: str) -> tuple[Array, Array]:
         """The int8 weight and its per-column scales (1-d) of the linear with bias."""
@@ -322,13 +330,20 @@ def ensure(directory: Path | None = None, source: Path | None = None) -> Path:
     """The built model's path, building it first when it is missing or not the expected
     bytes; BuildError when a build gives other bytes than EXPECTED_SHA256 (the file is
     then not kept). Safe when several processes build at once (write, then rename)."""
-    target = (directory or cache_dir()) / FILE_NAME
-    if target.is_file() and sha256(target.read_bytes()) == EXPECTED_SHA256:
+    return ensure_file((directory or cache_dir()) / FILE_NAME, EXPECTED_SHA256,
+                       lambda: build_bytes(source or source_path()))
+
+
+def ensure_file(target: Path, expected: str, build: Callable[[], bytes]) -> Path:
+    """target when it holds the bytes of sha256 `expected`, else build() written there
+    (to a temporary file renamed into place); BuildError, and nothing kept, when the
+    built bytes have another hash."""
+    if target.is_file() and sha256(target.read_bytes()) == expected:
         return target
-    data = build_bytes(source or source_path())
+    data = build()
     got = sha256(data)
-    if got != EXPECTED_SHA256:
-        raise BuildError(f"built model's sha256 is {got}, expected {EXPECTED_SHA256}")
+    if got != expected:
+        raise BuildError(f"built {target.name}: sha256 {got}, expected {expected}")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".building-", suffix=".onnx")
     try:
@@ -348,8 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--print-hash"]:
         print(sha256(build_bytes(source_path())))
         return 0
+    return print_built(ensure, args)
+
+
+def print_built(ensure_in: Callable[[Path | None], Path], args: list[str]) -> int:
+    """A build command's end: the built (or checked) file's path, or the BuildError and 1."""
     try:
-        path = ensure(Path(args[0]) if args else None)
+        path = ensure_in(Path(args[0]) if args else None)
     except BuildError as exc:
         print(f"model build: {exc}", file=sys.stderr)
         return 1

@@ -5,7 +5,8 @@ refuses it first; this refuses a config built around that check).
 The local backend is the configured numerics (`[embedd] local_numerics`) under its model
 id, and each other numerics under its own id, opened when first asked and listed as
 superseded by the configured one: corpora embedded by it are searched with its vectors
-until vectord has moved them (docs/decisions/0034-integer-model-id.md)."""
+until vectord has moved them (docs/decisions/0034-integer-model-id.md); and the
+multilingual model (`catalog.E5_ID`), opened when first asked (docs/decisions/0200)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import aiohttp
 
 from internal.config import ConfigError, EmbeddConfig
 from internal.config.sections import EMBEDDING_BACKENDS
+from internal.embedd import e5_source
 from internal.embedd.backends import (
     Backend,
     LazyBackend,
@@ -23,6 +25,8 @@ from internal.embedd.backends import (
     OllamaBackend,
     OpenAIBackend,
 )
+from internal.embedd.catalog import E5_ID
+from internal.embedd.e5 import E5Model
 from internal.embedd.local import DIM, MODEL_IDS
 
 # (the embedd section, the app's HTTP session) -> the opened backends, the first the
@@ -36,6 +40,11 @@ async def _local(cfg: EmbeddConfig, session: aiohttp.ClientSession) -> list[Back
         LazyBackend("local", model, DIM, functools.partial(LocalBackend.open, cfg, numerics),
                     superseded_by=current)
         for numerics, model in MODEL_IDS.items() if numerics != cfg.local_numerics]
+    # The multilingual model, opened at the first text of a corpus on it (its tokenizer
+    # alone holds about 260 MB: measured, docs/decisions/0200).
+    if e5_source.installed():
+        others.append(LazyBackend("local", E5_ID, E5Model.dim, functools.partial(
+            LocalBackend.open, cfg, load=functools.partial(E5Model, E5_ID))))
     return [await LocalBackend.open(cfg), *others]
 
 

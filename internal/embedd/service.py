@@ -92,5 +92,6 @@ class EmbedService:
 
     def models(self) -> ModelsResponse:
         return ModelsResponse(default=self.default.model, models=[
-            ModelInfo(id=b.model, backend=b.kind, dim=b.dim, superseded_by=b.superseded_by)
+            ModelInfo(id=b.model, backend=b.kind, dim=b.dim, superseded_by=b.superseded_by,
+                      languages=None if b.languages is None else list(b.languages))
             for b in self.backends])

@@ -59,7 +59,8 @@ async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]]
                             corpus: str | None = None, in_process: bool = False,
                             vectord_url: str | None = None, embedd_url: str | None = None,
                             progress: Progress | None = None,
-                            cache_dir: Path | None = None) -> list[Report]:
+                            cache_dir: Path | None = None,
+                            model: str | None = None) -> list[Report]:
     """evaluate_dataset for each (folder, split), with the daemons started once.
 
     corpus names the corpus of a single data set only (each has its own eval_<name>).
@@ -78,7 +79,7 @@ async def evaluate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path, str]]
         for dataset, split in datasets:
             name = corpus or beir.corpus_name(dataset)
             ing = await ingest(vc, ec, name, dataset.docs, progress=progress,
-                               cache_dir=cache_dir)
+                               cache_dir=cache_dir, model=model)
             results, embed_seconds = await run_modes(vc, ec, name, dataset, modes, ing.model,
                                                      options)
             settings: dict[str, Any] = {
@@ -103,7 +104,8 @@ async def cross_validate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path,
                                   in_process: bool = False, vectord_url: str | None = None,
                                   embedd_url: str | None = None,
                                   progress: Progress | None = None,
-                                  cache_dir: Path | None = None) -> crossval.Result:
+                                  cache_dir: Path | None = None,
+                                  model: str | None = None) -> crossval.Result:
     """Every configuration's hybrid search on every judged query, cross-validated.
 
     configs maps a name to the hybrid request's options (crossval.CANDIDATES).
@@ -114,7 +116,7 @@ async def cross_validate_datasets(cfg: Config, pairs: Sequence[tuple[str | Path,
         for dataset, _split in datasets:
             name = beir.corpus_name(dataset)
             ing = await ingest(vc, ec, name, dataset.docs, progress=progress,
-                               cache_dir=cache_dir)
+                               cache_dir=cache_dir, model=model)
             vectors = await embed_queries(ec, dataset.queries, ing.model)
             for config, hybrid in configs.items():
                 run = await search_all(vc, name, dataset, "hybrid", vectors, SearchOptions(

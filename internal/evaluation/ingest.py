@@ -111,6 +111,15 @@ async def _open_corpus(vc: VectordClient, name: str, model: str, dim: int) -> tu
     return True, True
 
 
+async def _listed(ec: EmbedClient, model: str) -> tuple[str, int]:
+    """model's id and dimension as embedd lists them."""
+    for m in (await ec.models()).models:
+        if model in (m.id, m.backend) and m.dim:
+            return m.id, m.dim
+    probe = await ec.embed(["dimension probe"], model=model)
+    return probe.model, probe.dim
+
+
 def cache_path(cache_dir: Path, corpus: str, model: str) -> Path:
     """The vector cache file of a corpus embedded by model."""
     slug = "".join(c if c.isalnum() else "_" for c in model)
@@ -119,14 +128,15 @@ def cache_path(cache_dir: Path, corpus: str, model: str) -> Path:
 
 async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[Doc],
                  progress: Progress | None = None, cache_dir: Path | None = None,
-                 cache_name: str | None = None) -> IngestReport:
+                 cache_name: str | None = None, model: str | None = None) -> IngestReport:
     """Bring corpus `name` in line with docs; embed (input_type document) only what changed.
 
     cache_dir: where document vectors are kept between runs (None: not kept); cache_name:
-    the corpus whose cache file to use (default: name).
+    the corpus whose cache file to use (default: name); model: the one embedd serves to
+    embed with (None: its default; a corpus of another model is made anew).
     """
     started = time.perf_counter()
-    model, dim = await ec.default_model()
+    model, dim = await (ec.default_model() if model is None else _listed(ec, model))
     cache = VectorCache(None if cache_dir is None else
                         cache_path(cache_dir, cache_name or name, model), model)
     _, rebuilt = await _open_corpus(vc, name, model, dim)

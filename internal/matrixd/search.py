@@ -78,6 +78,12 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
     if ranked_by is not None and ranked_by.applies:  # the model's values, at its depth
         req = msgspec.structs.replace(req, k=max(req.k, deps.cfg.ranker_depth), features=True)
     merged, results, meta = await _search_all(deps, req)
+    if _moved(query, results):  # a corpus switched model since matrixd read the spaces
+        deps.spaces_at = float("-inf")
+        query = await embed(deps, plan)
+        req = msgspec.structs.replace(req, query_vectors=query.vectors.query_vectors
+                                      if query.vectors is not None else None)
+        merged, results, meta = await _search_all(deps, req)
     skipped, failed = await _judge(deps, plan, query, results)
     hits = merge.annotate(merged, query.mode, deps.cfg.keyword_merge_k)
     hits, gates = _gates(deps, plan, query.mode, hits, found, _Ranking(ranked_by, meta))
@@ -267,6 +273,8 @@ def _answer(plan: SearchPlan, query: Query, found: Recall, hits: list[RankedHit]
         out.ranker = gates.ranker
     if meta.facets is not None:
         out.facets = meta.facets
+    if meta.did_you_mean is not None:
+        out.did_you_mean = meta.did_you_mean
     if plan.rules.active:
         out.downgrade = plan.rules.summary(gates.downgraded)
     if gates.relevance is not None:
@@ -293,6 +301,7 @@ class SearchMeta:
     include_missing: int = 0
     facets: dict[str, dict[str, int]] | None = None
     query_stats: QueryStats | None = None
+    did_you_mean: str | None = None
 
 
 async def _search_all(deps: Deps, req: MultiSearchRequest
@@ -312,7 +321,8 @@ async def _search_all(deps: Deps, req: MultiSearchRequest
         ms = _ms(started)
         return [], [CorpusResult(c, 0, ms, exc) for c in req.corpora], SearchMeta()
     meta = SearchMeta(out.include_missing, out.facets if isinstance(out.facets, dict) else None,
-                      out.query_stats if isinstance(out.query_stats, QueryStats) else None)
+                      out.query_stats if isinstance(out.query_stats, QueryStats) else None,
+                      out.did_you_mean if isinstance(out.did_you_mean, str) else None)
     results = []
     for row in out.results:
         if isinstance(row.error, SearchError):
@@ -351,6 +361,15 @@ def _raise_request_fault(results: list[CorpusResult], plan: SearchPlan) -> None:
     if vector_faults and vector_faults == len(results):
         raise InvalidArgument(f"query_vector: fits none of the corpora ({results[0].error})",
                               field="query_vector")
+
+
+def _moved(query: Query, results: list[CorpusResult]) -> bool:
+    """Whether a corpus was skipped for want of its model's vector though its embedding did
+    not fail: its model changed (a re-embedding switched it) after matrixd read vectord's
+    spaces (SPACES_TTL_SECONDS), so the search goes again once with them read anew."""
+    failed = query.vectors.failed if query.vectors is not None else {}
+    return query.vectors is not None and any(
+        r.skipped is not None and r.corpus not in failed for r in results)
 
 
 def _skipped(results: list[CorpusResult], query: Query, plan: SearchPlan) -> list[SkippedCorpus]:

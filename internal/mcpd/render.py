@@ -66,6 +66,8 @@ def hits(out: dict[str, Any]) -> str:
         notes.append(f"because {out['reason']}")
     if out.get("degraded"):
         notes.append(f"degraded: {', '.join(map(str, out['degraded']))}")
+    if out.get("did_you_mean"):
+        notes.append(f"did you mean: {out['did_you_mean']}")
     failed = out.get("failed_corpora")
     if failed:
         notes.append("failed corpora: " + ", ".join(str(f.get("corpus")) for f in failed

@@ -48,8 +48,10 @@ class SearchArgs(msgspec.Struct, forbid_unknown_fields=True):
     query: _QUERY
     corpora: _CORPORA = None
     mode: Annotated[ModeChoice | None, Meta(description=(
-        "hybrid (default): meaning and words together, best for most questions; "
-        "keyword: exact substrings, for names, ids, error codes and file paths; "
+        "hybrid (default): meaning and words together, best for most questions, names "
+        "(a title or id) first and typos corrected; "
+        "keyword: exact substrings, a title or id equal to the query first, for names, ids, "
+        "error codes and file paths; "
         "lexical: ranked words (BM25), for rare terms; vector: meaning only, for paraphrases."
     ))] = None
     k: _K = None

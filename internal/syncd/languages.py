@@ -62,3 +62,17 @@ def settle_pages(sources: Iterable[Source], corpus_language: str | None) -> dict
         fallback = fixed or folder_language(src.path, counts)
         out[src.path] = lang.settle(src.verdict or lang.Verdict(None), fallback)
     return out
+
+
+# A language of at least this share of a wiki's pages (told or judged) counts in the
+# choice of a new corpus's model (lakehouse.wire.models.model_for).
+MODEL_SHARE = 0.1
+
+
+def main_languages(sources: Iterable[Source]) -> list[str]:
+    """ISO 639-1 codes of the languages holding MODEL_SHARE of the pages whose language is
+    told or judged, most pages first (a language without a code of ours is not counted)."""
+    counts = folder_counts(sources).get(".", Counter())
+    total = sum(counts.values())
+    return [code for cfg, n in counts.most_common()
+            if n >= MODEL_SHARE * total and (code := lang.REGCONFIG_TO_ISO.get(cfg))]

@@ -33,7 +33,7 @@ from internal.common.errors import (
 )
 from internal.ingest import Pipeline
 from internal.syncd import diff
-from internal.syncd.languages import settle_pages
+from internal.syncd.languages import main_languages, settle_pages
 from internal.syncd.pages import (
     Chunk,
     Page,
@@ -43,6 +43,7 @@ from internal.syncd.pages import (
     page_of_source,
     read_page,
 )
+from lakehouse.wire.models import model_for
 
 log = structlog.get_logger()
 ROOT = "."  # the `path` of an error that concerns the whole run, not one page
@@ -92,6 +93,7 @@ class SyncSettings:
     batch_size: int = 64
     chunk_chars: int = 2000
     normalize: bool = False  # needs a matrixd client: Syncer(..., matrixd=...)
+    model: str | None = None  # a new corpus's model (None: by its pages' language)
 
 
 @dataclass(frozen=True)
@@ -292,29 +294,37 @@ class Syncer:
                  seconds=result.seconds)
         return result
 
-    async def _ensure_corpus(self) -> tuple[str, str | None]:
-        """The corpus's model and language; the corpus is created with the embedder's
-        model and dim, and language `auto`.
+    async def _ensure_corpus(self, found: Scan) -> tuple[str, str | None]:
+        """The corpus's model and language; the corpus is created with language `auto` and
+        the model asked for (`--model`), else the model embedd lists for the languages of
+        the scanned pages (`lakehouse.wire.models.model_for`: the multilingual model for a
+        wiki in languages the default model does not declare).
 
-        A corpus built with a model embedd no longer serves fails the run up front
-        (one error) instead of failing every page.
+        A corpus built with a model embedd no longer serves, or with another model than
+        the one asked for, fails the run up front (one error) instead of every page: a
+        corpus changes model only when its owner re-embeds it.
         """
         name = self.settings.corpus
         info = await self.embed.models()
-        default = info.default
+        wanted = self.settings.model or model_for(info, main_languages(found.sources.values()))
         dims = {m.id: m.dim or 0 for m in info.models}
-        if dims.get(default, 0) <= 0:  # a remote backend learns its dimension on first use
-            default, dims[default] = await self.embed.default_model()
-        corpus, created = await self.vectord.ensure_corpus(name, dims[default], metric="cosine",
-                                                           language="auto", model=default)
+        if dims.get(wanted, 0) <= 0:  # a remote backend learns its dimension on first use
+            probe = await self.embed.embed(["dimension probe"], model=wanted)
+            wanted, dims[wanted] = probe.model, probe.dim
+        corpus, created = await self.vectord.ensure_corpus(name, dims[wanted], metric="cosine",
+                                                           language="auto", model=wanted)
         if created:
-            log.info("sync_corpus_created", corpus=name, model=default, dim=dims[default])
-            return default, None
+            log.info("sync_corpus_created", corpus=name, model=wanted, dim=dims[wanted])
+            return wanted, None
         model = corpus.model
         if model and model not in dims:
             raise Conflict(f"corpus {name!r} was built with model {model!r}, which embedd "
                            f"does not serve (it has {sorted(dims)})", code="model_mismatch")
-        return (model or default), (corpus.language or None)
+        if self.settings.model and model != self.settings.model:
+            raise Conflict(f"corpus {name!r} is on model {model!r}, not "
+                           f"{self.settings.model!r}; move it with `lakehouse reembed "
+                           f"{name} --model {self.settings.model}`", code="model_mismatch")
+        return (model or wanted), (corpus.language or None)
 
     async def _corpus_model(self) -> str | None:
         """The corpus's model now (a re-embedding may have switched it during a run)."""
@@ -333,7 +343,7 @@ class Syncer:
         for warning in result.warnings:
             log.warning("sync_warning", corpus=s.corpus, warning=warning)
 
-        model, corpus_language = await self._ensure_corpus()
+        model, corpus_language = await self._ensure_corpus(found)
         await asyncio.to_thread(found.settle, s, corpus_language)
         if self.normalizer is not None:
             await self.normalizer.apply(found)

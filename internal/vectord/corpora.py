@@ -8,13 +8,18 @@ from aiohttp import web
 
 from internal.api import validate
 from internal.api.responses import CorpusDeleted, CorpusList
-from internal.api.vectord import ConvertRequest, CreateCorpus, ReembedRequest
+from internal.api.vectord import (
+    ConvertRequest,
+    CreateCorpus,
+    IndexSettingsRequest,
+    ReembedRequest,
+)
 from internal.common import access, language
 from internal.common.auth import caller
 from internal.common.lsn import LSN_HEADER
 from internal.common.web import json_response, read_json, route
 from internal.vectord.appkeys import REEMBED, STORE, WARMER
-from internal.vectord.storage import convert, sizes
+from internal.vectord.storage import convert, reindex, sizes
 from internal.vectord.storage.store import Written
 
 log = structlog.get_logger()
@@ -34,12 +39,15 @@ async def create_corpus(request: web.Request) -> web.Response:
     lang = language.normalize_corpus_language(body.language, "language")
     model = body.model.strip() if body.model else None
     store = request.app[STORE]
+    settings = reindex.merged(store.index_defaults(), body.index or IndexSettingsRequest(),
+                              "index.ef_construction")
     corpus = await store.create_corpus(
         body.name, body.dim, body.metric, lang, model or None, body.defer_index,
-        body.precision or store.cfg.precision)
+        body.precision or store.cfg.precision, settings)
     log.info("corpus_created", corpus=corpus.name, dim=corpus.dim, metric=corpus.metric,
              precision=corpus.precision)
-    return await after_write(request, json_response(corpus.public(0), status=201))
+    return await after_write(request, json_response(
+        corpus.public(0, index=store.index_settings(corpus)), status=201))
 
 
 async def list_corpora(request: web.Request) -> web.Response:
@@ -80,6 +88,19 @@ async def convert_corpus(request: web.Request) -> web.Response:
     return await after_write(request, json_response(started, status=202))
 
 
+async def index_settings(request: web.Request) -> web.Response:
+    """Change the corpus's vector index settings: 200 when they apply at once, 202 when
+    its graph is rebuilt in the background (storage/reindex.py)."""
+    body = await read_json(request, IndexSettingsRequest)
+    store = request.app[STORE]
+    corpus = await store.corpus(name_of(request), fresh=True)
+    changed = await store.change_index(corpus, body)
+    if changed.reindex is not None:
+        request.app[REEMBED].wake.set()  # the jobs' runner takes it
+    return await after_write(request, json_response(
+        changed, status=202 if changed.reindex is not None else 200))
+
+
 async def build_index(request: web.Request) -> web.Response:
     out = await request.app[STORE].build_index(name_of(request))
     return await after_write(request, json_response(out))
@@ -115,6 +136,7 @@ def add_routes(app: web.Application) -> None:
     r.add_get(route(PREFIX + "/{name}"), get_corpus)
     r.add_delete(route(PREFIX + "/{name}"), delete_corpus)
     r.add_post(route(PREFIX + "/{name}/index"), build_index)
+    r.add_post(route(PREFIX + "/{name}/index/settings"), index_settings)
     r.add_post(route(PREFIX + "/{name}/reembed"), reembed)
     r.add_post(route(PREFIX + "/{name}/convert"), convert_corpus)
     r.add_get(STORAGE, storage)

@@ -48,7 +48,7 @@ from internal.ha.follow import LeaderWatch
 from internal.pg import embedded
 from internal.pg.replicas import ReplicaRouter
 from internal.pg.resilient import ResilientPool
-from internal.vectord import corpora
+from internal.vectord import corpora, model_languages
 from internal.vectord.appkeys import CFG, JUDGE, LEADER, REEMBED, WARMER
 from internal.vectord.appkeys import STORE as STORE  # bench/suite/scaling.py reads it here
 from internal.vectord.corpora import name_of, written
@@ -119,13 +119,14 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                      schema_version=db.version, read_replicas=len(cfg.read_dsns))
             # Re-embedding calls embedd as a service of the stack (its token when auth is on).
             async with aiohttp.ClientSession(headers=service_headers(app[CFG])) as session:
-                reembedder = app[REEMBED] = Reembedder(
-                    store, make_client(session, app[CFG].vectord.embedd_url))
+                embed = make_client(session, app[CFG].vectord.embedd_url)
+                reembedder = app[REEMBED] = Reembedder(store, embed)
                 warmer = app[WARMER] = Warmer(store, cfg)
                 changes = (lambda: watch.changes) if watch is not None else None
                 tasks = [asyncio.create_task(_maintain_spaces(store)),
                          asyncio.create_task(reembedder.run_forever()),
-                         asyncio.create_task(warmer.run_forever(changes))]
+                         asyncio.create_task(warmer.run_forever(changes)),
+                         asyncio.create_task(model_languages.follow(store, embed))]
                 try:
                     yield
                 finally:
@@ -275,7 +276,8 @@ async def search(request: web.Request) -> web.Response:
         raise result.outcomes[0].error
     took = round((time.perf_counter() - started) * 1000, 3)
     return json_response(SearchResponse(corpus=name, mode=p.mode.name, hits=result.hits,
-                                        took_ms=took, facets=answer.facets))
+                                        took_ms=took, facets=answer.facets,
+                                        did_you_mean=p.notes.did_you_mean or msgspec.UNSET))
 
 
 def _corpus_result(o: engine.Outcome) -> CorpusSearchResult:
@@ -355,7 +357,8 @@ async def multi_search(request: web.Request) -> web.Response:
         results=[_corpus_result(o) for o in result.outcomes], took_ms=took,
         include_missing=result.include_missing + outside, facets=answer.facets,
         query_stats=(p.ranker.stats if p.ranker is not None and p.ranker.stats is not None
-                     else msgspec.UNSET)))
+                     else msgspec.UNSET),
+        did_you_mean=p.notes.did_you_mean or msgspec.UNSET))
 
 
 async def readyz(request: web.Request) -> web.Response:

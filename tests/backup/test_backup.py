@@ -26,7 +26,8 @@ from tests.helpers import ROOT
 from tests.stack import load, upstack
 
 CORPUS = "bk"
-CORPUS32 = "bk32"  # the same seed items, stored as float32
+CORPUS32 = "bk32"  # the same seed items, stored as float32, with index settings of its own
+INDEX32 = {"m": 12, "ef_construction": 48, "ef_search": 64, "exact_scan_rows": 500}
 DIM = 8
 WORDS = ["river", "stone", "lantern", "harbor", "meadow", "copper", "violet", "thunder"]
 
@@ -60,7 +61,9 @@ async def searches(base: str) -> list[Any]:
         for corpus in (CORPUS, CORPUS32):
             url = f"{base}/v1/vectors/corpora/{corpus}"
             async with session.get(url) as resp:
-                out.append((await resp.json())["precision"])
+                got = await resp.json()
+                out.append(got["precision"])
+                out.append(got["index"])
             for i, word in enumerate(WORDS[:4]):
                 for body in ({"mode": "lexical", "query_text": f"{word} item", "k": 10},
                              {"mode": "vector", "query_vector": load.unit(DIM, _rng(i)),
@@ -93,7 +96,7 @@ async def test_backups_taken_under_writes_restore_every_acknowledged_write(
             # The other precision beside it (CORPUS is float16, the default).
             await post(session, f"{base}/v1/vectors/corpora",
                        {"name": CORPUS32, "dim": DIM, "language": "english",
-                        "precision": "float32"})
+                        "precision": "float32", "index": INDEX32})
             await post(session, f"{base}/v1/vectors/corpora/{CORPUS32}/items", {"items": seed})
         stop = asyncio.Event()
         writing = asyncio.create_task(load.run(base, CORPUS, DIM, stop, searchers=0, writers=4))
@@ -142,7 +145,7 @@ async def test_backups_taken_under_writes_restore_every_acknowledged_write(
     try:
         assert await load.stored_ids(again.url, CORPUS) == stored
         assert await searches(again.url) == before
-        assert before[0] == "float16" and "float32" in before
+        assert before[0] == "float16" and "float32" in before and INDEX32 in before
     finally:
         again.stop()
     for aside in pg.parent.glob(f"{pg.name}.replaced-*"):

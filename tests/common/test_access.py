@@ -61,6 +61,7 @@ def test_a_corpus_outside_the_key_is_missing_before_any_action_is_asked() -> Non
                          ("POST", "/v1/vectors/corpora/team-b/items"),
                          ("DELETE", "/v1/vectors/corpora/team-b"),
                          ("POST", "/v1/vectors/corpora/team-b/reembed"),
+                         ("POST", "/v1/vectors/corpora/team-b/index/settings"),
                          ("GET", "/v1/vectors/corpora/team-b/items/x")):
         with pytest.raises(NotFound) as exc:
             check_request(k, method, path)
@@ -78,6 +79,8 @@ def test_a_corpus_outside_the_key_is_missing_before_any_action_is_asked() -> Non
      "creating a corpus needs the admin action; this key has: search, write"),
     (("read",), "POST", "/v1/vectors/corpora/docs/items/delete",
      "deleting items needs the write action; this key has: read"),
+    (("read", "search", "write"), "POST", "/v1/vectors/corpora/docs/index/settings",
+     "changing a corpus's index settings needs the admin action; this key has: read, search, write"),
     (("read",), "GET", "/v1/somewhere/new",
      "GET /v1/somewhere/new needs the admin action; this key has: read"),
 ])

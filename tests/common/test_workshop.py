@@ -118,3 +118,21 @@ def test_a_run_leaves_results_the_report_and_the_plots_draw(tmp_path: Path) -> N
     text = report.render(tmp_path)
     assert "## wire_decode" in text and "| hits | answer bytes |" in text
     assert text.count("\n") <= 600
+
+
+def test_the_check_pairs_an_old_scripts_rows_with_the_modules() -> None:
+    from bench.reports.check import side_by_side
+
+    old = ("searches      n   p50 ms   p95 ms  p95/idle\n"
+           "idle        120     12.3     20.1     1.00x\n"
+           "MCP / HTTP p50: 1.86x (+7.19 ms a call)\n"
+           "| POST /v1/matrix/search (baseline)     |   8.41 |  14.60 |")
+    new = ("| searches | n | p50 ms | p95 ms | p95 / idle | not 200 |\n|---|---:|---:|---:|---:|---|\n"
+           "| idle | 118 | 12.9 | 21.0 | 1.00 |  |\n"
+           "MCP / HTTP p50: 1.90x (+7.50 ms a call)\n"
+           "| POST /v1/matrix/search | 8.50 | 14.20 |")
+    table = side_by_side("x", old, new)
+    assert "| idle | 120 · 12.3 · 20.1 · 1.00 | 118 · 12.9 · 21.0 · 1.00 |" in table
+    assert "| post matrix/search | 8.41 · 14.60 | 8.50 · 14.20 |" in table
+    assert "| mcp http | 1.86 · +7.19 | 1.90 · +7.50 |" in table
+    assert "3 rows paired; 0 old and 0 new unpaired" in table

@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from internal.config import Config
+from internal.embedd.catalog import E5_ID, E5_LANGUAGES
 from internal.embedd.local import MAX_TOKENS, LocalModel, tokenizer_path
 from internal.embedd.server import SERVICE, make_app
 from tests.helpers import require_shared, serve, url_of, with_section
@@ -162,13 +163,17 @@ async def test_limits_and_errors(server: TestServer, http: aiohttp.ClientSession
 
 async def test_models_and_readyz(server: TestServer, http: aiohttp.ClientSession) -> None:
     """The integer numerics are the default; the float numerics (the id data embedded
-    before holds) are served too, listed as superseded by them."""
+    before holds) are served too, listed as superseded by them; then the multilingual
+    model. Each with the languages it declares."""
     async with http.get(f"{url_of(server)}/v1/embed/models") as resp:
         assert await resp.json() == {
             "default": "all-MiniLM-L6-v2-int8",
-            "models": [{"id": "all-MiniLM-L6-v2-int8", "backend": "local", "dim": 384},
+            "models": [{"id": "all-MiniLM-L6-v2-int8", "backend": "local", "dim": 384,
+                        "languages": ["en"]},
                        {"id": "all-MiniLM-L6-v2", "backend": "local", "dim": 384,
-                        "superseded_by": "all-MiniLM-L6-v2-int8"}]}
+                        "superseded_by": "all-MiniLM-L6-v2-int8", "languages": ["en"]},
+                       {"id": E5_ID, "backend": "local", "dim": 384,
+                        "languages": list(E5_LANGUAGES)}]}
     async with http.get(f"{url_of(server)}/readyz") as resp:
         assert resp.status == 200 and (await resp.json())["status"] == "ok"
 

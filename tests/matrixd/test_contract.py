@@ -174,6 +174,11 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     await c.call("POST", "/v1/vectors/corpora", {"name": halved, "dim": emb.dim, "model": model})
     await c.call("POST", f"{C}/items", {"items": items, "model": model}, name=halved)
     await c.call("POST", f"{C}/convert", {"precision": "float32"}, name=halved)
+    # Index settings: a new graph is built in the background (202; a corpus of its own).
+    rebuilt = f"{name}_graph"
+    await c.call("POST", "/v1/vectors/corpora", {"name": rebuilt, "dim": emb.dim, "model": model})
+    await c.call("POST", f"{C}/items", {"items": items, "model": model}, name=rebuilt)
+    await c.call("POST", f"{C}/index/settings", {"m": 8}, name=rebuilt)
     await c.call("POST", f"{C}/items/delete", {"ids": ["d3"]}, name=name)
 
     # Errors: one body for every daemon, the field named.

@@ -16,6 +16,7 @@ import pytest
 
 from internal.clients.embed import EmbedClient, Embedding
 from internal.clients.vectord import VectordClient
+from internal.embedd.local import MODEL_ID as MINILM
 from internal.syncd.pages import is_ignored, is_page
 from internal.syncd.runner import Syncer, SyncSettings
 from tests.helpers import FIXTURES
@@ -85,8 +86,11 @@ def corpus() -> str:
 
 def make_syncer(wiki: Path, corpus: str, vectord: VectordClient, embed: EmbedClient,
                 **changes: Any) -> Syncer:
+    # MiniLM, as a new stack's default: the fixture wiki's languages would choose the
+    # multilingual model (tests/sync/test_model_choice.py), at twice the CPU a chunk.
     settings = SyncSettings(wiki_dir=wiki, corpus=corpus, ignore=IGNORE,
-                            languages=dict(LANGUAGES), batch_size=32, chunk_chars=2000)
+                            languages=dict(LANGUAGES), batch_size=32, chunk_chars=2000,
+                            model=MINILM)
     return Syncer(dataclasses.replace(settings, **changes), vectord, embed)
 
 

@@ -11,6 +11,7 @@ import aiohttp
 
 from internal.clients.vectord import VectordClient
 from internal.config import Config
+from internal.embedd.local import MODEL_ID as MINILM
 from internal.gateway.server import make_app as gateway_app
 from tests.helpers import ROOT, serve, url_of, with_section
 from tests.sync.conftest import expected_pages, stored_ids, stored_pages
@@ -31,8 +32,10 @@ async def test_cli_sync_through_the_gateway(
     gateway = await serve(gateway_app(cfg))
     try:
         url = url_of(gateway)
+        # MiniLM asked for: the fixture's languages would choose the multilingual model
+        # (tests/sync/test_model_choice.py), at twice the CPU a chunk.
         code, out, err = await _cli(str(wiki), "--corpus", corpus, "--url", url,
-                                    "--lang", "pages.de=de", "--json")
+                                    "--lang", "pages.de=de", "--json", "--model", MINILM)
         assert code == 0, err
         result = json.loads(out)
         want = expected_pages(wiki)

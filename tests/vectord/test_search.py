@@ -44,8 +44,8 @@ async def test_keyword_finds_identifier_vector_misses(vectord_url: str,
     assert body["hits"][0]["distance"] is None and body["hits"][0]["score"] is None
 
 
-async def test_keyword_substring_title_text_newest_first(vectord_url: str,
-                                                         http: aiohttp.ClientSession) -> None:
+async def test_keyword_substring_title_text_whole_words_first(vectord_url: str,
+                                                              http: aiohttp.ClientSession) -> None:
     name = await make_corpus(http, vectord_url, dim=4)
     url = f"{vectord_url}{C}/{name}"
     docs = [("a", "Alpha Widget", "plain text"), ("b", "other", "the WIDGETS are here"),
@@ -54,8 +54,9 @@ async def test_keyword_substring_title_text_newest_first(vectord_url: str,
         # One call each so updated_at increases: a, then b, then c, then d.
         await call(http, "POST", f"{url}/items",
                    {"items": [{"id": doc_id, "vector": unit(4, i), "title": title, "text": text}]})
+    # A whole word of a title before a part of a word (b is newer: it came first before).
     _, body = await call(http, "POST", f"{url}/search", {"mode": "keyword", "query_text": "widget"})
-    assert [h["id"] for h in body["hits"]] == ["b", "a"]
+    assert [h["id"] for h in body["hits"]] == ["a", "b"]
     # LIKE metacharacters in the query are literal.
     _, body = await call(http, "POST", f"{url}/search", {"mode": "keyword", "query_text": "0%"})
     assert [h["id"] for h in body["hits"]] == ["d"]

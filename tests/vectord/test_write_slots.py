@@ -8,6 +8,7 @@ import contextlib
 import aiohttp
 import psutil
 
+from internal.common.priority import BULK, PRIORITY
 from internal.config import Config
 from internal.vectord.server import STORE, make_app
 from tests.helpers import serve, url_of, with_section
@@ -66,6 +67,29 @@ async def test_a_write_connections_backend_runs_lower_while_it_writes(base_cfg: 
             await conn.execute("SELECT 1")
         assert psutil.Process(pid).nice() == 0
         async with store.pool.connection() as conn:  # a search's connection: untouched
+            assert psutil.Process(conn.info.backend_pid).nice() == 0
+    finally:
+        await server.close()
+
+
+async def test_the_services_bulk_searches_read_at_the_writes_priority(base_cfg: Config) -> None:
+    """A search marked bulk (the learned ranker's training: Lakehouse-Priority: bulk) reads
+    through a backend at `write_nice`, without taking a write slot; any other search's
+    backend is untouched."""
+    app = make_app(with_section(base_cfg, "vectord", pool_min=1, pool_max=2,
+                                write_connections=1, write_nice=7))
+    server = await serve(app)
+    try:
+        store = app[STORE]
+        token = PRIORITY.set(BULK)
+        try:
+            async with store.write_connection(), store.reads.connection() as conn:
+                pid = conn.info.backend_pid
+                assert psutil.Process(pid).nice() == 7  # the write slot held: not needed
+        finally:
+            PRIORITY.reset(token)
+        assert psutil.Process(pid).nice() == 0
+        async with store.reads.connection() as conn:
             assert psutil.Process(conn.info.backend_pid).nice() == 0
     finally:
         await server.close()

@@ -19,6 +19,7 @@ from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
+from lakehouse.wire.models import model_for
 from lakehouse.wire.responses import (
     AnalyzeResponse,
     ConvertStarted,
@@ -28,6 +29,7 @@ from lakehouse.wire.responses import (
     EmbedResponse,
     IdRow,
     IdsPage,
+    IndexSettingsChanged,
     ItemsDeleted,
     MatrixSearchResponse,
     ModelsResponse,
@@ -132,14 +134,20 @@ class AsyncClient(RankerCalls, AnswerCalls):
                             metric: Literal["cosine", "l2", "ip"] = "cosine",
                             language: str | None = None, model: str | None = None,
                             defer_index: bool = False,
-                            precision: Precision | None = None) -> Corpus:
-        """Create a corpus (Conflict if it exists). Without `dim`, it is made for the
-        stack's embedding model (its dimension and label), ready for text upserts.
-        `precision`: how its vectors are stored (float16, the server's default, or float32)."""
+                            precision: Precision | None = None,
+                            index: Mapping[str, int] | None = None) -> Corpus:
+        """Create a corpus (Conflict if it exists). Without `dim`, it is made for `model`
+        (its dimension and label), by default the stack's model for `language` (an ISO
+        639-1 code: the multilingual model for a language the default does not declare),
+        ready for text upserts.
+        `precision`: how its vectors are stored (float16, the server's default, or float32);
+        `index`: its vector index's settings (`m`, `ef_construction`, `ef_search`,
+        `exact_scan_rows`; each left out: the server's default)."""
         if dim is None:
-            model, dim = await self._model(model)
+            model, dim = await self._model(model, language)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
-                       defer_index=defer_index, precision=precision)
+                       defer_index=defer_index, precision=precision,
+                       index=dict(index) if index else None)
         return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
 
     async def list_corpora(self) -> list[Corpus]:
@@ -167,6 +175,17 @@ class AsyncClient(RankerCalls, AnswerCalls):
         return await self._http.call("POST", f"{_c(name)}/convert", ConvertStarted,
                                      body={"precision": precision})
 
+    async def index_settings(self, name: str, *, m: int | None = None,
+                             ef_construction: int | None = None, ef_search: int | None = None,
+                             exact_scan_rows: int | None = None) -> IndexSettingsChanged:
+        """Change the corpus's vector index settings: `ef_search` and `exact_scan_rows` at
+        once; a new `m` or `ef_construction` rebuilds its graph in the background
+        (searches answer throughout; progress: get_corpus(name).reindex)."""
+        body = body_of(m=m, ef_construction=ef_construction, ef_search=ef_search,
+                       exact_scan_rows=exact_scan_rows)
+        return await self._http.call("POST", f"{_c(name)}/index/settings",
+                                     IndexSettingsChanged, body=body)
+
     async def storage(self) -> StorageStatus:
         """The corpora's rows, table and index bytes and fit in shared_buffers; memory held."""
         return await self._http.call("GET", "/v1/vectors/storage", StorageStatus)
@@ -189,10 +208,11 @@ class AsyncClient(RankerCalls, AnswerCalls):
         except Conflict:
             return await self.get_corpus(name), False
 
-    async def _model(self, model: str | None) -> tuple[str, int]:
-        """The label and dimension of `model` (None: embedd's default)."""
+    async def _model(self, model: str | None, language: str | None = None) -> tuple[str, int]:
+        """The label and dimension of `model` (None: the one embedd lists for a corpus in
+        `language`, an ISO 639-1 code: `lakehouse.wire.models.model_for`)."""
         listing = await self.models()
-        wanted = model or listing.default
+        wanted = model or model_for(listing, language)
         for info in listing.models:
             if info.id == wanted and info.dim:
                 return info.id, info.dim

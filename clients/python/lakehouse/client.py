@@ -135,6 +135,7 @@ class Client:
     delete_corpus = _blocking(AsyncClient.delete_corpus)
     reembed = _blocking(AsyncClient.reembed)
     convert = _blocking(AsyncClient.convert)
+    index_settings = _blocking(AsyncClient.index_settings)
     storage = _blocking(AsyncClient.storage)
     upsert = _blocking(AsyncClient.upsert)
     get_item = _blocking(AsyncClient.get_item)

@@ -8,8 +8,9 @@ among the records of the other folds (`features.out_of_fold`: never its own), th
 vectord's hybrid search of its depth with those matches' answers included with their
 factors (the boost inside the fusion, as a search with feedback sends it) and the ranker's
 per-candidate values; its rows are `features.rows`, its labels its own right answers.
-The searches run a few at a time on the stack's own account; the questions are embedded
-in embedd's bulk lane.
+The searches run a few at a time on the stack's own account, marked bulk (vectord runs
+them on backends at the writes' lower OS priority); the questions are embedded in
+embedd's bulk lane.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy.typing as npt
 from internal.api.ranker import HitFeatures, QueryStats
 from internal.api.vectord import Hit, MultiSearchRequest
 from internal.common.errors import Conflict, NotFound, Unavailable
+from internal.common.priority import BULK, PRIORITY
 from internal.matrixd import playbook
 from internal.matrixd.boost import Match, PlaybookEntry
 from internal.matrixd.deps import Deps
@@ -136,7 +138,11 @@ async def groups(deps: Deps, recs: Records, depth: int, concurrency: int) -> lis
             corpora=list(recs.corpora), features=True,
             include=lookup.include(recs.corpora, with_factors=True))
         async with gate:
-            out = await deps.vectord.search_many(req, Hit)
+            token = PRIORITY.set(BULK)  # vectord reads it at its backends' lower priority
+            try:
+                out = await deps.vectord.search_many(req, Hit)
+            finally:
+                PRIORITY.reset(token)
         hits = out.hits
         own = [m for m in matches if m.entry.answer_corpus in group_of]
         extras: list[HitFeatures | None] = [

@@ -35,6 +35,12 @@ def has_cjk(text: str) -> bool:
     return _ANY.search(text) is not None
 
 
+def share(text: str) -> float:
+    """The share of the text's letters that are read as bigrams (Han and kana)."""
+    letters = sum(1 for c in text if c.isalpha())
+    return sum(len(r) for r in _RUN.findall(text)) / letters if letters else 0.0
+
+
 def folded(text: str) -> str | None:
     """The text as vectord_cjk_split reads it (NFKC), one character for one; None when
     NFKC changes the length (half-width kana with their voicing marks, ligatures), where

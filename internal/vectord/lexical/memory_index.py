@@ -33,7 +33,7 @@ from psycopg import sql
 from internal.api.vectord import Corpus
 from internal.common import language, waits
 from internal.pg import union
-from internal.vectord.lexical import corpus_words, postings, sql_index
+from internal.vectord.lexical import corpus_words, postings, sql_index, vocabulary
 from internal.vectord.lexical.postings_union import UnionCache
 from internal.vectord.lexical.versions import VERSIONS, Rows, Versions, id_array
 
@@ -109,6 +109,8 @@ class Prepared:
     # False: scored from the cache as it stands, the versions not read yet; the search
     # must read them in a later statement and start again if any moved (`moved`).
     checked: bool = True
+    # Every query lexeme and its count, held by a corpus or not (typo tolerance's input).
+    terms: tuple[list[str], list[float]] = ([], [])
 
     @property
     def versions(self) -> dict[int, int]:
@@ -147,6 +149,7 @@ class LexIndex:
         self.rows = Rows()
         self.versions = Versions()
         self.words = corpus_words.Learner()  # a whole corpus's words stemmed for highlights
+        self.vocabularies = vocabulary.Vocabularies()  # the corpora's terms, for typos
 
     async def prepare(self, reads: Any, corpora: Sequence[Corpus], text: str,
                       fixed: Sequence[str], auto: Sequence[bool],
@@ -171,7 +174,8 @@ class LexIndex:
             self.cache.touch_all(idx, lexemes)
             views = [ix.view(lexemes) for ix in idx]
             self._whole_later(reads, idx)
-            return Prepared(views, query_stats(views, lexemes, qtf, weights), checked=False)
+            return Prepared(views, query_stats(views, lexemes, qtf, weights), checked=False,
+                            terms=(lexemes, qtf))
         async with reads.connection() as conn:
             cur = await conn.execute(QUERY, {"ids": ids, "langs": list(langs[0]),
                                              "ql": langs[1], "q": text})
@@ -188,7 +192,7 @@ class LexIndex:
             self.cache.touch_all(idx, lexemes)
         views = [ix.view(lexemes) for ix in idx]
         self._whole_later(reads, idx)
-        return Prepared(views, query_stats(views, lexemes, qtf, weights))
+        return Prepared(views, query_stats(views, lexemes, qtf, weights), terms=(lexemes, qtf))
 
     async def ensure(self, reads: Any, corpus_ids: Sequence[int], lexemes: Sequence[str]
                      ) -> list[postings.CorpusIndex]:
@@ -212,6 +216,7 @@ class LexIndex:
     def forget(self, corpus_id: int) -> None:
         self.cache.drop(corpus_id)
         self.rows.drop(corpus_id)
+        self.vocabularies.forget(corpus_id)
 
     def _whole_later(self, reads: Any, idx: Sequence[postings.CorpusIndex]) -> None:
         """Queue the corpora of a search that are small enough to hold whole (and are not

@@ -275,6 +275,18 @@ vec_c AS MATERIALIZED (
 vec AS (
   SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank FROM vec_c)"""
 
+# The vector branch as an exact scan of a selective filter's rows, at most vec_cap of them
+# (NULL: all), counted in the statement's `vec_matched` (storage/searches.py's exact_cap
+# decides; docs/decisions/0301-selective-filters-scan-exactly.md). The CTE fences the HNSW
+# graph off.
+VEC_EXACT = """
+vec_f AS MATERIALIZED (
+  SELECT id, embedding {op} %(vec_q)s AS distance FROM {table} WHERE {where}
+  LIMIT %(vec_cap)s),
+vec_c AS MATERIALIZED (SELECT id, distance FROM vec_f ORDER BY distance, id LIMIT %(vec_n)s),
+vec AS (
+  SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank FROM vec_c)"""
+
 # The vector branch of a hybrid query that has no query vector.
 VEC_NONE = """
 vec AS (SELECT NULL::text AS id, NULL::float8 AS distance, NULL::bigint AS rank WHERE FALSE)"""

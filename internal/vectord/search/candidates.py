@@ -4,7 +4,7 @@ merged lists, and one branch run again over every corpus (`rerun`, feedback's pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,17 +61,20 @@ async def corpus_candidates(store: Store, p: Options, corpus: Corpus, text: str,
     # score its candidates too; else the statement is the vector branch alone.
     lex_in_sql = scored is not None and p.symbolic is not None
     langs = query_languages(p, corpus)
-    stmt = fusion_sql.candidates_sql(
-        tables.items_table(corpus.id), corpus.id, langs, p.where, p.filtered,
-        None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
-        given=federated, lexical_branch=lexical_branch and (scored is None or lex_in_sql),
-        lexical_scored=lex_in_sql)
     args: dict[str, Any] = {**p.params, **p.sym_params, "vec_q": query, "vec_n": p.n}
     if scored is None:
         args.update(sql_index.bm25_params(text, langs, p.k1, p.b, p.field_weights, p.n, stats))
     elif lex_in_sql:
         args.update({"lex_ids": [i for i, _ in scored], "lex_scores": [sc for _, sc in scored]})
-    rows = await candidate_rows(store, p, stmt, args)
+
+    def statement(exact: bool) -> sql.Composed:
+        return fusion_sql.candidates_sql(
+            tables.items_table(corpus.id), corpus.id, langs, p.where, p.filtered,
+            None if query is None else schema.OPERATOR[corpus.metric], p.symbolic,
+            given=federated, lexical_branch=lexical_branch and (scored is None or lex_in_sql),
+            lexical_scored=lex_in_sql, exact=exact)
+
+    rows = await candidate_rows(store, p, corpus, statement, args, query is not None)
     out, in_vec, in_lex = _of_rows(p, rows, position, None if lex_in_sql else scored)
     extra = [i for i in include if i not in in_vec or i not in in_lex]
     if extra:
@@ -97,13 +100,31 @@ async def _scored_in_memory(store: Store, p: Options, corpus: Corpus, ix: postin
     return await filtered_top(store, p, corpus, ix, s, p.n), s
 
 
-async def candidate_rows(store: Store, p: Options, stmt: sql.Composed,
-                         args: dict[str, Any]) -> list[dict[str, Any]]:
+async def candidate_rows(store: Store, p: Options, corpus: Corpus,
+                         statement: Callable[[bool], sql.Composed], args: dict[str, Any],
+                         vector: bool) -> list[dict[str, Any]]:
+    """The candidates statement's rows. A filtered vector branch scans the filter's rows
+    exactly when they are few (store.exact_cap: at most that many read, else the graph
+    answers), and again exactly when the graph's filtered walk found fewer than k (unless
+    exact_scan_rows is 0: the graph's answer as it is)."""
     async with store.reads.connection() as conn:
         cur = conn.cursor(row_factory=dict_row)
-        await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
-        await cur.execute(stmt, args)
-        return await cur.fetchall()
+        cap = (await store.exact_cap(conn, corpus, p.where, p.params)
+               if vector and p.filtered else 0)
+        if cap:
+            await cur.execute(statement(True), {**args, "vec_cap": cap + 1})
+            rows = await cur.fetchall()
+            if not rows or (rows[0]["vec_matched"] or 0) <= cap:
+                return rows
+        await store.search_settings(conn, max(store.ef_search_of(p.ef_search, corpus), p.n),
+                                    p.filtered)
+        await cur.execute(statement(False), args)
+        rows = await cur.fetchall()
+        if (vector and p.filtered and sum(r["vec_rank"] is not None for r in rows) < p.k
+                and store.index_settings(corpus).exact_scan_rows):
+            await cur.execute(statement(True), {**args, "vec_cap": None})
+            rows = await cur.fetchall()
+        return rows
 
 
 def _of_rows(p: Options, rows: Sequence[dict[str, Any]], position: int,

@@ -22,7 +22,7 @@ from internal.vectord.storage.filters import build_clauses
 _CANDIDATES = """
 WITH {vec}, {bm25}
 SELECT coalesce(vec.id, lex.id) AS id, vec.distance AS vec_distance, vec.rank AS vec_rank,
-       lex.score AS lex_score, lex.rank AS lex_rank, {symbolic} AS sym_score
+       lex.score AS lex_score, lex.rank AS lex_rank, {symbolic} AS sym_score{matched}
 FROM vec FULL JOIN lex ON lex.id = vec.id"""
 
 ITEMS = "SELECT {columns} FROM {table} i WHERE i.id = ANY(%(ids)s)"
@@ -53,13 +53,15 @@ lex AS (SELECT t.id COLLATE "C" AS id, t.score, t.rank
 def candidates_sql(table: sql.Identifier, corpus_id: int, languages: list[str] | None,
                    where: sql.Composable, filtered: bool, operator: str | None,
                    symbolic: sql.Composable | None, *, given: bool = False,
-                   lexical_branch: bool = True, lexical_scored: bool = False
-                   ) -> sql.Composed:
+                   lexical_branch: bool = True, lexical_scored: bool = False,
+                   exact: bool = False) -> sql.Composed:
     """Both branches' candidates (operator None: no vector branch; lexical_branch False:
     no BM25 branch; given: BM25 with the union's statistics passed as parameters;
-    lexical_scored: the BM25 branch's ids and scores passed in, LEX_GIVEN)."""
+    lexical_scored: the BM25 branch's ids and scores passed in, LEX_GIVEN; exact: the
+    vector branch scans the filter's rows instead of the graph)."""
     vec = (sql.SQL(sql_index.VEC_NONE) if operator is None
-           else sql.SQL(sql_index.VEC).format(op=sql.SQL(operator), table=table, where=where))
+           else sql.SQL(sql_index.VEC_EXACT if exact else sql_index.VEC).format(
+               op=sql.SQL(operator), table=table, where=where))
     if not lexical_branch:
         bm25: sql.Composable = sql.SQL(LEX_NONE)
     elif lexical_scored:
@@ -70,8 +72,10 @@ def candidates_sql(table: sql.Identifier, corpus_id: int, languages: list[str] |
     if symbolic is not None:
         sym = sql.SQL("(SELECT {e} FROM {t} WHERE {t}.id = coalesce(vec.id, lex.id))").format(
             e=symbolic, t=table)
+    matched = sql.SQL(", (SELECT count(*) FROM vec_f) AS vec_matched" if exact and operator
+                      else "")
     return sql.SQL(_CANDIDATES).format(
-        vec=vec, bm25=bm25, symbolic=sym)
+        vec=vec, bm25=bm25, symbolic=sym, matched=matched)
 
 
 # The vector branch alone, unfiltered (hybrid's first pass on a corpus's own graph): the

@@ -65,5 +65,11 @@ def from_lexical_row(corpus: Corpus, row: dict[str, Any], score: float,
 
 
 def from_keyword_rows(corpus: Corpus, rows: list[dict[str, Any]]) -> list[Hit]:
-    """Keyword rows, newest first: no distance, no score."""
-    return [hit(corpus, row) for row in rows]
+    """Keyword rows, the most exact first, then newest: no distance, no score; the
+    match's exactness (storage/searches.py's KEYWORD_SEARCH) as the `keyword` layer's."""
+    out = []
+    for row in rows:
+        h = hit(corpus, row)
+        h.scores = {"keyword": float(row["exactness"])}
+        out.append(h)
+    return out

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import psycopg
 
 from internal.api.vectord import Corpus, Hit
-from internal.vectord.lexical import postings, postings_union, sql_index
+from internal.vectord.lexical import memory_index, postings, postings_union, sql_index, typos
 from internal.vectord.search import hits, reads, union_merge
 from internal.vectord.search.lexical_options import union_languages
 from internal.vectord.search.options import Options
@@ -51,8 +51,43 @@ async def prepared(store: Store, p: Options, outcomes: list[Outcome]
         langs, auto = union_languages(p, corpora) if corpora else ([], [])
         prep = await store.lex.prepare(store.reads, corpora, p.text, langs, auto, fw(p),
                                        trust=p.trust_cache)
+    prep = await corrected(store, p, prep)
     return ({c.id: ix for c, ix in zip(corpora, prep.indexes, strict=True)}, prep.stats,
             None if prep.checked else prep.versions)
+
+
+async def corrected(store: Store, p: Options, prep: memory_index.Prepared
+                    ) -> memory_index.Prepared:
+    """The question's terms that no searched corpus holds matched within one or two edits
+    against the corpora's own terms (lexical/typos.py): each correction joins the query
+    at CORRECTED_WEIGHT of its term's weight, and the answer's `did_you_mean` shows the
+    question corrected. A filtered search corrects nothing: its vocabulary would be the
+    corpus's, rows the filter (a tenant's) refuses included, and a suggestion would show
+    their words."""
+    lexemes, qtf = prep.terms
+    if p.filtered or not lexemes or not prep.indexes:
+        return prep
+    held = set(prep.stats.lexemes) if prep.stats is not None else set()
+    unknown = [t for t in lexemes if t not in held and typos.budget(t) > 0]
+    if not unknown:
+        return prep
+    lex = store.lex
+    vocabs = [await lex.vocabularies.of(store.reads, ix, lex.cache.corpora.get(ix.corpus_id))
+              for ix in prep.indexes]
+    fixed = typos.corrections(unknown, vocabs)
+    if not fixed:
+        return prep
+    weight = dict(zip(lexemes, qtf, strict=True))
+    for wrong, right in fixed.items():
+        if right not in weight:
+            weight[right] = weight[wrong] * typos.CORRECTED_WEIGHT
+    terms = sorted(weight)
+    counts = [weight[t] for t in terms]
+    views = await lex.ensure(store.reads, [ix.corpus_id for ix in prep.indexes], terms)
+    p.notes.did_you_mean = typos.suggestion(p.query_text or p.text, fixed)
+    p.notes.corrected = {right: wrong for wrong, right in fixed.items() if right not in lexemes}
+    return memory_index.Prepared(views, memory_index.query_stats(views, terms, counts, fw(p)),
+                                 prep.checked, (terms, counts))
 
 
 async def lexical_ahead(store: Store, p: Options, outcomes: list[Outcome],

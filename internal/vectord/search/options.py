@@ -25,6 +25,15 @@ class RankerAsk:
     stats: QueryStats | None = None
 
 
+@dataclass
+class Notes:
+    """What a search learns on its way and its answer tells: the question as corrected
+    (`did_you_mean`, lexical/typos.py)."""
+
+    did_you_mean: str | None = None
+    corrected: dict[str, str] = field(default_factory=dict)  # lexeme -> its correction
+
+
 @dataclass(frozen=True)
 class Options:
     """The request-wide options of a search, checked once before any corpus is touched."""
@@ -49,12 +58,13 @@ class Options:
     fusion_weights: dict[str, float] | None
     symbolic: sql.Composable | None
     sym_params: dict[str, Any] = field(default_factory=dict)
-    ef_search: int = 100
+    ef_search: int | None = None  # None: each corpus's own (its index settings)
     prf: prf.Settings = prf.DEFAULT
     # In-memory BM25: a repeated text may score from the cache and check its versions in
     # the statement that reads the hits (False once that check found one moved).
     trust_cache: bool = True
     ranker: RankerAsk | None = None
+    notes: Notes = field(default_factory=Notes)
 
 
 @dataclass

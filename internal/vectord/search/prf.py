@@ -36,6 +36,8 @@ class Settings:
     vector: bool
     # Feedback only when the corpora searched hold at least this many documents (0: always).
     min_docs: int = 0
+    # Asked by the request: applies to every question (the default's gate is skipped).
+    asked: bool = False
 
     @property
     def on(self) -> bool:
@@ -59,7 +61,7 @@ def settings(given: Prf | None) -> Settings:
     """The request's feedback settings (in range by the wire type), or the default."""
     if given is None:
         return DEFAULT
-    return Settings(given.docs, given.terms, float(given.weight), given.vector)
+    return Settings(given.docs, given.terms, float(given.weight), given.vector, asked=True)
 
 
 def rocchio(query: npt.NDArray[np.float32], docs: Sequence[npt.NDArray[np.float32]],
@@ -145,3 +147,25 @@ def expand(query_tf: Mapping[str, float], model: Mapping[str, float], terms: int
         if rsum > 0:
             mixed[t] = mixed.get(t, 0.0) + weight * p / rsum / (1 + weight)
     return mixed
+
+
+# Selective feedback (Cronen-Townsend et al. 2004; Amati et al. 2004: expansion helps a
+# vague question and can harm a precise one), decided on the first pass's evidence before
+# any feedback read, so a skipped pass costs nothing (docs/decisions/0223).
+MIN_LEXEMES = 3  # a question of fewer lexemes is a name or two: nothing to expand
+SKIP_WHEN_NAMED = True  # a question that names an item (search/names.py) has its answer
+# A question read as character bigrams (Chinese, Japanese): over the tldr pages feedback
+# changed none of its answers once the blind vector layer weighed little; skipped, it
+# costs nothing.
+SKIP_BIGRAMS = True
+
+
+def worth_expanding(lexemes: int, named: bool, bigrams: bool = False) -> bool:
+    """Whether feedback's pass may help this question. lexemes: its lexemes held by the
+    corpora; named: it names an item by title or id; bigrams: most of its letters are Han
+    or kana (read as character bigrams)."""
+    if lexemes < MIN_LEXEMES:
+        return False
+    if SKIP_WHEN_NAMED and named:
+        return False
+    return not (SKIP_BIGRAMS and bigrams)

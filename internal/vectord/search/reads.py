@@ -239,6 +239,14 @@ FEEDBACK_VECTORS = "SELECT id, embedding FROM {table} WHERE id = ANY(%(ids)s)"
 # tsvector the postings are made of), as its text: one row a document, read by
 # lexindex.tsvector_counts (unnesting it in SQL was 7 ms of a 37 ms default search).
 FEEDBACK_LEXEMES = "SELECT i.id, i.lex::text AS lex FROM {table} i WHERE i.id = ANY(%(ids)s)"
+# Candidates' titles as the lexical index counts them (search/names.py, with the SQL
+# engine): each title lexeme's positions, and the title's length in positions.
+TITLE_LEXEMES = """
+SELECT i.id, (SELECT l.a FROM vectord_lex_lengths(i.lex) l) AS title_len,
+       ARRAY(SELECT x.lexeme FROM unnest(i.lex) x WHERE 'A' = ANY(x.weights)) AS lexemes,
+       ARRAY(SELECT cardinality(array_positions(x.weights, 'A')) FROM unnest(i.lex) x
+             WHERE 'A' = ANY(x.weights)) AS tfs
+FROM {table} i WHERE i.id = ANY(%(ids)s)"""
 _FEEDBACK_DFS = ("(SELECT {cid}::bigint, lexeme, df::float8 FROM {dfs} "
                  "WHERE lexeme = ANY({lexemes}::text[]))")
 

@@ -59,20 +59,22 @@ def merged_hits(found: Iterable[tuple[int, float, Sequence[Hit]]], merge: Merge
                 ) -> list[Hit]:
     """The hits of several corpora (position, weight, hits) in one ranking by the mode's
     rule: by distance (merge_distance set), by score (merge_score set) or newest first
-    (no weight); ties by id, then position."""
-    rows: list[tuple[float, str, int, Hit]] = []
+    (no weight; the most exact keyword match before, `scores["keyword"]`); ties by id,
+    then position."""
+    rows: list[tuple[tuple[float, float], str, int, Hit]] = []
     for position, w, hits in found:
         for h in hits:
             if merge == "distance":
                 assert h.distance is not None
                 h.merge_distance = weighted_distance(h.distance, w)
-                rows.append((h.merge_distance, h.id, position, h))
+                rows.append(((h.merge_distance, 0.0), h.id, position, h))
             elif merge == "score":
                 assert h.score is not None
                 h.merge_score = weighted_score(h.score, w)
-                rows.append((-h.merge_score, h.id, position, h))
-            else:
-                rows.append((-h.updated_at.timestamp(), h.id, position, h))
+                rows.append(((-h.merge_score, 0.0), h.id, position, h))
+            else:  # the most exact match first (keyword's exactness), then newest
+                exact = h.scores.get("keyword") or 0.0
+                rows.append(((-exact, -h.updated_at.timestamp()), h.id, position, h))
     rows.sort(key=lambda r: r[:3])
     return [r[3] for r in rows]
 

@@ -56,5 +56,5 @@ def check(store: Store, req: SearchSpec) -> Options:
         method=method.name if method is not None else fusion.DEFAULT_METHOD,
         fusion_weights=search.layer_weights(req.weights) if mode.fusion else None,
         symbolic=symbolic, sym_params=sym_params,
-        ef_search=req.ef_search if req.ef_search is not None else cfg.ef_search,
+        ef_search=req.ef_search,
         prf=prf.settings(req.prf), ranker=RankerAsk() if asked else None)

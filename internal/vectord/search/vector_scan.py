@@ -66,7 +66,8 @@ async def shared_scans(store: Store, p: Options, members: Sequence[Member], n: i
         q = validate.vector(group[0][2], first.dim, first.metric, "query_vector")
         try:
             rows = await store.space_search(space_id, first.metric, [c.id for _, c, _, _ in group],
-                                            q, n, p.ef_search)
+                                            q, n, store.ef_search_of(
+                                                p.ef_search, *(c for _, c, _, _ in group)))
         except ReplicaFailed:
             raise
         except Exception as exc:
@@ -139,7 +140,8 @@ async def _own_scan(store: Store, p: Options, position: int, corpus: Corpus,
         stmt = fusion_sql.vector_only_sql(corpus.id, schema.OPERATOR[corpus.metric])
         async with store.reads.connection() as conn:
             cur = conn.cursor(binary=True)  # a third less CPU reading 100 rows; exact floats
-            await store.search_settings(conn, max(p.ef_search, p.n), p.filtered)
+            await store.search_settings(conn, max(store.ef_search_of(p.ef_search, corpus), p.n),
+                                        p.filtered)
             await cur.execute(stmt, {"vec_q": q, "vec_n": p.n, "lex_corpus_id": corpus.id})
             rows = await cur.fetchall()
         vec = union_merge.keyed(((i, float(d)) for i, d, _ in sorted(rows, key=_by_distance)), position)

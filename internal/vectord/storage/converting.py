@@ -45,10 +45,11 @@ class ConvertPart(StoreParts):
     async def convert_build(self, corpus: Corpus, precision: str) -> None:
         """The new table's indexes, concurrently (writes go on), then its statistics."""
         async with self.pool.connection() as conn:
+            settings = self.index_settings(corpus)
             stmts = await convert_sql.index_statements(
-                conn, corpus, precision, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction)
+                conn, corpus, precision, settings.m, settings.ef_construction)
             done, _ = await convert_sql.progress(conn, corpus.id)
-            plan = memory_plan.build_memory(done, corpus.dim, precision, self.cfg.hnsw_m,
+            plan = memory_plan.build_memory(done, corpus.dim, precision, settings.m,
                                             memory.machine()[1])
             await conn.execute(SET_BUILD_MEMORY, (memory_plan.setting(plan),))
             await conn.execute("SET max_parallel_maintenance_workers = 2")

@@ -12,7 +12,9 @@ from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
+from internal.api.responses import IndexSettings
 from internal.api.vectord import Corpus
+from internal.common import priority
 from internal.config import VectordConfig
 from internal.pg.backend_nice import BackendNice
 from internal.pg.replicas import ReplicaRouter
@@ -23,7 +25,7 @@ from internal.vectord.storage import schema
 Conn = AsyncConnection[Any]
 
 CORPUS_COLUMNS = ("id, name, dim, metric, language, model, keyword_index, created_at, space_id, "
-                  "precision")
+                  "precision, hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows")
 
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
 
@@ -69,6 +71,16 @@ class StoreParts:
     # The write connections' backends at a lower OS priority (`write_connection`).
     write_nice: BackendNice
 
+    def index_defaults(self) -> IndexSettings:
+        """The vector index settings of a corpus that names none ([vectord]'s)."""
+        c = self.cfg
+        return IndexSettings(m=c.hnsw_m, ef_construction=c.hnsw_ef_construction,
+                             ef_search=c.ef_search, exact_scan_rows=c.exact_scan_rows)
+
+    def index_settings(self, corpus: Corpus) -> IndexSettings:
+        """The corpus's vector index settings in force."""
+        return corpus.settings(self.index_defaults())
+
     def searching_a_replica(self) -> bool:
         """Whether the search in this context reads a standby."""
         return self.replicas is not None and self.replicas.on_replica()
@@ -84,7 +96,13 @@ class StoreParts:
         """A connection for a bulk write: at most write_slots at once, so searches always
         find the rest of the pool free (writes queue here, not in front of searches); its
         backend at a lower OS priority while it writes (`write_nice`, a local server)."""
-        async with self._writes, self.pool.connection() as conn:
+        async with self._writes, self.lowered_connection() as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def lowered_connection(self, timeout: float | None = None) -> AsyncIterator[Conn]:
+        """A pooled connection whose backend runs at `write_nice` while it is held."""
+        async with self.pool.connection(timeout) as conn:
             pid = conn.info.backend_pid
             lowered = self.write_nice.lower(conn.info.host, pid)
             try:
@@ -92,3 +110,17 @@ class StoreParts:
             finally:
                 if lowered and not self.write_nice.restore(pid):
                     await conn.close()  # never lent to a search at the lower priority
+
+
+class LanedReads:
+    """Where searches read on the primary: its pool, except the service's bulk searches
+    (priority BULK: the learned ranker's training), whose backends run at the writes'
+    lower OS priority, so the cores go to the searches people wait for first."""
+
+    def __init__(self, parts: StoreParts) -> None:
+        self.parts = parts
+
+    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Conn]:
+        if priority.bulk():
+            return self.parts.lowered_connection(timeout)
+        return self.parts.pool.connection(timeout)

@@ -31,7 +31,7 @@ from internal.clients.embed import EmbedClient
 from internal.common import waits
 from internal.common.errors import Conflict, InvalidArgument, LakehouseError, Unavailable
 from internal.pg.resilient import CODE as POSTGRES_DOWN
-from internal.vectord.storage import convert
+from internal.vectord.storage import convert, reindex
 from internal.vectord.storage.reembed_sql import Job
 from internal.vectord.storage.store import Store
 
@@ -206,6 +206,10 @@ class Reembedder:
             corpus = await store.corpus_by_id(corpus_id)
             if job is None or corpus is None:
                 return  # switched by another vectord, or its corpus deleted: nothing left
+            if job.kind == "reindex" and job.hnsw_m is not None:
+                await reindex.run(store, corpus_id, job.hnsw_m,
+                                  job.hnsw_ef_construction or 2 * job.hnsw_m, store.corpus_by_id)
+                return
             if job.kind == "convert" and job.precision is not None:
                 try:
                     await convert.run(store, corpus_id, job.precision, job.position)

@@ -29,8 +29,8 @@ START = """
 INSERT INTO vectord_reembed (corpus_id, model, dim) VALUES (%(id)s, %(model)s, %(dim)s)
 ON CONFLICT (corpus_id) DO NOTHING RETURNING corpus_id"""
 JOB = """
-SELECT corpus_id, model, dim, error, kind, precision, position FROM vectord_reembed
-WHERE corpus_id = %(id)s"""
+SELECT corpus_id, model, dim, error, kind, precision, position, hnsw_m, hnsw_ef_construction
+FROM vectord_reembed WHERE corpus_id = %(id)s"""
 JOBS = "SELECT corpus_id FROM vectord_reembed ORDER BY corpus_id"
 # The corpora of some models with no re-embedding under way (a superseded model's).
 TO_MOVE = f"""
@@ -62,6 +62,9 @@ class Job:
     kind: str = "reembed"
     precision: str | None = None
     position: str | None = None  # the last id a conversion's copy took
+    # A rebuild of the graph (kind "reindex", storage/reindex.py): its new settings.
+    hnsw_m: int | None = None
+    hnsw_ef_construction: int | None = None
 
 
 def next_index(corpus_id: int) -> sql.Identifier:
@@ -94,7 +97,8 @@ async def job(conn: Conn, corpus_id: int) -> Job | None:
     row = await cur.fetchone()
     return None if row is None else Job(int(row["corpus_id"]), str(row["model"]),
                                         int(row["dim"]), row["error"], str(row["kind"]),
-                                        row["precision"], row["position"])
+                                        row["precision"], row["position"], row["hnsw_m"],
+                                        row["hnsw_ef_construction"])
 
 
 async def jobs(conn: Conn) -> list[int]:

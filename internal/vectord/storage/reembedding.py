@@ -72,8 +72,9 @@ class ReembedPart(StoreParts):
 
     async def reembed_build_index(self, corpus: Corpus, dim: int) -> None:
         async with self.pool.connection() as conn:
-            await reembed_sql.build_next_index(conn, corpus, dim, self.cfg.hnsw_m,
-                                                 self.cfg.hnsw_ef_construction)
+            settings = self.index_settings(corpus)
+            await reembed_sql.build_next_index(conn, corpus, dim, settings.m,
+                                               settings.ef_construction)
 
     async def reembed_switch(
             self, corpus: Corpus, model: str, dim: int, most: int,

@@ -204,6 +204,33 @@ CREATE TABLE IF NOT EXISTS lakehouse_rankers (
 CREATE INDEX IF NOT EXISTS lakehouse_rankers_group
     ON lakehouse_rankers (playbook_corpus, corpora, id DESC);
 """),
+    # Per-corpus vector index settings (docs/decisions/0300-index-settings-per-corpus.md):
+    # NULL, a corpus from before them, follows [vectord]'s. A job of vectord_reembed may rebuild a corpus's graph
+    # with other settings (kind `reindex`: its m and ef_construction). A GIN index over
+    # each items table's tags, so a selective tag filter reads its rows, not the table.
+    (15, """
+ALTER TABLE vectord_corpora
+    ADD COLUMN IF NOT EXISTS hnsw_m integer,
+    ADD COLUMN IF NOT EXISTS hnsw_ef_construction integer,
+    ADD COLUMN IF NOT EXISTS ef_search integer,
+    ADD COLUMN IF NOT EXISTS exact_scan_rows integer;
+ALTER TABLE vectord_reembed DROP CONSTRAINT IF EXISTS vectord_reembed_kind_check;
+ALTER TABLE vectord_reembed ADD CONSTRAINT vectord_reembed_kind_check
+    CHECK (kind IN ('reembed', 'convert', 'reindex'));
+ALTER TABLE vectord_reembed
+    ADD COLUMN IF NOT EXISTS hnsw_m integer,
+    ADD COLUMN IF NOT EXISTS hnsw_ef_construction integer;
+DO $$
+DECLARE t regclass;
+BEGIN
+    FOR t IN SELECT c.oid::regclass FROM pg_class c
+             WHERE c.relkind = 'r' AND c.relname ~ '^vectord_items_[0-9]+$'
+               AND pg_table_is_visible(c.oid) LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %s ON %s USING gin (tags)',
+                       quote_ident(t::text || '_tags'), t);
+    END LOOP;
+END $$;
+"""),
 ]
 
 OPERATOR = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
@@ -329,7 +356,7 @@ def create_items_sql(corpus_id: int, dim: int, keyword_index: str, precision: st
 
 
 # The suffixes of an items table's indexes besides its key and its vector index.
-SECONDARY_INDEXES = ("metadata", "updated", "trgm")
+SECONDARY_INDEXES = ("metadata", "updated", "tags", "trgm")
 
 
 def secondary_indexes_sql(table: sql.Identifier, prefix: str, keyword_index: str, *,
@@ -342,6 +369,8 @@ def secondary_indexes_sql(table: sql.Identifier, prefix: str, keyword_index: str
             how=how, name=sql.Identifier(f"{prefix}_metadata"), table=table),
         sql.SQL("CREATE INDEX {how} {name} ON {table} (updated_at DESC, id)").format(
             how=how, name=sql.Identifier(f"{prefix}_updated"), table=table),
+        sql.SQL("CREATE INDEX {how} {name} ON {table} USING gin (tags)").format(
+            how=how, name=sql.Identifier(f"{prefix}_tags"), table=table),
     ]
     if keyword_index == "trgm":
         stmts.append(sql.SQL(

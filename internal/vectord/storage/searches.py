@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 from internal.api.vectord import Corpus
 from internal.common.errors import Unavailable
 from internal.vectord import tables
+from internal.vectord.lexical import sql_index
 from internal.vectord.storage import schema, space_index
 from internal.vectord.storage.filters import TRUE, escape_like, is_filtered
 from internal.vectord.storage.parts import ITEM_COLUMNS, STALE_REGISTRY_AFTER, Conn, StoreParts
@@ -28,6 +29,24 @@ WHERE {{where}} ORDER BY distance LIMIT %(k)s"""
 VECTOR_SEARCH_RELAXED = f"""
 WITH relaxed AS MATERIALIZED ({VECTOR_SEARCH})
 SELECT * FROM relaxed ORDER BY distance"""
+
+# A filtered search's exact plan (docs/decisions/0301-selective-filters-scan-exactly.md):
+# the filter's rows read by whatever index serves the filter (at most %(cap)s of them:
+# NULL, all), each one's distance computed, the nearest kept; `matched` says how many
+# rows were read, so a filter that matched more than the cap is known (the graph answers
+# it instead). The CTE is a fence: the HNSW graph is never walked here.
+VECTOR_SEARCH_EXACT = f"""
+WITH f AS MATERIALIZED (
+  SELECT id, embedding {{op}} %(q)s AS distance FROM {{table}} WHERE {{where}} LIMIT %(cap)s),
+top AS (SELECT id, distance FROM f ORDER BY distance, id LIMIT %(k)s)
+SELECT {sql_index.ITEM_COLUMNS}, top.distance, (SELECT count(*) FROM f) AS matched
+FROM top JOIN {{table}} i ON i.id = top.id ORDER BY top.distance, top.id"""
+
+# How many rows the filter matches, as the planner estimates (no row read).
+FILTER_ESTIMATE = "EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE {where}"
+# An estimate this many times the threshold is trusted (the graph answers without trying
+# the exact plan): the planner's row estimates of a filter err by a few times.
+ESTIMATE_SLACK = 4
 
 SET_SEARCH = """
 SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', %s, false)"""
@@ -57,27 +76,83 @@ WHERE c.space_id IS NOT NULL"""
 
 SIZES_TTL_SECONDS = 10.0
 
+# An item's id stem: its name without folders, chunk suffix or extension
+# (`linux/ss.md#0` -> `ss`), lower-cased.
+ID_STEM = r"lower(regexp_replace(regexp_replace(id, '^.*/|#.*$', '', 'g'), '\.[^.]*$', ''))"
+TITLE = "lower(coalesce(title, ''))"
+# Matches ranked as a person looking up a name expects (Meilisearch's `exactness`, then
+# `attribute`): the title or id stem equal to the text, then the text as a whole word
+# of the title or id, then as a whole word anywhere, then as a part of a word; newest
+# first within each.
+# `exactness`: 3 the title or id stem is the text, 2 a whole word of either, 1 a whole word
+# of the text, 0 a part of a word.
 KEYWORD_SEARCH = f"""
-SELECT {ITEM_COLUMNS} FROM {{table}}
-WHERE {{expr}} LIKE %(pattern)s AND {{where}}
-ORDER BY updated_at DESC, id LIMIT %(k)s"""
+SELECT * FROM (
+  SELECT {ITEM_COLUMNS},
+         CASE WHEN {TITLE} = %(exact)s OR {ID_STEM} = %(exact)s THEN 3
+              WHEN {TITLE} ~ %(word)s OR {ID_STEM} ~ %(word)s THEN 2
+              WHEN {{expr}} ~ %(word)s THEN 1 ELSE 0 END AS exactness
+  FROM {{table}} WHERE {{expr}} LIKE %(pattern)s AND {{where}}) m
+ORDER BY exactness DESC, updated_at DESC, id LIMIT %(k)s"""
 
 
 class SearchPart(StoreParts):
     """The statements of a search that read a corpus's items table or a space's index."""
 
     async def vector_search(self, corpus: Corpus, query: npt.NDArray[np.float32], k: int,
-                            ef_search: int, where: sql.Composable, params: dict[str, Any]
+                            ef_search: int | None, where: sql.Composable, params: dict[str, Any]
                             ) -> list[dict[str, Any]]:
+        """The corpus's k nearest items meeting the filter: by an exact scan of the
+        filter's rows when they are few (`exact_cap`), else by its graph, completed
+        exactly when the graph's filtered walk found fewer than k (never fewer hits than
+        the filter has; with exact_scan_rows 0, the graph's answer as it is)."""
         filtered = is_filtered(where)
-        stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
-            corpus.id, corpus.metric)
+        args = {**params, "q": query, "k": k}
         # hnsw returns at most ef_search rows, so it must be at least k.
+        ef = max(self.ef_search_of(ef_search, corpus), k)
         async with self.reads.connection() as conn:
-            await self.search_settings(conn, max(ef_search, k), filtered)
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {**params, "q": query, "k": k})
-            return await cur.fetchall()
+            cap = await self.exact_cap(conn, corpus, where, params) if filtered else 0
+            if cap:
+                await cur.execute(vector_exact_sql(corpus, where), {**args, "cap": cap + 1})
+                rows = await cur.fetchall()
+                if not rows or rows[0]["matched"] <= cap:
+                    return _without_matched(rows)
+            stmt = vector_search_sql(corpus, where) if filtered else _unfiltered_vector_sql(
+                corpus.id, corpus.metric)
+            await self.search_settings(conn, ef, filtered)
+            await cur.execute(stmt, args)
+            rows = await cur.fetchall()
+            if filtered and len(rows) < k and self.index_settings(corpus).exact_scan_rows:
+                # The walk gave up before k: the rest exactly (0: the graph's answer alone).
+                await cur.execute(vector_exact_sql(corpus, where), {**args, "cap": None})
+                rows = _without_matched(await cur.fetchall())
+            return rows
+
+    def ef_search_of(self, asked: int | None, *corpora: Corpus) -> int:
+        """The hnsw.ef_search of a search: the request's, else the largest of the
+        corpora's own (each corpus's index settings)."""
+        if asked is not None:
+            return asked
+        return max((self.index_settings(c).ef_search for c in corpora),
+                   default=self.cfg.ef_search)
+
+    async def exact_cap(self, conn: Conn, corpus: Corpus, where: sql.Composable,
+                        params: dict[str, Any]) -> int:
+        """The corpus's `exact_scan_rows` when a filtered vector search of it should try
+        the exact plan (the filter's rows, at most that many, scanned: a graph walked
+        with a selective filter finds too few of them or misses the nearest;
+        docs/decisions/0301-selective-filters-scan-exactly.md); 0 when the graph answers: the threshold is 0,
+        or the planner estimates the filter's rows far above it."""
+        limit = self.index_settings(corpus).exact_scan_rows
+        if limit <= 0:
+            return 0
+        cur = await conn.execute(sql.SQL(FILTER_ESTIMATE).format(
+            table=tables.items_table(corpus.id), where=where), params)
+        row = await cur.fetchone()
+        plan: Any = row[0] if row else None
+        estimate = float(plan[0]["Plan"]["Plan Rows"]) if plan else 0.0
+        return 0 if estimate > ESTIMATE_SLACK * limit else limit
 
     async def space_search(self, space_id: int, metric: str, corpus_ids: list[int],
                            query: npt.NDArray[np.float32], n: int, ef_search: int
@@ -143,11 +218,21 @@ class SearchPart(StoreParts):
                              params: dict[str, Any]) -> list[dict[str, Any]]:
         stmt = sql.SQL(KEYWORD_SEARCH).format(
             table=tables.items_table(corpus.id), expr=schema.KEYWORD_EXPR, where=where)
-        pattern = "%" + escape_like(text.lower()) + "%"
+        lowered = text.lower()
+        pattern = "%" + escape_like(lowered) + "%"
+        args = {**params, "pattern": pattern, "exact": lowered, "word": whole_word(lowered),
+                "k": k}
         async with self.reads.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(stmt, {**params, "pattern": pattern, "k": k})
+            await cur.execute(stmt, args)
             return await cur.fetchall()
+
+
+def whole_word(text: str) -> str:
+    """A PostgreSQL regular expression matching text as a whole word (not inside a longer
+    one): every character but a letter or digit escaped."""
+    body = "".join(c if c.isalnum() else "\\" + c for c in text)
+    return f"(^|[^[:alnum:]_]){body}($|[^[:alnum:]_])"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -163,6 +248,19 @@ def _unfiltered_vector_sql(corpus_id: int, metric: str) -> bytes:
     return sql.SQL(VECTOR_SEARCH).format(
         op=sql.SQL(schema.OPERATOR[metric]), table=tables.items_table(corpus_id),
         where=TRUE).as_bytes(None)
+
+
+def _without_matched(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for r in rows:
+        r.pop("matched", None)
+    return rows
+
+
+def vector_exact_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:
+    """The filtered vector query as an exact scan of the filter's rows."""
+    return sql.SQL(VECTOR_SEARCH_EXACT).format(
+        op=sql.SQL(schema.OPERATOR[corpus.metric]), table=tables.items_table(corpus.id),
+        where=where)
 
 
 def vector_search_sql(corpus: Corpus, where: sql.Composable) -> sql.Composed:

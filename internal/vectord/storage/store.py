@@ -21,6 +21,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from internal.api import responses as wire
+from internal.api.responses import IndexSettings
 from internal.api.vectord import Corpus
 from internal.common import access
 from internal.common.auth import caller
@@ -39,9 +40,16 @@ from internal.vectord.storage.items import ItemsPart, wal_position_on
 from internal.vectord.storage.items import PreparedItem as PreparedItem
 from internal.vectord.storage.items import Written as Written
 from internal.vectord.storage.parts import CORPUS_COLUMNS as CORPUS_COLUMNS
-from internal.vectord.storage.parts import LIST_CORPORA, SELECT_CORPUS, STALE_REGISTRY_AFTER, Conn
+from internal.vectord.storage.parts import (
+    LIST_CORPORA,
+    SELECT_CORPUS,
+    STALE_REGISTRY_AFTER,
+    Conn,
+    LanedReads,
+)
 from internal.vectord.storage.parts import ReadPool as ReadPool
 from internal.vectord.storage.reembedding import ReembedPart
+from internal.vectord.storage.reindex import ReindexPart
 from internal.vectord.storage.searches import SET_SEARCH as SET_SEARCH
 from internal.vectord.storage.searches import SearchPart
 from internal.vectord.storage.searches import vector_search_sql as vector_search_sql
@@ -56,9 +64,10 @@ log = structlog.get_logger()
 CORPUS_TTL_SECONDS = 5.0
 
 INSERT_CORPUS = f"""
-INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index, precision)
+INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index, precision,
+                             hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows)
 VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s,
-        %(precision)s)
+        %(precision)s, %(m)s, %(ef_construction)s, %(ef_search)s, %(exact_scan_rows)s)
 RETURNING {CORPUS_COLUMNS}"""
 
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
@@ -78,7 +87,7 @@ def _lost_to_index_build(exc: BaseException) -> bool:
                 and "tuple concurrently updated" in str(cause)))
 
 
-class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
+class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
     """The registry and the items tables, over one pool.
 
     Every query takes its connection from `pool.connection()`, which turns PostgreSQL
@@ -89,13 +98,15 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
         self.pool = pool
         # Where searches read: the primary's pool, or a router over read replicas that
         # answers with the same `connection()` (writes and the registry always use `pool`).
-        self.reads: ReadPool = pool
+        self.reads: ReadPool = LanedReads(self)
         self.replicas: ReplicaRouter | None = None  # set with `reads` when read_dsns
         self.cfg = cfg
         # The in-memory lexical index of this process (lexical_engine "memory").
         self.lex = LexIndex(cfg.lexical_cache_mb * 2**20)
         # Facet values by the index's ordinals, per corpus version (shaping/facet_counts.py).
         self.facet_values = facet_values.Cache()
+        # Model id -> the languages embedd's listing declares it reads (model_languages.py).
+        self.model_languages: dict[str, tuple[str, ...]] = {}
         self.db = db
         self._cache: dict[str, tuple[float, Corpus]] = {}
         # (hnsw.ef_search, hnsw.iterative_scan) last set on each pooled connection.
@@ -182,14 +193,19 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             return await fn(corpus)
 
     async def create_corpus(self, name: str, dim: int, metric: str, language: str,
-                            model: str | None, defer_index: bool, precision: str) -> Corpus:
+                            model: str | None, defer_index: bool, precision: str,
+                            index: IndexSettings | None = None) -> Corpus:
+        """A new corpus, its table and (unless deferred) its graph; index: its vector
+        index's settings (None: the defaults, recorded as its own)."""
         keyword_index = "trgm" if self.db.trgm else "scan"
+        settings = index or self.index_defaults()
         async with self.pool.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             try:
                 await cur.execute(INSERT_CORPUS, {
                     "name": name, "dim": dim, "metric": metric, "language": language,
-                    "model": model, "keyword_index": keyword_index, "precision": precision})
+                    "model": model, "keyword_index": keyword_index, "precision": precision,
+                    **msgspec.structs.asdict(settings)})
             except psycopg.errors.UniqueViolation:
                 raise Conflict(f"name: corpus {name!r} already exists", field="name") from None
             row = await cur.fetchone()
@@ -199,7 +215,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
                 await conn.execute(stmt)
             if not defer_index:
                 await conn.execute(schema.create_hnsw_sql(
-                    corpus, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+                    corpus, settings.m, settings.ef_construction))
             await sql_index.install_corpus(conn, tables.items_table(corpus.id), corpus.id)
             for stmt in schema.layout_sql(corpus.id, "lex"):
                 await conn.execute(stmt)
@@ -222,7 +238,8 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
                     raise NotFound(f"corpus {name!r} not found")
                 count = await self.count(conn, fresh)
             return fresh.public(count, await self.reembed_progress(fresh),
-                                await self.convert_progress(fresh))
+                                await self.convert_progress(fresh), self.index_settings(fresh),
+                                await self.reindex_progress(fresh))
         return await self.with_corpus(name, run)
 
     async def list_corpora(self) -> list[wire.Corpus]:
@@ -240,8 +257,10 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
                 except psycopg.errors.UndefinedTable:
                     continue  # dropped between the two statements
         return [corpus.public(n, await self.reembed_progress(corpus),
-                              await self.convert_progress(corpus)) if corpus.id in moving
-                else corpus.public(n) for corpus, n in counted]
+                              await self.convert_progress(corpus), self.index_settings(corpus),
+                              await self.reindex_progress(corpus)) if corpus.id in moving
+                else corpus.public(n, index=self.index_settings(corpus))
+                for corpus, n in counted]
 
     async def registry(self) -> list[tuple[str, int, str | None]]:
         """Every corpus's (name, dimension, model label), in name order (no counts)."""
@@ -301,23 +320,27 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart):
             await conn.execute(SET_BUILD_MEMORY, (await self.build_memory(conn, corpus),))
             await conn.execute("SET max_parallel_maintenance_workers = 2")
             try:
+                settings = self.index_settings(corpus)
                 await conn.execute(schema.create_hnsw_sql(
-                    corpus, self.cfg.hnsw_m, self.cfg.hnsw_ef_construction))
+                    corpus, settings.m, settings.ef_construction))
                 if corpus.space_id is None:
                     async with conn.transaction():
                         await self._attach(conn, corpus)
             finally:
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
+            seconds = time.perf_counter() - started
+            # The planner's statistics of a bulk load now, not at autovacuum's next visit:
+            # a filtered search's plan reads its estimate (storage/searches.py exact_scan).
+            await conn.execute(sql.SQL("ANALYZE {}").format(tables.items_table(corpus.id)))
         self._cache.pop(name, None)
-        return wire.IndexBuilt(corpus=name, index="hnsw",
-                               seconds=round(time.perf_counter() - started, 3))
+        return wire.IndexBuilt(corpus=name, index="hnsw", seconds=round(seconds, 3))
 
     async def build_memory(self, conn: Conn, corpus: Corpus) -> str:
         """maintenance_work_mem for building the corpus's graph now (memory_plan)."""
         return memory_plan.setting(memory_plan.build_memory(
-            await self.count(conn, corpus), corpus.dim, corpus.precision, self.cfg.hnsw_m,
-            memory.machine()[1]))
+            await self.count(conn, corpus), corpus.dim, corpus.precision,
+            self.index_settings(corpus).m, memory.machine()[1]))
 
     async def ping(self) -> dict[str, Any]:
         async with self.pool.connection(timeout=5.0) as conn:

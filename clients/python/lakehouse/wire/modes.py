@@ -92,7 +92,8 @@ def default_mode(has_text: bool) -> ModeSpec:
 register_mode(ModeSpec("vector", needs="vector", embeds=True, merge="distance", fusion=False,
                        summary="nearest by meaning (the query's embedding)"))
 register_mode(ModeSpec("keyword", needs="text", embeds=False, merge="newest", fusion=False,
-                       summary="items holding the words as typed, newest first"))
+                       summary="items holding the words as typed: a title or id that is "
+                               "the text first, then whole words, newest first"))
 register_mode(ModeSpec("lexical", needs="text", embeds=False, merge="score", fusion=False,
                        summary="ranked words (BM25)"))
 register_mode(ModeSpec("hybrid", needs="either", embeds=True, merge="score", fusion=True,

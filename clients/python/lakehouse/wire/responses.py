@@ -69,6 +69,9 @@ class ModelInfo(msgspec.Struct, omit_defaults=True):  # `superseded_by` absent u
     # The model whose vectors replace this one's: corpora of this model are re-embedded
     # with it by the stack (served meanwhile, for them).
     superseded_by: str | None = None
+    # ISO 639-1 codes of the languages the model's vectors are trained for (absent: not
+    # known, as for a remote model).
+    languages: list[str] | None = None
 
 
 class ModelsResponse(msgspec.Struct):
@@ -107,6 +110,37 @@ class ConvertStarted(Conversion, kw_only=True):
     corpus: str
 
 
+class IndexSettings(msgspec.Struct):
+    """A corpus's vector index: its HNSW graph's `m` and `ef_construction`, the
+    `ef_search` its searches use unless they name one, and `exact_scan_rows`: a filtered
+    search whose filter matches at most this many items scans them exactly instead of
+    walking the graph (never fewer than k hits, recall 1)."""
+
+    m: int
+    ef_construction: int
+    ef_search: int
+    exact_scan_rows: int
+
+
+class Reindexing(msgspec.Struct):
+    """A rebuild of the corpus's graph under way (POST .../index/settings changed `m` or
+    `ef_construction`): searches use the old graph until the new one replaces it."""
+
+    m: int
+    ef_construction: int
+    state: Literal["building"] = "building"
+    error: str | None = None
+
+
+class IndexSettingsChanged(msgspec.Struct, omit_defaults=True):
+    """POST /v1/vectors/corpora/{name}/index/settings: the settings now in force (202 and
+    `reindex` when the graph is rebuilt in the background; 200 otherwise)."""
+
+    corpus: str
+    index: IndexSettings
+    reindex: Reindexing | None = None
+
+
 class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one runs
     name: str
     dim: int
@@ -118,6 +152,8 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     precision: Precision  # how its vectors and their index are stored
     reembed: Reembedding | None = None  # only while one runs
     conversion: Conversion | None = None  # only while one runs
+    index: IndexSettings | None = None  # its vector index's settings
+    reindex: Reindexing | None = None  # only while its graph is rebuilt
 
 
 class ReembedStarted(Reembedding, kw_only=True):
@@ -303,6 +339,9 @@ class MatrixSearchResponse(msgspec.Struct):
     # With `use_playbook`, when the playbook has a model: the model that ordered the hits,
     # or why the boost alone did.
     ranker: RankerUse | None = None
+    # The question with its words no searched corpus holds corrected (a typo), when some
+    # were: what the lexical layer searched besides them.
+    did_you_mean: str | None = None
 
 
 # ---- matrixd: query intelligence -------------------------------------------------------------

@@ -117,7 +117,7 @@ class SearchSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
     k: K = 10
     language: Label | None = None  # the query's language; None: each corpus's own
     filter: Filter | None = None  # must hold
-    ef_search: EfSearch | None = None  # None: [vectord] ef_search
+    ef_search: EfSearch | None = None  # None: each corpus's own (its index settings)
     # BM25 (lexical and hybrid); None: the [vectord] settings.
     bm25_k1: Annotated[float, Meta(ge=0, le=MAX_BM25_K1)] | None = None
     bm25_b: Annotated[float, Meta(ge=0, le=1)] | None = None

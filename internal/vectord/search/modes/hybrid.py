@@ -15,8 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from internal.api.vectord import Corpus, Hit
-from internal.vectord.lexical import postings, sql_index, versions
-from internal.vectord.search import feedback, fusion, hits, query_vectors, ranker_values, reads
+from internal.vectord.lexical import cjk, postings, sql_index, versions
+from internal.vectord.search import (
+    feedback,
+    fusion,
+    hits,
+    names,
+    prf,
+    query_vectors,
+    ranker_values,
+    reads,
+    weighing,
+)
 from internal.vectord.search.candidates import (
     corpus_candidates,
     merged_lex,
@@ -53,16 +63,25 @@ async def hybrid_search(store: Store, p: Options, outcomes: list[Outcome],
     first.union = union_bm25(store, p, first, fed.include)
     per = await candidates(store, p, outcomes, first, fed.include)
     lists = Lists.of(per, p, fed)
+    lists.weights = layer_weights(store, p, per, first)
     # A fused list is built only as far as it is read: feedback reads the first pass's
     # top `docs`, and the hits are the top k, unless an `include` item (kept wherever it
     # ranks) or a corpus weight (which reorders) reaches past them.
     final = (None if lists.included or lists.asked
              or not fed.weighs_all_one(o for o, _, _ in per) else p.k)
-    fused = lists.fuse(p, fed, p.prf.docs if p.prf.on else final)
+    stats = await question_stats(store, p, first, per)
+    named = await names_of(store, p, first, per, lists, stats)
+    if named:  # every candidate: a named one may rank past k
+        final = None
+    # Feedback's pass where it is asked, or where the first pass says it may help.
+    expand = p.prf.on and (p.prf.asked or worth_expanding(p, stats, named))
+    fused = lists.fuse(p, fed, p.prf.docs if expand else final)
     first_lex = lists.lex  # the question's own BM25, before feedback expands it
-    if p.prf.on and fused:
+    if expand and fused:
         await feedback_pass(store, p, per, fed, first, lists, fused)
         fused = lists.fuse(p, fed, final)
+    if named:
+        fused = lifted(fused, named)
     ranked = ranking(fused, per, fed, p.k, lists)
     out = await read_hits(store, ranked, per, lists, first)
     if p.ranker is not None:
@@ -216,6 +235,7 @@ class Lists:
     asked: set[Key]
     metric: dict[int, str]
     name: dict[int, str]
+    weights: dict[str, float] | None = None  # the layers' (layer_weights), None: the request's
 
     @classmethod
     def of(cls, per: PerCorpus, p: Options, fed: Federation) -> Lists:
@@ -246,7 +266,8 @@ class Lists:
         else:
             similarities = [[(k, hits.similarity(self.metric[k[1]], d)) for k, d in v]
                             for v in vec]
-        return fusion.fuse(p.method, {fusion.LEXICAL: lex}, k=p.rrf_k, weights=p.fusion_weights,
+        weights = self.weights if self.weights is not None else p.fusion_weights
+        return fusion.fuse(p.method, {fusion.LEXICAL: lex}, k=p.rrf_k, weights=weights,
                            symbolic=self.sym, vector_spaces=similarities, limit=limit)
 
     def factor(self, factors: dict[tuple[str, str], float]) -> Callable[[Key], float]:
@@ -274,6 +295,88 @@ async def feedback_pass(store: Store, p: Options, per: PerCorpus, fed: Federatio
         lists.vec = merged_vec_spaces(vec_parts, p.n)
     if lex_parts is not None:
         lists.lex = merged_lex(lex_parts, p.n)
+
+
+def worth_expanding(p: Options, stats: sql_index.QueryStats | None,
+                    named: dict[Key, int]) -> bool:
+    """The default feedback's gate (prf.worth_expanding) on the first pass's evidence."""
+    held = len(stats.lexemes) if stats is not None else 0
+    return prf.worth_expanding(held, bool(named), cjk.share(p.query_text) >= 0.5)
+
+
+def layer_weights(store: Store, p: Options, per: PerCorpus, first: FirstReads
+                  ) -> dict[str, float] | None:
+    """The layers' weights with the vector layer's scaled by what its models read of the
+    corpora and the question (search/weighing.py); None: the request's own weights, or
+    every corpus's model reads all of it."""
+    if p.fusion_weights is not None:
+        return None
+    corpora = []
+    for _, corpus, _ in per:
+        ix = first.indexes.get(corpus.id)
+        held = (ix.stats.languages if ix is not None
+                else {corpus.language: 1} if corpus.language != "auto" else {})
+        declared = store.model_languages.get(corpus.model or "")
+        corpora.append((held, None if declared is None else frozenset(declared)))
+    seen = weighing.vector_seen(corpora, p.query_text)
+    if seen >= 1.0:
+        return None
+    return weighing.weights(fusion.DEFAULT_WEIGHTS, seen)
+
+
+async def question_stats(store: Store, p: Options, first: FirstReads, per: PerCorpus
+                         ) -> sql_index.QueryStats | None:
+    """The question's BM25 statistics over the union: the first reads' (the in-memory
+    engine's, or several corpora's), else read (one corpus scored by the SQL engine, which
+    computes them inside its statement)."""
+    if first.stats is not None or not first.text.strip() or first.indexes or not per:
+        return first.stats
+    return await reads.union_stats(store, p, [c for _, c, _ in per])
+
+
+async def names_of(store: Store, p: Options, first: FirstReads, per: PerCorpus, lists: Lists,
+                   stats: sql_index.QueryStats | None) -> dict[Key, int]:
+    """The candidates the question names by title or id stem, each one's class
+    (search/names.py): titles from the in-memory lexical index, else read."""
+    if not p.query_text.strip():
+        return {}
+    found: dict[int, list[str]] = {}
+    for key in {k for v in lists.vec for k, _ in v} | {k for k, _ in lists.lex}:
+        found.setdefault(key[1], []).append(key[0])
+    out = {(i, pos): names.EXACT for pos, ids in found.items()
+           for i in names.stem_matches(ids, p.query_text)}
+    corpora = {o.position: c for o, c, _ in per if o.position in found}
+    if stats is None or not lists.lex:
+        return out
+    lexemes = stats.lexemes
+    titles: dict[Key, names.Title] = {}
+    unread = {}
+    for pos, c in corpora.items():
+        ix = first.indexes.get(c.id)
+        if ix is None:
+            unread[pos] = found[pos]
+            continue
+        for item_id, title in names.titles_of(ix, found[pos], lexemes).items():
+            titles[(item_id, pos)] = title
+    wanted = set(lexemes)
+    for row in await reads.read_rows(store, corpora, unread, reads.TITLE_LEXEMES) if unread else []:
+        titles[row["key"]] = ({t: int(tf) for t, tf in zip(row["lexemes"], row["tfs"], strict=True)
+                               if t in wanted}, int(row["title_len"] or 0))
+    dfs = dict(zip(lexemes, stats.dfs, strict=True))
+    for key, cls in names.classes(titles, lexemes, p.notes.corrected, float(stats.n), dfs).items():
+        out[key] = max(cls, out.get(key, 0))
+    return out
+
+
+def lifted(fused: list[fusion.Fused[Key]], named: dict[Key, int]) -> list[fusion.Fused[Key]]:
+    """The fused list with the named candidates first by class (names.ranked)."""
+    by_key = {f.id: f for f in fused}
+    out: list[fusion.Fused[Key]] = []
+    for score, key in names.ranked([(f.score, f.id) for f in fused], named):
+        f = by_key[key]
+        f.score = score
+        out.append(f)
+    return out
 
 
 Ranked = list[tuple[float, int, fusion.Fused[Key]]]
