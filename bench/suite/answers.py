@@ -222,8 +222,10 @@ def report_rates(run: Run, rows: list[Row], budgets: list[int]) -> None:
                 rs = [r for r in rows if (r.index, r.part) == (index, part)
                       and (r.cat == cat or (cat == "categories 1-4" and r.cat != "adversarial"))]
                 answered = [r for r in rs if r.answered]
-                table.append((index, part, cat, len(rs), _share([r.supported[WORDS] for r in rs]),
-                              _share([r.cites_evidence for r in answered]),
+                adversarial = cat == "adversarial"  # the right answer is a refusal
+                table.append((index, part, cat, len(rs),
+                              None if adversarial else _share([r.supported[WORDS] for r in rs]),
+                              None if adversarial else _share([r.cites_evidence for r in answered]),
                               _share([not r.answered for r in rs])))
     run.table(f"extractive answers, {WORDS} words: support, citing evidence (of the answered), "
               "refused", ["index", "part", "category", "questions:d", "support:.3f",
