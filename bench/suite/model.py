@@ -34,10 +34,10 @@ import numpy as np
 import psutil
 
 from bench.data import wiki
+from bench.data.quality import SETS, exact_ndcg, held_out
 from bench.harness import Run
 from bench.harness.http import post
 from bench.harness.stacks import ROOT, daemon
-from bench.suite.numerics import SETS, exact_ndcg, held_out
 from internal.embedd.catalog import E5_ID
 from internal.embedd.local import MODEL_ID as MINILM
 from internal.evaluation import beir

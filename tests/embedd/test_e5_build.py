@@ -15,6 +15,7 @@ import onnxruntime as ort
 from internal.embedd import e5_build, model_build
 from internal.embedd.e5 import E5Model
 from internal.embedd.local import session_options
+from tests.embedd.exact_products import exact_products, pooled, weight_storage
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVED = e5_build.NUMERICS[0]
@@ -76,3 +77,14 @@ def test_integer_vectors_stay_near_the_float_numerics_and_the_engine() -> None:
     theirs = np.stack([engine.query(t[7:]) if t.startswith("query: ") else engine.passage(t[9:])
                        for t in TEXTS])
     assert float(np.min((np.stack(ref) * theirs).sum(axis=1))) > 0.999
+
+
+def test_the_integer_products_are_exact_on_every_cpu() -> None:
+    """As MiniLM's: uint8 weights around 128 (exact kernels on every CPU), and this CPU's
+    vectors are exact integer arithmetic's, for texts of large activations too."""
+    data = e5_build.ensure().read_bytes()
+    assert weight_storage(data) == {("uint8", 128)}
+    model = E5Model("e5", 1)
+    texts = [*TEXTS, "query: ....", "query: !!!!!!!!"]
+    exact = pooled(exact_products(data), [model.ids(t) for t in texts], token_types=False)
+    np.testing.assert_allclose(model.embed(texts).vectors, exact, atol=1e-5)

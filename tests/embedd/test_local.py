@@ -60,10 +60,11 @@ async def test_matches_sentence_transformers_reference(
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     cos = (got * ref).sum(axis=1) / np.linalg.norm(ref, axis=1)
     worst = int(np.argmin(cos))
-    # The integer numerics (the default; the activations quantized to 8 bits) stay near
-    # the fp32 original: 0.994 at the mean, 0.980 at worst (a one-character text, "?").
-    assert cos.mean() >= 0.99, f"mean cosine {cos.mean():.4f}"
-    assert cos.min() >= 0.975, f"text {worst} {texts[worst][:60]!r}: cosine {cos[worst]:.4f}"
+    # The integer numerics (the default; the activations quantized to 8 bits, a few
+    # outlier channels in float) stay near the fp32 original: 0.9989 at the mean, 0.9949
+    # at worst. (Products that saturate, int8 weights on x86 without VNNI: 0.9955, 0.9526.)
+    assert cos.mean() >= 0.998, f"mean cosine {cos.mean():.4f}"
+    assert cos.min() >= 0.99, f"text {worst} {texts[worst][:60]!r}: cosine {cos[worst]:.4f}"
     # The two texts longer than 256 word pieces, and only they, are reported as cut.
     assert out["truncated"] == [45, 46]
 
