@@ -28,8 +28,7 @@ def register(subparsers: Any) -> None:
         help="retrieval quality of each mode on a BEIR data set",
         usage="lakehouse eval --dataset DIR --split NAME [options]",
         description=(
-            "nDCG@10, Recall@100 and MRR@10 of each mode on DIR's judged queries; the "
-            "corpus is ingested once and reused. docs/BENCHMARKS.md has the figures."),
+            "nDCG@10, Recall@100 and MRR@10 of each mode on DIR's judged queries"),
     )
     p.add_argument("--dataset", required=True, action="append", metavar="DIR",
                    help="BEIR folder; repeat it for several (and their mean)")
@@ -37,7 +36,7 @@ def register(subparsers: Any) -> None:
                    help="qrels/NAME.tsv: one for all, or one per --dataset")
     p.add_argument("--json", metavar="FILE", help="also write the table as JSON ('-': stdout)")
     modes = list(table_modes())
-    p.add_argument("--modes", nargs="+", choices=modes, default=modes, metavar="MODE",
+    p.add_argument("--modes", nargs="+", choices=modes, default=modes, metavar="M",
                    help="the modes (default: all of them)")
     p.add_argument("--corpus", help="the corpus caching one data set (eval_<name>)")
     p.add_argument("--model", help="the embedding model (default: embedd's)")
