@@ -3,6 +3,8 @@ scores, the choice within a word budget, the text and its markers (no I/O)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from internal.matrixd.answer import _passages as P
 from internal.matrixd.answer._markers import MarkerFilter, check
 
@@ -11,7 +13,8 @@ def src(rank: int, text: str, **kw: object) -> P.Source:
     return P.Source(rank=rank, corpus=str(kw.get("corpus", "c")), id=f"d{rank}",
                     document_id=None, title=None, text=text,
                     own_end=int(kw.get("own_end", len(text))),  # type: ignore[call-overload]
-                    semantic=kw.get("semantic"), speaker=kw.get("speaker"))  # type: ignore[arg-type]
+                    semantic=kw.get("semantic"), speaker=kw.get("speaker"),  # type: ignore[arg-type]
+                    strength=float(kw.get("strength", 1.0)))  # type: ignore[arg-type]
 
 
 def test_sentences_keep_their_offsets_in_the_text() -> None:
@@ -53,6 +56,18 @@ def test_choice_fills_the_budget_best_first_and_cuts_only_the_first() -> None:
     one = P.choose(scored, 2)
     assert [p.text for p in one.passages] == ["Epsilon zeta"]  # the first, cut to the budget
     assert one.passages[0].end == one.passages[0].start + len("Epsilon zeta")
+
+
+def test_a_hit_far_below_the_first_is_quoted_only_for_the_questions_words() -> None:
+    """The tour's paper jam: a ticket about expenses in 4th place, its only sentence the
+    vector layer's pick, is no part of the answer; the same hit scoring near the first is."""
+    jam = "When the printer reports a paper jam, pull the green lever."
+    far = [src(1, jam), src(4, "My expense report came back rejected.",
+                            semantic="My expense report came back rejected.", strength=0.15)]
+    q = P.question_of("What do I do when the printer says paper jam?", far)
+    assert [p.text for p in P.choose(P.score_passages(q, far), 60).passages] == [jam]
+    near = [far[0], dataclasses.replace(far[1], strength=0.9)]
+    assert len(P.choose(P.score_passages(q, near), 60).passages) == 2
 
 
 def test_touching_sentences_of_a_hit_are_one_citation() -> None:

@@ -6,14 +6,17 @@ indexed with its neighbours, metadata `context_window`, only in its own first li
 neighbours are items of their own). A sentence scores by how much of the question it
 holds and how strongly its hit was retrieved:
 
-    score = rank_weight(hit) x (overlap + SEMANTIC x semantic + FLOOR)  (x QUESTION for a question)
+    score = rank_weight(hit) x (overlap + credit(hit) x (SEMANTIC x semantic + FLOOR))
+            (x QUESTION for a question)
 
 `overlap` is the share of the question's terms (its words, stop words out, folded), each
 weighted by how rare it is among the hits (a term every hit holds, such as a speaker's
 name, tells little), that the sentence holds; `semantic` is 1 for the sentence the
 search's highlight chose as the hit's passage most similar to the question (a hit the
 vector layer alone found: its words do not match the question's); `rank_weight` is
-1 / (1 + RANK_DECAY x (rank - 1)). The best sentences are taken, at most PER_HIT of a hit,
+1 / (1 + RANK_DECAY x (rank - 1)); `credit` is 0 for a hit whose ranking score is below
+MIN_STRENGTH of the first hit's (its `strength`), else 1: a hit far below the first is quoted
+only for the question's words it holds. The best sentences are taken, at most PER_HIT of a hit,
 until the word budget is spent (the first one cut at a word boundary when it alone is
 longer); sentences of one hit that touch are cited as one passage. The answer reads them
 best first, each followed by its marker `[n]`.
@@ -34,6 +37,9 @@ SEMANTIC = 0.5
 FLOOR = 0.2  # a hit's sentence holding none of the question still counts by its hit's rank
 PER_HIT = 3
 QUESTION = 0.5  # a question's score is this share: it asks, it does not state
+# A hit scoring below this share of the first hit's lends no credit (FLOOR, SEMANTIC) to its
+# sentences: one holding none of the question is not quoted from it.
+MIN_STRENGTH = 0.3
 # A sentence scoring below this share of the best one is not worth its words.
 MIN_SHARE = 0.1
 
@@ -95,6 +101,7 @@ class Source:
     similarity: float | None = None  # the vector layer's similarity, when it ran
     semantic: str | None = None  # the highlight's passage most similar to the question
     speaker: str | None = None  # metadata `speaker`, when the item has one
+    strength: float = 1.0  # its ranking score against the first hit's, in [0, 1]
 
 
 @dataclass(frozen=True)
@@ -187,12 +194,13 @@ def score_passages(question: Question, sources: Sequence[Source]) -> list[Passag
     for s in sources:
         sem = _semantic_span(s)
         weight = rank_weight(s.rank)
+        credit = 1.0 if s.strength >= MIN_STRENGTH else 0.0
         for a, b in sentences(s.text, s.own_end):
             found = terms(s.text[a:b])
             overlap = question.share(found)
             content = question.share(found, without_names=True)
             semantic = sem is not None and a < sem[1] and sem[0] < b
-            score = weight * (overlap + (SEMANTIC if semantic else 0.0) + FLOOR)
+            score = weight * (overlap + ((SEMANTIC if semantic else 0.0) + FLOOR) * credit)
             p = Passage(s, a, b, score, overlap, content, semantic)
             out.append(p if p.stated else dataclasses.replace(p, score=score * QUESTION))
     out.sort(key=lambda p: (-p.score, p.source.rank, p.start))

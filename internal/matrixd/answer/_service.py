@@ -9,6 +9,7 @@ answer reads only the hits that search returned, and cites and quotes nothing el
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import time
 from collections.abc import Sequence
@@ -80,6 +81,25 @@ def document_of(hit: RankedHit) -> str | None:
     return str(value) if isinstance(value, str | int) and str(value) else None
 
 
+def ranking_key(hit: RankedHit) -> float:
+    """What the hit was ranked by, larger better: its merge score (fused, BM25, ...), else
+    (vector mode) its similarity, 1 - its merge distance."""
+    if hit.merge_score is not None:
+        return float(hit.merge_score)
+    distance = hit.merge_distance if hit.merge_distance is not None else hit.distance
+    if distance is not None:
+        return 1.0 - float(distance)
+    return float(hit.score or 0.0)
+
+
+def sources_of(hits: Sequence[RankedHit]) -> list[Source]:
+    """The hits as sources, each with its strength: its ranking key against the first's."""
+    keys = [ranking_key(h) for h in hits]
+    top = max(keys, default=0.0)
+    return [dataclasses.replace(source_of(h, i), strength=(k / top if top > 0 else 1.0))
+            for i, (h, k) in enumerate(zip(hits, keys, strict=True), 1)]
+
+
 def source_of(hit: RankedHit, rank: int) -> Source:
     """A hit as the answer reads it: a window's own line, its semantic passage, speaker."""
     text = hit.text
@@ -130,7 +150,7 @@ async def prepare(deps: Deps, answering: Answering, body: AnswerRequest) -> Prep
     found = await run_search(deps, _search_request(body))
     search_ms = _ms(started)
     t0 = time.perf_counter()
-    sources = [source_of(h, i) for i, h in enumerate(found.hits, 1)]
+    sources = sources_of(found.hits)
     persons = _judge.persons_named(question, sources)
     q = _passages.question_of(question, sources, persons)
     scored = _passages.score_passages(q, sources)
