@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from internal.matrixd.answer._passages import Passage, Question, Source, fold, terms
 
-# Chosen on LoCoMo's tuning conversations (docs/decisions, "answers").
+# Chosen on LoCoMo's tuning conversations (docs/decisions/0281-refusals-by-statements.md).
 MIN_CONTENT = 0.2  # a passage holding less of the question (names out) is not an answer
 MIN_SIMILARITY = 0.35  # ... unless a hit is this near the question by the vector layer
 PREMISE_MARGIN = 0.02  # another speaker's statements hold this much more of the question

@@ -31,7 +31,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-# The weights, chosen on LoCoMo's tuning conversations (docs/decisions, "answers").
+# The weights, chosen on LoCoMo's tuning conversations:
+# docs/decisions/0280-answers-extractive-cited.md.
 RANK_DECAY = 0.25
 SEMANTIC = 0.5
 FLOOR = 0.2  # a hit's sentence holding none of the question still counts by its hit's rank
