@@ -62,9 +62,10 @@ async def test_answer_stream_async_and_feedback(aclient: lakehouse.AsyncClient) 
     events = [e async for e in aclient.answer_stream(QUESTION, corpora=CORPORA)]
     done = events[-1]
     assert isinstance(done, DoneEvent)
-    recorded = await aclient.record_answer(done, QUESTION, 1.0)
+    # A playbook of its own: the shared stack's default playbook is another test's to create.
+    recorded = await aclient.record_answer(done, QUESTION, 1.0, playbook_corpus="playbook_answers")
     assert len(recorded.recorded) == len({(c.corpus, c.id) for c in done.answer.citations})
-    entries = (await aclient.playbooks()).entries
+    entries = (await aclient.playbooks(playbook_corpus="playbook_answers")).entries
     assert {(c.corpus, c.id) for c in done.answer.citations} <= {
         (e.answer_corpus, e.answer_id) for e in entries if e.query_text == QUESTION}
 
