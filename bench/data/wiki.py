@@ -4,11 +4,12 @@ that answer it; a set's held-out part in `<set>.held.jsonl`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness.stacks import ROOT
+from bench.harness.stacks import ROOT, Stack, python_of
 
 QUESTIONS = ROOT / "tests" / "fixtures" / "wiki_questions"
 ARCHIVE = ("corpora", "tldr-pages.tar.gz")
@@ -66,3 +67,15 @@ def hit_at_3(found: list[list[str]], asked: list[Question]) -> float:
 
 def archive(data: Path) -> Path:
     return data.joinpath(*ARCHIVE)
+
+
+async def sync(stack: Stack, folder: Path, corpus: str) -> dict[str, object]:
+    """`lakehouse sync` of the stack's checkout, as a new user would."""
+    proc = await asyncio.create_subprocess_exec(
+        python_of(stack.root), "-m", "internal.cli.main", "sync", str(folder), "--corpus", corpus,
+        "--json", "--quiet", "--url", stack.gateway, cwd=stack.root,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    if not out.strip():
+        raise SystemExit(f"sync of {folder} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return dict(json.loads(out))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import aiohttp
@@ -37,3 +39,22 @@ def session(concurrency: int = 16, timeout: float = 3600) -> aiohttp.ClientSessi
     """A client session with room for `concurrency` requests in flight."""
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency * 2),
                                  timeout=aiohttp.ClientTimeout(total=timeout))
+
+
+async def profiled(http: aiohttp.ClientSession, base: str, names: list[str],
+                   timeout: float = 1800) -> None:
+    """Wait until vectord has built each corpus's profile since its last write and
+    description (in the background: a timing must not share the cores with it); a
+    checkout without profiles (404 on the route) has none to wait for."""
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            async with http.get(f"{base}{CORPORA}/{name}/profile") as r:
+                if r.status == 404:
+                    return
+                out = await r.json()
+            if r.status == 200 and out.get("current"):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the profile of {name} was not built: {r.status} {out}")
+            await asyncio.sleep(1.0)

@@ -82,17 +82,6 @@ async def ask(gateway: str, corpus: str, asked: list[wiki.Question], search: dic
     return out
 
 
-async def sync(stack: Stack, folder: Path, corpus: str) -> dict[str, object]:
-    proc = await asyncio.create_subprocess_exec(
-        python_of(stack.root), "-m", "internal.cli.main", "sync", str(folder), "--corpus", corpus,
-        "--json", "--quiet", "--url", stack.gateway, cwd=stack.root,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if not out.strip():
-        raise SystemExit(f"sync of {folder} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return dict(json.loads(out))
-
-
 async def main(run: Run) -> None:
     a = run.args
     keys = [k.strip() for k in a.folders.split(",") if k.strip()]
@@ -118,7 +107,7 @@ async def main(run: Run) -> None:
 async def synced_table(run: Run, stack: Stack, root: Path, keys: list[str]) -> None:
     """Each folder synced as a new user would, and the languages its pages are stored in."""
     folder = texts.extract(wiki.archive(run.data), run.folder / "tldr")
-    synced = {k: await sync(stack, folder / wiki.FOLDERS[k][0], wiki.FOLDERS[k][1]) for k in keys}
+    synced = {k: await wiki.sync(stack, folder / wiki.FOLDERS[k][0], wiki.FOLDERS[k][1]) for k in keys}
     rows, total = [], [0, 0.0]
     for k in keys:
         path, corpus, want = wiki.FOLDERS[k]

@@ -172,6 +172,10 @@ from lakehouse.wire.responses import (
 from lakehouse.wire.responses import (
     Upserted as Upserted,
 )
+from lakehouse.wire.selection import CorpusProfile as CorpusProfile
+from lakehouse.wire.selection import CorpusSelection as CorpusSelection
+from lakehouse.wire.selection import ProfileTerm as ProfileTerm
+from lakehouse.wire.selection import SelectionEvidence as SelectionEvidence
 from lakehouse.wire.shapes import Hit
 from lakehouse.wire.storage import (
     CorpusStorage as CorpusStorage,

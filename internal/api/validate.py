@@ -27,6 +27,15 @@ def corpus_name(name: str, field: str = "name") -> str:
     return name
 
 
+def description(text: str | None, field: str = "description") -> str | None:
+    """A corpus's description as stored: stripped, None when empty; no NUL (the decode
+    checked its length)."""
+    if text is None or not text.strip():
+        return None
+    _no_nul(text, field)
+    return text.strip()
+
+
 def corpora(names: Sequence[str] | None, most: int) -> None:
     """A search's `corpora`: absent (every corpus), else 1..most valid names, none twice."""
     if names is None:

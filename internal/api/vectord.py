@@ -21,6 +21,7 @@ from lakehouse.wire.search import (  # the search's fields, declared once there
     Recency,
     SearchSpec,
 )
+from lakehouse.wire.selection import CorpusSelection
 from lakehouse.wire.shapes import (  # shared with the client: defined there once
     MAX_BM25_K1,
     MAX_DIM,
@@ -33,6 +34,7 @@ from lakehouse.wire.shapes import (  # shared with the client: defined there onc
     NAME_PATTERN,
     CorpusName,
     DateRange,
+    Description,
     Dim,
     EfSearch,
     FieldWeights,
@@ -56,13 +58,14 @@ __all__ = [  # what the server's modules take from here, the wire's shared parts
     "MAX_IDS_PAGE", "MAX_ID_BYTES", "MAX_INCLUDE", "MAX_K", "MAX_QUERY_CHARS",
     "MAX_QUERY_VECTORS", "MAX_RRF_K", "MAX_WEIGHT", "NAME_PATTERN",
     "ConvertRequest", "Corpus",
-    "CorpusName", "CorpusSearchResult", "CreateCorpus", "DateRange", "DeleteItems", "Dim",
+    "CorpusName", "CorpusSearchResult", "CreateCorpus", "DateRange", "DeleteItems",
+    "Description", "Dim",
     "EfSearch", "FacetSpec", "FieldPath", "FieldWeights", "Filter", "Highlight", "Hit",
     "IncludeRef", "IndexSettingsRequest", "Item", "ItemId", "K", "Label", "Metric", "MultiSearchRequest",
     "MultiSearchResponse", "MultiSearchResult", "NumberRange", "Precision", "Prf", "QueryText",
     "QueryVector", "Recency", "ReembedRequest", "SearchError", "SearchRequest",
-    "SearchResponse", "SearchSpec", "Space", "SpacesResponse", "UpsertRequest", "Vector",
-    "Weight", "embed_text",
+    "SearchResponse", "SearchSpec", "Space", "SpacesResponse", "UpdateCorpus", "UpsertRequest",
+    "Vector", "Weight", "embed_text",
 ]
 
 H = TypeVar("H")
@@ -96,6 +99,14 @@ class CreateCorpus(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     precision: Precision | None = None
     # None: [vectord]'s hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows.
     index: IndexSettingsRequest | None = None
+    # What the corpus is about, in a person's words (the fan-out's resource selection reads it).
+    description: Description | None = None
+
+
+class UpdateCorpus(msgspec.Struct, forbid_unknown_fields=True):
+    """PATCH /v1/vectors/corpora/{name}: what may change of a corpus (null or "" clears)."""
+
+    description: Description | None
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
@@ -203,6 +214,7 @@ class Corpus(msgspec.Struct, frozen=True):
     hnsw_ef_construction: int | None = None
     ef_search: int | None = None
     exact_scan_rows: int | None = None
+    description: str | None = None
 
     def settings(self, defaults: wire.IndexSettings) -> wire.IndexSettings:
         """The index settings in force: its own, else the service's defaults."""
@@ -223,7 +235,7 @@ class Corpus(msgspec.Struct, frozen=True):
                            language=self.language, model=self.model, count=count,
                            created_at=self.created_at, precision=self.precision,
                            reembed=reembed, conversion=conversion, index=index,
-                           reindex=reindex)
+                           reindex=reindex, description=self.description)
 
 
 class SearchResponse(msgspec.Struct):
@@ -256,6 +268,8 @@ class CorpusSearchResult(msgspec.Struct, omit_defaults=True):
     # Why its vector branch did not run (no query vector of its model): lexical-only in
     # hybrid mode, nothing in vector mode.
     skipped: str | msgspec.UnsetType = msgspec.UNSET
+    # Resource selection's score, weight and evidence (when it ran over this search).
+    selection: CorpusSelection | msgspec.UnsetType = msgspec.UNSET
 
 
 class Space(msgspec.Struct):

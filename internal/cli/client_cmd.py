@@ -170,6 +170,7 @@ def _search(args: argparse.Namespace) -> int:
         else:
             out = await client.search(args.text, corpora=corpora or None, k=args.k,
                                       mode=args.mode, use_playbook=args.playbook,
+                                      explain=args.explain,
                                       **shaped.options(args.highlight, args.group_by,
                                                        shaped.csv(args.facets), args.diversity))
         if args.json:
@@ -196,6 +197,7 @@ def _search(args: argparse.Namespace) -> int:
                          f" ({s.reason})")
         if out.playbook_boosted:
             notes.append(f"playbook boosted {out.playbook_boosted}")
+        notes.extend(shaped.selection_notes(out.corpora, args.explain))
         print("(" + "; ".join(notes) + ")")
         return 0
 
@@ -302,6 +304,8 @@ def _add_search(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help='counts per value (corpus,tags,type,metadata.<key>)')
     p.add_argument("--diversity", type=float, metavar="0..1",
                    help="push near-duplicates down (0: off, 1: most diverse)")
+    p.add_argument("--explain", action="store_true",
+                   help="why each corpus weighs what it does for the question")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_url_arg(p)
     p.set_defaults(func=_search)

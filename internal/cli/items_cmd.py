@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from internal.cli import describe_cmd
 from internal.cli.connect import add_url_arg, run_command
 from internal.cli.output import format_table, print_json
 
@@ -156,12 +157,11 @@ def _corpus_index(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("corpora", help="list the corpora and their sizes; delete one",
-                       usage="lakehouse corpora [list|delete|convert|index NAME] "
-                             "[--json] [--url URL]")
+                       usage="lakehouse corpora [list|delete|convert|index|describe NAME] [options]")
     add_url_arg(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.set_defaults(func=_corpora)  # `lakehouse corpora` alone lists
-    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert|index",
+    csub = p.add_subparsers(dest="corpora_command", metavar="list|delete|convert|index|describe",
                             prog="lakehouse corpora")
     pl = csub.add_parser("list", help="the corpora and their sizes (the default)")
     pl.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -187,6 +187,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="a filter matching at most N items is scanned exactly")
     add_url_arg(pi)
     pi.set_defaults(func=_corpus_index)
+    describe_cmd.add(csub)
 
     p = sub.add_parser("items", help="list, read or delete a corpus's items")
     isub = p.add_subparsers(dest="items_command", required=True, metavar="list|get|delete")

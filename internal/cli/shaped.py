@@ -1,4 +1,5 @@
-"""Shaped search results for a terminal (no I/O): highlighted passages, groups, facets.
+"""Shaped search results for a terminal (no I/O): highlighted passages, groups, facets,
+the corpora weighed for the question.
 
 Fragments come HTML-escaped with `<mark>` around the matched words (the only literal
 tags in them); here the marks become ANSI bold on a terminal (nothing elsewhere) and the
@@ -60,4 +61,21 @@ def options(highlight: bool, group_by: str | None, facets: Sequence[str] | None,
         out["facets"] = list(facets)
     if diversity is not None:
         out["diversity"] = diversity
+    return out
+
+
+def selection_notes(corpora: Sequence[Any], explain: bool) -> list[str]:
+    """The corpora weighed for the question ("windows x2.50"), and with `explain` why:
+    the words that matched and where, the question's nearness to a corpus's name."""
+    out = []
+    for c in corpora:
+        weight, sel = getattr(c, "weight", None), getattr(c, "selection", None)
+        if weight is None and (sel is None or not sel.evidence):
+            continue
+        note = f"{c.corpus} x{weight if weight is not None else 1.0:.2f}"
+        if explain and sel is not None and sel.evidence:
+            note += " (" + ", ".join(
+                f"'{e.word}' {e.source}" if e.word else f"near its {e.source} {e.share:.2f}"
+                for e in sel.evidence) + ")"
+        out.append(note)
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import sys
@@ -59,6 +60,7 @@ def _sync(args: argparse.Namespace) -> int:
     from internal.common import logs
     from internal.syncd.runner import Syncer, SyncSettings
     from lakehouse import AsyncClient
+    from lakehouse.errors import NotFound
 
     cfg = load_config(args)
     # The runner's log lines go to stderr, and only the ones that matter (stdout is the result).
@@ -90,7 +92,11 @@ def _sync(args: argparse.Namespace) -> int:
             async with AsyncClient(base, gateway_token(args), timeout=120.0,
                                    retries=0) as client:
                 store = GatewayStore(client)
-                return await Syncer(settings, store, store).request_run(progress)
+                result = await Syncer(settings, store, store).request_run(progress)
+                if args.description is not None:
+                    with contextlib.suppress(NotFound):  # the run made no corpus
+                        await client.describe_corpus(args.corpus, args.description)
+                return result
         finally:
             bar.close()
 
@@ -109,6 +115,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "itself (repeatable; else detected)")
     p.add_argument("--ignore", action="append", metavar="GLOB",
                    help="ignore glob (repeatable; default from [sync] ignore)")
+    p.add_argument("--description", metavar="TEXT",
+                   help="what the corpus is about (\"\" clears it): a search over several "
+                        "corpora weighs it by how much the question is about it")
     p.add_argument("--model", help="a new corpus's embedding model (default: the one "
                                    "for its pages' languages)")
     p.add_argument("--batch-size", type=int, default=0, help="texts per embedding call")

@@ -191,7 +191,10 @@ RULES: tuple[Rule, ...] = (
     # matrixd's searches list and describe corpora as the caller: search keys may too.
     Rule("GET", "/v1/vectors/corpora", ("read", "search"), "list", "listing corpora"),
     Rule("GET", _C, _RSW, "path", "reading a corpus"),
+    # A corpus's description says what its items are about: whoever writes them says so.
+    Rule("PATCH", _C, ("write",), "path", "describing a corpus"),
     Rule("DELETE", _C, _A, "path", "deleting a corpus"),
+    Rule("GET", f"{_C}/profile", _RSW, "path", "reading a corpus's profile"),
     Rule("POST", f"{_C}/index", _A, "path", "building a corpus's index"),
     Rule("POST", f"{_C}/index/settings", _A, "path", "changing a corpus's index settings"),
     Rule("POST", f"{_C}/reembed", _A, "path", "re-embedding a corpus"),

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import structlog
@@ -34,24 +34,38 @@ INFLIGHT = 2  # batches embedded at once: keeps embedd busy while vectord writes
 Progress = Callable[[int, int], None]
 
 
+# A text embedded beside every cached file: a model id whose numerics changed (a new build
+# of the same weights, docs/decisions/0210) gives another vector, and the file is not read.
+PROBE = "The vector cache's probe: are these the numerics that embedded the file?"
+
+
 class VectorCache:
     """Document vectors on disk keyed by model and sha256 of the embedded text.
 
     vectord is the cache of record (its content hashes decide what is re-embedded);
     this file only spares the embedding when a corpus must be rebuilt (a new
-    database, a schema change), which for SciFact is minutes of CPU.
+    database, a schema change), which for SciFact is minutes of CPU. probe: the model's
+    vector of PROBE now; a file holding another (or none) is stale and not read.
     """
 
-    def __init__(self, path: Path | None, model: str) -> None:
+    def __init__(self, path: Path | None, model: str, probe: list[float] | None = None) -> None:
         self.path = path
         self.model = model
+        self.probe = probe
         self.vectors: dict[str, list[float]] = {}
         self.dirty = False
         if path is not None and path.is_file():
             with np.load(path, allow_pickle=False) as data:
-                if str(data["model"]) == model:
+                if str(data["model"]) == model and self._same_numerics(data):
                     for key, vec in zip(data["keys"].tolist(), data["vectors"], strict=True):
                         self.vectors[str(key)] = [float(x) for x in vec]
+
+    def _same_numerics(self, data: Any) -> bool:
+        if self.probe is None:
+            return True
+        if "probe" not in data.files or data["probe"].shape != (len(self.probe),):
+            return False
+        return bool(np.allclose(data["probe"], np.asarray(self.probe, np.float32), atol=1e-5))
 
     @staticmethod
     def key(text: str) -> str:
@@ -69,8 +83,12 @@ class VectorCache:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, model=np.array(self.model), keys=np.array(list(self.vectors)),
-                 vectors=np.array(list(self.vectors.values()), dtype=np.float32))
+        arrays: dict[str, Any] = {
+            "model": np.array(self.model), "keys": np.array(list(self.vectors)),
+            "vectors": np.array(list(self.vectors.values()), dtype=np.float32)}
+        if self.probe is not None:
+            arrays["probe"] = np.asarray(self.probe, np.float32)
+        np.savez(tmp, **arrays)
         os.replace(tmp, self.path)
         self.dirty = False
 
@@ -137,8 +155,9 @@ async def ingest(vc: VectordClient, ec: EmbedClient, name: str, docs: Sequence[D
     """
     started = time.perf_counter()
     model, dim = await (ec.default_model() if model is None else _listed(ec, model))
-    cache = VectorCache(None if cache_dir is None else
-                        cache_path(cache_dir, cache_name or name, model), model)
+    cache = VectorCache(None, model) if cache_dir is None else VectorCache(
+        cache_path(cache_dir, cache_name or name, model), model,
+        (await ec.embed([PROBE], model=model)).vectors[0])
     _, rebuilt = await _open_corpus(vc, name, model, dim)
     wanted = [_doc(d) for d in docs]
     stored = {row.id: row.content_hash async for row in vc.iter_ids(name)}

@@ -26,6 +26,7 @@ from internal.api.responses import (
     Corpus,
     CorpusDeleted,
     CorpusList,
+    CorpusProfile,
     EmbedResponse,
     ErrorBody,
     Health,
@@ -62,6 +63,7 @@ from internal.api.vectord import (
     SearchRequest,
     SearchResponse,
     SpacesResponse,
+    UpdateCorpus,
     UpsertRequest,
 )
 from lakehouse.wire.answer import (
@@ -92,6 +94,7 @@ __all__ = [
     "Corpus",
     "CorpusDeleted",
     "CorpusList",
+    "CorpusProfile",
     "CreateCorpus",
     "CreateKey",
     "CreatedKey",
@@ -139,6 +142,7 @@ __all__ = [
     "SyncRun",
     "SyncStatus",
     "TrainRanker",
+    "UpdateCorpus",
     "UpsertRequest",
     "Upserted",
 ]

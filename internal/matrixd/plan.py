@@ -130,7 +130,7 @@ def _request(body: MatrixSearchRequest, mode: ModeSpec, text: str, depth: int,
     fields.update(mode=mode.name, k=depth, query_text=text if mode.needs != "vector" else None)
     return MultiSearchRequest(**fields, corpora=body.corpora,
                               corpus_weights=body.corpus_weights or None,
-                              exclude_corpora=excluded)
+                              corpus_selection=body.corpus_selection, exclude_corpora=excluded)
 
 
 def check(body: MatrixSearchRequest, cfg: MatrixdConfig) -> SearchPlan:

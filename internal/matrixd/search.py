@@ -18,6 +18,7 @@ import structlog
 from internal.api.matrixd import MatrixSearchRequest, RelevanceOption
 from internal.api.ranker import HitFeatures, QueryStats, RankerUse
 from internal.api.responses import (
+    CorpusSelection,
     CorpusStatus,
     DroppedHit,
     FailedCorpus,
@@ -86,7 +87,8 @@ async def run_search(deps: Deps, body: MatrixSearchRequest) -> MatrixAnswer:
         merged, results, meta = await _search_all(deps, req)
     skipped, failed = await _judge(deps, plan, query, results)
     hits = merge.annotate(merged, query.mode, deps.cfg.keyword_merge_k)
-    hits, gates = _gates(deps, plan, query.mode, hits, found, _Ranking(ranked_by, meta))
+    hits, gates = _gates(deps, plan, query.mode, hits, found, _Ranking(
+        ranked_by, meta, {r.corpus: w for r in results if (w := r.weight(plan)) != 1.0}))
     if plan.highlight_chars is not None:
         await semantic.apply(deps, hits, plan.highlight_chars, query.default, query.vectors)
     out = _answer(plan, query, found, hits, gates, results, failed, skipped, meta)
@@ -199,10 +201,12 @@ async def _ranker_plan(deps: Deps, plan: SearchPlan, query: Query) -> ranker_ser
 
 @dataclass
 class _Ranking:
-    """The learned ranker's part in the gates: its plan and vectord's answer's values."""
+    """The learned ranker's part in the gates: its plan, vectord's answer's values and
+    the corpora's weights (which its order keeps)."""
 
     plan: ranker_serve.Plan | None
     meta: SearchMeta
+    weights: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -225,7 +229,7 @@ def _rerank(deps: Deps, r: _Ranking, hits: list[RankedHit], matches: list[boost.
     for h in hits:
         h.features = msgspec.UNSET
     return ranker_serve.rerank(deps.rankers, r.plan, hits, extras, matches,
-                               r.meta.query_stats, explain)
+                               r.meta.query_stats, explain, r.weights)
 
 
 def _gates(deps: Deps, plan: SearchPlan, mode: ModeSpec, hits: list[RankedHit], found: Recall,
@@ -255,8 +259,7 @@ def _answer(plan: SearchPlan, query: Query, found: Recall, hits: list[RankedHit]
             skipped: list[SkippedCorpus], meta: SearchMeta) -> MatrixAnswer:
     out = MatrixAnswer(
         mode=query.mode.name, requested_mode=plan.mode.name, k=plan.k, hits=hits,
-        corpora=[CorpusStatus(corpus=r.corpus, hits=r.hits, ms=r.ms,
-                              status="ok" if r.error is None else "failed") for r in results],
+        corpora=[r.status(plan) for r in results],
         failed_corpora=[FailedCorpus(corpus=r.corpus, error=describe(r.error),
                                      status=r.error.status, code=r.error.code)
                         for r in failed if r.error is not None],
@@ -291,6 +294,23 @@ class CorpusResult:
     ms: float
     error: LakehouseError | None = None
     skipped: str | None = None  # why its vector branch did not run (no vector of its model)
+    selection: CorpusSelection | None = None  # resource selection's, when it ran
+
+    def weight(self, plan: SearchPlan) -> float:
+        """The weight its hits were ranked with: the selection's (the request's wins
+        there), else the request's."""
+        return (self.selection.weight if self.selection is not None
+                else (plan.request.corpus_weights or {}).get(self.corpus, 1.0))
+
+    def status(self, plan: SearchPlan) -> CorpusStatus:
+        """Its row of the answer: the weight its hits were ranked with when not 1, and
+        with `explain` the selection's why."""
+        weight = self.weight(plan)
+        return CorpusStatus(
+            corpus=self.corpus, hits=self.hits, ms=self.ms,
+            status="ok" if self.error is None else "failed",
+            weight=weight if weight != 1.0 else None,
+            selection=self.selection if plan.explain else None)
 
 
 @dataclass
@@ -334,7 +354,8 @@ async def _search_all(deps: Deps, req: MultiSearchRequest
             results.append(CorpusResult(
                 row.corpus, row.hits if isinstance(row.hits, int) else 0,
                 round(row.took_ms, 2) if isinstance(row.took_ms, float) else 0.0,
-                skipped=row.skipped if isinstance(row.skipped, str) else None))
+                skipped=row.skipped if isinstance(row.skipped, str) else None,
+                selection=row.selection if isinstance(row.selection, CorpusSelection) else None))
     return out.hits, results, meta
 
 

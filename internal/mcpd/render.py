@@ -76,6 +76,10 @@ def hits(out: dict[str, Any]) -> str:
     if skipped:
         notes.append("searched without vectors: " + ", ".join(
             str(s.get("corpus")) for s in skipped if isinstance(s, dict)))
+    weighed = [f"{c.get('corpus')} ×{c['weight']:.2f}" for c in out.get("corpora") or []
+               if isinstance(c, dict) and isinstance(c.get("weight"), (int, float))]
+    if weighed:
+        notes.append("corpora weighed for the question: " + ", ".join(weighed))
     if out.get("playbook_boosted"):
         notes.append(f"{out['playbook_boosted']} boosted by feedback")
     facets = out.get("facets")
@@ -118,6 +122,7 @@ def corpora(out: dict[str, Any]) -> str:
     return "\n".join(
         f"{c.get('name')}: {c.get('count')} items, language {c.get('language')}, "
         f"dim {c.get('dim')}, model {c.get('model') or '-'}"
+        + (f" — {_short(c['description'], 200)}" if c.get("description") else "")
         for c in rows if isinstance(c, dict))
 
 

@@ -236,7 +236,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "list_corpora", (
             "List the corpora (collections of documents) that can be searched, with their item "
-            "counts, language and embedding model. Use it to pick `corpora` for search."),
+            "counts, language, embedding model and what each is about (its description). "
+            "Use it to pick `corpora` for search; a search over all of them already weighs "
+            "each by how much the question is about it."),
         NoArgs, "GET", "/v1/vectors/corpora"),
     Tool(
         "get_item", (

@@ -36,7 +36,7 @@ from internal.api.vectord import (
     SpacesResponse,
     UpsertRequest,
 )
-from internal.clients.embed import make_client
+from internal.clients.embed import EmbedClient, make_client
 from internal.common import access, language, malloc, waits
 from internal.common.auth import caller, protect, service_headers
 from internal.common.daemon import serve
@@ -54,7 +54,7 @@ from internal.vectord.appkeys import STORE as STORE  # bench/suite/scaling.py re
 from internal.vectord.corpora import name_of, written
 from internal.vectord.judging import Judge
 from internal.vectord.keys import routes
-from internal.vectord.search import engine, scoped, validation
+from internal.vectord.search import engine, scoped, selection, validation
 from internal.vectord.shaping import shaped
 from internal.vectord.storage import ranker_routes, schema
 from internal.vectord.storage.reembed import Reembedder
@@ -87,6 +87,25 @@ async def _maintain_spaces(store: Store) -> None:
             log.warning("space_maintenance_failed", error=str(exc))
         await waits.event(store.spaces_changed, SPACE_MAINTENANCE_SECONDS)
         store.spaces_changed.clear()
+
+
+PROFILE_SECONDS = 2.0
+
+
+async def _maintain_profiles(store: Store, embed: EmbedClient | None) -> None:
+    """In the background: build the profiles of the corpora written to, deleted from or
+    described anew since (storage/profiles.py, bounded per corpus; the name and
+    description embedded through embedd's bulk lane), and load those any vectord built;
+    every two seconds, or at once for a new description."""
+    while True:
+        try:
+            await store.profiles.upkeep(store.pool, embed)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # reported, retried on the next round
+            log.warning("profile_upkeep_failed", error=str(exc))
+        await waits.event(store.profiles_due, PROFILE_SECONDS)
+        store.profiles_due.clear()
 
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
@@ -124,6 +143,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                 warmer = app[WARMER] = Warmer(store, cfg)
                 changes = (lambda: watch.changes) if watch is not None else None
                 tasks = [asyncio.create_task(_maintain_spaces(store)),
+                         asyncio.create_task(_maintain_profiles(store, reembedder.embed)),
                          asyncio.create_task(reembedder.run_forever()),
                          asyncio.create_task(warmer.run_forever(changes)),
                          asyncio.create_task(model_languages.follow(store, embed))]
@@ -285,10 +305,11 @@ def _corpus_result(o: engine.Outcome) -> CorpusSearchResult:
     route would have answered it."""
     exc = o.error
     if exc is None:
-        if o.skipped is not None:
-            return CorpusSearchResult(corpus=o.name, hits=o.hits, took_ms=o.took_ms,
-                                      skipped=o.skipped)
-        return CorpusSearchResult(corpus=o.name, hits=o.hits, took_ms=o.took_ms)
+        return CorpusSearchResult(
+            corpus=o.name, hits=o.hits, took_ms=o.took_ms,
+            skipped=o.skipped if o.skipped is not None else msgspec.UNSET,
+            selection=selection.public(o.selection) if o.selection is not None
+            else msgspec.UNSET)
     if isinstance(exc, LakehouseError) and not (exc.status >= 500 and exc.code == "internal"):
         return CorpusSearchResult(corpus=o.name, status=exc.status,
                                   error=SearchError(exc.code, exc.message, exc.field))
@@ -325,15 +346,19 @@ async def _searched(store: Store, req: MultiSearchRequest) -> list[str]:
 
 def _federation(req: MultiSearchRequest, names: list[str],
                 weights: dict[str, float] | None) -> engine.Federation:
-    """The corpus weights (each a searched corpus's; checked when the corpora were named)
-    and the `include` items of the searched corpora, checked."""
+    """The corpus weights (each a searched corpus's; checked when the corpora were named),
+    the `include` items of the searched corpora, checked, and whether resource selection
+    weighs the others: asked, and not under a tenant's forced filter (a profile is built
+    over every tenant's items)."""
     if weights is None:
         weights = validate.corpus_weights(req.corpus_weights or {}, names)
     for i, ref in enumerate(req.include):
         validate.item_id(ref.id, f"include[{i}].id")
     searched = set(names)
+    scope = caller()
     return engine.federation(weights, [(r.corpus, r.id, r.factor) for r in req.include
-                                       if r.corpus in searched])
+                                       if r.corpus in searched],
+                             select=req.corpus_selection and (scope is None or scope.filter is None))
 
 
 async def multi_search(request: web.Request) -> web.Response:

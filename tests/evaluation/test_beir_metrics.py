@@ -72,6 +72,24 @@ def test_vector_cache_round_trip_and_model_check(tmp_path: Path) -> None:
     assert VectorCache(path, "model-b").get("hello") is None  # another model's vectors never serve
 
 
+def test_a_cache_of_other_numerics_is_not_read(tmp_path: Path) -> None:
+    """The same model id with other numerics (a new build of its weights) gives another
+    probe vector: the file's vectors are stale and never serve."""
+    from internal.evaluation.ingest import VectorCache
+
+    path = tmp_path / "c.npz"
+    cache = VectorCache(path, "model-a", [0.6, 0.8])
+    cache.put("hello", [0.5, 0.25])
+    cache.save()
+    assert VectorCache(path, "model-a", [0.6, 0.8]).get("hello") == [0.5, 0.25]
+    assert VectorCache(path, "model-a", [0.8, 0.6]).get("hello") is None
+    cache = VectorCache(path, "model-a")  # a file written without a probe
+    cache.put("other", [1.0, 0.0])
+    cache.save()
+    assert VectorCache(path, "model-a", [0.6, 0.8]).get("hello") is None
+
+
+
 def test_search_bodies_per_mode() -> None:
     from internal.evaluation.runner import SearchOptions, search_body
 

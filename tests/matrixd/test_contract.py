@@ -95,6 +95,9 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
     await c.call("POST", f"{C}/items", {"items": items, "model": emb.model}, name=name)
     await c.call("POST", f"{C}/index", name=name)
     await c.call("GET", C, name=name)
+    described = await c.call("PATCH", C, {"description": "pets, cats and dogs"}, name=name)
+    assert described.description == "pets, cats and dogs"
+    await c.call("GET", f"{C}/profile", name=name)
     await c.call("GET", "/v1/vectors/corpora")
     await c.call("GET", f"{C}/items/{{id}}", name=name, id="d0")
     await c.call("GET", f"{C}/ids", name=name)

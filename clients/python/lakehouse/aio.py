@@ -14,6 +14,7 @@ import msgspec
 
 from lakehouse import _answer, _ranker
 from lakehouse._connect import resolve_token, resolve_url
+from lakehouse._corpus_calls import CorpusCalls
 from lakehouse._items import as_item, renumbered
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
@@ -21,7 +22,6 @@ from lakehouse.types import DowngradeOption, Filter, Item, Prf
 from lakehouse.wire.models import model_for
 from lakehouse.wire.responses import (
     AnalyzeResponse,
-    ConvertStarted,
     Corpus,
     CorpusDeleted,
     CorpusList,
@@ -37,7 +37,6 @@ from lakehouse.wire.responses import (
     PlaybookList,
     Ready,
     RecordResponse,
-    ReembedStarted,
     SearchAutoResponse,
     SmartSearchResponse,
     StoredItem,
@@ -84,7 +83,7 @@ def _item_path(corpus: str, item_id: str) -> str:
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
 
 
-class AsyncClient(_ranker.RankerCalls, _answer.AnswerCalls):
+class AsyncClient(_ranker.RankerCalls, CorpusCalls, _answer.AnswerCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;
@@ -134,19 +133,21 @@ class AsyncClient(_ranker.RankerCalls, _answer.AnswerCalls):
                             language: str | None = None, model: str | None = None,
                             defer_index: bool = False,
                             precision: Precision | None = None,
-                            index: Mapping[str, int] | None = None) -> Corpus:
+                            index: Mapping[str, int] | None = None,
+                            description: str | None = None) -> Corpus:
         """Create a corpus (Conflict if it exists). Without `dim`, it is made for `model`
         (its dimension and label), by default the stack's model for `language` (an ISO
         639-1 code: the multilingual model for a language the default does not declare),
         ready for text upserts.
         `precision`: how its vectors are stored (float16, the server's default, or float32);
         `index`: its vector index's settings (`m`, `ef_construction`, `ef_search`,
-        `exact_scan_rows`; each left out: the server's default)."""
+        `exact_scan_rows`; each left out: the server's default); `description`: what it
+        is about (a search over several corpora weighs it)."""
         if dim is None:
             model, dim = await self._model(model, language)
         body = body_of(name=name, dim=dim, metric=metric, language=language, model=model,
                        defer_index=defer_index, precision=precision,
-                       index=dict(index) if index else None)
+                       index=dict(index) if index else None, description=description)
         return await self._http.call("POST", "/v1/vectors/corpora", Corpus, body=body)
 
     async def list_corpora(self) -> list[Corpus]:
@@ -160,19 +161,6 @@ class AsyncClient(_ranker.RankerCalls, _answer.AnswerCalls):
     async def delete_corpus(self, name: str) -> None:
         """Delete a corpus and its items (NotFound if there is none of that name)."""
         await self._http.call("DELETE", _c(name), CorpusDeleted)
-
-    async def reembed(self, name: str, model: str) -> ReembedStarted:
-        """Embed the corpus's stored texts again with another model, in the background;
-        searches use the old vectors until the new ones are complete, then switch.
-        Progress: get_corpus(name).reembed."""
-        return await self._http.call("POST", f"{_c(name)}/reembed", ReembedStarted,
-                                     body={"model": model})
-
-    async def convert(self, name: str, precision: Precision) -> ConvertStarted:
-        """Store the corpus's vectors in another precision, in the background (searches
-        answer throughout; one switch at the end). Progress: get_corpus(name).conversion."""
-        return await self._http.call("POST", f"{_c(name)}/convert", ConvertStarted,
-                                     body={"precision": precision})
 
     async def index_settings(self, name: str, *, m: int | None = None,
                              ef_construction: int | None = None, ef_search: int | None = None,
@@ -366,8 +354,8 @@ class AsyncClient(_ranker.RankerCalls, _answer.AnswerCalls):
                      group_size: int | None = None,
                      facets: Sequence[str | Options] | None = None,
                      facet_size: int | None = None, diversity: float | None = None,
-                     recency: Options | None = None, explain: bool = False
-                     ) -> MatrixSearchResponse:
+                     recency: Options | None = None, explain: bool = False,
+                     corpus_selection: bool = True) -> MatrixSearchResponse:
         """The best `k` hits for a question, each with its corpus (POST /v1/matrix/search).
 
         `corpora` None searches every corpus but the playbook. `mode` None is hybrid for
@@ -379,8 +367,9 @@ class AsyncClient(_ranker.RankerCalls, _answer.AnswerCalls):
         shaped by `highlight` (True or {fields, pre, post, fragment_chars, fragments}),
         `group_by` ("parent" or "metadata.<key>") with `group_size`, `facets` with
         `facet_size`, `diversity` (0..1) and `recency` ({field, half_life_days, weight});
-        docs/API.md, "Shaping results". `explain`: with the learned ranker ordering the
-        hits, each one's largest feature contributions. The keyword arguments build a
+        docs/API.md, "Shaping results". `explain`: each corpus's selection score and why
+        (`corpus_selection` False: the union's ranking, unweighted), and with the learned
+        ranker each hit's largest feature contributions. The keyword arguments build a
         `MatrixSearchRequest` (lakehouse.wire.search), sent by `search_request`.
         """
         spec = MatrixSearchRequest(
@@ -395,6 +384,7 @@ class AsyncClient(_ranker.RankerCalls, _answer.AnswerCalls):
             highlight=as_given(highlight), group_by=group_by,
             facets=as_given(list(facets)) if facets is not None else None,
             diversity=diversity, recency=as_given(recency), explain=explain,
+            corpus_selection=corpus_selection,
             **given_only(group_size=group_size, facet_size=facet_size))
         return await self.search_request(spec)
 

@@ -131,6 +131,8 @@ class Client:
     create_corpus = _blocking(AsyncClient.create_corpus)
     list_corpora = _blocking(AsyncClient.list_corpora)
     get_corpus = _blocking(AsyncClient.get_corpus)
+    describe_corpus = _blocking(AsyncClient.describe_corpus)
+    corpus_profile = _blocking(AsyncClient.corpus_profile)
     ensure_corpus = _blocking(AsyncClient.ensure_corpus)
     delete_corpus = _blocking(AsyncClient.delete_corpus)
     reembed = _blocking(AsyncClient.reembed)

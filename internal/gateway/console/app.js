@@ -299,6 +299,10 @@ async function search(event) {
     markCited();
     state.last = { key, ranks: new Map((out.hits || []).map((h, i) => [hitKey(h), h.rank || i + 1])) };
     const notes = [`${(out.hits || []).length} hits`, `mode ${out.mode || mode}`, `${num(out.took_ms, 1)} ms`];
+    const weighed = (out.corpora || []).filter((c) => typeof c.weight === "number");
+    if (weighed.length) {
+      notes.push(`weighed for the question: ${weighed.map((c) => `${c.corpus} ×${num(c.weight, 2)}`).join(", ")}`);
+    }
     if (out.playbook_boosted) notes.push(`${out.playbook_boosted} boosted by feedback`);
     if (out.ranker) {
       notes.push(out.ranker.applied ? `ordered by the learned ranker (model ${out.ranker.id})`
@@ -485,12 +489,37 @@ async function showCorpora() {
       el("td", { className: "num" }, c.dim ?? "–"),
       el("td", {}, c.model || "–"),
       el("td", {}, c.language || "–"),
-      el("td", {}, c.created_at ? new Date(c.created_at).toLocaleString() : "–")));
+      el("td", {}, c.created_at ? new Date(c.created_at).toLocaleString() : "–"),
+      el("td", { className: "about" }, ...aboutCell(c))));
     $("corpora-table").tBodies[0].replaceChildren(...rows);
     showStatus(status, `${rows.length} corpora`);
   } catch (err) {
     showError(status, err);
   }
+}
+
+// A corpus's description (what a search over several corpora weighs it by), and a form
+// to change it: PATCH /v1/vectors/corpora/{name}.
+function aboutCell(c) {
+  const text = el("span", { className: "description" }, c.description || "–");
+  const input = el("input", { type: "text", value: c.description || "", hidden: true,
+    placeholder: "what it is about", ariaLabel: `description of ${c.name}` });
+  const button = el("button", { type: "button", className: "describe" }, "edit");
+  button.addEventListener("click", async () => {
+    if (input.hidden) { input.hidden = false; text.hidden = true; button.textContent = "save"; input.focus(); return; }
+    button.disabled = true;
+    try {
+      const out = await api("PATCH", `/v1/vectors/corpora/${encodeURIComponent(c.name)}`,
+        { description: input.value.trim() || null });
+      text.textContent = out.description || "–";
+      input.hidden = true; text.hidden = false; button.textContent = "edit";
+    } catch (err) {
+      showError($("corpora-status"), err);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return [text, input, button];
 }
 
 // The item page's way back: to the list it was opened from (a corpus's items), else to

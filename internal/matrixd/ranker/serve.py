@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,11 +117,20 @@ def plan(cache: RankerCache, playbook_corpus: str, scope: Scope | None, mode: Mo
     return Plan(used)
 
 
+def tilt(key: float, weight: float) -> float:
+    """A ranking key tilted by its corpus's weight as the merge tilts a score (x w), on
+    either side of zero: a weight above 1 always raises it."""
+    return key * weight if key >= 0 else key / weight
+
+
 def rerank(cache: RankerCache, p: Plan, hits: list[RankedHit],
            extras: Sequence[HitFeatures | None], matches: Sequence[Match],
-           query: QueryStats | None, explain: bool) -> RankerUse:
+           query: QueryStats | None, explain: bool,
+           weights: Mapping[str, float] | None = None) -> RankerUse:
     """Order the hits by the plan's models (in place): a covered hit's score is alpha x
-    fused + its trees', `ranker_score` on every hit; downgraded hits stay below the others."""
+    fused + its trees', tilted by its corpus's weight (resource selection's or the
+    request's: the ranker's order keeps them, as the merge did), `ranker_score` on every
+    hit; downgraded hits stay below the others."""
     started = time.perf_counter()
     score = np.asarray([h.score if h.score is not None else 0.0 for h in hits])
     key = score.copy()
@@ -147,6 +156,9 @@ def rerank(cache: RankerCache, p: Plan, hits: list[RankedHit],
                          "trees' mean": round(float(row[-1]), 6)}
                 shown.update({names[j]: round(float(row[j]), 6) for j in top})
                 contributions[i] = shown
+    if weights:
+        for i in taken:
+            key[i] = tilt(float(key[i]), weights.get(hits[i].corpus, 1.0))
     order = sorted(range(len(hits)), key=lambda i: (bool(hits[i].downgraded), -key[i], i))
     for i in order:
         hits[i].ranker_score = round(float(key[i]), 9)

@@ -34,9 +34,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from internal.api.vectord import Hit
+import numpy as np
+
+from internal.api.vectord import Corpus, Hit
 from internal.vectord.search import modes as _modes  # noqa: F401  (registers every mode's search)
-from internal.vectord.search import reads
+from internal.vectord.search import query_vectors, reads, selection
 from internal.vectord.search.options import Options
 from internal.vectord.search.outcome import Federation, Outcome, each, resolved
 from internal.vectord.search.registry import SEARCHES, Search
@@ -58,8 +60,10 @@ class Result:
 
 
 def federation(corpus_weights: dict[str, float] | None,
-               include: Sequence[tuple[str, str, float]] = ()) -> Federation:
-    """What the caller adds to the union: include as (corpus, id, factor), each id once."""
+               include: Sequence[tuple[str, str, float]] = (), select: bool = False
+               ) -> Federation:
+    """What the caller adds to the union: include as (corpus, id, factor), each id once;
+    select: resource selection weighs the corpora `corpus_weights` does not name."""
     inc: dict[str, list[str]] = {}
     factors: dict[tuple[str, str], float] = {}
     for corpus, item_id, f in include:
@@ -67,7 +71,44 @@ def federation(corpus_weights: dict[str, float] | None,
             inc[corpus].append(item_id)
         if f != 1.0:
             factors[(corpus, item_id)] = f
-    return Federation(dict(corpus_weights or {}), inc, factors)
+    return Federation(dict(corpus_weights or {}), inc, factors, select)
+
+
+def selected(store: Store, p: Options, outcomes: Sequence[Outcome], fed: Federation
+             ) -> Federation:
+    """The federation with resource selection's weights (search/selection.py) for the
+    resolved corpora no explicit weight names; each outcome keeps its choice. Not for a
+    mode merged newest first (it takes no weight), nor over fewer than two corpora."""
+    live = [o for o in outcomes if o.error is None and o.corpus is not None]
+    if not fed.select or p.mode.merge == "newest" or len(live) < 2 or not p.query_text.strip():
+        return fed
+    members = [_member(store, p, o.name, o.corpus) for o in live if o.corpus is not None]
+    choices = selection.select(p.query_text, members)
+    if choices is None:
+        return fed
+    weights = dict(fed.weights)
+    for o, choice in zip(live, choices, strict=True):
+        if o.name in fed.weights:  # the caller's weight wins
+            choice.weight = fed.weights[o.name]
+        elif choice.weight != 1.0:
+            weights[o.name] = choice.weight
+        o.selection = choice
+    return replace(fed, weights=weights)
+
+
+def _member(store: Store, p: Options, name: str, corpus: Corpus) -> selection.Member:
+    """A searched corpus as the selection reads it: its profile, and the question's
+    vector of its embedding space (unit), when it has one."""
+    profile = store.profiles.get(corpus.id)
+    if (profile is not None and profile.about_model is not None
+            and corpus.model not in (None, profile.about_model)):
+        profile = replace(profile, about_vector=None)  # its name embedded by a former model
+    choice = query_vectors.choose(corpus, p.query_vector, p.query_vectors)
+    if choice.vector is None:
+        return selection.Member(name, profile)
+    vec = np.asarray(choice.vector, dtype=np.float32)
+    norm = float(np.linalg.norm(vec))
+    return selection.Member(name, profile, vec / norm if norm > 0 else None, choice.space)
 
 
 async def search(store: Store, names: Sequence[str], p: Options,
@@ -82,6 +123,7 @@ async def search(store: Store, names: Sequence[str], p: Options,
     fed = fed or Federation()
     outcomes = [Outcome(name, i) for i, name in enumerate(names)]
     await each(store, outcomes, resolved)
+    fed = selected(store, p, outcomes, fed)
     run = SEARCHES[p.mode.name]
     try:
         found = await run(store, p, outcomes, fed)

@@ -17,6 +17,7 @@ from internal.api.vectord import Corpus, Hit
 from internal.pg.replicas import ReplicaFailed
 from internal.vectord.search import query_vectors
 from internal.vectord.search.options import Options
+from internal.vectord.search.selection import Choice
 from internal.vectord.storage.store import Store, registry_moved
 
 T = TypeVar("T")
@@ -35,6 +36,7 @@ class Outcome:
     took_ms: float = 0.0
     hits: int = 0
     skipped: str | None = None  # why no query vector fits its space (query_vectors)
+    selection: Choice | None = None  # resource selection's score, weight and evidence
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class Federation:
     weights: dict[str, float] = field(default_factory=dict)
     include: dict[str, list[str]] = field(default_factory=dict)
     factors: dict[tuple[str, str], float] = field(default_factory=dict)
+    # Resource selection (search/selection.py) weighs the corpora no weight names.
+    select: bool = False
 
     def weight(self, o: Outcome) -> float:
         return self.weights.get(o.name, 1.0)

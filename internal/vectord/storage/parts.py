@@ -25,7 +25,8 @@ from internal.vectord.storage import schema
 Conn = AsyncConnection[Any]
 
 CORPUS_COLUMNS = ("id, name, dim, metric, language, model, keyword_index, created_at, space_id, "
-                  "precision, hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows")
+                  "precision, hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows, "
+                  "description")
 
 SELECT_CORPUS = f"SELECT {CORPUS_COLUMNS} FROM vectord_corpora WHERE name = %(name)s"
 

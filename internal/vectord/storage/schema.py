@@ -231,6 +231,29 @@ BEGIN
     END LOOP;
 END $$;
 """),
+    # What a corpus is about (internal.vectord.storage.profiles): the description its owner
+    # gives, and the profile vectord keeps from its contents in the background (its
+    # lexemes' document frequencies, the words that make them, the name and description
+    # embedded by its model), read by the fan-out's resource selection. `version`: the
+    # corpus's lexical version the profile reflects; `about`: the name and description it
+    # was built with.
+    (16, """
+ALTER TABLE vectord_corpora ADD COLUMN IF NOT EXISTS description text;
+CREATE TABLE IF NOT EXISTS vectord_profiles (
+    corpus_id  bigint PRIMARY KEY REFERENCES vectord_corpora (id) ON DELETE CASCADE,
+    version    bigint NOT NULL,
+    about      text NOT NULL,
+    documents  bigint NOT NULL,
+    sampled    integer NOT NULL,
+    terms      jsonb NOT NULL,
+    words      jsonb NOT NULL,
+    described  jsonb NOT NULL,
+    about_vector real[],
+    about_model  text,
+    build_ms   double precision NOT NULL,
+    built_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+"""),
 ]
 
 OPERATOR = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}

@@ -48,6 +48,7 @@ from internal.vectord.storage.parts import (
     LanedReads,
 )
 from internal.vectord.storage.parts import ReadPool as ReadPool
+from internal.vectord.storage.profiles import Profiles
 from internal.vectord.storage.reembedding import ReembedPart
 from internal.vectord.storage.reindex import ReindexPart
 from internal.vectord.storage.searches import SET_SEARCH as SET_SEARCH
@@ -65,9 +66,15 @@ CORPUS_TTL_SECONDS = 5.0
 
 INSERT_CORPUS = f"""
 INSERT INTO vectord_corpora (name, dim, metric, language, model, keyword_index, precision,
-                             hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows)
+                             hnsw_m, hnsw_ef_construction, ef_search, exact_scan_rows,
+                             description)
 VALUES (%(name)s, %(dim)s, %(metric)s, %(language)s, %(model)s, %(keyword_index)s,
-        %(precision)s, %(m)s, %(ef_construction)s, %(ef_search)s, %(exact_scan_rows)s)
+        %(precision)s, %(m)s, %(ef_construction)s, %(ef_search)s, %(exact_scan_rows)s,
+        %(description)s)
+RETURNING {CORPUS_COLUMNS}"""
+
+UPDATE_DESCRIPTION = f"""
+UPDATE vectord_corpora SET description = %(description)s WHERE name = %(name)s
 RETURNING {CORPUS_COLUMNS}"""
 
 DELETE_CORPUS = "DELETE FROM vectord_corpora WHERE id = %(id)s"
@@ -114,6 +121,10 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
             weakref.WeakKeyDictionary())
         # Set when a corpus is deleted: wakes the space maintainer (server._maintain_spaces).
         self.spaces_changed = asyncio.Event()
+        # What each corpus is about (storage/profiles.py), kept by server._maintain_profiles;
+        # set profiles_due to wake it (a description changed).
+        self.profiles = Profiles()
+        self.profiles_due = asyncio.Event()
         self._sizes: dict[int, dict[int, float]] = {}
         self._sizes_at = float("-inf")
         self.write_slots = cfg.write_connections or max(1, cfg.pool_max // 2)
@@ -194,9 +205,11 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
 
     async def create_corpus(self, name: str, dim: int, metric: str, language: str,
                             model: str | None, defer_index: bool, precision: str,
-                            index: IndexSettings | None = None) -> Corpus:
+                            index: IndexSettings | None = None,
+                            description: str | None = None) -> Corpus:
         """A new corpus, its table and (unless deferred) its graph; index: its vector
-        index's settings (None: the defaults, recorded as its own)."""
+        index's settings (None: the defaults, recorded as its own); description: what it
+        is about."""
         keyword_index = "trgm" if self.db.trgm else "scan"
         settings = index or self.index_defaults()
         async with self.pool.connection() as conn, conn.transaction():
@@ -205,7 +218,7 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
                 await cur.execute(INSERT_CORPUS, {
                     "name": name, "dim": dim, "metric": metric, "language": language,
                     "model": model, "keyword_index": keyword_index, "precision": precision,
-                    **msgspec.structs.asdict(settings)})
+                    **msgspec.structs.asdict(settings), "description": description})
             except psycopg.errors.UniqueViolation:
                 raise Conflict(f"name: corpus {name!r} already exists", field="name") from None
             row = await cur.fetchone()
@@ -223,6 +236,22 @@ class Store(ItemsPart, SearchPart, ReembedPart, ConvertPart, ReindexPart):
                 corpus = msgspec.structs.replace(corpus, space_id=await self._attach(conn, corpus))
         self._cache[name] = (time.monotonic(), corpus)
         return corpus
+
+    async def describe_as(self, name: str, description: str | None) -> wire.Corpus:
+        """Set (None: clear) what the corpus is about; its profile is rebuilt with it in
+        the background (storage/profiles.py)."""
+        await self.corpus(name)  # outside the caller's scope: 404, as a missing corpus
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(UPDATE_DESCRIPTION, {"name": name, "description": description})
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"corpus {name!r} not found")
+            corpus = Corpus(**row)
+            count = await self.count(conn, corpus)
+        self._cache[name] = (time.monotonic(), corpus)
+        self.profiles_due.set()
+        return corpus.public(count)
 
     async def count(self, conn: Conn, corpus: Corpus) -> int:
         cur = await conn.execute(

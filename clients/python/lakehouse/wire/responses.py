@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from lakehouse.wire.ranker import RankerUse
+from lakehouse.wire.selection import CorpusStatus as CorpusStatus  # beside its weighing
 from lakehouse.wire.shapes import Hit, Precision
 
 
@@ -154,6 +155,7 @@ class Corpus(msgspec.Struct, omit_defaults=True):  # `reembed` absent unless one
     conversion: Conversion | None = None  # only while one runs
     index: IndexSettings | None = None  # its vector index's settings
     reindex: Reindexing | None = None  # only while its graph is rebuilt
+    description: str | None = None  # what it is about, in its owner's words (when given)
 
 
 class ReembedStarted(Reembedding, kw_only=True):
@@ -281,13 +283,6 @@ class MatrixHit(Hit):
     # `explain` its largest contributions (the boost's part, the trees' mean, the features').
     ranker_score: float | None = None
     ranker_contributions: dict[str, float] | None = None
-
-
-class CorpusStatus(msgspec.Struct):
-    corpus: str
-    hits: int
-    ms: float | None
-    status: Literal["ok", "failed"]
 
 
 class FailedCorpus(msgspec.Struct):

@@ -149,6 +149,10 @@ class FederatedSpec(SearchSpec, kw_only=True, forbid_unknown_fields=True, omit_d
     # Tilts a corpus after fusion: merge_score x w, or distance / w when ranked by
     # distance; each a searched corpus's, a finite number > 0.
     corpus_weights: dict[str, float] | None = None
+    # Resource selection: each corpus weighed by how much the question is about it (its
+    # profile, name and description against the other searched corpora); a corpus
+    # `corpus_weights` names keeps its given weight. False: the union's ranking as it is.
+    corpus_selection: bool = True
 
 
 class MatrixSearchRequest(FederatedSpec, kw_only=True, forbid_unknown_fields=True,

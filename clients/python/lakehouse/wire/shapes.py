@@ -51,6 +51,9 @@ QueryText = Annotated[str, Meta(max_length=MAX_QUERY_CHARS)]
 Vector = Annotated[list[float], Meta(min_length=1, max_length=MAX_DIM)]
 Weight = Annotated[float, Meta(ge=0, le=MAX_WEIGHT)]
 Label = Annotated[str, Meta(max_length=256)]  # model labels, languages
+MAX_DESCRIPTION_CHARS = 2000
+# What a corpus is about, in its owner's words (a corpus's description).
+Description = Annotated[str, Meta(max_length=MAX_DESCRIPTION_CHARS)]
 
 
 def embed_text(title: str | None, text: str) -> str:
