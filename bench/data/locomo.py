@@ -51,3 +51,14 @@ async def index(vc: VectordClient, ec: EmbedClient, convs: list[locomo.Conversat
             wdocs = [d if x == d.text else replace(d, text=x, metadata={**d.metadata, context.WINDOW_KEY: mark})
                      for d, x in zip(ndocs, texts, strict=True)]
             await ingest(vc, ec, conv.corpus + suffix(window), wdocs, cache_dir=CACHE)
+
+
+# The conversations answers were tuned on and those held out (written before anything
+# was measured): bench/suite/answers.py reports both.
+TUNE = ("conv-26", "conv-41", "conv-42")
+HELD = ("conv-30", "conv-43")
+
+
+def part_of(conv: locomo.Conversation) -> str:
+    """"tune" or "held"."""
+    return "tune" if conv.id in TUNE else "held"

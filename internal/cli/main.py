@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = (
     "internal.cli.client_cmd",   # reembed, search, record, playbooks
     "internal.cli.ranker_cmd",   # ranker train|status
     "internal.cli.smart_cmd",    # analyze, ask
+    "internal.cli.answer_cmd",   # answer
     "internal.cli.keys_cmd",     # keys create|list|revoke
     "internal.cli.sync_cmd",     # sync
     "internal.cli.eval_cmd",     # eval
@@ -61,6 +62,7 @@ EXAMPLES = {
     "keys revoke": "lakehouse keys revoke KEY_ID",
     "analyze": 'lakehouse analyze "Who fixed the printer and why does the VPN drop?"',
     "ask": 'lakehouse ask "Who fixed the printer and why does the VPN drop?" --k 4',
+    "answer": 'lakehouse answer "What do I do when the printer says paper jam?" --max-words 40',
     "sync": "lakehouse sync docs/examples/wiki --corpus wiki",
     "eval": "lakehouse eval --dataset ../shared/data/cranfield --split dev",
     "mcp": "lakehouse mcp --url http://127.0.0.1:3210",
@@ -84,10 +86,19 @@ def version() -> str:
     return f"lakehouse {of('lakehouse')} (lakehouse-client {of('lakehouse-client')})"
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """The commands listed without the COMMAND line above them (the help fits one screen)."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if isinstance(action, argparse._SubParsersAction):
+            return "".join(self._format_action(a) for a in action._get_subactions())
+        return super()._format_action(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     # No description: the commands' list says it, and the help fits one screen.
     parser = argparse.ArgumentParser(prog="lakehouse", epilog=MAIN_EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=_Formatter)
     parser.add_argument("--config", help="lakehouse.toml (default: $LAKEHOUSE_CONFIG, ./)")
     parser.add_argument("--version", action="version", version=version(),
                         help="print the installed versions and exit")

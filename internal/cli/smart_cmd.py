@@ -86,7 +86,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_url_arg(p)
     p.set_defaults(func=_analyze)
 
-    p = sub.add_parser("ask", help="smart search: plan, search the parts, reflect")
+    p = sub.add_parser("ask", help="smart search's hits: plan, search the parts, reflect",
+                       description="Smart search: the question planned, its parts searched, "
+                       "the hits merged and reflected on. It gives hits; `lakehouse answer` "
+                       "gives an answer with its sources.")
     p.add_argument("text")
     p.add_argument("--corpora", help="comma-separated corpus names (default: all)")
     p.add_argument("--k", type=int, default=10)

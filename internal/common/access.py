@@ -232,6 +232,8 @@ RULES: tuple[Rule, ...] = (
     Rule("GET", "/v1/vectors/storage", ("search", "read"), "list", "reading the corpora's sizes"),
     Rule("GET", "/v1/matrix/corpora", ("search", "read"), "list", "listing corpora"),
     Rule("POST", "/v1/matrix/search", _S, "body", "searching"),
+    Rule("POST", "/v1/matrix/answer", _S, "body", "answering"),
+    Rule("POST", "/v1/matrix/answer/feedback", _F, "body", "recording feedback"),
     Rule("POST", "/v1/matrix/playbooks/record", _F, "body", "recording feedback"),
     Rule("GET", "/v1/matrix/playbooks", _R, "list", "listing feedback"),
     Rule("DELETE", "/v1/matrix/playbooks/{playbook_id}", _F, "body", "deleting feedback"),

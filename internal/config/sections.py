@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from internal.config.answer import AnswerConfig
 from internal.config.ranker import RankerSettings
 from lakehouse.wire.documents import MAX_CHUNK_CHARS, MAX_DOCUMENTS, MIN_CHUNK_CHARS
 from lakehouse.wire.shapes import MAX_RRF_K, PRECISIONS
@@ -73,9 +74,8 @@ class GatewayConfig:
     upstream_connections: int = 128
     upstream_wait: float = 5.0
     # Fair shares between clients (a key's id, an admin token's hash; an address when auth
-    # is off): requests
-    # in flight per client and for all, requests waiting per client (429 with Retry-After
-    # past it), and the longest wait for a place (429 after). Far above one user's needs:
+    # is off): requests in flight per client and for all, requests waiting per client (429
+    # with Retry-After past it), and the longest wait for a place (429 after). Far above one user's needs:
     # `lakehouse ingest` keeps 2 batches in flight, the console a few searches.
     client_in_flight: int = 32
     client_queue: int = 128
@@ -433,8 +433,7 @@ class BackupConfig:
     """Continuous WAL archiving of the embedded server, for restores to a point in time."""
 
     # Empty: off. A folder: the embedded server copies every finished WAL segment there
-    # (archive_mode), and `lakehouse restore DIR --until TIME` replays them on top of a
-    # backup up to TIME.
+    # (archive_mode); `lakehouse restore DIR --until TIME` replays them over a backup.
     wal_dir: str = ""
 
     def validate(self) -> None:
@@ -491,6 +490,7 @@ class Config:
     mcpd: McpdConfig = field(default_factory=McpdConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     ha: HaConfig = field(default_factory=HaConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
     # The renamed keys this config used, as (old, new) dotted names (RENAMED_KEYS).
     renamed: tuple[tuple[str, str], ...] = ()
 

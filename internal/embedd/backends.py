@@ -17,7 +17,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
@@ -26,6 +25,7 @@ import numpy as np
 import ollama
 
 from internal.common.errors import UpstreamError, UpstreamTimeout
+from internal.common.openai_compat import endpoint, error_message
 from internal.config import EmbeddConfig
 from internal.embedd.catalog import SPECS
 from internal.embedd.coalesce import Coalescer, Embedded, Lane, LaneStats
@@ -260,12 +260,8 @@ class OllamaBackend(Backend):
 
 
 def openai_embeddings_url(base_url: str) -> str:
-    """{base_url}/embeddings when base_url has a path (".../v1", as the OpenAI SDK
-    takes it), else {base_url}/v1/embeddings (a bare "http://host:port")."""
-    base = base_url.rstrip("/")
-    if urlsplit(base).path in ("", "/"):
-        return f"{base}/v1/embeddings"
-    return f"{base}/embeddings"
+    """Where an OpenAI-compatible server's embeddings are (openai_compat.endpoint)."""
+    return endpoint(base_url, "embeddings")
 
 
 class OpenAIBackend(Backend):
@@ -307,7 +303,7 @@ class OpenAIBackend(Backend):
         except msgspec.DecodeError:
             payload = None
         if status >= 400:
-            raise UpstreamError(f"openai: {_openai_message(payload, raw)} (HTTP {status})")
+            raise UpstreamError(f"openai: {error_message(payload, raw)} (HTTP {status})")
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list):
             raise UpstreamError("openai: answer has no data list")
@@ -318,12 +314,3 @@ class OpenAIBackend(Backend):
             raise UpstreamError("openai: malformed data items (need index and embedding)") from None
         return self._check(rows, len(texts))
 
-
-def _openai_message(payload: Any, raw: bytes) -> str:
-    if isinstance(payload, dict):
-        err = payload.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return raw[:500].decode("utf-8", "replace") or "empty answer"

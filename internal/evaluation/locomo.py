@@ -4,20 +4,24 @@ The data (CC BY-NC 4.0) is read where it lies (`../shared/data/locomo/`), never 
 Each conversation's turns become one corpus: id = `dia_id`, text = "Speaker: text",
 title = the session and its date, metadata `{session, turn, date, speaker}`. Questions of
 categories 1-4 with evidence that resolves to a turn are scored by evidence
-Recall@k; evidence ids that resolve to no turn (upstream typos) are skipped.
+Recall@k; evidence ids that resolve to no turn (upstream typos) are skipped. Category 5's
+questions (adversarial: a premise the conversation never states, such as another
+speaker's deed) are kept apart, in `adversarial`, with the answer they were written to
+tempt (answers are scored on them: the right one is a refusal).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from internal.evaluation.beir import Doc
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+ADVERSARIAL = 5
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Conversation:
     id: str  # "conv-26"
     turns: list[Turn]
     questions: list[Question]
+    adversarial: list[Question] = field(default_factory=list)  # category 5
 
     @property
     def corpus(self) -> str:
@@ -71,13 +76,17 @@ def load(path: Path) -> list[Conversation]:
                 turns.append(Turn(t["dia_id"], t["speaker"], t["text"], n, when))
             n += 1
         ids = {t.id for t in turns}
-        qs = []
+        qs, adversarial = [], []
         for q in conv["qa"]:
-            cat = CATEGORIES.get(int(q.get("category", 0)))
             ev = tuple(e for e in q.get("evidence") or [] if e in ids)
+            if int(q.get("category", 0)) == ADVERSARIAL:
+                adversarial.append(Question(q["question"], "adversarial", ev,
+                                            str(q.get("adversarial_answer", ""))))
+                continue
+            cat = CATEGORIES.get(int(q.get("category", 0)))
             if cat and ev:
                 qs.append(Question(q["question"], cat, ev, str(q.get("answer", ""))))
-        out.append(Conversation(conv["sample_id"], turns, qs))
+        out.append(Conversation(conv["sample_id"], turns, qs, adversarial))
     return out
 
 

@@ -17,7 +17,7 @@ from internal.config import Config
 
 # Files under internal/gateway/console/ (package data in pyproject.toml).
 FILES = {"index.html": "text/html", "app.js": "text/javascript", "keys.js": "text/javascript",
-         "style.css": "text/css", "favicon.svg": "image/svg+xml"}
+         "answer.js": "text/javascript", "style.css": "text/css", "favicon.svg": "image/svg+xml"}
 # Browsers ask for /favicon.ico by themselves; it is the page's icon (an SVG) too.
 FAVICON = "/favicon.ico"
 OPEN_PATHS = frozenset({"/", FAVICON, *(f"/console/{name}" for name in FILES),

@@ -113,11 +113,17 @@ def _operation(route: Route, method: str, secured: bool) -> dict[str, Any]:
                "schema": _PATH_PARAMS.get(name, {"type": "string"})}
               for name in _PARAM.findall(route.path)]
     params += _QUERY_PARAMS.get((method.upper(), route.path), [])
+    content = _json(route.response)
+    if route.events:  # `"stream": true`: the events, one JSON object a `data:` line
+        content["text/event-stream"] = {"schema": {
+            "oneOf": [_ref(t) for t in route.events],
+            "description": "server-sent events: `event: <type>` and `data: <JSON>`, "
+                           "then `data: [DONE]`"}}
     op: dict[str, Any] = {
         "summary": route.summary,
         "operationId": f"{method}_{route.upstream}_{openapi_path(route.path)}",
         "tags": [route.upstream],
-        "responses": {str(route.status): {"description": "OK", "content": _json(route.response)},
+        "responses": {str(route.status): {"description": "OK", "content": content},
                       **_errors(secured)},
     }
     if params:
@@ -144,9 +150,10 @@ def _configured_limits(components: dict[str, Any], cfg: Config) -> None:
     _limit(props["UpsertRequest"]["items"], "maxItems", cfg.vectord.max_batch)
     _limit(props["DeleteItems"]["ids"], "maxItems", vm.MAX_IDS_PAGE)
     _limit(props["EmbedRequest"]["texts"], "maxItems", cfg.embedd.max_texts)
-    _limit(props["MatrixSearchRequest"]["corpora"], "maxItems", cfg.matrixd.max_corpora)
-    for key in ("k", "per_corpus_k", "playbook_top_k"):
-        _limit(props["MatrixSearchRequest"][key], "maximum", cfg.matrixd.max_k)
+    for request in ("MatrixSearchRequest", "AnswerRequest"):
+        _limit(props[request]["corpora"], "maxItems", cfg.matrixd.max_corpora)
+        for key in ("k", "per_corpus_k", "playbook_top_k"):
+            _limit(props[request][key], "maximum", cfg.matrixd.max_k)
 
 
 def _registered(components: dict[str, Any], requests: list[type]) -> None:
@@ -185,7 +192,7 @@ def build(secured: bool, cfg: Config | None = None) -> dict[str, Any]:
             paths.setdefault(openapi_path(route.path), {})[method] = _operation(route, method, secured)
     types: list[type] = [s.ErrorBody, s.Health, s.Ready]
     for route in ROUTES:
-        types += [t for t in (route.request, route.response) if t is not None]
+        types += [t for t in (route.request, route.response, *route.events) if t is not None]
     unique = list(dict.fromkeys(types))
     _, components = msgspec.json.schema_components(unique, ref_template=_REF)
     missing = {t.__name__ for t in unique} - set(components)

@@ -31,6 +31,8 @@ class Route:
     status: int = 200
     # Pass the client's Authorization on: mcpd calls the gateway back as that client.
     forward_auth: bool = False
+    # The events the route sends as server-sent events when the request asks to stream.
+    events: tuple[type, ...] = ()
 
 
 _C = "/v1/vectors/corpora/{name}"
@@ -90,7 +92,14 @@ ROUTES: tuple[Route, ...] = (
           None, s.StorageStatus),
     Route("GET", "/v1/matrix/corpora", "matrixd", "Corpora available to matrix search", None, s.MatrixCorpora),
     Route("POST", "/v1/matrix/search", "matrixd", "Search many corpora at once", s.MatrixSearchRequest, s.MatrixSearchResponse),
-    Route("POST", "/v1/matrix/playbooks/record", "matrixd", "Record feedback on an answer", s.RecordRequest, s.RecordResponse),
+    Route("POST", "/v1/matrix/answer", "matrixd",
+          "Answer a question from the corpora, each statement cited (`stream`: server-sent "
+          "events, the citations first)", s.AnswerRequest, s.AnswerResponse,
+          events=s.ANSWER_EVENTS),
+    Route("POST", "/v1/matrix/answer/feedback", "matrixd",
+          "Record feedback on an answer: each of its cited hits, with the answer's score",
+          s.AnswerFeedback, s.AnswerFeedbackResponse),
+    Route("POST", "/v1/matrix/playbooks/record", "matrixd", "Record feedback on a hit", s.RecordRequest, s.RecordResponse),
     Route("GET", "/v1/matrix/playbooks", "matrixd",
           "List playbook entries, newest first (?answer_id=&answer_corpus=&limit=&playbook_corpus=)",
           None, s.PlaybookList),
@@ -141,5 +150,5 @@ RETRY_SAFE_POSTS = frozenset({
 # gateway's read connections; every other call is a write (gateway/server.py).
 READ_POSTS = RETRY_SAFE_POSTS | frozenset({
     "/v1/matrix/analyze", "/v1/matrix/normalize", "/v1/matrix/smart_search",
-    "/v1/matrix/search_auto", "/mcp",
+    "/v1/matrix/search_auto", "/v1/matrix/answer", "/mcp",
 })

@@ -66,6 +66,17 @@ from internal.api.vectord import (
     UpdateCorpus,
     UpsertRequest,
 )
+from lakehouse.wire.answer import (
+    AnswerFeedback,
+    AnswerFeedbackResponse,
+    AnswerRequest,
+    AnswerResponse,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    ResetEvent,
+    SourcesEvent,
+)
 from lakehouse.wire.documents import (
     AddDocuments,
     DeleteDocuments,
@@ -75,10 +86,18 @@ from lakehouse.wire.documents import (
     TaskList,
 )
 
+# The events of a streamed answer (`text/event-stream`), in the order they may come.
+ANSWER_EVENTS: tuple[type, ...] = (SourcesEvent, DeltaEvent, ResetEvent, DoneEvent, ErrorEvent)
+
 __all__ = [
+    "ANSWER_EVENTS",
     "AddDocuments",
     "AnalyzeRequest",
     "AnalyzeResponse",
+    "AnswerFeedback",
+    "AnswerFeedbackResponse",
+    "AnswerRequest",
+    "AnswerResponse",
     "ConvertRequest",
     "ConvertStarted",
     "Corpus",

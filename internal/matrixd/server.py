@@ -1,11 +1,13 @@
 """matrixd: one query across many corpora, merged with attribution, boosted by feedback.
 
-Routes: GET /v1/matrix/corpora, POST /v1/matrix/search, POST /v1/matrix/playbooks/record,
+Routes: GET /v1/matrix/corpora, POST /v1/matrix/search, POST /v1/matrix/answer (and
+/answer/feedback), POST /v1/matrix/playbooks/record,
 POST /v1/matrix/relevance, POST /v1/matrix/{analyze,normalize,smart_search,search_auto},
 GET /v1/matrix/playbooks, DELETE /v1/matrix/playbooks/{playbook_id},
 POST /v1/matrix/ranker/train, GET /v1/matrix/ranker,
 GET /readyz (and /healthz from make_base_app). Handlers are thin: the search policy is
-internal.matrixd.search, query intelligence internal.matrixd.smart, the playbook's I/O
+internal.matrixd.search, answers internal.matrixd.answer, query intelligence
+internal.matrixd.smart, the playbook's I/O
 internal.matrixd.playbook, the learned ranker internal.matrixd.ranker, the scoring rules
 the I/O-free modules merge, boost, downgrade, relevance, analyze, plan, reflect and
 strategy.
@@ -14,13 +16,16 @@ strategy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import os
 from collections.abc import AsyncIterator
 
 import aiohttp
 import structlog
 from aiohttp import web
 
+from internal.api.answer import AnswerFeedback, AnswerRequest, ErrorEvent
 from internal.api.matrixd import (
     AnalyzeRequest,
     MatrixSearchRequest,
@@ -54,9 +59,16 @@ from internal.common.errors import (
     UpstreamError,
     describe,
 )
-from internal.common.web import json_response, make_base_app, read_json, route
+from internal.common.web import (
+    REQUEST_ID_HEADER,
+    json_response,
+    make_base_app,
+    read_json,
+    request_id,
+    route,
+)
 from internal.config import Config
-from internal.matrixd import playbook, ranker, relevance, smart
+from internal.matrixd import answer, playbook, ranker, relevance, smart
 from internal.matrixd.deps import Deps
 from internal.matrixd.ranker.job import Trainer
 from internal.matrixd.search import run_search
@@ -66,6 +78,7 @@ log = structlog.get_logger()
 
 DEPS: web.AppKey[Deps] = web.AppKey("deps", Deps)
 TRAINER: web.AppKey[Trainer] = web.AppKey("trainer", Trainer)
+ANSWERING: web.AppKey[answer.Answering] = web.AppKey("answering", answer.Answering)
 # search_auto's per-strategy times of recent requests (plain searches feed it too).
 COSTS: web.AppKey[strategy.CostModel] = web.AppKey("costs", strategy.CostModel)
 
@@ -91,6 +104,42 @@ async def search_handler(request: web.Request) -> web.Response:
     if out.mode in strategy.strategies() and not out.degraded:
         request.app[COSTS].observe(out.mode, out.took_ms)
     return json_response(out)
+
+
+# ---- answers ------------------------------------------------------------------------------
+
+async def answer_handler(request: web.Request) -> web.StreamResponse:
+    body = await read_json(request, AnswerRequest)
+    prepared = await answer.prepare(request.app[DEPS], request.app[ANSWERING], body)
+    if not body.stream:
+        return json_response(await answer.complete(prepared))
+    # Everything a request can get wrong was raised above, as a status; from here on a
+    # failure is the stream's last event.
+    resp = web.StreamResponse(headers={"Content-Type": answer.CONTENT_TYPE,
+                                       "Cache-Control": "no-cache",
+                                       REQUEST_ID_HEADER: request_id(request)})
+    await resp.prepare(request)
+    try:
+        async with contextlib.aclosing(answer.events(prepared)) as events:
+            async for event in events:
+                await resp.write(answer.frame(event))
+    except ConnectionResetError:  # the client left; the model's stream closed with `events`
+        log.info("answer_stream_left")
+        return resp
+    except LakehouseError as exc:
+        message = "internal error" if exc.status >= 500 and exc.code == "internal" else exc.message
+        await resp.write(answer.frame(ErrorEvent(code=exc.code, message=message)))
+    except Exception:
+        log.exception("answer_stream_failed")
+        await resp.write(answer.frame(ErrorEvent(code="internal", message="internal error")))
+    await resp.write(answer.DONE_FRAME)
+    await resp.write_eof()
+    return resp
+
+
+async def answer_feedback_handler(request: web.Request) -> web.Response:
+    body = await read_json(request, AnswerFeedback)
+    return json_response(await answer.record(request.app[DEPS], body))
 
 
 # ---- query intelligence -------------------------------------------------------
@@ -254,6 +303,14 @@ async def readyz(request: web.Request) -> web.Response:
     return json_response({"status": status, "components": components})
 
 
+@contextlib.asynccontextmanager
+async def _model_session() -> AsyncIterator[aiohttp.ClientSession]:
+    """The session answers' model is called on: none of the stack's headers (its service
+    token is for its daemons, never for another server)."""
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
 def make_app(cfg: Config) -> web.Application:
     """The matrixd app: one ClientSession for vectord and embedd, opened and closed with it."""
     mcfg = cfg.matrixd
@@ -270,14 +327,19 @@ def make_app(cfg: Config) -> web.Application:
                 vectord=VectordClient(session, mcfg.vectord_url, mcfg.timeout_seconds),
                 embed=make_client(session, mcfg.embedd_url, mcfg.timeout_seconds),
             )
-            async with ranker.running(deps) as trainer:
+            async with ranker.running(deps) as trainer, _model_session() as model:
                 app[TRAINER] = trainer
+                app[ANSWERING] = answer.Answering(cfg.answer, answer.open_chat(
+                    cfg.answer, model, os.environ.get(cfg.answer.api_key_env, "")
+                    if cfg.answer.api_key_env else ""))
                 yield
 
     app.cleanup_ctx.append(clients_ctx)
     app[COSTS] = strategy.CostModel()
     app.router.add_get("/v1/matrix/corpora", corpora_handler)
     app.router.add_post("/v1/matrix/search", search_handler)
+    app.router.add_post("/v1/matrix/answer", answer_handler)
+    app.router.add_post("/v1/matrix/answer/feedback", answer_feedback_handler)
     app.router.add_post("/v1/matrix/playbooks/record", record_handler)
     app.router.add_get("/v1/matrix/playbooks", list_playbooks_handler)
     app.router.add_delete(route("/v1/matrix/playbooks/{playbook_id}"), delete_playbook_handler)

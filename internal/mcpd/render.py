@@ -189,7 +189,28 @@ def observations(out: dict[str, Any]) -> str:
     return "\n".join(lines) or "no observations"
 
 
+def answer(out: dict[str, Any]) -> str:
+    """The answer with its sources, or the refusal with the nearest hits."""
+    if not out.get("answered"):
+        nearest = hits(out)
+        return f"No answer: {out.get('text')} ({out.get('reason')})\nNearest hits:\n{nearest}"
+    lines = [str(out.get("text") or ""), "", "Sources:"]
+    for c in out.get("citations") or []:
+        if isinstance(c, dict):
+            title = f" — {_short(c.get('title'), 80)}" if c.get("title") else ""
+            lines.append(f"[{c.get('marker')}] [{c.get('corpus')}] {c.get('id')}{title}: "
+                         f"{_short(c.get('passage'))}")
+    g = out.get("generator")
+    if isinstance(g, dict):
+        note = f"written by {g.get('kind')}" + (f" {g['model']}" if g.get("model") else "")
+        if g.get("fallback"):
+            note += f"; the model failed ({_short(g['fallback'], 120)}): extractive instead"
+        lines.append(f"({note}; {out.get('took_ms')} ms)")
+    return "\n".join(lines)
+
+
 RENDER = {
+    "answer": answer,
     "search": hits, "search_auto": hits, "smart_search": smart, "list_corpora": corpora,
     "get_item": item, "record_feedback": feedback, "sync_now": sync_run,
     "sync_status": sync_status, "analyze_query": analysis, "normalize_observations": observations,

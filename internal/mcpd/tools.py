@@ -17,6 +17,7 @@ from urllib.parse import quote
 import msgspec
 from msgspec import Meta
 
+from lakehouse.wire.answer import Generator
 from lakehouse.wire.modes import MODES
 
 # A model sees the registered modes as the schema's enum and an unknown one is refused at
@@ -63,6 +64,21 @@ class SearchArgs(msgspec.Struct, forbid_unknown_fields=True):
         "Count the matching items per value of these fields: \"corpus\", \"tags\", "
         "\"type\", \"metadata.<key>\". Use the counts to narrow a search with `filter`."
     ))] = None
+
+
+class AnswerArgs(msgspec.Struct, forbid_unknown_fields=True):
+    query: Annotated[str, Meta(description="The question to answer, in plain language.")]
+    corpora: _CORPORA = None
+    k: Annotated[int | None, Meta(description=(
+        "How many hits the answer is drawn from (default 10)."))] = None
+    filter: _FILTER = None
+    use_playbook: _PLAYBOOK = None
+    max_words: Annotated[int | None, Meta(description=(
+        "The answer's length in words at most (default: the server's, 60)."))] = None
+    generator: Annotated[Generator | None, Meta(description=(
+        "extractive: the sentences of the hits that answer, quoted; model: written by the "
+        "server's configured model from those passages. Default: the model when the "
+        "server has one."))] = None
 
 
 class NoArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -132,6 +148,12 @@ def _search_body(a: SearchArgs) -> dict[str, Any]:
                        "highlight": True, "group_by": a.group_by, "facets": a.facets})
 
 
+def _answer_body(a: AnswerArgs) -> dict[str, Any]:
+    return _drop_none({"query_text": a.query, "corpora": a.corpora, "k": a.k,
+                       "filter": a.filter, "use_playbook": a.use_playbook,
+                       "max_words": a.max_words, "generator": a.generator})
+
+
 def _feedback_body(a: FeedbackArgs) -> dict[str, Any]:
     return {"query_text": a.query, "answer_id": a.answer_id, "answer_corpus": a.corpus,
             "score": a.score}
@@ -199,6 +221,18 @@ TOOLS: tuple[Tool, ...] = (
             "earlier feedback boost answers known to be right. Follow up with get_item for a "
             "hit's whole text and record_feedback to say whether a hit answered the question."),
         SearchArgs, "POST", "/v1/matrix/search", _search_body, _QUERY_FIELDS, fills_corpora=True),
+    Tool(
+        "answer", (
+            "Answer a question from the knowledge base, with its sources: a short answer "
+            "whose statements end in numbered markers [n], and the citations (corpus, id, "
+            "title and the passage quoted). Use it rather than search when you want the "
+            "answer itself (a fact, a date, a step to take) and will quote or act on it; use "
+            "search to browse, to compare many hits or to read whole documents. When the "
+            "corpora hold no answer it says so (answered: false, with the reason and the "
+            "nearest hits): do not guess then. Record whether a cited hit was right with "
+            "record_feedback."),
+        AnswerArgs, "POST", "/v1/matrix/answer", _answer_body, _QUERY_FIELDS,
+        optional_route=True),
     Tool(
         "list_corpora", (
             "List the corpora (collections of documents) that can be searched, with their item "

@@ -1,5 +1,8 @@
 """One real stack (`lakehouse up`, auth on, a small wiki synced) for the MCP and console tests.
 
+Its answers' model is a fake OpenAI-compatible server in this process that echoes every
+passage it is given (tests/answer/chat_fakes.py), so a test sees what a model would read.
+
 Two corpora are loaded through the gateway with the real model: guides and notes about
 brewing tea and coffee, so one question finds hits in both; one guide carries markup
 (`<script>`, an `onerror` image) that the console must show as text.
@@ -24,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.answer.chat_fakes import ChatFake, ChatThread
 from tests.helpers import FIXTURES, ROOT
 from tests.stack.ports import free_port
 
@@ -60,6 +64,7 @@ class Live:
     token: str
     tmp: Path
     proc: subprocess.Popen[str]
+    chat: ChatFake  # the answers' model: echoes the passages it is given
 
     @property
     def auth(self) -> dict[str, str]:
@@ -100,10 +105,14 @@ def live() -> Iterator[Live]:
         (wiki / "common").mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / "tldr" / "pages" / "common" / page, wiki / "common" / page)
     token = f"t-{uuid.uuid4().hex}"
+    chat = ChatFake()
+    chat.mode = "echo"
+    model = ChatThread(chat).start()
     env = {**os.environ, "LAKEHOUSE_VECTORD_DATA_DIR": str(tmp / "pg"), "LAKEHOUSE_LOG_FORMAT": "json",
            "LAKEHOUSE_CONFIG": str(ROOT / "lakehouse.toml"), "LAKEHOUSE_TOKEN": token,
            "LAKEHOUSE_SYNC_WIKI_DIR": str(wiki), "LAKEHOUSE_SYNC_CORPUS": "wiki",
-           "LAKEHOUSE_SYNC_INTERVAL": "3600"}
+           "LAKEHOUSE_SYNC_INTERVAL": "3600", "LAKEHOUSE_ANSWER_BACKEND": "openai",
+           "LAKEHOUSE_ANSWER_URL": f"{model.url}/v1", "LAKEHOUSE_ANSWER_MODEL": "echo"}
     for name in ("LAKEHOUSE_PG_DSN", "LAKEHOUSE_VECTORD_DSN", "LAKEHOUSE_URL"):
         env.pop(name, None)
     for section in ("GATEWAY", "EMBEDD", "VECTORD", "MATRIXD", "SYNC", "MCPD"):
@@ -119,8 +128,9 @@ def live() -> Iterator[Live]:
             break
     if not url:
         proc.kill()
+        model.stop()
         pytest.fail(f"lakehouse up never got ready:\n{(tmp / 'up.log').read_text()[-3000:]}")
-    stack = Live(url, token, tmp, proc)
+    stack = Live(url, token, tmp, proc, chat)
     try:
         _load(stack)
         yield stack
@@ -128,4 +138,5 @@ def live() -> Iterator[Live]:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(120)
+        model.stop()
         shutil.rmtree(tmp, ignore_errors=True)

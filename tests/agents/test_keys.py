@@ -115,6 +115,13 @@ def _requests(path: str, method: str, corpus: str | None) -> tuple[str, Any]:
                 "auto" not in path else {"query_text": "tea"}
             if corpus is not None and "/corpora/" not in path:
                 body["corpora"] = [corpus]
+        if path.endswith("/answer"):
+            body = {"query_text": "tea", "generator": "extractive"}
+            if corpus is not None:
+                body["corpora"] = [corpus]
+        if path.endswith("answer/feedback"):
+            body = {"query_text": "tea?", "cited": [{"corpus": c, "id": "no-such-item"}],
+                    "score": 1}
         if path.endswith("ranker/train") and corpus is not None:
             body = {"corpora": [corpus]}
         if path.endswith("playbooks/record"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -208,7 +209,7 @@ async def test_stopped_daemon_is_named(live: Live) -> None:
 
 
 async def test_stdio_against_a_stopped_gateway_names_it(live: Live) -> None:
-    dead = Live(f"http://127.0.0.1:{_closed_port()}", live.token, live.tmp, live.proc)
+    dead = dataclasses.replace(live, url=f"http://127.0.0.1:{_closed_port()}")
     async with stdio_session(dead) as session:
         result = await session.call_tool("list_corpora", {})
     assert result.is_error

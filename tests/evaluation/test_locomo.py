@@ -37,5 +37,7 @@ def test_load_keeps_resolvable_evidence_and_the_answer(tmp_path: Path) -> None:
         ("What does Ann do?", "single-hop", ("D1:1",), "paints"),
         ("How many?", "multi-hop", ("D1:1",), "2"),
     ]
+    assert [(q.text, q.category, q.evidence, q.answer) for q in c.adversarial] == [
+        ("Unanswerable", "adversarial", ("D1:2",), "y")]
     assert locomo.recall(["D1:2", "D1:1"], ("D1:1",), 1) == 0.0
     assert locomo.recall(["D1:2", "D1:1"], ("D1:1",), 2) == 1.0

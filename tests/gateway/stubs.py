@@ -49,6 +49,19 @@ def stub_app(name: str, *, postgres_ok: bool = True) -> web.Application:
         await resp.write_eof()
         return resp
 
+    async def answer(request: web.Request) -> web.StreamResponse:
+        """An answer's stream: the first event at once, the rest a second later."""
+        body = await request.json()
+        if not body.get("stream"):
+            return web.json_response({"answered": True})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'event: citations\ndata: {"type":"citations"}\n\n')
+        await asyncio.sleep(1)
+        await resp.write(b'event: done\ndata: {"type":"done"}\n\ndata: [DONE]\n\n')
+        await resp.write_eof()
+        return resp
+
     async def readyz(_: web.Request) -> web.Response:
         comps = {"postgres": {"status": "ok" if postgres_ok else "unavailable"}} if name == "vectord" else {}
         ok = postgres_ok or name != "vectord"
@@ -60,5 +73,6 @@ def stub_app(name: str, *, postgres_ok: bool = True) -> web.Application:
     app.router.add_route("*", "/v1/{daemon}/error", daemon_error)
     app.router.add_route("*", "/v1/{daemon}/slow", slow)
     app.router.add_get("/v1/{daemon}/big", big)
+    app.router.add_post("/v1/matrix/answer", answer)
     app.router.add_route("*", "/{tail:.*}", echo)
     return app

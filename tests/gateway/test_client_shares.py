@@ -4,6 +4,7 @@ and another client is served meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import aiohttp
 
@@ -63,7 +64,23 @@ async def test_searches_have_places_of_their_own(
     await asyncio.sleep(0.2)
     async with http.post(f"{base}/v1/matrix/search", json={}) as resp:
         assert resp.status == 200
+    async with http.post(f"{base}/v1/matrix/answer", json={}) as resp:
+        assert resp.status == 200  # an answer is a search: the searches' places
     (await held).release()
+
+
+async def test_an_answers_events_are_relayed_as_they_come(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    """The gateway passes a streamed answer's first event on at once, not at its end."""
+    base = await gateway()
+    t0 = time.perf_counter()
+    async with http.post(f"{base}/v1/matrix/answer", json={"stream": True}) as resp:
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        first = await resp.content.readuntil(b"\n\n")
+        at = time.perf_counter() - t0
+        rest = await resp.read()
+    assert first.startswith(b"event: citations") and at < 0.8, at
+    assert rest.endswith(b"data: [DONE]\n\n") and time.perf_counter() - t0 >= 1.0
 
 
 async def test_health_and_metrics_are_outside_the_shares(

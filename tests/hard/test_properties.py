@@ -33,6 +33,8 @@ ROUTES = [
     ("post", "/v1/vectors/corpora/{name}/search"),
     ("post", "/v1/vectors/search"),
     ("post", "/v1/matrix/search"),
+    ("post", "/v1/matrix/answer"),
+    ("post", "/v1/matrix/answer/feedback"),
     ("post", "/v1/matrix/playbooks/record"),
     ("post", "/v1/matrix/relevance"),
     ("get", "/v1/vectors/corpora/{name}/ids"),
@@ -169,6 +171,8 @@ def _check(stack: HardStack, method: str, url: str, status: int, body: Any,
     assert status < 500 or status in DOCUMENTED_5XX, where
     if status >= 400:
         assert isinstance(body, dict) and set(body) == {"error", "request_id"}, where
+    if isinstance(body, str) and body.startswith("event: "):  # a streamed answer
+        assert '"code":"internal"' not in body, where
     if isinstance(body, dict) and isinstance(body.get("results"), list):
         for r in body["results"]:  # a multi-search's per-corpus entries
             assert r.get("status", 200) < 500 or r["status"] in DOCUMENTED_5XX, where
@@ -222,14 +226,14 @@ JSON = st.recursive(
 KEYS = ["corpora", "query_text", "query_vector", "k", "mode", "filter", "prefer", "items",
         "texts", "rrf_k", "bm25_k1", "weights", "candidates", "fusion", "language", "score",
         "answer_id", "answer_corpus", "tags", "ids", "name", "dim", "metadata", "focus", "chunks",
-        "documents", "chunking", "chunk_chars"]
+        "documents", "chunking", "chunk_chars", "stream", "max_words", "generator", "cited"]
 
 
 @pytest.mark.parametrize("path", [
     "/v1/embed", "/v1/vectors/corpora", f"/v1/vectors/corpora/{REAL}/items",
     f"/v1/vectors/corpora/{REAL}/search", "/v1/vectors/search", "/v1/matrix/search",
-    "/v1/matrix/playbooks/record", "/v1/matrix/relevance", f"/v1/corpora/{REAL}/documents",
-    f"/v1/corpora/{REAL}/documents/delete"])
+    "/v1/matrix/answer", "/v1/matrix/playbooks/record", "/v1/matrix/relevance",
+    f"/v1/corpora/{REAL}/documents", f"/v1/corpora/{REAL}/documents/delete"])
 def test_arbitrary_json_never_5xx(hard_stack: HardStack, real_corpus: str, path: str) -> None:
     """Known field names with values of any JSON shape, and raw bytes that are barely JSON."""
 

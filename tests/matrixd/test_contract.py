@@ -158,6 +158,13 @@ async def test_every_route_answers_its_struct(contract: Contract) -> None:
                  {"query_text": "domesticated pets", "corpora": [name], "k": 3})
     await c.call("POST", "/v1/matrix/search_auto",
                  {"query_text": "domesticated pets", "corpora": [name], "k": 3})
+    answered = await c.call("POST", "/v1/matrix/answer",
+                            {"query_text": "which pets were domesticated from wolves",
+                             "corpora": [name], "k": 3, "use_playbook": True})
+    assert answered.answered and answered.citations and answered.playbook is not None
+    await c.call("POST", "/v1/matrix/answer/feedback",
+                 {"query_text": "which pets were domesticated from wolves", "score": 1,
+                  "cited": [{"corpus": name, "id": answered.citations[0].id}]})
     # Re-embedding: a corpus whose vectors are labelled with another model, moved to embedd's.
     legacy = f"{name}_old"
     await c.call("POST", "/v1/vectors/corpora", {"name": legacy, "dim": emb.dim,

@@ -140,8 +140,7 @@ class Transport:
         but for the statuses in `answered`, whose body is decoded as `response` too.
         `idempotent`: a POST safe to send again (a 429 is then waited out and retried)."""
         data = _encoder.encode(body) if body is not None else None
-        repeatable = idempotent or method in IDEMPOTENT_METHODS
-        attempt, limited, waited = 0, 0, 0.0
+        retry = _Retry(self, idempotent or method in IDEMPOTENT_METHODS)
         while True:
             try:
                 status, raw, request_id, retry_after = await self._send(method, path, data,
@@ -149,27 +148,12 @@ class Transport:
             except aiohttp.ClientSSLError:
                 raise
             except aiohttp.ClientConnectorError as exc:  # refused or unresolvable: not sent
-                failure: LakehouseError = Unavailable(
-                    f"Lakehouse unreachable at {self.url}: {exc}", code=UNREACHABLE)
-            else:
-                if status < 400 or status in answered:
-                    return _decode(raw, response, method, path)
-                failure = _error(status, raw, request_id)
-                if isinstance(failure, TooManyRequests):
-                    failure.retry_after = retry_after
-                    pause = (retry_after if retry_after is not None
-                             else min(self.backoff * 2 ** limited, MAX_BACKOFF))
-                    if not repeatable or waited + pause > self.max_wait:
-                        raise failure
-                    limited, waited = limited + 1, waited + pause
-                    await asyncio.sleep(pause)
-                    continue
-                if status != 503 or failure.code in PERMANENT_503:
-                    raise failure
-            if attempt == self.retries:
-                raise failure
-            await asyncio.sleep(min(self.backoff * 2 ** attempt, MAX_BACKOFF))
-            attempt += 1
+                await retry.after(Unavailable(f"Lakehouse unreachable at {self.url}: {exc}",
+                                              code=UNREACHABLE))
+                continue
+            if status < 400 or status in answered:
+                return _decode(raw, response, method, path)
+            await retry.after(_error(status, raw, request_id), retry_after)
 
     async def pages(self, path: str, response: type[P], *, prefix: str | None,
                     page_size: int) -> AsyncGenerator[P, None]:
@@ -188,15 +172,58 @@ class Transport:
             if after is None:
                 return
 
-    async def _send(self, method: str, path: str, data: bytes | None,
-                    params: Mapping[str, str | int] | None
-                    ) -> tuple[int, bytes, str | None, float | None]:
+    async def lines(self, method: str, path: str, *, body: Any = None,
+                    idempotent: bool = False) -> AsyncGenerator[str, None]:
+        """The lines of a streamed answer as they come (server-sent events); an error
+        answer raises its class before the first line, retried as `call` retries."""
+        data = _encoder.encode(body) if body is not None else None
+        retry = _Retry(self, idempotent or method in IDEMPOTENT_METHODS)
+        headers = self._request_headers(data)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
+                                        sock_read=self.timeout)
+        while True:
+            try:
+                resp = await self._get_session().request(method, f"{self.url}{path}",
+                                                         data=data, headers=headers,
+                                                         timeout=timeout)
+            except aiohttp.ClientConnectorError as exc:
+                await retry.after(Unavailable(f"Lakehouse unreachable at {self.url}: {exc}",
+                                              code=UNREACHABLE))
+                continue
+            except asyncio.TimeoutError:
+                raise UpstreamTimeout(f"{method} {path}: no answer from {self.url} within "
+                                      f"{self.timeout} s", code=TIMEOUT) from None
+            if resp.status < 400:
+                break
+            raw = await resp.read()
+            resp.release()
+            await retry.after(_error(resp.status, raw, resp.headers.get("X-Request-ID")),
+                              retry_after_seconds(resp.headers.get("Retry-After")))
+        try:
+            async for line in resp.content:
+                yield line.decode("utf-8", "replace").rstrip("\r\n")
+        except asyncio.TimeoutError:
+            raise UpstreamTimeout(f"{method} {path}: the answer stopped for {self.timeout} s",
+                                  code=TIMEOUT) from None
+        except aiohttp.ClientError as exc:
+            raise Unavailable(f"{method} {path}: the connection to {self.url} broke: {exc}",
+                              code=CONNECTION_LOST) from None
+        finally:
+            resp.release()
+
+    def _request_headers(self, data: bytes | None) -> dict[str, str]:
         headers = dict(self._headers)
         if data is not None:
             headers["Content-Type"] = "application/json"
         lsn = self._lsn_to_send()
         if lsn is not None:
             headers[LSN_HEADER] = lsn
+        return headers
+
+    async def _send(self, method: str, path: str, data: bytes | None,
+                    params: Mapping[str, str | int] | None
+                    ) -> tuple[int, bytes, str | None, float | None]:
+        headers = self._request_headers(data)
         try:
             async with self._get_session().request(
                 method, f"{self.url}{path}", data=data, params=params, headers=headers,
@@ -236,6 +263,36 @@ class Transport:
             return  # not a position: nothing to keep
         if value > self._lsn_value:
             self._lsn_value, self.lsn = value, text
+
+
+class _Retry:
+    """One call's retry policy: a 503 (not PERMANENT_503) or a refused connection tried
+    again up to `retries` times with a doubling backoff; a 429 on a call safe to repeat
+    waited out (`Retry-After`, else the backoff) while the waits add up to `max_wait`."""
+
+    def __init__(self, transport: Transport, repeatable: bool) -> None:
+        self.t = transport
+        self.repeatable = repeatable
+        self.attempt = 0
+        self.limited = 0
+        self.waited = 0.0
+
+    async def after(self, failure: LakehouseError, retry_after: float | None = None) -> None:
+        """Wait before the next attempt, or raise `failure` when there is none."""
+        t = self.t
+        if isinstance(failure, TooManyRequests):
+            failure.retry_after = retry_after
+            pause = (retry_after if retry_after is not None
+                     else min(t.backoff * 2 ** self.limited, MAX_BACKOFF))
+            if not self.repeatable or self.waited + pause > t.max_wait:
+                raise failure
+            self.limited, self.waited = self.limited + 1, self.waited + pause
+            await asyncio.sleep(pause)
+            return
+        if failure.status != 503 or failure.code in PERMANENT_503 or self.attempt == t.retries:
+            raise failure  # a refused connection is an Unavailable (503): retried
+        await asyncio.sleep(min(t.backoff * 2 ** self.attempt, MAX_BACKOFF))
+        self.attempt += 1
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

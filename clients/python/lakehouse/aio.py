@@ -11,11 +11,11 @@ from urllib.parse import quote
 
 import aiohttp
 
+from lakehouse import _answer, _ranker
 from lakehouse._connect import resolve_token, resolve_url
 from lakehouse._corpus_calls import CorpusCalls
 from lakehouse._documents import DocumentCalls
 from lakehouse._items import as_documents, as_item, check_written, renumbered
-from lakehouse._ranker import RankerCalls
 from lakehouse._transport import Transport, as_given, body_of, given_only, plain
 from lakehouse.errors import Conflict, InvalidArgument, LakehouseError, NotFound
 from lakehouse.types import DowngradeOption, Filter, Item, Prf
@@ -82,7 +82,7 @@ def _item_path(corpus: str, item_id: str) -> str:
     return f"{_c(corpus)}/items/{quote(item_id, safe='')}"
 
 
-class AsyncClient(RankerCalls, CorpusCalls, DocumentCalls):
+class AsyncClient(_ranker.RankerCalls, CorpusCalls, _answer.AnswerCalls, DocumentCalls):
     """Lakehouse's HTTP API, through the gateway, on one reused aiohttp session.
 
     `url` defaults to $LAKEHOUSE_URL, else the gateway address in lakehouse.toml;

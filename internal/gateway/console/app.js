@@ -139,6 +139,7 @@ const state = {
   settings: { playbook_corpus: "playbook_memory" },
   corpora: [],        // names offered in the picker
   smartSearch: false, // POST /v1/matrix/smart_search exists: the "ask" mode
+  answers: false,     // POST /v1/matrix/answer exists: the Answer panel
   actions: null,      // the key's actions (GET /v1/keys/self); null: every action
   manageKeys: false,  // the Keys page is offered (an admin key, auth on)
   last: null,         // {key, ranks: Map("corpus\u0000id" -> rank)} of the previous search
@@ -160,9 +161,12 @@ async function loadSurface() {
   try {
     const doc = await api("GET", "/openapi.json");
     state.smartSearch = Boolean(doc.paths && doc.paths["/v1/matrix/smart_search"]);
+    state.answers = Boolean(doc.paths && doc.paths["/v1/matrix/answer"]);
   } catch (_) {
     state.smartSearch = false;
+    state.answers = false;
   }
+  $("with-answer-option").hidden = !state.answers;
   try {
     const self = await api("GET", "/v1/keys/self");
     state.actions = self.actions && !self.actions.includes("admin") ? self.actions : null;
@@ -275,6 +279,16 @@ async function search(event) {
     if (filter) body.filter = filter;
     if (state.facetCorpus) body.corpora = [state.facetCorpus];
   }
+  if (state.answers && $("with-answer").checked) {
+    // The answer asks the same search (its corpora, filter, mode, feedback) and comes on
+    // its own, above the hits.
+    const asked = { query_text: query, corpora: body.corpora, k, use_playbook: usePlaybook };
+    if (mode !== "ask") asked.mode = mode;
+    if (body.filter) asked.filter = body.filter;
+    answerQuestion(asked);
+  } else {
+    $("answer").hidden = true;
+  }
   showStatus(status, "searching…");
   $("search-btn").disabled = true;
   try {
@@ -282,6 +296,7 @@ async function search(event) {
     const key = JSON.stringify([query, mode, corpora, k]);
     const previous = state.last && state.last.key === key ? state.last.ranks : null;
     renderHits(out, query, previous);
+    markCited();
     state.last = { key, ranks: new Map((out.hits || []).map((h, i) => [hitKey(h), h.rank || i + 1])) };
     const notes = [`${(out.hits || []).length} hits`, `mode ${out.mode || mode}`, `${num(out.took_ms, 1)} ms`];
     const weighed = (out.corpora || []).filter((c) => typeof c.weight === "number");
@@ -736,6 +751,7 @@ async function start() {
   });
   $("sync-now").addEventListener("click", syncNow);
   initKeys();
+  initAnswer();
   $("browse-form").addEventListener("submit", (e) => { e.preventDefault(); showBrowse(state.browse.corpus, 0); });
   $("browse-prev").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page - 1));
   $("browse-next").addEventListener("click", () => showBrowse(state.browse.corpus, state.browse.page + 1));

@@ -1,12 +1,14 @@
-"""What both retrievers share: the search options they pass, and a hit as metadata."""
+"""What the integrations share: the search options they pass, a hit as metadata, the
+client's calls awaited on its own loop, an answer's cited hits."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from lakehouse.client import Client
+from lakehouse.wire.answer import AnswerEvent, AnswerResponse, Citation
 from lakehouse.wire.responses import MatrixHit, MatrixSearchResponse
 
 
@@ -62,3 +64,39 @@ def relevance(hit: MatrixHit) -> float | None:
     if hit.score is not None:
         return hit.score
     return hit.scores.get("vector")
+
+
+async def answer_async(client: Client, query: str, options: Mapping[str, Any]
+                       ) -> AnswerResponse:
+    """Client.answer, awaited on the client's own loop (as `search_async`)."""
+    return await asyncio.wrap_future(client._submit(client._async.answer(query, **options)))
+
+
+async def answer_events(client: Client, query: str, options: Mapping[str, Any]
+                        ) -> AsyncIterator[AnswerEvent]:
+    """Client.answer_stream's events, awaited one by one on the client's own loop."""
+    agen = client._async.answer_stream(query, **options)
+    try:
+        while True:
+            try:
+                event = await asyncio.wrap_future(client._submit(agen.__anext__()))
+            except StopAsyncIteration:
+                return
+            yield event
+    finally:
+        await asyncio.wrap_future(client._submit(agen.aclose()))
+
+
+def cited_hits(citations: Sequence[Citation], hits: Sequence[MatrixHit]
+               ) -> list[tuple[Citation, MatrixHit]]:
+    """Each citation of an answer with the hit it cites, in marker order."""
+    by_key = {(h.corpus, h.id): h for h in hits}
+    return [(c, by_key[(c.corpus, c.id)]) for c in citations if (c.corpus, c.id) in by_key]
+
+
+def citation_metadata(citation: Citation, hit: MatrixHit) -> dict[str, Any]:
+    """A cited hit's metadata (hit_metadata) with the citation: its marker, the passage
+    and its offsets in the item's text, the document it is part of."""
+    return {**hit_metadata(hit), "marker": citation.marker, "passage": citation.passage,
+            "start": citation.start, "end": citation.end,
+            "document_id": citation.document_id}
