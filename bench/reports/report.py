@@ -19,7 +19,8 @@ from bench.harness.table import markdown
 OUT = ROOT / "docs" / "BENCHMARKS.md"
 HISTORY = ROOT / "docs" / "benchmarks"
 IMAGES = ("bench-recall-qps.png", "bench-ingest-p95.png", "bench-wiki-hit3.png", "bench-feedback-curve.png")
-ROWS = 12  # rows a table shows here; the results file has them all
+ROWS = 8  # rows a table shows here; the results file has them all
+TABLES = 2  # tables a benchmark shows here (its first: the headline ones come first)
 # a benchmark -> the name of the script that measured it before the harness
 OLD = {"cpu": "bench_cpu_per_search"}
 
@@ -66,12 +67,14 @@ def section(name: str, title: str, records: list[dict[str, Any]],
                 + ("; **a reduced run (--quick): a check, not the figure**" if r.get("quick") else "")
                 + ("; run outside the lock at nice 19: its quality figures hold, its timings are none"
                    if r.get("unlocked") else ""), ""]
-        for t in r["tables"]:
+        for t in r["tables"][:TABLES]:
             rows = t["rows"][:ROWS]
             more = len(t["rows"]) - len(rows)
             out += [t["title"], "", markdown(t["columns"], rows)]
             out += [f"({more} more rows in the results file)"] if more else []
             out += [""]
+        if len(r["tables"]) > TABLES:
+            out += [f"({len(r['tables']) - TABLES} more tables in the results file)", ""]
         out += [f"- {line}" for line in r["lines"][:8]] + ([""] if r["lines"] else [])
     else:
         out += ["Not measured over the harness yet.", ""]
@@ -112,9 +115,17 @@ def render(folder: Path = RESULTS) -> str:
                                                                              else "")) if recs else "not yet"
         lines.append(f"| [{name}](#{anchor(name)}) | {short(title(benchmark(name)))} | {when} |")
     lines.append("")
+    waiting = []
     for name in names():
-        lines += section(name, title(benchmark(name)), results.get(name, []),
-                         old.get(OLD.get(name, f"bench_{name}"), []))
+        history = old.get(OLD.get(name, f"bench_{name}"), [])
+        if name in results:
+            lines += section(name, title(benchmark(name)), results[name], history)
+        else:  # one line: its title and the record of its old script
+            links = ", ".join(f"[{h}](benchmarks/{p.name}#{anchor(h)})" for p, h in history[:3])
+            waiting.append(f"- <a id=\"{anchor(name)}\"></a>**{name}**: {short(title(benchmark(name)))}"
+                           + (f"; before the harness: {links}" if links else ""))
+    if waiting:
+        lines += ["## Not measured over the harness yet", "", *waiting, ""]
     lines += ["## Before the harness", "",
               "The sections of the record as it stood before the harness, by title (each figure there with its",
               "command and date):", ""]
