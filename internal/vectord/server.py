@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -73,41 +73,46 @@ MAX_SEARCH_CORPORA = 1000
 SPACE_MAINTENANCE_SECONDS = 1.0
 
 
-async def _maintain_spaces(store: Store) -> None:
-    """In the background: attach corpora not in their embedding space yet (a data
-    directory from before spaces is migrated this way, resumably), move written vectors
-    into the shared graphs, reclaim what deleted corpora left there; whenever a write or
-    a delete asks, and every second (for writes through another vectord)."""
+async def _every(round_: Callable[[], Awaitable[object]], due: asyncio.Event, seconds: float,
+                 failed: str) -> None:
+    """round_ in the background, whenever `due` is set and at least every `seconds`; a
+    round's failure is reported (as `failed`) and the next round retries."""
     while True:
         try:
-            await store.attach_pending()
-            await store.apply_pending()
-            await store.reclaim()
+            await round_()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # reported, retried on the next round
-            log.warning("space_maintenance_failed", error=str(exc))
-        await waits.event(store.spaces_changed, SPACE_MAINTENANCE_SECONDS)
-        store.spaces_changed.clear()
+            log.warning(failed, error=str(exc))
+        await waits.event(due, seconds)
+        due.clear()
+
+
+async def _space_round(store: Store) -> None:
+    """Attach corpora not in their embedding space yet (a data directory from before
+    spaces is migrated this way, resumably), move written vectors into the shared graphs,
+    reclaim what deleted corpora left there: whenever a write or a delete asks, and every
+    second (for writes through another vectord)."""
+    await store.attach_pending()
+    await store.apply_pending()
+    await store.reclaim()
 
 
 PROFILE_SECONDS = 2.0
 
 
-async def _maintain_profiles(store: Store, embed: EmbedClient | None) -> None:
-    """In the background: build the profiles of the corpora written to, deleted from or
-    described anew since (storage/profiles.py, bounded per corpus; the name and
-    description embedded through embedd's bulk lane), and load those any vectord built;
-    every two seconds, or at once for a new description."""
-    while True:
-        try:
-            await store.profiles.upkeep(store.pool, embed)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # reported, retried on the next round
-            log.warning("profile_upkeep_failed", error=str(exc))
-        await waits.event(store.profiles_due, PROFILE_SECONDS)
-        store.profiles_due.clear()
+def _maintain_spaces(store: Store) -> Coroutine[Any, Any, None]:
+    return _every(lambda: _space_round(store), store.spaces_changed,
+                  SPACE_MAINTENANCE_SECONDS, "space_maintenance_failed")
+
+
+def _maintain_profiles(store: Store, embed: EmbedClient | None) -> Coroutine[Any, Any, None]:
+    """Build the profiles of the corpora written to, deleted from or described anew since
+    (storage/profiles.py, bounded per corpus; the name and description embedded through
+    embedd's bulk lane), and load those any vectord built: every two seconds, or at once
+    for a new description."""
+    return _every(lambda: store.profiles.upkeep(store.pool, embed), store.profiles_due,
+                  PROFILE_SECONDS, "profile_upkeep_failed")
 
 
 async def _database(app: web.Application) -> AsyncIterator[None]:
