@@ -24,7 +24,6 @@ build <= 200 s; recall@10 >= 0.95 at the default ef_search with p95 <= 20 ms war
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ import psycopg
 from bench.data.vectors import exact_top, item_id, mixture, spectral_mixture
 from bench.harness import Run
 from bench.harness.http import CORPORA, call, post, session
+from bench.harness.memory import drop_page_cache
 from bench.harness.stacks import ROOT
 from bench.harness.timing import pct, qps
 from internal.pg import memory
@@ -233,19 +233,6 @@ def held_memory(run: Run, stack: Any) -> None:
         *((f"relation {name}", size / MIB) for name, size in rels)])
 
 
-def drop_cache(data_dir: Path) -> int:
-    """Every file of the data directory out of the page cache; the bytes still cached."""
-    for f in data_dir.rglob("*"):
-        if f.is_file() and not f.is_symlink():
-            fd = os.open(f, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-    return memory.page_cache([data_dir])
-
-
 async def main(run: Run) -> None:
     where = data(run)
     env = {"LAKEHOUSE_GATEWAY_VECTORS_TIMEOUT": "3600"}
@@ -257,7 +244,7 @@ async def main(run: Run) -> None:
             searcher = Searcher(run, http, stack.gateway, where)
             await searcher.one_at_a_time(range(300, 400), None, "none")
             held_memory(run, stack)
-        left = drop_cache(stack.data_dir)
+        left = drop_page_cache(stack.data_dir)
         started = time.perf_counter()
         with run.stack(env) as stack:
             up_s = time.perf_counter() - started

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -68,15 +67,7 @@ class Million:
         """PostgreSQL stopped, its files dropped from the page cache, started again; the DSN
         and the bytes of its files still cached after the drop."""
         self.stop()
-        for f in (self.dir / "pg").rglob("*"):
-            if f.is_file() and not f.is_symlink():
-                fd = os.open(f, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                finally:
-                    os.close(fd)
-        left = mem.page_cache([self.dir / "pg"])
+        left = mem.drop_page_cache(self.dir / "pg")
         return self.dsn(), left
 
     def data(self) -> dict[str, Any]:
