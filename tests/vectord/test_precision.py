@@ -197,13 +197,17 @@ async def test_a_conversion_under_searches_and_writes_switches_once(
         assert status == 202 and started["precision"] == "float16", started
         assert started["total"] >= n
         for _ in range(1200):
+            # The list first (lakehouse status reads it), then the corpus: each poll is two
+            # observations in time order, so a conversion ending between them is no race.
+            status, every = await call(http, "GET", f"{vectord_url}{C}")
+            assert status == 200, every
+            (entry,) = [c for c in every["corpora"] if c["name"] == name]
+            seen.append(entry["precision"] + ("+" if "conversion" in entry else ""))
+            if "conversion" in entry:
+                listed.append(entry["conversion"])
             status, out = await call(http, "GET", url)
             assert status == 200, out
             seen.append(out["precision"] + ("+" if "conversion" in out else ""))
-            if "conversion" in out and not listed:  # the list shows it too (lakehouse status)
-                status, every = await call(http, "GET", f"{vectord_url}{C}")
-                listed = [c["conversion"] for c in every["corpora"]
-                          if c["name"] == name and "conversion" in c]
             if out["precision"] == "float16" and "conversion" not in out:
                 break
             await asyncio.sleep(0.1)
