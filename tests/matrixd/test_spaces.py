@@ -98,7 +98,9 @@ def mine(stack: Stack, body: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 async def search(http: aiohttp.ClientSession, stack: Stack, **body: Any) -> tuple[int, Any]:
     body.setdefault("query_text", "Zorblatt ferry on the Vintermere lagoon")
-    return await call(http, "POST", f"{stack.matrixd}/v1/matrix/search", {"k": 50, **body})
+    # k at its most: a fan-out over the session's database ranks every test's corpora, and
+    # which of them a resource selection weighs up depends on what other tests left there.
+    return await call(http, "POST", f"{stack.matrixd}/v1/matrix/search", {"k": 1000, **body})
 
 
 async def test_every_space_answers_and_the_tiny_corpus_is_searched_lexically(
