@@ -20,6 +20,21 @@ from internal.config import Config
 from tests.helpers import serve, url_of, with_section
 
 
+# The files that take longest, first: scripts/test.sh runs the suite on three workers
+# (pytest-xdist, a file to a worker, in this order), and a long file scheduled last leaves
+# the others idle at the end (docs/decisions/0324-test-workers.md).
+LONGEST_FIRST = ("tests/ha/", "tests/backup/", "tests/hard/test_ingest.py", "tests/sync/",
+                 "tests/embedd/test_old_numerics.py", "tests/evaluation/", "tests/stack/",
+                 "tests/vectord/test_profiles.py", "tests/vectord/test_precision.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)),
+                    len(LONGEST_FIRST))
+    items.sort(key=rank)  # stable: within a rank, the collection's order
+
+
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
     dsn = os.environ.get("LAKEHOUSE_TEST_DSN")
