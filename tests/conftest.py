@@ -19,7 +19,6 @@ import pytest
 from internal.config import Config
 from tests.helpers import serve, url_of, with_section
 
-
 # The files that take longest, first: scripts/test.sh runs the suite on three workers
 # (pytest-xdist, a file to a worker, in this order), and a long file scheduled last leaves
 # the others idle at the end (docs/decisions/0324-test-workers.md).
