@@ -66,3 +66,21 @@ def test_vectord_reads_the_declared_languages_from_embedds_listing() -> None:
         ModelInfo(id="remote", backend="openai", dim=None)])
     # A model that declares none is left out: read as reading every language.
     assert declared(listing) == {"m": ("en",)}
+
+
+def test_a_question_in_another_language_than_the_pages_weighs_the_lexical_layer_down() -> None:
+    # English over German pages, a model that reads both: words match nothing of theirs.
+    assert weighing.lexical_seen([({"german": 925}, MULTI)], "english") == 0.0
+    w = weighing.weights(BASE, 1.0, lexical=0.0)
+    assert w[fusion.LEXICAL] == pytest.approx(BASE[fusion.LEXICAL] * weighing.FLOOR)
+    assert w[fusion.VECTOR] == BASE[fusion.VECTOR]
+    # The pages' own language, or a question not judged: the lexical layer keeps its weight.
+    assert weighing.lexical_seen([({"german": 925, "simple": 4}, MULTI)], "german") == 1.0
+    assert weighing.lexical_seen([({"german": 925}, MULTI)], None) == 1.0
+    # The English model cannot carry the question across: BM25 stays (decision 0221).
+    assert weighing.lexical_seen([({"german": 925}, EN)], "english") == 1.0
+    # A mixed corpus, and a second corpus in the question's language: by items.
+    assert weighing.lexical_seen([({"german": 30, "english": 10}, MULTI)],
+                                 "english") == pytest.approx(0.25)
+    assert weighing.lexical_seen([({"chinese": 10}, MULTI), ({"english": 30}, EN)],
+                                 "english") == pytest.approx(0.75)
