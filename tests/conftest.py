@@ -20,30 +20,18 @@ from internal.config import Config
 from tests.helpers import serve, url_of, with_section
 
 # The files that take longest, first: scripts/test.sh runs the suite on three workers
-# (pytest-xdist, a file or a SHARED folder to a worker, in this order), and a long file
-# scheduled last leaves the others idle at the end (docs/decisions/0324-test-workers.md).
+# (pytest-xdist, a file to a worker, in this order), and a long file scheduled last leaves
+# the others idle at the end (docs/decisions/0324-test-workers.md).
 LONGEST_FIRST = ("tests/ha/", "tests/backup/", "tests/hard/test_ingest.py", "tests/sync/",
                  "tests/embedd/test_old_numerics.py", "tests/evaluation/", "tests/stack/",
                  "tests/vectord/test_profiles.py", "tests/vectord/test_precision.py")
 
 
-# Folders whose files share a stack or a cache run on one worker, one file after the other,
-# so that it is made once: a package's stack (hard, agents, client, answer, smart), the
-# evaluation's vector cache of Cranfield. Every other file is a unit of its own.
-SHARED = ("tests/hard/", "tests/agents/", "tests/client/", "tests/answer/", "tests/smart/",
-          "tests/evaluation/")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
         return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)),
                     len(LONGEST_FIRST))
     items.sort(key=rank)  # stable: within a rank, the collection's order
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(next((p for p in SHARED if path.startswith(p)),
-                                                     path)))
 
 
 @pytest.fixture(scope="session")
