@@ -1,6 +1,10 @@
-"""`lakehouse eval` end to end on Cranfield (1,400 docs) through real vectord + embedd."""
+"""`lakehouse eval` end to end on Cranfield (1,400 docs) through real vectord + embedd, and
+`lakehouse eval --feedback-qrels` through real matrixd too: in one file, so that one test
+worker embeds Cranfield into the vector cache and the others read it."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import aiohttp
 
@@ -8,6 +12,7 @@ from internal.clients.embed import EmbedClient
 from internal.clients.vectord import VectordClient
 from internal.config import Config
 from internal.evaluation import beir
+from internal.evaluation.feedback import evaluate_feedback, feedback_pairs
 from internal.evaluation.harness import evaluate_dataset
 from internal.evaluation.ingest import ingest
 from tests.helpers import ROOT, require_shared
@@ -51,3 +56,24 @@ async def test_ingest_reuses_unchanged_content(vectord_url: str, embedd_url: str
     third = await ingest(vc, ec, name, changed + docs[3:30])
     assert (third.embedded, third.reused, third.deleted) == (3, 27, 10)
     assert (await vc.get_corpus(name)).count == 30
+
+
+async def test_feedback_eval_on_cranfield(base_cfg: Config) -> None:
+    folder = require_shared("data", "cranfield")
+    report = await evaluate_feedback(base_cfg, folder, "dev", folder / "qrels" / "dev.tsv",
+                                     ["hybrid-weighted"], in_process=True, corpus="eval_cranfield",
+                                     cache_dir=VECTOR_CACHE)
+    assert report.ok, [m.error for m in report.modes]
+    qrels = beir.load_qrels(folder / "qrels" / "dev.tsv")
+    assert report.recorded + report.record_skipped == len(feedback_pairs(qrels))
+    (mode,) = report.modes
+    rows = {r.group: r for r in mode.rows}
+    assert Counter(r.group for r in mode.rows) == Counter(
+        ["held out", "asked again", "no matching entry", "all"])
+    assert rows["held out"].queries + rows["asked again"].queries == rows["all"].queries == 113
+    # Asked again, the recorded answers come up: a large lift, nearly every query boosted.
+    assert rows["asked again"].lift > 0.1
+    assert rows["asked again"].boosted_share > 0.9
+    # Where no entry matched, nothing changes.
+    assert rows["no matching entry"].without == rows["no matching entry"].with_
+    assert "held out" in report.table() and "asked again" in report.table()
