@@ -124,7 +124,7 @@ async def cluster_now(http: aiohttp.ClientSession,
 async def run_case(case: str, load: Load, http: aiohttp.ClientSession, urls: Sequence[str],
                    fault: Fault, *,
                    expect_new_leader: bool = True, settle: float = 3.0,
-                   limit: float = 90.0) -> Timeline:
+                   limit: float = 90.0, min_acked: int = 101) -> Timeline:
     """Inject `fault` into the current leader under load and time what follows."""
     nodes = await cluster_now(http, urls)
     old = patroni.leader(nodes)
@@ -160,6 +160,12 @@ async def run_case(case: str, load: Load, http: aiohttp.ClientSession, urls: Seq
             break
         await asyncio.sleep(0.1)
     await asyncio.sleep(settle)
+    # Enough acknowledged writes to prove something on a loaded machine (the suite runs on
+    # three workers): the load runs on until the case holds min_acked of them.
+    for _ in range(int(limit / 0.2)):
+        if len(load.acked) - acked_before >= min_acked or time.monotonic() - t0 >= limit:
+            break
+        await asyncio.sleep(0.2)
     fails = [t for t in load.write_failures[failures_before:] if t >= t0]
     acks = [t for t, _ in load.acked[acked_before:]]
     last_fail = max(fails) if fails else None
