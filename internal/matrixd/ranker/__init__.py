@@ -83,11 +83,13 @@ async def status(deps: Deps, trainer: Trainer, playbook_corpus: str | None, scop
         corpus_name(playbook_corpus, "playbook_corpus")
     with as_service():
         rows = await deps.vectord.list_rankers(playbook_corpus, limit)
+        # Which are current: the store's word, not this matrixd's cache (just after a start
+        # its first read may not have come yet, and a model restored looked retired).
+        current = {m.id for m in await deps.vectord.current_rankers()}
 
     def sees(corpora: list[str] | None) -> bool:
         return scope is None or corpora is None or all(scope.sees(c) for c in corpora)
 
-    current = {m.id for m in deps.rankers.current}
     return RankerStatus(
         playbook_corpus=playbook_corpus, auto=deps.cfg.ranker_auto,
         models=[m.public(m.id in current) for m in rows if sees(m.corpora)],
