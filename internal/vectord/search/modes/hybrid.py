@@ -321,7 +321,7 @@ def layer_weights(store: Store, p: Options, per: PerCorpus, first: FirstReads
         corpora.append((held, None if declared is None else frozenset(declared)))
     seen = weighing.vector_seen(corpora, p.query_text)
     # The question's language matters only where a model reads two languages or more.
-    asked = (question_language(p) if any(d is not None and len(d) > 1 for _, d in corpora)
+    asked = (asked_language(p) if any(d is not None and len(d) > 1 for _, d in corpora)
              else None)
     lexical = weighing.lexical_seen(corpora, asked)
     if seen >= 1.0 and lexical >= 1.0:
@@ -334,7 +334,7 @@ def layer_weights(store: Store, p: Options, per: PerCorpus, first: FirstReads
 ASKED_SHARE = 0.5
 
 
-def question_language(p: Options) -> str | None:
+def asked_language(p: Options) -> str | None:
     """The question's language (a regconfig): the request's, else lingua's confident
     verdict; None when neither."""
     if p.language is not None:
